@@ -1,0 +1,94 @@
+"""Element types of the tensor level: names, xDSL types, numpy storage, compute rules, tolerances.
+
+Every fact about a dtype lives here once. Ops compute in float32 for floating types (float16 and
+bfloat16 are widened, then the result is rounded back), in int64 for i32 (then wrapped), and in bool
+for i1: the same rule an eager framework follows, so the reference interpreter is dtype-faithful.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType
+from xdsl.ir import Attribute
+
+
+@dataclass(frozen=True)
+class DType:
+    """One element type."""
+
+    name: str
+    storage: np.dtype
+    compute: np.dtype
+    is_float: bool
+    #: (rtol, atol) for comparing a result of this dtype against a float64/float32 reference
+    tolerance: tuple[float, float]
+
+
+DTYPES: dict[str, DType] = {d.name: d for d in [
+    DType("f32", np.dtype(np.float32), np.dtype(np.float32), True, (2e-5, 2e-6)),
+    DType("f16", np.dtype(np.float16), np.dtype(np.float32), True, (4e-3, 1e-3)),
+    DType("bf16", np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32), True, (3e-2, 8e-3)),
+    DType("i32", np.dtype(np.int32), np.dtype(np.int64), False, (0.0, 0.0)),
+    DType("i1", np.dtype(np.bool_), np.dtype(np.bool_), False, (0.0, 0.0)),
+]}
+
+
+def dtype_attr(name: str) -> Attribute:
+    """The xDSL builtin type for a dtype name."""
+    return {"f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(),
+            "i32": IntegerType(32), "i1": IntegerType(1)}[name]
+
+
+def dtype_name(attr: Attribute) -> str:
+    """The dtype name of an xDSL builtin type; ValueError for anything else."""
+    if isinstance(attr, Float32Type):
+        return "f32"
+    if isinstance(attr, Float16Type):
+        return "f16"
+    if isinstance(attr, BFloat16Type):
+        return "bf16"
+    if isinstance(attr, IntegerType) and attr.width.data in (32, 1):
+        return f"i{attr.width.data}"
+    raise ValueError(f"unsupported element type {attr}; expected one of {', '.join(DTYPES)}")
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """Storage dtype of a dtype name."""
+    return DTYPES[name].storage
+
+
+def from_numpy(dtype: np.dtype) -> str:
+    """The dtype name for a numpy array's dtype (float64 maps to f32, int64 to i32)."""
+    dtype = np.dtype(dtype)
+    for d in DTYPES.values():
+        if d.storage == dtype:
+            return d.name
+    if dtype == np.float64:
+        return "f32"
+    if np.issubdtype(dtype, np.integer):
+        return "i32"
+    raise ValueError(f"no Axon dtype for numpy dtype {dtype}")
+
+
+def round_to(value: np.ndarray, name: str) -> np.ndarray:
+    """Round a computed value to the storage of dtype `name` (the dtype-faithful step)."""
+    d = DTYPES[name]
+    value = np.asarray(value)
+    if d.name == "i32":
+        return value.astype(np.int64).astype(np.int32)
+    return value.astype(d.storage)
+
+
+def to_compute(value: np.ndarray, name: str) -> np.ndarray:
+    """Widen a stored value to the dtype it is computed in."""
+    return np.asarray(value).astype(DTYPES[name].compute)
+
+
+def promote(a: str, b: str) -> str:
+    """Result dtype of a binary op: operands must agree (no implicit promotion at this level)."""
+    if a != b:
+        raise ValueError(f"element types differ: {a} and {b}")
+    return a

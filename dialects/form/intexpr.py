@@ -1,0 +1,350 @@
+"""Integer expressions over symbolic sizes and loop indices.
+
+One small language serves three purposes: tensor dims in types (`M`, `M*N`, `K + 1`), index maps in
+generic forms (`2*i + 1`, `t floordiv N`) and domain bounds (`j + 1`). Expressions are kept in a
+canonical form, a polynomial over *atoms* (symbols and the non-polynomial `floordiv`, `mod`, `min`,
+`max` nodes), so structurally different spellings of the same polynomial compare equal:
+`M*N == N*M`, `(K + 1) - 1 == K`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Union
+
+IntLike = Union["IntExpr", int, str]
+
+
+@dataclass(frozen=True, order=True)
+class Atom:
+    """A non-constant factor: a symbol, or a `floordiv`/`mod`/`min`/`max` of two expressions."""
+
+    kind: str  # "sym" | "floordiv" | "mod" | "min" | "max"
+    name: str = ""
+    args: tuple[IntExpr, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "sym":
+            return self.name
+        a, b = self.args
+        if self.kind in ("min", "max"):
+            return f"{self.kind}({a}, {b})"
+        return f"{a._str_operand()} {self.kind} {b._str_operand()}"
+
+
+Monomial = tuple[Atom, ...]  # sorted atoms with multiplicity; () is the constant monomial
+
+
+@dataclass(frozen=True)
+class IntExpr:
+    """A canonical integer polynomial: a sorted tuple of (monomial, nonzero coefficient)."""
+
+    terms: tuple[tuple[Monomial, int], ...]
+
+    # ---- construction -------------------------------------------------------------------------
+    @staticmethod
+    def const(value: int) -> IntExpr:
+        return IntExpr(((((), value),) if value else ()))
+
+    @staticmethod
+    def sym(name: str) -> IntExpr:
+        return IntExpr((((Atom("sym", name),), 1),))
+
+    @staticmethod
+    def lift(value: IntLike) -> IntExpr:
+        """Turn an int, a symbol name or expression text into an IntExpr."""
+        if isinstance(value, IntExpr):
+            return value
+        if isinstance(value, bool):
+            raise TypeError("a bool is not a size")
+        if isinstance(value, int):
+            return IntExpr.const(value)
+        if isinstance(value, str):
+            return parse_int_expr(value)
+        raise TypeError(f"cannot use {value!r} as an integer expression")
+
+    @staticmethod
+    def _from_dict(acc: dict[Monomial, int]) -> IntExpr:
+        return IntExpr(tuple(sorted(((m, c) for m, c in acc.items() if c), key=_term_key)))
+
+    # ---- queries ------------------------------------------------------------------------------
+    @property
+    def is_const(self) -> bool:
+        return all(not m for m, _ in self.terms)
+
+    @property
+    def value(self) -> int:
+        """The constant value; raises if the expression is not constant."""
+        if not self.is_const:
+            raise ValueError(f"{self} is not a constant")
+        return self.terms[0][1] if self.terms else 0
+
+    @property
+    def as_symbol(self) -> str | None:
+        """The symbol name when the expression is a single bare symbol."""
+        if len(self.terms) == 1:
+            (mono, coeff) = self.terms[0]
+            if coeff == 1 and len(mono) == 1 and mono[0].kind == "sym":
+                return mono[0].name
+        return None
+
+    def symbols(self) -> frozenset[str]:
+        """Every symbol name that occurs, including inside floordiv/mod/min/max."""
+        out: set[str] = set()
+        for mono, _ in self.terms:
+            for atom in mono:
+                if atom.kind == "sym":
+                    out.add(atom.name)
+                else:
+                    for arg in atom.args:
+                        out |= arg.symbols()
+        return frozenset(out)
+
+    def is_affine_in(self, names: Iterable[str]) -> bool:
+        """True when every named symbol occurs only linearly and outside floordiv/mod/min/max."""
+        names = set(names)
+        for mono, _ in self.terms:
+            hits = [a for a in mono if a.kind == "sym" and a.name in names]
+            if len(hits) > 1 and len(mono) > 1:
+                return False
+            for atom in mono:
+                if atom.kind != "sym" and any(arg.symbols() & names for arg in atom.args):
+                    return False
+        return True
+
+    # ---- arithmetic ---------------------------------------------------------------------------
+    def __add__(self, other: IntLike) -> IntExpr:
+        acc = dict(self.terms)
+        for mono, coeff in IntExpr.lift(other).terms:
+            acc[mono] = acc.get(mono, 0) + coeff
+        return IntExpr._from_dict(acc)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> IntExpr:
+        return IntExpr(tuple((m, -c) for m, c in self.terms))
+
+    def __sub__(self, other: IntLike) -> IntExpr:
+        return self + (-IntExpr.lift(other))
+
+    def __rsub__(self, other: IntLike) -> IntExpr:
+        return IntExpr.lift(other) - self
+
+    def __mul__(self, other: IntLike) -> IntExpr:
+        acc: dict[Monomial, int] = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in IntExpr.lift(other).terms:
+                mono = tuple(sorted(m1 + m2))
+                acc[mono] = acc.get(mono, 0) + c1 * c2
+        return IntExpr._from_dict(acc)
+
+    __rmul__ = __mul__
+
+    def floordiv(self, other: IntLike) -> IntExpr:
+        den = IntExpr.lift(other)
+        if den.is_const:
+            d = den.value
+            if d == 0:
+                raise ZeroDivisionError(f"{self} floordiv 0")
+            if d == 1:
+                return self
+            if all(c % d == 0 for _, c in self.terms):
+                return IntExpr(tuple((m, c // d) for m, c in self.terms))
+        if self.is_const and den.is_const:
+            return IntExpr.const(self.value // den.value)
+        if self == den:
+            return IntExpr.const(1)
+        return IntExpr((((Atom("floordiv", "", (self, den)),), 1),))
+
+    def mod(self, other: IntLike) -> IntExpr:
+        den = IntExpr.lift(other)
+        if den.is_const:
+            d = den.value
+            if d == 0:
+                raise ZeroDivisionError(f"{self} mod 0")
+            if all(c % d == 0 for _, c in self.terms):
+                return IntExpr.const(0)
+        if self == den:
+            return IntExpr.const(0)
+        return IntExpr((((Atom("mod", "", (self, den)),), 1),))
+
+    def min(self, other: IntLike) -> IntExpr:
+        other = IntExpr.lift(other)
+        if self == other:
+            return self
+        if self.is_const and other.is_const:
+            return IntExpr.const(min(self.value, other.value))
+        a, b = sorted((self, other), key=str)
+        return IntExpr((((Atom("min", "", (a, b)),), 1),))
+
+    def max(self, other: IntLike) -> IntExpr:
+        other = IntExpr.lift(other)
+        if self == other:
+            return self
+        if self.is_const and other.is_const:
+            return IntExpr.const(max(self.value, other.value))
+        a, b = sorted((self, other), key=str)
+        return IntExpr((((Atom("max", "", (a, b)),), 1),))
+
+    def ceildiv(self, other: IntLike) -> IntExpr:
+        """ceil(self / other) for a positive divisor, as a floordiv."""
+        den = IntExpr.lift(other)
+        return (self + den - 1).floordiv(den)
+
+    # ---- evaluation ---------------------------------------------------------------------------
+    def evaluate(self, env: Mapping[str, int]) -> int:
+        """The value under concrete bindings of every symbol; floordiv and mod round to -inf."""
+        total = 0
+        for mono, coeff in self.terms:
+            prod = coeff
+            for atom in mono:
+                prod *= _eval_atom(atom, env)
+            total += prod
+        return total
+
+    def substitute(self, env: Mapping[str, IntLike]) -> IntExpr:
+        """Replace symbols by expressions (or ints); unbound symbols stay."""
+        result = IntExpr.const(0)
+        for mono, coeff in self.terms:
+            prod = IntExpr.const(coeff)
+            for atom in mono:
+                prod = prod * _subst_atom(atom, env)
+            result = result + prod
+        return result
+
+    # ---- printing -----------------------------------------------------------------------------
+    def __str__(self) -> str:
+        if not self.terms:
+            return "0"
+        parts: list[str] = []
+        for i, (mono, coeff) in enumerate(self.terms):
+            alone = len(self.terms) == 1 and len(mono) == 1 and coeff == 1
+            body = "*".join(_atom_text(a, not alone) for a in mono)
+            mag = abs(coeff)
+            text = str(mag) if not mono else (body if mag == 1 else f"{mag}*{body}")
+            if i == 0:
+                parts.append(f"-{text}" if coeff < 0 else text)
+            else:
+                parts.append(f" - {text}" if coeff < 0 else f" + {text}")
+        return "".join(parts)
+
+    def __repr__(self) -> str:
+        return f"IntExpr({str(self)!r})"
+
+    def _str_operand(self) -> str:
+        """Text safe to place beside a binary operator."""
+        text = str(self)
+        simple = len(self.terms) <= 1 and (not self.terms or self.terms[0][1] >= 0)
+        if simple and not (self.terms and len(self.terms[0][0]) == 1
+                           and self.terms[0][0][0].kind in ("floordiv", "mod")):
+            return text
+        return f"({text})"
+
+
+def _term_key(term: tuple[Monomial, int]) -> tuple[int, int, str]:
+    mono, coeff = term
+    # positive terms first, the constant last, so `d0 - K + 1` reads naturally
+    return (0 if mono else 1, 0 if coeff > 0 else 1, "*".join(str(a) for a in mono))
+
+
+def _atom_text(atom: Atom, in_product: bool) -> str:
+    text = str(atom)
+    if in_product and atom.kind in ("floordiv", "mod"):
+        return f"({text})"
+    return text
+
+
+def _eval_atom(atom: Atom, env: Mapping[str, int]) -> int:
+    if atom.kind == "sym":
+        if atom.name not in env:
+            raise KeyError(f"no value for size symbol '{atom.name}'")
+        return int(env[atom.name])
+    a, b = (arg.evaluate(env) for arg in atom.args)
+    if atom.kind == "floordiv":
+        return a // b
+    if atom.kind == "mod":
+        return a % b
+    return min(a, b) if atom.kind == "min" else max(a, b)
+
+
+def _subst_atom(atom: Atom, env: Mapping[str, IntLike]) -> IntExpr:
+    if atom.kind == "sym":
+        return IntExpr.lift(env[atom.name]) if atom.name in env else IntExpr.sym(atom.name)
+    a, b = (arg.substitute(env) for arg in atom.args)
+    return getattr(a, atom.kind)(b)
+
+
+# ---- parsing ----------------------------------------------------------------------------------
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")
+
+
+class IntExprSyntaxError(ValueError):
+    """Raised for malformed integer-expression text; the message names the offending token."""
+
+
+def parse_int_expr(text: str) -> IntExpr:
+    """Parse `M*N`, `2*i + 1`, `(K + 3) floordiv 4`, `min(i, N)`, ... into an IntExpr."""
+    tokens = [(m.group(1) or m.group(2) or m.group(3)) for m in _TOKEN.finditer(text)
+              if (m.group(1) or m.group(2) or m.group(3))]
+    pos = 0
+
+    def peek() -> str | None:
+        return tokens[pos] if pos < len(tokens) else None
+
+    def take(expected: str | None = None) -> str:
+        nonlocal pos
+        tok = peek()
+        if tok is None or (expected is not None and tok != expected):
+            raise IntExprSyntaxError(
+                f"in size expression '{text}': expected {expected or 'a term'}, found "
+                f"{'end of text' if tok is None else repr(tok)}")
+        pos += 1
+        return tok
+
+    def expr() -> IntExpr:
+        result = term()
+        while peek() in ("+", "-"):
+            op = take()
+            result = result + term() if op == "+" else result - term()
+        return result
+
+    def term() -> IntExpr:
+        result = factor()
+        while peek() in ("*", "floordiv", "mod"):
+            op = take()
+            rhs = factor()
+            result = result * rhs if op == "*" else getattr(result, op)(rhs)
+        return result
+
+    def factor() -> IntExpr:
+        tok = take()
+        if tok == "-":
+            return -factor()
+        if tok == "(":
+            inner = expr()
+            take(")")
+            return inner
+        if tok.isdigit():
+            return IntExpr.const(int(tok))
+        if tok in ("min", "max") and peek() == "(":
+            take("(")
+            a = expr()
+            take(",")
+            b = expr()
+            take(")")
+            return getattr(a, tok)(b)
+        if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", tok) and tok not in ("floordiv", "mod"):
+            return IntExpr.sym(tok)
+        raise IntExprSyntaxError(f"in size expression '{text}': unexpected {tok!r}")
+
+    result = expr()
+    if peek() is not None:
+        raise IntExprSyntaxError(f"in size expression '{text}': unexpected {peek()!r}")
+    return result
+
+
+def lift_all(values: Iterable[IntLike]) -> tuple[IntExpr, ...]:
+    """IntExpr.lift over a sequence."""
+    return tuple(IntExpr.lift(v) for v in values)

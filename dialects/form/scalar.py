@@ -1,0 +1,285 @@
+"""The scalar language of generic-form bodies.
+
+A body is a tree of `Const`, `Read` (an operand at an index map), `Index` (an integer expression
+used as a number, e.g. for iota or a guard), `Reduced` (the reduction result inside a finalizer) and
+`Call` of a function from `FUNCTIONS`. Each function is defined here once: its arity, its numpy
+meaning, and, for the derived ones (silu, gelu, relu, ...), its expansion into primitives, which is
+what the SMT encoder sees.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from axon.dialects.form.intexpr import IntExpr
+
+
+class ScalarExpr:
+    """Base class of scalar-language nodes; operators build `Call` nodes."""
+
+    def __add__(self, other: ScalarLike) -> Call:
+        return call("add", self, other)
+
+    def __radd__(self, other: ScalarLike) -> Call:
+        return call("add", other, self)
+
+    def __sub__(self, other: ScalarLike) -> Call:
+        return call("sub", self, other)
+
+    def __rsub__(self, other: ScalarLike) -> Call:
+        return call("sub", other, self)
+
+    def __mul__(self, other: ScalarLike) -> Call:
+        return call("mul", self, other)
+
+    def __rmul__(self, other: ScalarLike) -> Call:
+        return call("mul", other, self)
+
+    def __truediv__(self, other: ScalarLike) -> Call:
+        return call("div", self, other)
+
+    def __rtruediv__(self, other: ScalarLike) -> Call:
+        return call("div", other, self)
+
+    def __neg__(self) -> Call:
+        return call("neg", self)
+
+
+ScalarLike = ScalarExpr | float | int | bool
+
+
+@dataclass(frozen=True, eq=True)
+class Const(ScalarExpr):
+    """A literal number or boolean."""
+
+    value: float | int | bool
+
+    def __str__(self) -> str:
+        if isinstance(self.value, bool):
+            return "true" if self.value else "false"
+        if isinstance(self.value, float):
+            return repr(self.value) if math.isfinite(self.value) else (
+                "inf" if self.value > 0 else "-inf" if self.value < 0 else "nan")
+        return str(self.value)
+
+
+@dataclass(frozen=True, eq=True)
+class Read(ScalarExpr):
+    """Operand `operand` read at `index` (one integer expression per operand dim)."""
+
+    operand: int
+    index: tuple[IntExpr, ...]
+
+    def __str__(self) -> str:
+        return f"in{self.operand}[{', '.join(str(i) for i in self.index)}]"
+
+
+@dataclass(frozen=True, eq=True)
+class Index(ScalarExpr):
+    """An integer expression over loop dims and sizes, used as a number."""
+
+    expr: IntExpr
+
+    def __str__(self) -> str:
+        return f"idx({self.expr})"
+
+
+@dataclass(frozen=True, eq=True)
+class Reduced(ScalarExpr):
+    """The value of the reduction, referenced by a finalizer (e.g. `mean = acc / K`)."""
+
+    def __str__(self) -> str:
+        return "acc"
+
+
+@dataclass(frozen=True, eq=True)
+class Call(ScalarExpr):
+    """A function of `FUNCTIONS` applied to arguments; `param` carries pow's exponent or a dtype."""
+
+    fn: str
+    args: tuple[ScalarExpr, ...]
+    param: float | str | None = None
+
+    def __post_init__(self) -> None:
+        spec = FUNCTIONS.get(self.fn)
+        if spec is None:
+            raise ValueError(f"unknown scalar function '{self.fn}'")
+        if len(self.args) != spec.arity:
+            raise ValueError(f"scalar function '{self.fn}' takes {spec.arity} arguments, "
+                             f"got {len(self.args)}")
+        if spec.has_param != (self.param is not None):
+            raise ValueError(f"scalar function '{self.fn}' "
+                             f"{'needs' if spec.has_param else 'takes no'} parameter")
+
+    def __str__(self) -> str:
+        spec = FUNCTIONS[self.fn]
+        if spec.infix is not None:
+            a, b = self.args
+            return f"({a} {spec.infix} {b})"
+        params = [] if self.param is None else [
+            repr(self.param) if isinstance(self.param, float) else str(self.param)]
+        return f"{self.fn}({', '.join([*(str(a) for a in self.args), *params])})"
+
+
+def lift(value: ScalarLike) -> ScalarExpr:
+    """Python numbers become `Const`."""
+    return value if isinstance(value, ScalarExpr) else Const(value)
+
+
+def call(fn: str, *args: ScalarLike, param: float | str | None = None) -> Call:
+    """Build `fn(args...)` with Python numbers lifted to constants."""
+    return Call(fn, tuple(lift(a) for a in args), param)
+
+
+# ---- the function table ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScalarFunction:
+    """One scalar function: arity, numpy meaning, and (for derived ones) its primitive expansion."""
+
+    name: str
+    arity: int
+    numpy: Callable[..., Any]
+    infix: str | None = None
+    has_param: bool = False
+    float_only: bool = False
+    boolean_result: bool = False
+    expansion: Callable[..., ScalarExpr] | None = field(default=None, repr=False)
+
+
+def _sigmoid(x: Any) -> Any:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _erf(x: Any) -> Any:
+    # numpy has no erf; math.erf is exact to double precision, vectorized here
+    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(np.result_type(x, np.float32))
+
+
+def _cast(x: Any, dtype: str) -> Any:
+    from axon.dialects.ax.dtypes import numpy_dtype  # late: dtypes imports nothing from here
+
+    return np.asarray(x).astype(numpy_dtype(dtype))
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+
+FUNCTIONS: dict[str, ScalarFunction] = {f.name: f for f in [
+    # arithmetic
+    ScalarFunction("add", 2, np.add, infix="+"),
+    ScalarFunction("sub", 2, np.subtract, infix="-"),
+    ScalarFunction("mul", 2, np.multiply, infix="*"),
+    ScalarFunction("div", 2, np.divide, infix="/", float_only=True),
+    ScalarFunction("max", 2, np.maximum),
+    ScalarFunction("min", 2, np.minimum),
+    ScalarFunction("neg", 1, np.negative),
+    ScalarFunction("abs", 1, np.abs),
+    ScalarFunction("pow", 1, lambda x, p: np.power(x, p), has_param=True, float_only=True),
+    # transcendental primitives (uninterpreted for the SMT encoder)
+    ScalarFunction("exp", 1, np.exp, float_only=True),
+    ScalarFunction("log", 1, np.log, float_only=True),
+    ScalarFunction("sqrt", 1, np.sqrt, float_only=True),
+    ScalarFunction("rsqrt", 1, lambda x: 1.0 / np.sqrt(x), float_only=True),
+    ScalarFunction("tanh", 1, np.tanh, float_only=True),
+    ScalarFunction("sigmoid", 1, _sigmoid, float_only=True),
+    ScalarFunction("erf", 1, _erf, float_only=True),
+    # derived functions: one expansion each
+    ScalarFunction("relu", 1, lambda x: np.maximum(x, 0), expansion=lambda x: call("max", x, 0)),
+    ScalarFunction("square", 1, lambda x: x * x, expansion=lambda x: call("mul", x, x)),
+    ScalarFunction("reciprocal", 1, lambda x: 1.0 / x, float_only=True,
+                   expansion=lambda x: call("div", 1.0, x)),
+    ScalarFunction("silu", 1, lambda x: x * _sigmoid(x), float_only=True,
+                   expansion=lambda x: call("mul", x, call("sigmoid", x))),
+    ScalarFunction("gelu", 1, lambda x: 0.5 * x * (1.0 + _erf(x * _SQRT1_2)), float_only=True,
+                   expansion=lambda x: call("mul", call("mul", 0.5, x),
+                                            call("add", 1.0, call("erf", call("mul", x, _SQRT1_2))))),
+    # comparisons and selection
+    ScalarFunction("eq", 2, np.equal, infix="==", boolean_result=True),
+    ScalarFunction("ne", 2, np.not_equal, infix="!=", boolean_result=True),
+    ScalarFunction("lt", 2, np.less, infix="<", boolean_result=True),
+    ScalarFunction("le", 2, np.less_equal, infix="<=", boolean_result=True),
+    ScalarFunction("gt", 2, np.greater, infix=">", boolean_result=True),
+    ScalarFunction("ge", 2, np.greater_equal, infix=">=", boolean_result=True),
+    ScalarFunction("and", 2, np.logical_and, boolean_result=True),
+    ScalarFunction("or", 2, np.logical_or, boolean_result=True),
+    ScalarFunction("not", 1, np.logical_not, boolean_result=True),
+    ScalarFunction("select", 3, np.where),
+    ScalarFunction("cast", 1, _cast, has_param=True),
+]}
+
+UNARY_FUNCTIONS = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid",
+                   "relu", "silu", "gelu", "erf", "square")
+BINARY_FUNCTIONS = ("add", "sub", "mul", "div", "max", "min")
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def expand(expr: ScalarExpr) -> ScalarExpr:
+    """Rewrite derived functions (silu, gelu, relu, ...) into primitives, recursively."""
+    if not isinstance(expr, Call):
+        return expr
+    args = tuple(expand(a) for a in expr.args)
+    spec = FUNCTIONS[expr.fn]
+    if spec.expansion is not None:
+        return expand(spec.expansion(*args))
+    return Call(expr.fn, args, expr.param)
+
+
+def reads(expr: ScalarExpr) -> list[Read]:
+    """Every operand read in the expression, in evaluation order."""
+    if isinstance(expr, Read):
+        return [expr]
+    if isinstance(expr, Call):
+        return [r for a in expr.args for r in reads(a)]
+    return []
+
+
+def index_exprs(expr: ScalarExpr) -> list[IntExpr]:
+    """Every integer expression in the tree (read indices and Index nodes)."""
+    if isinstance(expr, Read):
+        return list(expr.index)
+    if isinstance(expr, Index):
+        return [expr.expr]
+    if isinstance(expr, Call):
+        return [e for a in expr.args for e in index_exprs(a)]
+    return []
+
+
+def evaluate(expr: ScalarExpr, read: Callable[[Read], Any], index: Callable[[IntExpr], Any],
+             reduced: Any = None) -> Any:
+    """Evaluate with numpy semantics; `select` is lazy when its condition is a Python bool.
+
+    `read` and `index` give the values of `Read` and `Index` nodes; the same function serves the
+    scalar loop evaluator and the vectorized one.
+    """
+    if isinstance(expr, Const):
+        return expr.value
+    if isinstance(expr, Read):
+        return read(expr)
+    if isinstance(expr, Index):
+        return index(expr.expr)
+    if isinstance(expr, Reduced):
+        return reduced
+    assert isinstance(expr, Call)
+    spec = FUNCTIONS[expr.fn]
+    if expr.fn == "select":
+        cond = evaluate(expr.args[0], read, index, reduced)
+        if isinstance(cond, (bool, np.bool_)):
+            return evaluate(expr.args[1 if cond else 2], read, index, reduced)
+    values = [evaluate(a, read, index, reduced) for a in expr.args]
+    if expr.param is not None:
+        return spec.numpy(*values, expr.param)
+    return spec.numpy(*values)
+
+
+def substitute_reads(expr: ScalarExpr, mapping: Mapping[int, Callable[[Read], ScalarExpr]]
+                     ) -> ScalarExpr:
+    """Replace reads of the given operands (used to compose forms)."""
+    if isinstance(expr, Read) and expr.operand in mapping:
+        return mapping[expr.operand](expr)
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(substitute_reads(a, mapping) for a in expr.args), expr.param)
+    return expr
