@@ -141,6 +141,9 @@ def parse_form(text: str, num_operands: int) -> GenericForm:
         children = _ToForm().transform(tree).children
     except VisitError as err:
         raise FormError(f"malformed generic form: {err.orig_exc}") from None
+    if children and children[0] is None:
+        # a 0-d output (`out[] = ...`) leaves a placeholder for the absent pdim list
+        children = children[1:]
     pdims = [c for c in children if isinstance(c, LoopDim)]
     # the optional parts arrive as None placeholders: [reduction] body [then finalize]
     reduction, body, _then, finalize = [c for c in children if not isinstance(c, LoopDim)]
