@@ -17,7 +17,7 @@ from typing import Union
 IntLike = Union["IntExpr", int, str]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Atom:
     """A non-constant factor: a symbol, or a `floordiv`/`mod`/`min`/`max` of two expressions."""
 
@@ -136,7 +136,7 @@ class IntExpr:
         acc: dict[Monomial, int] = {}
         for m1, c1 in self.terms:
             for m2, c2 in IntExpr.lift(other).terms:
-                mono = tuple(sorted(m1 + m2))
+                mono = tuple(sorted(m1 + m2, key=str))
                 acc[mono] = acc.get(mono, 0) + c1 * c2
         return IntExpr._from_dict(acc)
 
@@ -166,6 +166,8 @@ class IntExpr:
                 raise ZeroDivisionError(f"{self} mod 0")
             if all(c % d == 0 for _, c in self.terms):
                 return IntExpr.const(0)
+        if self.is_const and den.is_const:
+            return IntExpr.const(self.value % den.value)
         if self == den:
             return IntExpr.const(0)
         return IntExpr((((Atom("mod", "", (self, den)),), 1),))
