@@ -83,6 +83,7 @@ class ReduceOp(TensorOp):
 
     REDUCTION: ClassVar[str]
     ATTRS: ClassVar[dict[str, str]] = {"axes": "ints", "keepdims": "bool"}
+    DEFAULTS: ClassVar[dict[str, Any]] = {"keepdims": False}
     input = operand_def(TensorType)
     axes = prop_def(DenseArrayBase.constr(i64))
     keepdims = prop_def(BoolAttr)

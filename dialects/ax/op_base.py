@@ -79,6 +79,8 @@ class TensorOp(IRDLOperation):
 
     #: property name -> kind in TO_ATTR; the order is the builder's keyword order
     ATTRS: ClassVar[dict[str, str]] = {}
+    #: values `make` uses for attributes the caller leaves out
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
@@ -92,6 +94,7 @@ class TensorOp(IRDLOperation):
     def make(cls, operands: Sequence[SSAValue], **attrs: Any) -> TensorOp:
         """Create the op with its result type inferred; ShapeError names what does not fit."""
         types = [_tensor_type(v, i, cls) for i, v in enumerate(operands)]
+        attrs = {**cls.DEFAULTS, **attrs}
         unknown = set(attrs) - set(cls.ATTRS)
         if unknown:
             raise ShapeError(f"{cls.name}: unknown attribute(s) {', '.join(sorted(unknown))}")
