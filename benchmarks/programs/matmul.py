@@ -1,0 +1,3 @@
+# matmul: x @ w
+def matmul(x: bf16[M, K], w: bf16[K, N]):
+    return x @ w
