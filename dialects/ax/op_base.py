@@ -99,7 +99,8 @@ class TensorOp(IRDLOperation):
         if unknown:
             raise ShapeError(f"{cls.name}: unknown attribute(s) {', '.join(sorted(unknown))}")
         sem = cls.semantics(types, attrs)
-        props = {k: TO_ATTR[cls.ATTRS[k]](v) for k, v in attrs.items() if v is not None}
+        props = {k: TO_ATTR[kind](attrs[k]) for k, kind in cls.ATTRS.items()
+                 if attrs.get(k) is not None}
         return cls.create(operands=list(operands), result_types=[sem.result_type],
                           properties=props)
 
