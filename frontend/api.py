@@ -25,7 +25,7 @@ from xdsl.ir import SSAValue
 from axon.dialects.ax.shapes import ShapeError
 from axon.frontend import builders
 from axon.frontend.builders import *  # noqa: F403 - the API is the builder library
-from axon.frontend.builders import BUILDERS, Scalar, Tensor
+from axon.frontend.builders import BUILDERS, Tensor, as_results
 from axon.frontend.graph import GraphBuilder, build_function
 from axon.frontend.specs import DTypeSpec, TensorSpec, bf16, f16, f32, i1, i32
 
@@ -62,7 +62,7 @@ class Function:
 
         def body(builder: GraphBuilder, args: list[SSAValue]) -> list[SSAValue]:
             out = self.fn(*(Tensor(a, builder) for a in args))
-            return results(out, builder, self.name)
+            return as_results(out, builder, self.name)
 
         return build_function(self.name, arg_types, body)
 
@@ -78,23 +78,6 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<ax.function {self.name}({', '.join(map(str, self.specs))})>"
-
-
-def results(out: Any, builder: GraphBuilder, name: str) -> list[SSAValue]:
-    """The SSA values a traced function returns (one value, or a tuple of them)."""
-    items = list(out) if isinstance(out, tuple | list) else [out]
-    if out is None or not items:
-        raise ShapeError(f"{name} returns nothing; an Axon function returns one or more tensors")
-    values = []
-    for item in items:
-        if isinstance(item, Tensor):
-            values.append(item.value)
-        elif isinstance(item, Scalar | int | float) or hasattr(item, "terms"):
-            scalar = item if isinstance(item, Scalar) else Scalar(item)
-            values.append(scalar.materialize(builder, "f32").value)
-        else:
-            raise ShapeError(f"{name} returns {item!r}, which is not a tensor")
-    return values
 
 
 def function(fn: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:

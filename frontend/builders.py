@@ -657,6 +657,24 @@ def attention(q: Operand, k: Operand, v: Operand, scale: Any = None, causal: Any
     return matmul(softmax(scores, -1), v)
 
 
+def as_results(out: Any, builder: GraphBuilder, name: str) -> list[SSAValue]:
+    """The SSA values a function returns (a value or a tuple of them); scalars become 0-d f32."""
+    items = list(out) if isinstance(out, tuple | list) else [out]
+    if out is None or not items:
+        raise ShapeError(f"{name} returns nothing; an Axon function returns one or more tensors")
+    values = []
+    for item in items:
+        if isinstance(item, Tensor):
+            if item.builder is not builder:
+                raise ShapeError(f"{name} returns a tensor of another function")
+            values.append(item.value)
+        elif _is_scalar(item):
+            values.append(_lift(item, "f32", builder, "a result").value)
+        else:
+            raise ShapeError(f"{name} returns {_describe(item)}, which is not a tensor")
+    return values
+
+
 #: every public builder by its language name (docs/language.md), for both frontends
 BUILDERS: dict[str, Callable[..., Any]] = {f.__name__: f for f in (
     neg, abs, exp, log, sqrt, rsqrt, reciprocal, tanh, sigmoid, relu, silu, gelu, erf, square,
