@@ -4,6 +4,8 @@ xDSL's parser leaves an op's location unknown unless the text spells `loc(...)`,
 reports a failure by reprinting the whole module in generic form. MLIR's parser instead gives every
 op the `file:line:col` it was parsed from; `LocatingParser` does the same, and `locate_verify_error`
 uses that location to turn a verifier exception into one located line plus the source line.
+Types and attributes that fail their own verification while being parsed become located parse
+errors in the same way.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import linecache
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation, TypeAttribute
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 
 class LocatingParser(Parser):
@@ -26,9 +29,33 @@ class LocatingParser(Parser):
         #: lines before this chunk under --split-input-file, so lines count from the file's start
         self.line_offset = line_offset
 
+    def _span_from(self, start: int) -> Span[str]:
+        """The text from `start` to the last consumed token (without the whitespace after it)."""
+        text = self.lexer.input.content[start:self.pos]
+        return Span(start, start + len(text.rstrip()), self.lexer.input)
+
+    # A type or attribute whose own verify() fails (`!ax.tensor<[M, -2], f32>`) raises a bare
+    # VerifyException from inside the parser; report it as a parse error at the type's text.
+    def parse_optional_type(self) -> TypeAttribute | None:
+        start = self.pos
+        try:
+            return super().parse_optional_type()
+        except VerifyException as err:
+            raise ParseError(self._span_from(start), str(err)) from None
+
+    def parse_optional_attribute(self) -> Attribute | None:
+        start = self.pos
+        try:
+            return super().parse_optional_attribute()
+        except VerifyException as err:
+            raise ParseError(self._span_from(start), str(err)) from None
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span
-        op = super().parse_operation()
+        try:
+            op = super().parse_operation()
+        except VerifyException as err:  # a custom-syntax op whose operand types break its rules
+            raise ParseError(self._span_from(start.start), str(err)) from None
         if isinstance(op.location, UnknownLoc):
             where = start.get_location()
             op.location = FileLineColLoc(StringAttr(where.file), IntAttr(
