@@ -1,0 +1,13 @@
+"""The SMT verifier: prove or refute equivalence of tensor programs for all shapes and contents.
+
+    from axon.verifier import prove_equivalent, Proved, Refuted, Unknown
+    verdict = prove_equivalent(func_a, func_b, assumptions=["K mod 4 == 0"])
+
+See docs/verifier.md for what a proof covers (real arithmetic) and what it does not (rounding).
+"""
+
+from axon.verifier.cache import ProofCache
+from axon.verifier.prove import Counterexample, Proved, Refuted, Unknown, Verdict, prove_equivalent
+
+__all__ = ["Counterexample", "ProofCache", "Proved", "Refuted", "Unknown", "Verdict",
+           "prove_equivalent"]

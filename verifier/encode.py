@@ -1,0 +1,228 @@
+"""z3 encoding of canonical terms.
+
+- sizes and loop variables are z3 Ints; tensors are uninterpreted functions Int^rank -> Real
+  (Bool for i1);
+- exp, log, sqrt, rsqrt, tanh, sigmoid, erf, pow, trunc are uninterpreted Real -> Real with sound
+  ground axioms: exp(t) > 0; t >= 0 -> sqrt(t) >= 0 and sqrt(t)^2 = t; t > 0 -> rsqrt(t) > 0 and
+  rsqrt(t)^2 * t = 1; max, min, abs and 1/x are exact;
+- a sum over [lo, hi) of body B is ite(lo < hi, P_B(hi) - P_B(lo), 0), with one uninterpreted
+  prefix function P_B per canonical body (arguments: the point and B's free loop variables).
+  Every P_B with P_B(n) = sum over [0, n) of B exists (signed below 0), so this holds for every
+  extent. Ground instances of P_B(0) = 0 and P_B(e) = P_B(e - 1) + B(e - 1) at the points that
+  occur close telescoping sums; a sum of positive terms over a nonempty range is positive;
+- max / min / mul reductions are uninterpreted per canonical body, applied to (lo, hi, free...).
+
+No quantifiers are asserted, so every axiom is a ground instance of a true fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import z3
+
+from axon.dialects.form.intexpr import Atom as IntAtom
+from axon.dialects.form.intexpr import IntExpr
+from axon.verifier import terms as T
+
+
+@dataclass
+class _Pending:
+    """A prefix-function application whose step instance is still to be asserted."""
+
+    fn: z3.FuncDeclRef
+    var: str
+    body: T.Poly
+    free: tuple[str, ...]
+    env: dict[str, z3.ArithRef]
+    at: z3.ArithRef
+
+
+@dataclass
+class Encoder:
+    """Encodes terms into one z3 context; collects the axioms their atoms need."""
+
+    ctx: z3.Context = field(default_factory=z3.Context)
+    sizes: dict[str, z3.ArithRef] = field(default_factory=dict)
+    loops: dict[str, z3.ArithRef] = field(default_factory=dict)
+    tensors: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
+    axioms: list[z3.BoolRef] = field(default_factory=list)
+    _funcs: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
+    _pending: list[_Pending] = field(default_factory=list)
+    _axiom_keys: set[str] = field(default_factory=set)
+    _ranks: dict[str, int] = field(default_factory=dict)
+
+    # ---- declarations -----------------------------------------------------------------------
+    def int_var(self, name: str) -> z3.ArithRef:
+        table = self.loops if T.is_loop_var(name) else self.sizes
+        if name not in table:
+            table[name] = z3.Int(name, self.ctx)
+        return table[name]
+
+    def declare_tensor(self, name: str, rank: int, boolean: bool) -> None:
+        if name not in self.tensors:
+            dom = [z3.IntSort(self.ctx)] * rank
+            rng = z3.BoolSort(self.ctx) if boolean else z3.RealSort(self.ctx)
+            self.tensors[name] = z3.Function(name, *dom, rng)
+
+    def _func(self, key: str, arity_ints: int, arity_reals: int = 0) -> z3.FuncDeclRef:
+        if key not in self._funcs:
+            dom = [z3.IntSort(self.ctx)] * arity_ints + [z3.RealSort(self.ctx)] * arity_reals
+            self._funcs[key] = z3.Function(f"f{len(self._funcs)}", *dom, z3.RealSort(self.ctx))
+        return self._funcs[key]
+
+    def _axiom(self, key: str, fact: z3.BoolRef) -> None:
+        if key not in self._axiom_keys:
+            self._axiom_keys.add(key)
+            self.axioms.append(fact)
+
+    # ---- integers -----------------------------------------------------------------------------
+    def int_expr(self, e: IntExpr, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
+        total: z3.ArithRef = z3.IntVal(0, self.ctx)
+        for mono, c in e.terms:
+            term: z3.ArithRef = z3.IntVal(c, self.ctx)
+            for a in mono:
+                term = term * self._int_atom(a, env)
+            total = total + term
+        return z3.simplify(total)
+
+    def _int_atom(self, a: IntAtom, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
+        if a.kind == "sym":
+            return env[a.name] if a.name in env else self.int_var(a.name)
+        x, y = (self.int_expr(arg, env) for arg in a.args)
+        if a.kind == "floordiv":
+            return x / y  # SMT-LIB div rounds down for positive divisors (sizes are >= 1)
+        if a.kind == "mod":
+            return x % y
+        if a.kind == "min":
+            return z3.If(x <= y, x, y)
+        return z3.If(x >= y, x, y)
+
+    # ---- reals --------------------------------------------------------------------------------
+    def poly(self, p: T.Poly, env: Mapping[str, z3.ArithRef] | None = None) -> z3.ArithRef:
+        env = env or {}
+        total: z3.ArithRef = z3.RealVal(0, self.ctx)
+        for mono, c in p.terms:
+            term: z3.ArithRef = z3.RealVal(f"{c.numerator}/{c.denominator}", self.ctx)
+            for a, k in mono:
+                base = self.atom(a, env)
+                for _ in range(abs(k)):
+                    term = term * base if k > 0 else term / base
+            total = total + term
+        return total
+
+    def atom(self, a: T.Term, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
+        if isinstance(a, T.Read):
+            self.declare_tensor(a.tensor, len(a.index), False)
+            return self.tensors[a.tensor](*(self.int_expr(i, env) for i in a.index))
+        if isinstance(a, T.IdxAtom):
+            return z3.ToReal(self._int_atom(a.atom, env))
+        if isinstance(a, T.Fn):
+            return self._fn(a, env)
+        if isinstance(a, T.Select):
+            return z3.If(self.bool(a.cond, env), self.poly(a.a, env), self.poly(a.b, env))
+        if isinstance(a, T.Sum):
+            lo, hi = self.int_expr(a.lo, env), self.int_expr(a.hi, env)
+            diff = self._prefix(a.var, a.body, hi, env) - self._prefix(a.var, a.body, lo, env)
+            if _positive(a.body):
+                self._axiom(f"pos {a.key} {env}", z3.Implies(lo < hi, diff > 0))
+            return z3.If(lo < hi, diff, z3.RealVal(0, self.ctx))
+        if isinstance(a, T.Prefix):
+            return self._prefix(a.var, a.body, self.int_expr(a.at, env), env)
+        if isinstance(a, T.Reduce):
+            free = tuple(sorted(a.body.free - {a.var}))
+            fn = self._func(f"{a.kind} {a.var}: {a.body} / {free}", 2 + len(free))
+            return fn(self.int_expr(a.lo, env), self.int_expr(a.hi, env),
+                      *(self._loop(v, env) for v in free))
+        raise TypeError(f"unknown atom {a!r}")
+
+    def _loop(self, name: str, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
+        return env[name] if name in env else self.int_var(name)
+
+    def _prefix(self, var: str, body: T.Poly, at: z3.ArithRef,
+                env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
+        free = tuple(sorted(body.free - {var}))
+        fn = self._func(f"pre {var}: {body} / {free}", 1 + len(free))
+        args = [self._loop(v, env) for v in free]
+        self._pending.append(_Pending(fn, var, body, free, {v: a for v, a in zip(free, args)}, at))
+        return fn(at, *args)
+
+    def _fn(self, a: T.Fn, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
+        args = [self.poly(x, env) for x in a.args]
+        zero = z3.RealVal(0, self.ctx)
+        if a.fn == "inv":
+            return z3.RealVal(1, self.ctx) / args[0]
+        if a.fn == "max":
+            return z3.If(args[0] >= args[1], args[0], args[1])
+        if a.fn == "min":
+            return z3.If(args[0] <= args[1], args[0], args[1])
+        if a.fn == "abs":
+            return z3.If(args[0] >= zero, args[0], -args[0])
+        fn = self._func(f"uf {a.fn}", 0, 1)
+        value = fn(args[0])
+        x = args[0]
+        if a.fn == "exp":
+            self._axiom(f"exp {value}", value > zero)
+        elif a.fn == "sqrt":
+            self._axiom(f"sqrt {value}", z3.Implies(x >= zero, z3.And(value >= zero,
+                                                                        value * value == x)))
+        elif a.fn == "rsqrt":
+            self._axiom(f"rsqrt {value}", z3.Implies(x > zero, z3.And(value > zero,
+                                                                       value * value * x == 1)))
+        elif a.fn == "sigmoid":
+            self._axiom(f"sigmoid {value}", z3.And(value > zero, value < 1))
+        return value
+
+    # ---- booleans -----------------------------------------------------------------------------
+    def bool(self, b: T.Bool, env: Mapping[str, z3.ArithRef] | None = None) -> z3.BoolRef:
+        env = env or {}
+        if b.op == "const":
+            return z3.BoolVal(bool(b.args[0]), self.ctx)
+        if b.op == "cmp":
+            op, diff = b.args
+            x = self.poly(diff, env)  # type: ignore[arg-type]
+            zero = z3.RealVal(0, self.ctx)
+            return x < zero if op == "lt" else x <= zero if op == "le" else x == zero
+        if b.op == "icmp":
+            op, e = b.args
+            x = self.int_expr(e, env)  # type: ignore[arg-type]
+            return x < 0 if op == "lt" else x <= 0 if op == "le" else x == 0
+        if b.op == "and":
+            return z3.And(*(self.bool(x, env) for x in b.args))  # type: ignore[arg-type]
+        if b.op == "or":
+            return z3.Or(*(self.bool(x, env) for x in b.args))  # type: ignore[arg-type]
+        if b.op == "not":
+            return z3.Not(self.bool(b.args[0], env))  # type: ignore[arg-type]
+        if b.op == "read":
+            tensor, index = b.args
+            self.declare_tensor(tensor, len(index), True)  # type: ignore[arg-type]
+            return self.tensors[tensor](*(self.int_expr(i, env) for i in index))  # type: ignore
+        raise TypeError(f"unknown boolean {b.op}")
+
+    # ---- prefix-sum step instances ------------------------------------------------------------
+    def close(self, rounds: int = 2) -> None:
+        """Assert P(0) = 0 and P(e) = P(e - 1) + B(e - 1) for the applications seen so far.
+
+        Instances introduce new applications (inside B); `rounds` bounds how often we follow them.
+        """
+        for _ in range(rounds):
+            pending, self._pending = self._pending, []
+            for p in pending:
+                args = [p.env[v] for v in p.free]
+                key = f"{p.fn} {args} {p.at}"
+                if key in self._axiom_keys:
+                    continue
+                zero = z3.IntVal(0, self.ctx)
+                self._axiom(f"{p.fn} zero {args}", p.fn(zero, *args) == 0)
+                prev = z3.simplify(p.at - 1)
+                env = dict(p.env)
+                env[p.var] = prev
+                step = self.poly(p.body, env)
+                self._axiom(key, p.fn(p.at, *args) == p.fn(prev, *args) + step)
+
+
+def _positive(body: T.Poly) -> bool:
+    """A monomial of exp atoms with a positive coefficient is positive."""
+    return (len(body.terms) == 1 and body.terms[0][1] > 0
+            and all(isinstance(a, T.Fn) and a.fn == "exp" for a, _ in body.terms[0][0]))

@@ -1,0 +1,304 @@
+"""prove_equivalent: Proved, Refuted (with a replayed counterexample) or Unknown.
+
+The obligation: for all sizes >= 1 (and the assumptions), all input contents (reals) and every
+output index in range, the two functions' outputs are equal as real numbers. Proved only on z3's
+UNSAT for the negation; Refuted only when the reference interpreter reproduces a difference at the
+model's (small) dims; anything else, including timeouts, is Unknown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import z3
+from xdsl.dialects.func import FuncOp
+
+from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.intexpr import IntExpr, parse_int_expr
+from axon.verifier import terms as T
+from axon.verifier.cache import ProofCache
+from axon.verifier.encode import Encoder
+from axon.verifier.inline import Output, Unsupported, inline_function, signature
+from axon.verifier.replay import replay
+
+#: z3 is asked first for a counterexample with every size at most this (small replays)
+SMALL_DIM = 6
+#: how many distinct candidate size assignments are replayed before giving up
+CANDIDATES = 4
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """Concrete dims, an output (number and index), the inputs and both functions' values there."""
+
+    sizes: dict[str, int]
+    output: int
+    index: tuple[int, ...]
+    inputs: list[np.ndarray] = field(repr=False)
+    value_a: float
+    value_b: float
+    shape_a: tuple[int, ...] | None = None
+    shape_b: tuple[int, ...] | None = None
+
+    def __str__(self) -> str:
+        dims = ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items())) or "no sizes"
+        if self.shape_a is not None:
+            return f"{dims}: result #{self.output} has shape {list(self.shape_a)} vs " \
+                   f"{list(self.shape_b or ())}"
+        ix = ", ".join(str(i) for i in self.index)
+        return f"{dims}: result #{self.output}[{ix}] is {self.value_a:.6g} vs {self.value_b:.6g}"
+
+
+@dataclass(frozen=True)
+class Proved:
+    proof_id: str
+    seconds: float
+    cached: bool = False
+    verdict: str = "proved"
+
+
+@dataclass(frozen=True)
+class Refuted:
+    counterexample: Counterexample
+    seconds: float
+    cached: bool = False
+    verdict: str = "refuted"
+
+
+@dataclass(frozen=True)
+class Unknown:
+    reason: str
+    seconds: float
+    verdict: str = "unknown"
+
+
+Verdict = Proved | Refuted | Unknown
+
+
+def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
+                     timeout_ms: int = 10_000, cache: ProofCache | None = None) -> Verdict:
+    """Decide whether `a` and `b` compute the same results for all sizes and all inputs.
+
+    `assumptions` are integer facts over size symbols, e.g. "K mod 4 == 0" or "M >= 2"
+    (operators == != < <= > >=). Results are compared position by position; parameters too.
+    """
+    start = time.perf_counter()
+    try:
+        return _prove(a, b, tuple(assumptions), timeout_ms, cache, start)
+    except Unsupported as err:
+        return Unknown(str(err), time.perf_counter() - start)
+
+
+def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], timeout_ms: int,
+           cache: ProofCache | None, start: float) -> Verdict:
+    sig_a, sig_b = signature(a), signature(b)
+    if [str(t) for t in sig_a] != [str(t) for t in sig_b]:
+        raise Unsupported(f"parameters differ: ({', '.join(map(str, sig_a))}) vs "
+                          f"({', '.join(map(str, sig_b))})")
+    out_a, out_b = inline_function(a), inline_function(b)
+    if len(out_a) != len(out_b):
+        raise Unsupported(f"result counts differ: {len(out_a)} vs {len(out_b)}")
+    text = obligation_text(sig_a, out_a, out_b, assumptions)
+    key = hashlib.sha256(text.encode()).hexdigest()
+    if cache is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return _from_cache(hit, time.perf_counter() - start)
+    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, timeout_ms, key, start)
+    if cache is not None and not isinstance(verdict, Unknown):
+        cache.put(key, _to_cache(verdict))
+    return verdict
+
+
+def obligation_text(sig: Sequence[TensorType], out_a: Sequence[Output], out_b: Sequence[Output],
+                    assumptions: Sequence[str]) -> str:
+    """The canonical text of the obligation: its hash is the proof id and the cache key."""
+    lines = [f"assume {' ; '.join(sorted(assumptions))}",
+             f"params {', '.join(str(t) for t in sig)}"]
+    for k, (x, y) in enumerate(zip(out_a, out_b, strict=True)):
+        lines.append(f"out{k} [{', '.join(map(str, x.shape))}] {x.dtype} == "
+                     f"[{', '.join(map(str, y.shape))}] {y.dtype}")
+        lines.append(f"  {x.value}")
+        lines.append(f"  {y.value}")
+    return "\n".join(lines)
+
+
+# ---- the z3 query --------------------------------------------------------------------------------
+def _size_constraints(enc: Encoder, sig: Sequence[TensorType], outs: Sequence[Output],
+                      assumptions: Sequence[str]) -> list[z3.BoolRef]:
+    facts: list[z3.BoolRef] = []
+    dims = [d for t in sig for d in t.shape] + [d for o in outs for d in o.shape]
+    for name in sorted({s for d in dims for s in d.symbols()}):
+        facts.append(enc.int_var(name) >= 1)
+    for d in dims:
+        facts.append(enc.int_expr(d, {}) >= 0)
+    facts.extend(_assumption(enc, text) for text in assumptions)
+    return facts
+
+
+def _assumption(enc: Encoder, text: str) -> z3.BoolRef:
+    for op in ("==", "!=", "<=", ">=", "<", ">"):
+        if op in text:
+            lhs, rhs = (enc.int_expr(parse_int_expr(s.strip()), {}) for s in text.split(op, 1))
+            return {"==": lhs == rhs, "!=": lhs != rhs, "<=": lhs <= rhs, ">=": lhs >= rhs,
+                    "<": lhs < rhs, ">": lhs > rhs}[op]
+    raise Unsupported(f"assumption '{text}' has no comparison (== != < <= > >=)")
+
+
+def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Output],
+            out_b: Sequence[Output], assumptions: tuple[str, ...], timeout_ms: int, key: str,
+            start: float) -> Verdict:
+    enc = Encoder()
+    solver = z3.Solver(ctx=enc.ctx)
+    solver.set("timeout", max(1, timeout_ms))
+    base = _size_constraints(enc, sig, [*out_a, *out_b], assumptions)
+    solver.add(*base)
+    # results whose shapes can differ are refuted by dims alone
+    for k, (x, y) in enumerate(zip(out_a, out_b, strict=True)):
+        if len(x.shape) != len(y.shape):
+            return _shape_refutation(a, b, k, {}, start)
+        differs = [enc.int_expr(p, {}) != enc.int_expr(q, {})
+                   for p, q in zip(x.shape, y.shape, strict=True) if p != q]
+        if differs:
+            solver.push()
+            solver.add(z3.Or(*differs))
+            result = solver.check()
+            if result == z3.sat:
+                sizes = _sizes(enc, solver.model())
+                return _shape_refutation(a, b, k, sizes, start)
+            solver.pop()
+            if result == z3.unknown:
+                return Unknown(f"shapes of result #{k}: z3 {solver.reason_unknown()}",
+                               time.perf_counter() - start)
+    disjuncts = []
+    for x, y in zip(out_a, out_b, strict=True):
+        in_range = [z3.And(enc.int_var(n) >= 0, enc.int_var(n) < enc.int_expr(d, {}))
+                    for n, d in zip(x.index, x.shape, strict=True)]
+        if isinstance(x.value, T.Bool) or isinstance(y.value, T.Bool):
+            va, vb = _as_bool(enc, x.value), _as_bool(enc, y.value)
+        else:
+            va, vb = enc.poly(x.value), enc.poly(y.value)
+        disjuncts.append(z3.And(*in_range, va != vb))
+    enc.close()
+    solver.add(*enc.axioms)
+    solver.add(z3.Or(*disjuncts))
+    result = solver.check()
+    if result == z3.unsat:
+        return Proved(key[:16], time.perf_counter() - start)
+    if result == z3.unknown:
+        return Unknown(f"z3: {solver.reason_unknown()}", time.perf_counter() - start)
+    return _refute(a, b, enc, solver, out_a, start)
+
+
+def _as_bool(enc: Encoder, v: T.Poly | T.Bool) -> z3.BoolRef:
+    return enc.bool(v) if isinstance(v, T.Bool) else enc.poly(v) != 0
+
+
+def _sizes(enc: Encoder, model: z3.ModelRef) -> dict[str, int]:
+    return {n: model.eval(v, model_completion=True).as_long() for n, v in enc.sizes.items()}
+
+
+def _refute(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, outs: Sequence[Output],
+            start: float) -> Verdict:
+    """Replay candidate models (small dims first, then any) through the interpreter."""
+    solver.push()
+    solver.add(*(v <= SMALL_DIM for v in enc.sizes.values()))
+    small, tried = True, 0
+    while tried < CANDIDATES:
+        if solver.check() != z3.sat:
+            if small:
+                solver.pop()  # no (further) small model: take any
+                small = False
+                continue
+            break
+        outcome = _try_model(a, b, enc, solver, outs, start, tried)
+        if isinstance(outcome, Refuted):
+            return outcome
+        tried = outcome
+    return Unknown("z3 found candidate counterexamples, but none replayed in the interpreter",
+                   time.perf_counter() - start)
+
+
+def _try_model(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, outs: Sequence[Output],
+               start: float, tried: int) -> Refuted | int:
+    model = solver.model()
+    sizes = _sizes(enc, model)
+    prefer = None
+    for k, o in enumerate(outs):
+        idx = tuple(model.eval(enc.int_var(n), model_completion=True).as_long() for n in o.index)
+        if prefer is None and all(0 <= i for i in idx):
+            prefer = (k, idx)
+    found = replay(a, b, sizes, _model_inputs(a, enc, model, sizes), prefer)
+    if found is not None:
+        cex = Counterexample(found.sizes, found.output, found.index, found.inputs, found.value_a,
+                             found.value_b)
+        return Refuted(cex, time.perf_counter() - start)
+    # next candidate: different dims
+    if sizes:
+        solver.add(z3.Or(*(enc.sizes[n] != v for n, v in sizes.items())))
+    else:
+        solver.add(z3.BoolVal(False, enc.ctx))
+    return tried + 1
+
+
+def _model_inputs(a: FuncOp, enc: Encoder, model: z3.ModelRef, sizes: dict[str, int]
+                  ) -> list[np.ndarray] | None:
+    """The tensor contents the model chose (unmentioned elements get the model's default)."""
+    inputs = []
+    for pos, t in enumerate(a.function_type.inputs.data):
+        assert isinstance(t, TensorType)
+        shape = tuple(d.evaluate(sizes) for d in t.shape)
+        if any(n < 0 for n in shape) or int(np.prod(shape)) > 4096:
+            return None
+        fn = enc.tensors.get(f"a{pos}")
+        arr = np.zeros(shape, dtype=bool if t.dtype == "i1" else np.float64)
+        if fn is not None:
+            for ix in np.ndindex(*shape):
+                v = model.eval(fn(*(z3.IntVal(i, enc.ctx) for i in ix)), model_completion=True)
+                arr[ix] = z3.is_true(v) if t.dtype == "i1" else _real(v)
+        inputs.append(arr)
+    return inputs
+
+
+def _real(v: z3.ExprRef) -> float:
+    if z3.is_rational_value(v):
+        return v.numerator_as_long() / v.denominator_as_long()
+    if z3.is_algebraic_value(v):
+        return float(v.approx(12).as_decimal(12).rstrip("?"))
+    return 0.0
+
+
+def _shape_refutation(a: FuncOp, b: FuncOp, k: int, sizes: dict[str, int], start: float
+                      ) -> Refuted:
+    ta, tb = a.function_type.outputs.data[k], b.function_type.outputs.data[k]
+    assert isinstance(ta, TensorType) and isinstance(tb, TensorType)
+    sa = tuple(IntExpr.evaluate(d, sizes) for d in ta.shape)
+    sb = tuple(IntExpr.evaluate(d, sizes) for d in tb.shape)
+    cex = Counterexample(sizes, k, (), [], float("nan"), float("nan"), sa, sb)
+    return Refuted(cex, time.perf_counter() - start)
+
+
+# ---- cache records -------------------------------------------------------------------------------
+def _to_cache(v: Proved | Refuted) -> dict:
+    if isinstance(v, Proved):
+        return {"verdict": "proved", "proof_id": v.proof_id}
+    c = v.counterexample
+    return {"verdict": "refuted", "sizes": c.sizes, "output": c.output, "index": list(c.index),
+            "inputs": [x.tolist() for x in c.inputs], "value_a": c.value_a, "value_b": c.value_b,
+            "shape_a": None if c.shape_a is None else list(c.shape_a),
+            "shape_b": None if c.shape_b is None else list(c.shape_b)}
+
+
+def _from_cache(rec: dict, seconds: float) -> Verdict:
+    if rec["verdict"] == "proved":
+        return Proved(rec["proof_id"], seconds, cached=True)
+    cex = Counterexample(
+        dict(rec["sizes"]), rec["output"], tuple(rec["index"]),
+        [np.asarray(x, dtype=np.float64) for x in rec["inputs"]], rec["value_a"], rec["value_b"],
+        None if rec["shape_a"] is None else tuple(rec["shape_a"]),
+        None if rec["shape_b"] is None else tuple(rec["shape_b"]))
+    return Refuted(cex, seconds, cached=True)

@@ -1,0 +1,117 @@
+"""Counterexample replay through the reference interpreter.
+
+A z3 model is only a candidate: its exp, sums and the like are uninterpreted, so it may not be a
+real counterexample. A refutation stands only when both functions, run by the reference interpreter
+(`axon.interpreter.run_function`) at concrete dims on concrete inputs, differ at an output index by
+more than the dtype's comparison tolerance (times a margin). Inputs come first from the model (where
+it gives tensor values), then from several random seeds and value ranges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.func import FuncOp
+
+from axon.dialects.ax.dtypes import DTYPES
+from axon.dialects.ax.tensor_type import TensorType
+from axon.interpreter import run_function
+
+#: random input ranges tried after the model's own values; positive ones keep log/sqrt defined
+_RANGES = ((-2.0, 2.0), (0.25, 2.0), (-1.0, 1.0), (0.5, 1.5))
+_SEEDS = (0, 1, 2)
+#: results differ "for real" only beyond this multiple of the dtype's tolerance
+_MARGIN = 50.0
+_MAX_ELEMENTS = 4096
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A confirmed difference: dims, inputs, output number and index, and both values."""
+
+    sizes: dict[str, int]
+    inputs: list[np.ndarray]
+    output: int
+    index: tuple[int, ...]
+    value_a: float
+    value_b: float
+
+
+def shapes(func: FuncOp, sizes: Mapping[str, int]) -> list[tuple[int, ...]]:
+    out = []
+    for t in func.function_type.inputs.data:
+        assert isinstance(t, TensorType)
+        out.append(tuple(d.evaluate(sizes) for d in t.shape))
+    return out
+
+
+def differs(x: float, y: float, dtype: str) -> bool:
+    """Both finite and apart by more than the margin times the dtype's tolerance."""
+    if not (np.isfinite(x) and np.isfinite(y)):
+        return False
+    rtol, atol = DTYPES[dtype].tolerance if DTYPES[dtype].is_float else (1e-6, 1e-6)
+    rtol, atol = max(rtol, 1e-6) * _MARGIN, max(atol, 1e-6) * _MARGIN
+    return abs(x - y) > atol + rtol * max(abs(x), abs(y))
+
+
+def _run(func: FuncOp, inputs: Sequence[np.ndarray], sizes: Mapping[str, int]
+         ) -> list[np.ndarray] | None:
+    try:
+        return [np.asarray(r, dtype=np.float64) for r in run_function(func, inputs, dict(sizes))]
+    except Exception:  # an input the interpreter rejects is simply not a witness
+        return None
+
+
+def _compare(a: FuncOp, b: FuncOp, inputs: list[np.ndarray], sizes: Mapping[str, int],
+             prefer: tuple[int, tuple[int, ...]] | None) -> Replayed | None:
+    ra, rb = _run(a, inputs, sizes), _run(b, inputs, sizes)
+    if ra is None or rb is None or len(ra) != len(rb):
+        return None
+    dtypes = [t.dtype for t in a.function_type.outputs.data]  # type: ignore[union-attr]
+    candidates: list[tuple[int, tuple[int, ...]]] = []
+    if prefer is not None:
+        candidates.append(prefer)
+    for k, (x, y) in enumerate(zip(ra, rb, strict=True)):
+        if x.shape != y.shape:
+            return None  # shape mismatches are reported by the prover, not here
+        candidates.extend((k, tuple(int(i) for i in ix)) for ix in np.ndindex(*x.shape))
+    for k, ix in candidates:
+        if k >= len(ra) or ra[k].shape != rb[k].shape or any(
+                not 0 <= i < n for i, n in zip(ix, ra[k].shape, strict=False)):
+            continue
+        x, y = float(ra[k][ix]), float(rb[k][ix])
+        if differs(x, y, dtypes[k]):
+            return Replayed(dict(sizes), inputs, k, ix, x, y)
+    return None
+
+
+def replay(a: FuncOp, b: FuncOp, sizes: Mapping[str, int],
+           model_inputs: list[np.ndarray] | None,
+           prefer: tuple[int, tuple[int, ...]] | None) -> Replayed | None:
+    """Search for a confirmed difference at `sizes`: the model's inputs, then random ones."""
+    shp = shapes(a, sizes)
+    if any(n < 0 for s in shp for n in s) or sum(int(np.prod(s)) for s in shp) > _MAX_ELEMENTS:
+        return None
+    if model_inputs is not None:
+        found = _compare(a, b, model_inputs, sizes, prefer)
+        if found is not None:
+            return found
+    types = list(a.function_type.inputs.data)
+    for lo, hi in _RANGES:
+        for seed in _SEEDS:
+            rng = np.random.default_rng(seed)
+            inputs = []
+            for s, t in zip(shp, types, strict=True):
+                assert isinstance(t, TensorType)
+                if t.dtype == "i1":
+                    inputs.append(rng.random(s) < 0.5)
+                elif t.dtype == "i32":
+                    inputs.append(rng.integers(-3, 4, s).astype(np.int32))
+                else:
+                    inputs.append(rng.uniform(lo, hi, s))
+            found = _compare(a, b, inputs, sizes, prefer)
+            if found is not None:
+                return found
+    return None

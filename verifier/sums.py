@@ -1,0 +1,342 @@
+"""Canonical sums and reductions, and substitution of loop variables in terms.
+
+`make_sum(var, lo, hi, body)` returns the canonical polynomial of sum over var in [lo, hi) of body:
+
+- linearity: each monomial's factors that do not mention `var` move out of the sum;
+- Fubini: inner sums whose bounds do not depend on the enclosing binders are flattened, and the
+  nesting order that prints smallest is chosen (factors then move as far out as they can), so
+  sum_j sum_k x[i,k] w[k,j] and sum_k x[i,k] sum_j w[k,j] meet;
+- telescoping: an inner sum whose bounds move with `var` is split into prefix differences
+  P(hi) - P(lo), so sum_t sum_{j in [4t, 4t+4)} x[j] becomes sums of prefixes that the z3 encoder's
+  step instances close (the tiling and blocked-cumsum lemmas);
+- shift: the bound variable is shifted so an affine occurrence `a*var + R` reads `a*var` (the
+  smallest-printing choice), then renamed `_b<height>` (alpha-renaming, capture-free because inner
+  binders are lower).
+
+Each step is an identity of finite sums over the integers, valid for every extent including empty
+ranges (`count` and the guards keep empty ranges at 0).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from fractions import Fraction
+
+from axon.dialects.form.intexpr import IntExpr
+from axon.verifier import terms as T
+from axon.verifier.terms import Bool, Fn, IdxAtom, Monomial, Poly, Prefix, Read, Reduce, Select, Sum
+
+_counter = itertools.count()
+
+
+def fresh(prefix: str = "_t") -> str:
+    """A loop variable name never used before in this process."""
+    return f"{prefix}{next(_counter)}"
+
+
+# ---- structure helpers ---------------------------------------------------------------------------
+_heights: dict[str, int] = {}
+
+
+def height(p: Poly) -> int:
+    """Nesting depth of binders in p (0 when it has none); names canonical bound variables."""
+    return max((_atom_height(a) for a in p.atoms()), default=0)
+
+
+def _atom_height(a: T.Term) -> int:
+    cached = _heights.get(a.key)
+    if cached is not None:
+        return cached
+    if isinstance(a, (Sum, Prefix, Reduce)):
+        h = 1 + height(a.body)
+    elif isinstance(a, Fn):
+        h = max((height(x) for x in a.args), default=0)
+    elif isinstance(a, Select):
+        h = max(height(a.a), height(a.b), _bool_height(a.cond))
+    else:
+        h = 0
+    _heights[a.key] = h
+    return h
+
+
+def _bool_height(b: Bool) -> int:
+    hs = [0]
+    for x in b.args:
+        if isinstance(x, Poly):
+            hs.append(height(x))
+        elif isinstance(x, Bool):
+            hs.append(_bool_height(x))
+    return max(hs)
+
+
+def int_exprs(p: Poly) -> list[IntExpr]:
+    """Every integer expression in p (indices, idx atoms, bounds, prefix points), deep."""
+    out: list[IntExpr] = []
+    for a in p.atoms():
+        out.extend(_atom_int_exprs(a))
+    return out
+
+
+def _atom_int_exprs(a: T.Term) -> list[IntExpr]:
+    if isinstance(a, Read):
+        return list(a.index)
+    if isinstance(a, IdxAtom):
+        return [a.expr]
+    if isinstance(a, Fn):
+        return [e for x in a.args for e in int_exprs(x)]
+    if isinstance(a, Select):
+        return [*_bool_int_exprs(a.cond), *int_exprs(a.a), *int_exprs(a.b)]
+    if isinstance(a, (Sum, Reduce)):
+        return [a.lo, a.hi, *int_exprs(a.body)]
+    if isinstance(a, Prefix):
+        return [a.at, *int_exprs(a.body)]
+    if isinstance(a, Bool):
+        return _bool_int_exprs(a)
+    return []
+
+
+def _bool_int_exprs(b: Bool) -> list[IntExpr]:
+    out: list[IntExpr] = []
+    for x in b.args:
+        if isinstance(x, IntExpr):
+            out.append(x)
+        elif isinstance(x, tuple):
+            out.extend(i for i in x if isinstance(i, IntExpr))
+        elif isinstance(x, Poly):
+            out.extend(int_exprs(x))
+        elif isinstance(x, Bool):
+            out.extend(_bool_int_exprs(x))
+    return out
+
+
+# ---- substitution --------------------------------------------------------------------------------
+def subst(p: Poly, env: Mapping[str, IntExpr]) -> Poly:
+    """Replace free loop variables by integer expressions, re-normalizing everything."""
+    if not env or not (p.free & env.keys()):
+        return p
+    out = T.ZERO
+    for mono, c in p.terms:
+        term = T.const(c)
+        for a, k in mono:
+            if a.free & env.keys():
+                sub = subst_atom(a, env)
+                for _ in range(abs(k)):
+                    term = term * (sub if k > 0 else T.inv(sub))
+            else:
+                term = term * T.atom(a, k)
+        out = out + term
+    return out
+
+
+def _sub_int(e: IntExpr, env: Mapping[str, IntExpr]) -> IntExpr:
+    return e.substitute(env) if e.symbols() & env.keys() else e
+
+
+def _bound_env(var: str, env: Mapping[str, IntExpr]) -> dict[str, IntExpr]:
+    inner = {k: v for k, v in env.items() if k != var}
+    if any(var in v.symbols() for v in inner.values()):
+        raise AssertionError(f"capture of bound variable {var}")  # naming discipline prevents it
+    return inner
+
+
+def subst_atom(a: T.Term, env: Mapping[str, IntExpr]) -> Poly:
+    if isinstance(a, Read):
+        return T.atom(Read(a.tensor, tuple(_sub_int(i, env) for i in a.index)))
+    if isinstance(a, IdxAtom):
+        return T.idx(_sub_int(a.expr, env))
+    if isinstance(a, Fn):
+        args = tuple(subst(x, env) for x in a.args)
+        if a.fn == "exp":
+            return T.exp(args[0])
+        if a.fn == "log":
+            return T.log(args[0])
+        if a.fn == "inv":
+            return T.inv(args[0])
+        return T.apply(a.fn, *args)
+    if isinstance(a, Select):
+        return T.select(subst_bool(a.cond, env), subst(a.a, env), subst(a.b, env))
+    if isinstance(a, Sum):
+        inner = _bound_env(a.var, env)
+        return make_sum(a.var, _sub_int(a.lo, env), _sub_int(a.hi, env), subst(a.body, inner))
+    if isinstance(a, Prefix):
+        inner = _bound_env(a.var, env)
+        return make_prefix(a.var, subst(a.body, inner), _sub_int(a.at, env))
+    if isinstance(a, Reduce):
+        inner = _bound_env(a.var, env)
+        return make_reduce(a.kind, a.var, _sub_int(a.lo, env), _sub_int(a.hi, env),
+                           subst(a.body, inner))
+    raise TypeError(f"unknown atom {a!r}")
+
+
+def subst_bool(b: Bool, env: Mapping[str, IntExpr]) -> Bool:
+    if not (b.free & env.keys()):
+        return b
+    if b.op == "cmp":
+        op, diff = b.args
+        return T.compare(op, subst(diff, env), T.ZERO)  # type: ignore[arg-type]
+    if b.op == "icmp":
+        op, e = b.args
+        return T.icompare(op, _sub_int(e, env))  # type: ignore[arg-type]
+    if b.op == "and":
+        return T.band(*(subst_bool(x, env) for x in b.args))  # type: ignore[arg-type]
+    if b.op == "or":
+        return T.bor(*(subst_bool(x, env) for x in b.args))  # type: ignore[arg-type]
+    if b.op == "not":
+        return T.bnot(subst_bool(b.args[0], env))  # type: ignore[arg-type]
+    if b.op == "read":
+        tensor, index = b.args
+        return T.bread(tensor, tuple(_sub_int(i, env) for i in index))  # type: ignore[arg-type]
+    return b
+
+
+# ---- sums ----------------------------------------------------------------------------------------
+def count(lo: IntExpr, hi: IntExpr) -> Poly:
+    """The number of integers in [lo, hi): hi - lo, or 0 when the range is empty."""
+    n = hi - lo
+    if T.nonneg(n):
+        return T.idx(n)
+    return T.select(T.icompare("lt", lo - hi), T.idx(n), T.ZERO)
+
+
+def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = True) -> Poly:
+    """Canonical sum over var in [lo, hi) of body (see the module docstring)."""
+    out = T.ZERO
+    for mono, c in body.terms:
+        indep = tuple((a, k) for a, k in mono if var not in a.free)
+        dep = tuple((a, k) for a, k in mono if var in a.free)
+        outside = T.monomial_poly(indep, c)
+        if not dep:
+            out = out + outside * count(lo, hi)
+            continue
+        tele = next((i for i, (a, k) in enumerate(dep) if k == 1 and isinstance(a, Sum)
+                     and var not in a.body.free - {a.var}
+                     and var in (T.loop_vars(a.lo) | T.loop_vars(a.hi))), None)
+        if tele is not None:
+            s = dep[tele][0]
+            assert isinstance(s, Sum)
+            rest = T.monomial_poly(dep[:tele] + dep[tele + 1:])
+            out = out + outside * make_sum(var, lo, hi, prefix_difference(s) * rest, flatten)
+            continue
+        if flatten and any(_flattenable(a, k, {var}) for a, k in dep):
+            out = out + outside * _multisum(var, lo, hi, dep)
+            continue
+        out = out + outside * T.atom(_canonical_sum(var, lo, hi, dep))
+    return out
+
+
+def prefix_difference(s: Sum) -> Poly:
+    """sum over [lo, hi) as P(hi) - P(lo), guarded unless hi >= lo is evident."""
+    diff = make_prefix(s.var, s.body, s.hi) - make_prefix(s.var, s.body, s.lo)
+    if T.nonneg(s.hi - s.lo):
+        return diff
+    return T.select(T.icompare("lt", s.lo - s.hi), diff, T.ZERO)
+
+
+def make_prefix(var: str, body: Poly, at: IntExpr) -> Poly:
+    """sum over var in [0, at) of body (signed for at < 0), linear in body."""
+    out = T.ZERO
+    for mono, c in body.terms:
+        indep = tuple((a, k) for a, k in mono if var not in a.free)
+        dep = tuple((a, k) for a, k in mono if var in a.free)
+        outside = T.monomial_poly(indep, c)
+        if not dep:
+            out = out + outside * T.idx(at)  # the signed count of [0, at)
+        else:
+            out = out + outside * T.atom(Prefix(var, T.monomial_poly(dep), at))
+    return out
+
+
+def _flattenable(a: T.Term, k: int, binders: set[str]) -> bool:
+    return (k == 1 and isinstance(a, Sum)
+            and not ((T.loop_vars(a.lo) | T.loop_vars(a.hi)) & binders))
+
+
+def _multisum(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Poly:
+    binders = [(var, lo, hi)]
+    factors = list(dep)
+    changed = True
+    while changed:
+        changed = False
+        for i, (a, k) in enumerate(factors):
+            if _flattenable(a, k, {b[0] for b in binders}):
+                assert isinstance(a, Sum)
+                name = fresh()
+                body = subst(a.body, {a.var: IntExpr.sym(name)})
+                binders.append((name, a.lo, a.hi))
+                (mono, _), = body.terms
+                factors = factors[:i] + factors[i + 1:] + list(mono)
+                changed = True
+                break
+    best: Poly | None = None
+    for order in itertools.permutations(binders):
+        candidate = _nested(list(order), factors)
+        if best is None or str(candidate) < str(best):
+            best = candidate
+    assert best is not None
+    return best
+
+
+def _nested(order: list[tuple[str, IntExpr, IntExpr]], factors: list[tuple[T.Term, int]]) -> Poly:
+    if not order:
+        return T.monomial_poly(tuple(sorted(factors, key=lambda f: f[0].key)))
+    var, lo, hi = order[-1]
+    mine = tuple(sorted(((a, k) for a, k in factors if var in a.free), key=lambda f: f[0].key))
+    rest = [(a, k) for a, k in factors if var not in a.free]
+    inner = make_sum(var, lo, hi, T.monomial_poly(mine), flatten=False)
+    out = T.ZERO
+    for mono, c in inner.terms:
+        out = out + _nested(order[:-1], rest + list(mono)).scale(c)
+    return out
+
+
+def _shift_candidates(var: str, body: Poly) -> list[IntExpr]:
+    """Shifts s such that substituting var := var - s makes an occurrence a*var + R read a*var."""
+    seen: dict[str, IntExpr] = {}
+    v = IntExpr.sym(var)
+    for e in int_exprs(body):
+        if var not in e.symbols() or not e.is_affine_in([var]):
+            continue
+        a = next((c for mono, c in e.terms if len(mono) == 1 and mono[0].kind == "sym"
+                  and mono[0].name == var), None)
+        if a is None:
+            continue
+        rest = e - v * a
+        if var in rest.symbols() or any(c % a for _, c in rest.terms):
+            continue
+        s = IntExpr(tuple((m, c // a) for m, c in rest.terms))
+        seen.setdefault(str(s), s)
+    return list(seen.values()) or [IntExpr.const(0)]
+
+
+def _canonical_sum(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Sum:
+    body = T.monomial_poly(tuple(sorted(dep, key=lambda f: f[0].key)))
+    name = f"_b{height(body)}"
+    best: Sum | None = None
+    for s in _shift_candidates(var, body):
+        moved = subst(body, {var: IntExpr.sym(name) - s}) if (var != name or s.terms) else body
+        if len(moved.terms) != 1 or moved.terms[0][1] != 1:
+            continue  # the shift broke the monomial (idx atoms combined); not canonical, skip
+        cand = Sum(name, lo + s, hi + s, moved)
+        if best is None or cand.key < best.key:
+            best = cand
+    if best is None:
+        best = Sum(name, lo, hi, subst(body, {var: IntExpr.sym(name)}) if var != name else body)
+    return best
+
+
+def make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Poly:
+    """max / min / mul over var in [lo, hi) of body: shifted and renamed like sums."""
+    name = f"_b{height(body)}"
+    best: Reduce | None = None
+    for s in _shift_candidates(var, body):
+        moved = subst(body, {var: IntExpr.sym(name) - s}) if (var != name or s.terms) else body
+        cand = Reduce(kind, name, lo + s, hi + s, moved)
+        if best is None or cand.key < best.key:
+            best = cand
+    assert best is not None
+    return T.atom(best)
+
+
+__all__ = ["Fraction", "count", "fresh", "make_prefix", "make_reduce", "make_sum", "subst",
+           "subst_bool"]

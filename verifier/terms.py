@@ -1,0 +1,505 @@
+"""The verifier's term language: canonical polynomials over atoms.
+
+A real-valued term is a `Poly`: a sum of rational multiples of monomials, each monomial a sorted
+product of atoms with integer powers (negative powers only for atoms known to be nonzero: `exp`
+atoms and size symbols, which are >= 1). Atoms are tensor reads, integer expressions used as numbers,
+uninterpreted scalar functions, selects, sums, prefix sums and other reductions.
+
+Every constructor returns a canonical form, so two terms that normalize alike print alike; the z3
+encoder (`encode.py`) maps equal texts to equal z3 terms. All rewrites here are sound identities of
+real arithmetic (with exp > 0 and sizes >= 1): distribution, exp(a + b) = exp(a) * exp(b),
+exp(-a) = 1 / exp(a), log(exp(a)) = a, linearity of sums, reordering of independent finite sums,
+shifting a bound variable, and splitting a sum whose bounds move with an outer index into prefix
+differences (the telescoping that tiling and blocked cumsum need). Sums are built in `sums.py`.
+
+Variable naming: size symbols are user names; loop variables start with `_` (`_o0` output index,
+`_t3` fresh, `_b2` canonical bound), so free loop variables are told apart by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from axon.dialects.form.intexpr import Atom as IntAtom
+from axon.dialects.form.intexpr import IntExpr
+
+
+def is_loop_var(name: str) -> bool:
+    """Loop variables are the verifier's own names; everything else is a size symbol."""
+    return name.startswith("_")
+
+
+def loop_vars(expr: IntExpr) -> frozenset[str]:
+    return frozenset(s for s in expr.symbols() if is_loop_var(s))
+
+
+# ---- atoms ---------------------------------------------------------------------------------------
+class Term:
+    """Base of atoms and boolean terms: a cached canonical text and free loop variables."""
+
+    key: str
+    free: frozenset[str]
+
+    def __str__(self) -> str:
+        return self.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Term) and type(other) is type(self) and other.key == self.key
+
+    def __lt__(self, other: Term) -> bool:
+        return self.key < other.key
+
+
+def _init(obj: Term, key: str, free: Iterable[str]) -> None:
+    object.__setattr__(obj, "key", key)
+    object.__setattr__(obj, "free", frozenset(free))
+
+
+@dataclass(frozen=True, eq=False)
+class Read(Term):
+    """Tensor `tensor` (a function parameter, by position) read at integer indices."""
+
+    tensor: str
+    index: tuple[IntExpr, ...]
+    key: str = field(init=False, repr=False)
+    free: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _init(self, f"{self.tensor}[{', '.join(str(i) for i in self.index)}]",
+              (v for i in self.index for v in loop_vars(i)))
+
+
+@dataclass(frozen=True, eq=False)
+class IdxAtom(Term):
+    """One atom of an integer expression (a symbol, floordiv, mod, min, max) used as a real."""
+
+    atom: IntAtom
+    key: str = field(init=False, repr=False)
+    free: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        expr = IntExpr((((self.atom,), 1),))
+        _init(self, f"idx({expr})", loop_vars(expr))
+
+    @property
+    def expr(self) -> IntExpr:
+        return IntExpr((((self.atom,), 1),))
+
+
+@dataclass(frozen=True, eq=False)
+class Fn(Term):
+    """An uninterpreted or exactly encoded scalar function of polys (exp, log, inv, max, ...)."""
+
+    fn: str
+    args: tuple[Poly, ...]
+    key: str = field(init=False, repr=False)
+    free: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _init(self, f"{self.fn}({', '.join(str(a) for a in self.args)})",
+              (v for a in self.args for v in a.free))
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Term):
+    """`cond ? a : b`."""
+
+    cond: Bool
+    a: Poly
+    b: Poly
+    key: str = field(init=False, repr=False)
+    free: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _init(self, f"sel({self.cond}, {self.a}, {self.b})",
+              self.cond.free | self.a.free | self.b.free)
+
+
+@dataclass(frozen=True, eq=False)
+class Sum(Term):
+    """sum over `var` in [lo, hi) of `body` (a monomial with coefficient 1, mentioning var)."""
+
+    var: str
+    lo: IntExpr
+    hi: IntExpr
+    body: Poly
+    key: str = field(init=False, repr=False)
+    free: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _init(self, f"sum({self.var} in [{self.lo}, {self.hi}): {self.body})",
+              ((self.body.free - {self.var}) | loop_vars(self.lo) | loop_vars(self.hi)))
+
+    @property
+    def body_key(self) -> str:
+        return f"{self.var}: {self.body}"
+
+
+@dataclass(frozen=True, eq=False)
+class Prefix(Term):
+    """sum over `var` in [0, at) of `body` (negated sum over [at, 0) when at < 0).
+
+    Appears when a sum whose bounds move with an outer index is split into prefix differences;
+    it shares its z3 function with every `Sum` of the same body.
+    """
+
+    var: str
+    body: Poly
+    at: IntExpr
+    key: str = field(init=False, repr=False)
+    free: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _init(self, f"pre({self.var}: {self.body})({self.at})",
+              (self.body.free - {self.var}) | loop_vars(self.at))
+
+    @property
+    def body_key(self) -> str:
+        return f"{self.var}: {self.body}"
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce(Term):
+    """max / min / mul over `var` in [lo, hi) of `body`: uninterpreted per canonical body."""
+
+    kind: str
+    var: str
+    lo: IntExpr
+    hi: IntExpr
+    body: Poly
+    key: str = field(init=False, repr=False)
+    free: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _init(self, f"{self.kind}({self.var} in [{self.lo}, {self.hi}): {self.body})",
+              ((self.body.free - {self.var}) | loop_vars(self.lo) | loop_vars(self.hi)))
+
+
+# ---- boolean terms -------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Bool(Term):
+    """A boolean: `const`, `cmp` (lt/le/eq of a poly against 0), `icmp` (lt/le/eq of an integer
+    expression against 0), `and`/`or`/`not`, or `read` of an i1 tensor."""
+
+    op: str
+    args: tuple[object, ...]
+    key: str = field(init=False, repr=False)
+    free: frozenset[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        free: set[str] = set()
+        for a in self.args:
+            if isinstance(a, (Term, Poly)):
+                free |= a.free
+            elif isinstance(a, IntExpr):
+                free |= loop_vars(a)
+            elif isinstance(a, tuple):
+                free |= {v for i in a if isinstance(i, IntExpr) for v in loop_vars(i)}
+        text = ", ".join(
+            (f"[{', '.join(str(i) for i in a)}]" if isinstance(a, tuple) else str(a))
+            for a in self.args)
+        _init(self, f"{self.op}({text})", free)
+
+
+# ---- polynomials ---------------------------------------------------------------------------------
+Monomial = tuple[tuple[Term, int], ...]
+
+
+@dataclass(frozen=True)
+class Poly:
+    """sum of coeff * monomial, sorted by monomial text; the empty monomial is the constant."""
+
+    terms: tuple[tuple[Monomial, Fraction], ...]
+
+    @property
+    def free(self) -> frozenset[str]:
+        out: set[str] = set()
+        for mono, _ in self.terms:
+            for atom, _ in mono:
+                out |= atom.free
+        return frozenset(out)
+
+    @property
+    def is_const(self) -> bool:
+        return all(not m for m, _ in self.terms)
+
+    @property
+    def const_value(self) -> Fraction:
+        return sum((c for m, c in self.terms if not m), Fraction(0))
+
+    def atoms(self) -> set[Term]:
+        return {a for m, _ in self.terms for a, _ in m}
+
+    def __str__(self) -> str:
+        if not self.terms:
+            return "0"
+        parts = []
+        for mono, c in self.terms:
+            body = "*".join(a.key if p == 1 else f"{a.key}^{p}" for a, p in mono)
+            parts.append(str(c) if not mono else body if c == 1 else f"{c}*{body}")
+        return " + ".join(parts)
+
+    def __add__(self, other: Poly) -> Poly:
+        acc = dict(self.terms)
+        for m, c in other.terms:
+            acc[m] = acc.get(m, Fraction(0)) + c
+        return _poly(acc)
+
+    def __neg__(self) -> Poly:
+        return Poly(tuple((m, -c) for m, c in self.terms))
+
+    def __sub__(self, other: Poly) -> Poly:
+        return self + (-other)
+
+    def __mul__(self, other: Poly) -> Poly:
+        acc: dict[Monomial, Fraction] = {}
+        for m1, c1 in self.terms:
+            for m2, c2 in other.terms:
+                m = mono_mul(m1, m2)
+                acc[m] = acc.get(m, Fraction(0)) + c1 * c2
+        return _poly(acc)
+
+    def scale(self, c: Fraction) -> Poly:
+        return _poly({m: k * c for m, k in self.terms})
+
+
+def _poly(acc: Mapping[Monomial, Fraction]) -> Poly:
+    return Poly(tuple(sorted(((m, c) for m, c in acc.items() if c), key=_mono_sort_key)))
+
+
+def _mono_sort_key(item: tuple[Monomial, Fraction]) -> str:
+    return "*".join(f"{a.key}^{p}" for a, p in item[0])
+
+
+def mono_mul(m1: Monomial, m2: Monomial) -> Monomial:
+    acc: dict[Term, int] = dict(m1)
+    for a, p in m2:
+        acc[a] = acc.get(a, 0) + p
+    return tuple(sorted(((a, p) for a, p in acc.items() if p), key=lambda t: t[0].key))
+
+
+def const(value: Fraction | float | int) -> Poly:
+    v = Fraction(value)
+    return Poly((((), v),)) if v else Poly(())
+
+
+ZERO = const(0)
+ONE = const(1)
+
+
+def atom(a: Term, power: int = 1) -> Poly:
+    return Poly(((((a, power),), Fraction(1)),))
+
+
+def monomial_poly(mono: Monomial, coeff: Fraction = Fraction(1)) -> Poly:
+    return _poly({mono: coeff})
+
+
+def product(polys: Iterable[Poly]) -> Poly:
+    out = ONE
+    for p in polys:
+        out = out * p
+    return out
+
+
+# ---- integers as reals ---------------------------------------------------------------------------
+def idx(expr: IntExpr) -> Poly:
+    """An integer expression as a real polynomial over its atoms."""
+    out = ZERO
+    for mono, coeff in expr.terms:
+        term = const(coeff)
+        for a in mono:
+            term = term * atom(IdxAtom(a))
+        out = out + term
+    return out
+
+
+def nonneg(expr: IntExpr) -> bool:
+    """True when `expr >= 0` follows from sizes >= 1 and output indices >= 0 alone.
+
+    Only those variables (not bound variables, which may range over negatives after a shift)
+    count as nonnegative; floordiv/mod/min/max of nonnegatives are nonnegative.
+    """
+    return all(c >= 0 and all(_nonneg_atom(a) for a in mono) for mono, c in expr.terms)
+
+
+def _nonneg_atom(a: IntAtom) -> bool:
+    if a.kind == "sym":
+        return not is_loop_var(a.name) or a.name.startswith("_o")
+    return all(nonneg(x) for x in a.args)
+
+
+def known_nonzero(a: Term) -> bool:
+    """Atoms that may carry negative powers: exp (> 0) and size symbols (>= 1)."""
+    if isinstance(a, Fn) and a.fn == "exp":
+        return True
+    return isinstance(a, IdxAtom) and a.atom.kind == "sym" and not is_loop_var(a.atom.name)
+
+
+# ---- scalar functions ----------------------------------------------------------------------------
+def inv(p: Poly) -> Poly:
+    """1 / p: exact for constants and for factors known nonzero, else an `inv` atom of the rest."""
+    if p.is_const:
+        v = p.const_value
+        if v != 0:
+            return const(1 / v)
+        return atom(Fn("inv", (p,)))
+    if len(p.terms) == 1:
+        (mono, c), = p.terms
+        known = tuple((a, -k) for a, k in mono if known_nonzero(a))
+        rest = tuple((a, k) for a, k in mono if not known_nonzero(a))
+        out = monomial_poly(tuple(sorted(known, key=lambda t: t[0].key)), 1 / c)
+        if rest:
+            out = out * atom(Fn("inv", (monomial_poly(rest),)))
+        return out
+    return atom(Fn("inv", (p,)))
+
+
+def exp(p: Poly) -> Poly:
+    """exp(sum c_i m_i) = prod exp(m_i)^c_i for integer c_i (exp(c m) stays an atom otherwise)."""
+    out = ONE
+    for mono, c in p.terms:
+        if not mono:
+            out = out * atom(Fn("exp", (const(c),)))
+        elif c.denominator == 1:
+            out = out * atom(Fn("exp", (monomial_poly(mono),)), int(c))
+        else:
+            out = out * atom(Fn("exp", (monomial_poly(mono, c),)))
+    return out
+
+
+def log(p: Poly) -> Poly:
+    """log(prod exp(m_i)^k_i) = sum k_i m_i; any other argument stays uninterpreted."""
+    if len(p.terms) == 1:
+        (mono, c), = p.terms
+        if c == 1 and mono and all(isinstance(a, Fn) and a.fn == "exp" for a, _ in mono):
+            return sum((a.args[0].scale(Fraction(k)) for a, k in mono), ZERO)  # type: ignore[union-attr]
+    return atom(Fn("log", (p,)))
+
+
+def power(p: Poly, exponent: float) -> Poly:
+    """p ** e: repeated product for small integer e, 1/p^-e for negative, else uninterpreted."""
+    if float(exponent).is_integer() and abs(exponent) <= 8:
+        n = int(exponent)
+        out = ONE
+        for _ in range(abs(n)):
+            out = out * p
+        return out if n >= 0 else inv(out)
+    if exponent == 0.5:
+        return apply("sqrt", p)
+    if exponent == -0.5:
+        return apply("rsqrt", p)
+    return atom(Fn(f"pow[{exponent!r}]", (p,)))
+
+
+def apply(fn: str, *args: Poly) -> Poly:
+    """A scalar function other than + - * / exp log: uninterpreted or exactly encoded atoms."""
+    if all(a.is_const for a in args) and fn in ("max", "min", "abs"):
+        vals = [a.const_value for a in args]
+        return const(max(vals) if fn == "max" else min(vals) if fn == "min" else abs(vals[0]))
+    if fn in ("max", "min"):
+        a, b = args
+        if a == b:
+            return a
+        args = tuple(sorted(args, key=str))
+    return atom(Fn(fn, tuple(args)))
+
+
+def select(cond: Bool, a: Poly, b: Poly) -> Poly:
+    if cond.op == "const":
+        return a if cond.args[0] else b
+    if a == b:
+        return a
+    if cond.op == "not":
+        return select(cond.args[0], b, a)  # type: ignore[arg-type]
+    return atom(Select(cond, a, b))
+
+
+# ---- booleans ------------------------------------------------------------------------------------
+TRUE = Bool("const", (True,))
+FALSE = Bool("const", (False,))
+
+
+def bconst(v: bool) -> Bool:
+    return TRUE if v else FALSE
+
+
+def compare(op: str, a: Poly, b: Poly) -> Bool:
+    """a op b for op in eq ne lt le gt ge, as a comparison of one difference against 0."""
+    if op == "ne":
+        return bnot(compare("eq", a, b))
+    if op in ("gt", "ge"):
+        a, b, op = b, a, {"gt": "lt", "ge": "le"}[op]
+    diff = a - b
+    if op == "eq" and str(-diff) < str(diff):
+        diff = -diff
+    if diff.is_const:
+        v = diff.const_value
+        return bconst(v < 0 if op == "lt" else v <= 0 if op == "le" else v == 0)
+    ints = _as_int(diff)
+    if ints is not None:
+        return icompare(op, ints)
+    return Bool("cmp", (op, diff))
+
+
+def icompare(op: str, e: IntExpr) -> Bool:
+    """e op 0 on integers (lt, le, eq)."""
+    if e.is_const:
+        v = e.value
+        return bconst(v < 0 if op == "lt" else v <= 0 if op == "le" else v == 0)
+    if op == "lt":  # e < 0  <=>  e + 1 <= 0 on integers: one spelling
+        op, e = "le", e + 1
+    if op == "eq" and str(-e) < str(e):
+        e = -e
+    return Bool("icmp", (op, e))
+
+
+def _as_int(p: Poly) -> IntExpr | None:
+    """The integer expression a poly of integer atoms with integer coefficients spells, if any."""
+    out = IntExpr.const(0)
+    for mono, c in p.terms:
+        if c.denominator != 1:
+            return None
+        term = IntExpr.const(int(c))
+        for a, k in mono:
+            if not isinstance(a, IdxAtom) or k < 0:
+                return None
+            for _ in range(k):
+                term = term * a.expr
+        out = out + term
+    return out
+
+
+def band(a: Bool, b: Bool) -> Bool:
+    if a.op == "const":
+        return b if a.args[0] else FALSE
+    if b.op == "const":
+        return a if b.args[0] else FALSE
+    x, y = sorted((a, b), key=str)
+    return Bool("and", (x, y))
+
+
+def bor(a: Bool, b: Bool) -> Bool:
+    if a.op == "const":
+        return TRUE if a.args[0] else b
+    if b.op == "const":
+        return TRUE if b.args[0] else a
+    x, y = sorted((a, b), key=str)
+    return Bool("or", (x, y))
+
+
+def bnot(a: Bool) -> Bool:
+    if a.op == "const":
+        return bconst(not a.args[0])
+    if a.op == "not":
+        return a.args[0]  # type: ignore[return-value]
+    return Bool("not", (a,))
+
+
+def bread(tensor: str, index: tuple[IntExpr, ...]) -> Bool:
+    return Bool("read", (tensor, index))
