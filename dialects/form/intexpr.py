@@ -31,7 +31,7 @@ class Atom:
         a, b = self.args
         if self.kind in ("min", "max"):
             return f"{self.kind}({a}, {b})"
-        return f"{a._str_operand()} {self.kind} {b._str_operand()}"
+        return f"{a._str_operand()} {self.kind} {b._str_operand(right=True)}"
 
 
 Monomial = tuple[Atom, ...]  # sorted atoms with multiplicity; () is the constant monomial
@@ -235,10 +235,16 @@ class IntExpr:
     def __repr__(self) -> str:
         return f"IntExpr({str(self)!r})"
 
-    def _str_operand(self) -> str:
-        """Text safe to place beside a binary operator."""
+    def _str_operand(self, right: bool = False) -> str:
+        """Text safe to place beside a binary operator.
+
+        On the right of `floordiv`/`mod` a product needs parentheses too: `x floordiv M*N`
+        would parse back as `(x floordiv M) * N`."""
         text = str(self)
         simple = len(self.terms) <= 1 and (not self.terms or self.terms[0][1] >= 0)
+        if right and simple and self.terms:
+            mono, coeff = self.terms[0]
+            simple = len(mono) + (coeff != 1) <= 1
         if simple and not (self.terms and len(self.terms[0][0]) == 1
                            and self.terms[0][0][0].kind in ("floordiv", "mod")):
             return text
