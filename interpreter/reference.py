@@ -1,0 +1,327 @@
+"""The reference interpreter: runs `func.func`s of `ax` ops on numpy arrays, dtype-faithfully.
+
+Each op runs through one kernel from a registry (`@kernel(MatmulOp)`). A kernel receives its
+operands in their storage dtypes and returns a value that the driver rounds once to the op's result
+dtype, the way an eager framework evaluates op by op: operands are widened to the compute dtype
+(`dtypes.to_compute`), the op computes there, and the result is rounded (`dtypes.round_to`).
+
+Elementwise ops have no kernel of their own: their numpy computation is their generic form's body,
+evaluated with NumPy broadcasting. Structural and contraction ops use vectorized numpy kernels, and
+`ax.generic` uses a vectorized evaluator of an arbitrary generic form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation, SSAValue
+
+from axon.dialects.ax import (
+    BinaryOp, BroadcastToOp, CastOp, ConcatOp, ConstantOp, CumsumOp, GenericOp, IotaOp, MatmulOp,
+    PowOp, ReduceOp, ReshapeOp, SelectOp, SliceOp, TensorOp, TensorType, TransposeOp, UnaryOp,
+)
+from axon.dialects.ax.dtypes import DTYPES, round_to, to_compute
+from axon.dialects.form import scalar
+from axon.dialects.form.generic_form import GenericForm
+from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import Read
+from axon.interpreter.indexing import (
+    InterpreterError, bind_sizes, eval_dims, eval_index, reduction_identity,
+)
+
+#: kernel(op, operands in storage dtypes, size bindings) -> value before the result rounding
+Kernel = Callable[[TensorOp, list[np.ndarray], Mapping[str, int]], Any]
+
+KERNELS: dict[type[Operation], Kernel] = {}
+
+
+def kernel(*op_classes: type[Operation]) -> Callable[[Kernel], Kernel]:
+    """Register a kernel for op classes; subclasses inherit it (UnaryOp covers every unary op)."""
+
+    def register(fn: Kernel) -> Kernel:
+        for cls in op_classes:
+            KERNELS[cls] = fn
+        return fn
+
+    return register
+
+
+def find_kernel(op: Operation) -> Kernel | None:
+    """The kernel registered for the op's class or its nearest base class."""
+    for cls in type(op).__mro__:
+        if cls in KERNELS:
+            return KERNELS[cls]
+    return None
+
+
+# ---- driver -------------------------------------------------------------------------------------
+def run_module(module: ModuleOp, name: str, inputs: Sequence[np.ndarray],
+               sizes: Mapping[str, int] | None = None) -> list[np.ndarray]:
+    """Run the `func.func` called `name` in `module`; see run_function."""
+    for op in module.walk():
+        if isinstance(op, FuncOp) and op.sym_name.data == name:
+            return run_function(op, inputs, sizes)
+    names = [op.sym_name.data for op in module.walk() if isinstance(op, FuncOp)]
+    raise InterpreterError(f"no function '{name}' in the module (functions: "
+                           f"{', '.join(names) or 'none'})")
+
+
+def run_function(func_op: FuncOp, inputs: Sequence[np.ndarray],
+                 sizes: Mapping[str, int] | None = None) -> list[np.ndarray]:
+    """Run a function of `ax` ops on numpy inputs; returns one array per returned value.
+
+    Size symbols bind by unifying the input shapes with the parameter types (`sizes` supplies any
+    the shapes cannot determine). Inputs are converted to their parameter's storage dtype; every
+    result comes back in its storage dtype (e.g. ml_dtypes.bfloat16).
+    """
+    param_types = _param_types(func_op)
+    if len(inputs) != len(param_types):
+        raise InterpreterError(f"function '{func_op.sym_name.data}' takes {len(param_types)} "
+                               f"input(s), got {len(inputs)}")
+    arrays = [np.asarray(x) for x in inputs]
+    env = bind_sizes([t.shape for t in param_types], [a.shape for a in arrays], sizes)
+    block = func_op.body.blocks.first
+    if block is None:
+        raise InterpreterError(f"function '{func_op.sym_name.data}' has no body")
+    values: dict[SSAValue, np.ndarray] = {}
+    for arg, array, t in zip(block.args, arrays, param_types, strict=True):
+        values[arg] = array.astype(DTYPES[t.dtype].storage)
+    for op in block.ops:
+        if isinstance(op, ReturnOp):
+            return [values[v] for v in op.arguments]
+        values[op.results[0]] = run_op(op, [values[v] for v in op.operands], env)
+    raise InterpreterError(f"function '{func_op.sym_name.data}' ends without func.return")
+
+
+def run_op(op: Operation, operands: Sequence[np.ndarray], sizes: Mapping[str, int]) -> np.ndarray:
+    """Run one op on arrays in their storage dtypes; the result is rounded to the result dtype."""
+    fn = find_kernel(op)
+    if fn is None or not isinstance(op, TensorOp):
+        raise InterpreterError(f"unsupported op '{op.name}'")
+    if len(operands) != len(op.operands):
+        raise InterpreterError(f"'{op.name}' takes {len(op.operands)} operand(s), "
+                               f"got {len(operands)}")
+    result_type = op.results[0].type
+    assert isinstance(result_type, TensorType)
+    shape = eval_dims(result_type.shape, sizes, f"result of '{op.name}'")
+    # domain errors (log of a negative, 0/0) give nan/inf as in an eager framework, not warnings
+    with np.errstate(all="ignore"):
+        value = fn(op, list(operands), sizes)
+        result = round_to(value, result_type.dtype)
+    if result.shape != shape:
+        raise InterpreterError(f"'{op.name}' computed shape {result.shape}, but its result type "
+                               f"{result_type} gives {shape}")
+    return result
+
+
+def _param_types(func_op: FuncOp) -> list[TensorType]:
+    types = list(func_op.function_type.inputs.data)
+    for i, t in enumerate(types):
+        if not isinstance(t, TensorType):
+            raise InterpreterError(f"function '{func_op.sym_name.data}' argument #{i} has type "
+                                   f"{t}, expected !ax.tensor")
+    return types  # type: ignore[return-value]
+
+
+def _widen(op: TensorOp, operands: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return [to_compute(x, t.dtype) for x, t in zip(operands, op.tensor_types(), strict=True)]
+
+
+def _no_index(expr: IntExpr) -> Any:
+    raise InterpreterError(f"unexpected index expression {expr} in an elementwise body")
+
+
+def _no_read(read: Read) -> Any:
+    raise InterpreterError(f"unexpected read {read} in a finalizer")
+
+
+# ---- kernels ------------------------------------------------------------------------------------
+@kernel(UnaryOp, BinaryOp, PowOp, SelectOp, CastOp)
+def _elementwise(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    # the body reads in<k> at (broadcast) loop indices; NumPy broadcasting of the whole operand
+    # arrays is exactly that index map, so the read callback hands back the operand itself
+    widened = _widen(op, operands)
+    return scalar.evaluate(op.generic_form().body, lambda r: widened[r.operand], _no_index)
+
+
+@kernel(MatmulOp)
+def _matmul(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    a, b = _widen(op, operands)
+    return np.matmul(a, b)
+
+
+_REDUCERS = {"add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
+
+
+@kernel(ReduceOp)
+def _reduce(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    assert isinstance(op, ReduceOp)
+    (x,) = _widen(op, operands)
+    attrs = op.attrs()
+    axes = tuple(attrs["axes"])
+    keepdims = bool(attrs.get("keepdims", False))
+    kind = op.REDUCTION
+    if kind in ("max", "min"):
+        # `initial` gives empty reductions their identity instead of raising
+        value = _REDUCERS[kind](x, axis=axes, keepdims=keepdims,
+                                initial=reduction_identity(kind, x.dtype))
+    else:
+        value = _REDUCERS[kind](x, axis=axes, keepdims=keepdims)
+    form = op.generic_form()
+    if form.finalize is not None:
+        # mean's `acc / idx(K)`: K is a size expression; a Python int keeps float32 arithmetic
+        value = scalar.evaluate(form.finalize, _no_read, lambda e: int(e.evaluate(sizes)), value)
+    return value
+
+
+@kernel(CumsumOp)
+def _cumsum(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    (x,) = _widen(op, operands)
+    return np.cumsum(x, axis=int(op.attrs()["axis"]))
+
+
+@kernel(TransposeOp)
+def _transpose(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    return np.transpose(operands[0], tuple(op.attrs()["perm"]))
+
+
+@kernel(ReshapeOp)
+def _reshape(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    shape = eval_dims(op.attrs()["shape"], sizes, "ax.reshape shape")
+    return np.reshape(operands[0], shape, order="C")
+
+
+@kernel(BroadcastToOp)
+def _broadcast_to(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    return np.broadcast_to(operands[0], eval_dims(op.attrs()["shape"], sizes, "ax.broadcast_to"))
+
+
+@kernel(SliceOp)
+def _slice(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    attrs = op.attrs()
+    start, stop, step = (eval_dims(attrs[k], sizes, f"ax.slice {k}")
+                         for k in ("start", "stop", "step"))
+    (x,) = operands
+    for k, (lo, hi, dim) in enumerate(zip(start, stop, x.shape, strict=True)):
+        if not 0 <= lo <= hi <= dim:
+            raise InterpreterError(f"ax.slice dim {k}: [{lo}:{hi}] does not fit in extent {dim}")
+    return x[tuple(slice(lo, hi, st) for lo, hi, st in zip(start, stop, step, strict=True))]
+
+
+@kernel(ConcatOp)
+def _concat(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    return np.concatenate(operands, axis=int(op.attrs().get("axis", 0)))
+
+
+@kernel(ConstantOp)
+def _constant(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    result_type = op.results[0].type
+    assert isinstance(result_type, TensorType)
+    form = op.generic_form()
+    assert isinstance(form.body, scalar.Const)
+    shape = eval_dims(result_type.shape, sizes, "ax.constant shape")
+    return np.full(shape, form.body.value, dtype=DTYPES[result_type.dtype].compute)
+
+
+@kernel(IotaOp)
+def _iota(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    result_type = op.results[0].type
+    assert isinstance(result_type, TensorType)
+    shape = eval_dims(result_type.shape, sizes, "ax.iota shape")
+    axis = int(op.attrs().get("axis", 0))
+    ramp = np.arange(shape[axis]).reshape([-1 if k == axis else 1 for k in range(len(shape))])
+    return np.broadcast_to(ramp, shape).astype(DTYPES[result_type.dtype].compute)
+
+
+@kernel(GenericOp)
+def _generic(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+    result_type = op.results[0].type
+    assert isinstance(result_type, TensorType)
+    return evaluate_form_vectorized(op.generic_form(), _widen(op, operands), sizes,
+                                    DTYPES[result_type.dtype].compute)
+
+
+# ---- vectorized generic forms -------------------------------------------------------------------
+def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
+                             sizes: Mapping[str, int], compute: np.dtype | None = None
+                             ) -> np.ndarray:
+    """Evaluate any generic form over index grids; operands are already in compute dtypes.
+
+    Loop dims become broadcastable `arange` grids (parallel dims, then reduced dims). A reduced dim
+    whose bounds depend on outer dims iterates over the bounding box of its range and a mask
+    keeps the points inside; masked points contribute the reduction identity. Reads are gathers
+    through the index maps, clipped into range: a read that would fall outside is one a `select`
+    discards (concat-like forms), and numpy's `where` evaluates both branches. `compute` is the
+    dtype integer index values become when the result is a float, so `acc / idx(K)` stays in
+    float32 instead of promoting to float64.
+    """
+    par_ext = eval_dims([d.upper for d in form.parallel], sizes, "generic form parallel dims")
+    npar, nred = len(form.parallel), len(form.reduced)
+    ndim = npar + nred
+    float_index = compute is not None and np.issubdtype(compute, np.floating)
+
+    def grid(extent: int, axis: int, start: int = 0, rank: int = ndim) -> np.ndarray:
+        return (start + np.arange(extent)).reshape([-1 if k == axis else 1 for k in range(rank)])
+
+    env: dict[str, Any] = dict(sizes)
+    for k, d in enumerate(form.parallel):
+        env[d.name] = grid(par_ext[k], k)
+    mask: Any = True
+    empty = any(e == 0 for e in par_ext)
+    red_shape: list[int] = []
+    for j, d in enumerate(form.reduced):
+        if empty:
+            red_shape.append(0)
+            env[d.name] = grid(0, npar + j)
+            continue
+        lo = np.asarray(eval_index(d.lower, env))
+        hi = np.asarray(eval_index(d.upper, env))
+        box_lo, box_hi = int(lo.min()), int(hi.max())
+        extent = max(box_hi - box_lo, 0)
+        red_shape.append(extent)
+        env[d.name] = grid(extent, npar + j, box_lo)
+        mask = mask & (env[d.name] >= lo) & (env[d.name] < hi)
+        empty = extent == 0
+    full_shape = (*par_ext, *red_shape)
+
+    def read(r: Read) -> Any:
+        x = operands[r.operand]
+        if x.ndim != len(r.index):
+            raise InterpreterError(f"form reads {r} but operand #{r.operand} has rank {x.ndim}")
+        if x.size == 0 or 0 in full_shape:
+            # nothing is read: the domain is empty, or every read of an empty operand is guarded
+            return np.zeros(full_shape, dtype=x.dtype)
+        index = tuple(np.clip(eval_index(e, env), 0, n - 1) for e, n in zip(r.index, x.shape,
+                                                                           strict=True))
+        return x[index]
+
+    def index(expr: IntExpr) -> Any:
+        value = eval_index(expr, env)
+        return np.asarray(value, dtype=compute) if float_index and not np.isscalar(value) else value
+
+    body = np.broadcast_to(np.asarray(scalar.evaluate(form.body, read, index)), full_shape)
+    if form.reduction is None:
+        return body
+    identity = reduction_identity(form.reduction, body.dtype)
+    body = np.where(mask, body, identity).astype(body.dtype, copy=False)
+    axes = tuple(range(npar, ndim))
+    if form.reduction in ("max", "min"):
+        acc = _REDUCERS[form.reduction](body, axis=axes, initial=identity)
+    else:
+        acc = _REDUCERS[form.reduction](body, axis=axes)
+    if form.finalize is None:
+        return acc
+    fin_env: dict[str, Any] = dict(sizes)
+    for k, d in enumerate(form.parallel):
+        fin_env[d.name] = grid(par_ext[k], k, rank=npar)
+
+    def fin_index(expr: IntExpr) -> Any:
+        value = eval_index(expr, fin_env)
+        return np.asarray(value, dtype=compute) if float_index and not np.isscalar(value) else value
+
+    return np.broadcast_to(np.asarray(scalar.evaluate(form.finalize, _no_read, fin_index, acc)),
+                           tuple(par_ext))
