@@ -1,0 +1,90 @@
+"""Between `ax` functions and the nu-graph: import a function's ops as e-nodes justified `input`,
+and export an extraction as a new `func.func` of `ax` ops."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import FunctionType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Region, SSAValue
+
+from axon.dialects.ax import TensorOp
+from axon.dialects.ax.tensor_type import TensorType
+from axon.nugraph.eclass import ENode
+from axon.nugraph.egraph import INPUT_PROOF, EGraph
+from axon.nugraph.extract import Extraction
+from axon.nugraph.ops import op_class
+
+
+class ConvertError(ValueError):
+    """A function the nu-graph cannot hold (an op that is not a tensor-level op, ...)."""
+
+
+@dataclass
+class Imported:
+    """A function held in a graph: its parameter classes and its result classes."""
+
+    name: str
+    params: list[int]
+    param_names: list[str]
+    results: list[int]
+
+
+def import_function(g: EGraph, func_op: FuncOp) -> Imported:
+    """Add the function's ops to `g`; returns where its parameters and results are."""
+    block = func_op.body.blocks.first
+    if block is None:
+        raise ConvertError(f"function '{func_op.sym_name.data}' has no body")
+    values: dict[SSAValue, int] = {}
+    params, names = [], []
+    for i, arg in enumerate(block.args):
+        if not isinstance(arg.type, TensorType):
+            raise ConvertError(f"parameter #{i} of '{func_op.sym_name.data}' is not an !ax.tensor")
+        name = arg.name_hint or f"arg{i}"
+        values[arg] = g.add_input(name, arg.type, i)
+        params.append(values[arg])
+        names.append(name)
+    for op in block.ops:
+        if isinstance(op, ReturnOp):
+            return Imported(func_op.sym_name.data, params, names,
+                            [g.find(values[v]) for v in op.arguments])
+        if not isinstance(op, TensorOp):
+            raise ConvertError(f"'{op.name}' is not a tensor-level op; the nu-graph holds ax ops")
+        node = ENode.make(op.name, op.attrs(), tuple(values[v] for v in op.operands))
+        values[op.results[0]] = g.add(node, INPUT_PROOF)
+    raise ConvertError(f"function '{func_op.sym_name.data}' ends without func.return")
+
+
+def export_function(g: EGraph, extraction: Extraction, name: str,
+                    param_classes: Sequence[int], param_names: Sequence[str] | None = None
+                    ) -> FuncOp:
+    """A `func.func` computing the extracted program; parameters in the order of `param_classes`."""
+    param_types = [g.type_of(c) for c in param_classes]
+    block = Block(arg_types=param_types)
+    values: dict[int, SSAValue] = {}
+    for i, (c, arg) in enumerate(zip(param_classes, block.args, strict=True)):
+        values[g.find(c)] = arg
+        if param_names is not None:
+            arg.name_hint = param_names[i]
+    choice = extraction.chosen()
+
+    def emit(c: int) -> SSAValue:
+        c = g.find(c)
+        if c in values:
+            return values[c]
+        node = g.nodes[choice[c]]
+        if node.is_input:
+            raise ConvertError(f"extracted program reads input class {c}, which is not among "
+                               "the parameters")
+        operands = [emit(ch) for ch in node.children]
+        op = op_class(node.op).make(operands, **node.attr_dict())
+        block.add_op(op)
+        values[c] = op.results[0]
+        return values[c]
+
+    results = [emit(r) for r in extraction.roots]
+    block.add_op(ReturnOp(*results))
+    return FuncOp(name, FunctionType.from_lists(param_types, [v.type for v in results]),
+                  Region(block))

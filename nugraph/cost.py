@@ -1,0 +1,113 @@
+"""Roofline cost of e-nodes: FLOPs and bytes derived from the op's generic form at given sizes.
+
+    time(op) = overhead + max(flops / peak, bytes / bandwidth)
+
+FLOPs: the domain's points (parallel extents times reduced extents) times the scalar operations of
+the body (plus one per point for the reduction). A reduction whose body multiplies two operand
+reads is a contraction and runs at the matrix peak; everything else at the vector peak. Bytes: each
+operand read once and the output written once (the ideal of a fused kernel). Symbolic sizes take
+the values in `sizes` (default 1024, a mid-size benchmark shape). Inputs cost nothing.
+
+The cost is pluggable: extraction takes any `NodeCost` (a callable from the graph and a node id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from axon.dialects.ax.dtypes import DTYPES
+from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.generic_form import GenericForm
+from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import Call, ScalarExpr, reads
+from axon.nugraph.device_profiles import DEFAULT_PROFILE, DeviceProfile, profile
+from axon.nugraph.egraph import EGraph
+from axon.nugraph.ops import node_semantics
+
+NodeCost = Callable[[EGraph, int], float]
+
+DEFAULT_SIZE = 1024
+
+
+@dataclass
+class RooflineCost:
+    """Roofline seconds per e-node for a device profile; cached per node id."""
+
+    device: str = DEFAULT_PROFILE
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    _cache: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def profile(self) -> DeviceProfile:
+        return profile(self.device)
+
+    def __call__(self, g: EGraph, node_id: int) -> float:
+        cached = self._cache.get(node_id)
+        if cached is None:
+            cached = self._cache[node_id] = self._compute(g, node_id)
+        return cached
+
+    def _compute(self, g: EGraph, node_id: int) -> float:
+        node = g.nodes[node_id]
+        if node.is_input:
+            return 0.0
+        types = [g.type_of(c) for c in node.children]
+        sem = node_semantics(node, types)
+        flops, nbytes = self.flops_and_bytes(sem.form, types, sem.result_type)
+        p = self.profile
+        peak = p.matrix_flops if is_contraction(sem.form) else p.vector_flops
+        return p.op_overhead_s + max(flops / peak, nbytes / p.bytes_per_s)
+
+    def size(self, expr: IntExpr, env: Mapping[str, int] | None = None) -> int:
+        bound = {s: self.sizes.get(s, DEFAULT_SIZE) for s in expr.symbols()}
+        if env:
+            bound.update(env)
+        return max(expr.evaluate(bound), 0)
+
+    def elements(self, t: TensorType) -> int:
+        n = 1
+        for d in t.shape:
+            n *= self.size(d)
+        return n
+
+    def flops_and_bytes(self, form: GenericForm, operand_types: list[TensorType],
+                        result_type: TensorType) -> tuple[float, float]:
+        outer = 1
+        half: dict[str, int] = {}
+        for d in form.parallel:
+            extent = self.size(d.upper)
+            outer *= extent
+            half[d.name] = extent // 2  # triangular bounds: evaluate at the mean outer index
+        inner = 1
+        for d in form.reduced:
+            inner *= max(self.size(d.upper, half) - self.size(d.lower, half), 0)
+            half[d.name] = 0
+        ops = count_ops(form.body) + (1 if form.reduction else 0)
+        if form.finalize is not None:
+            ops_final = count_ops(form.finalize)
+        else:
+            ops_final = 0
+        flops = float(outer * inner * max(ops, 1) + outer * ops_final)
+        nbytes = sum(self.elements(t) * DTYPES[t.dtype].storage.itemsize for t in operand_types)
+        nbytes += self.elements(result_type) * DTYPES[result_type.dtype].storage.itemsize
+        return flops, float(nbytes)
+
+
+def count_ops(expr: ScalarExpr) -> int:
+    """Scalar operations in a body (each call counts once)."""
+    if isinstance(expr, Call):
+        return 1 + sum(count_ops(a) for a in expr.args)
+    return 0
+
+
+def is_contraction(form: GenericForm) -> bool:
+    """An add-reduction of a product of two or more distinct operand reads (matrix-unit work)."""
+    if form.reduction != "add" or not isinstance(form.body, Call) or form.body.fn != "mul":
+        return False
+    return len({r.operand for r in reads(form.body)}) >= 2
+
+
+def default_cost(device: str = DEFAULT_PROFILE, sizes: Mapping[str, int] | None = None
+                 ) -> RooflineCost:
+    return RooflineCost(device, dict(sizes or {}))

@@ -1,0 +1,192 @@
+"""The e-graph: hash-consed e-nodes in e-classes, union with a recorded reason, congruence rebuild.
+
+Every e-node has a justification: `input` for nodes of the program the graph was built from, or
+the id of the proof (`Proof`) that admitted it. Every union records which two e-nodes it equated and
+why (a proof id, or `congruence`), which is what `explain` walks to answer "why are these equal?".
+
+    g = EGraph()
+    x = g.add_input("x", TensorType(["M", "K"], "f32"))
+    w = g.add_input("w", TensorType(["K", "N"], "f32"))
+    y = g.add(ENode.make("ax.matmul", {}, (x, w)), INPUT_PROOF)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from axon.dialects.ax.tensor_type import TensorType
+from axon.nugraph.eclass import INPUT_OP, EClass, ENode
+from axon.nugraph.ops import node_semantics
+from axon.nugraph.union_find import UnionFind
+
+INPUT_PROOF = "input"
+CONGRUENCE = "congruence"
+
+
+@dataclass(frozen=True)
+class Proof:
+    """One admission: the verifier proved `original` (an e-node's term) equal to `candidate`."""
+
+    id: str
+    move: str
+    original: str
+    candidate: str
+    verdict: str
+    seconds: float
+
+    def summary(self) -> str:
+        return (f"{self.move}: {self.original} == {self.candidate} "
+                f"[{self.verdict}, {self.seconds:.3f}s]")
+
+
+@dataclass(frozen=True)
+class UnionEdge:
+    """e-node `a` equals e-node `b` because of `reason` (a proof id or `congruence`)."""
+
+    a: int
+    b: int
+    reason: str
+
+
+@dataclass
+class EGraph:
+    """Hash-consed e-nodes (by integer node id) partitioned into e-classes."""
+
+    uf: UnionFind = field(default_factory=UnionFind)
+    classes: dict[int, EClass] = field(default_factory=dict)
+    nodes: list[ENode] = field(default_factory=list)
+    node_class: list[int] = field(default_factory=list)
+    justification: list[str] = field(default_factory=list)
+    proofs: dict[str, Proof] = field(default_factory=dict)
+    edges: list[UnionEdge] = field(default_factory=list)
+    _memo: dict[ENode, int] = field(default_factory=dict)
+    _dirty: bool = False
+
+    # ---- queries ------------------------------------------------------------------------------
+    def find(self, cls: int) -> int:
+        return self.uf.find(cls)
+
+    def canonical(self, node: ENode) -> ENode:
+        return node.map_children(self.find)
+
+    def class_of(self, node_id: int) -> int:
+        return self.find(self.node_class[node_id])
+
+    def type_of(self, cls: int) -> TensorType:
+        return self.classes[self.find(cls)].type
+
+    def lookup(self, node: ENode) -> int | None:
+        """The class holding `node` (children compared up to equality), if any."""
+        nid = self._memo.get(self.canonical(node))
+        return None if nid is None else self.class_of(nid)
+
+    def node_id(self, node: ENode) -> int | None:
+        return self._memo.get(self.canonical(node))
+
+    def class_ids(self) -> list[int]:
+        return sorted(self.classes)
+
+    def class_nodes(self, cls: int) -> list[int]:
+        return self.classes[self.find(cls)].nodes
+
+    def enodes(self) -> Iterator[tuple[int, ENode]]:
+        """(node id, canonical e-node) for every live e-node."""
+        for c in self.class_ids():
+            for nid in self.classes[c].nodes:
+                yield nid, self.canonical(self.nodes[nid])
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def num_nodes(self) -> int:
+        return sum(len(c.nodes) for c in self.classes.values())
+
+    # ---- growth -------------------------------------------------------------------------------
+    def add_input(self, name: str, type_: TensorType, index: int | None = None) -> int:
+        """The class of a program parameter."""
+        position = index if index is not None else sum(
+            1 for n in self.nodes if n.op == INPUT_OP)
+        return self._add(ENode.make(INPUT_OP, {"index": position, "name": name}, ()), type_,
+                         INPUT_PROOF)
+
+    def add(self, node: ENode, justification: str) -> int:
+        """The class of `node`, adding it (typed from its op's semantics) when it is new.
+
+        A node that exists already keeps its first justification: hash-consing admits nothing.
+        """
+        existing = self.lookup(node)
+        if existing is not None:
+            return existing
+        types = [self.type_of(c) for c in node.children]
+        result_type = node_semantics(node, types).result_type
+        return self._add(node, result_type, justification)
+
+    def _add(self, node: ENode, type_: TensorType, justification: str) -> int:
+        node = self.canonical(node)
+        existing = self._memo.get(node)
+        if existing is not None:
+            return self.class_of(existing)
+        if justification != INPUT_PROOF and justification not in self.proofs:
+            raise ValueError(f"e-node {node.label()} cites unknown proof '{justification}'")
+        cls = self.uf.make_set()
+        nid = len(self.nodes)
+        self.nodes.append(node)
+        self.node_class.append(cls)
+        self.justification.append(justification)
+        self.classes[cls] = EClass(cls, type_, [nid])
+        self._memo[node] = nid
+        return cls
+
+    def record_proof(self, proof: Proof) -> None:
+        self.proofs[proof.id] = proof
+
+    def union(self, a_node: int, b_node: int, reason: str) -> bool:
+        """Merge the classes of two e-nodes, recording why; False when already equal."""
+        if reason not in (CONGRUENCE,) and reason not in self.proofs:
+            raise ValueError(f"union cites unknown proof '{reason}'")
+        ca, cb = self.class_of(a_node), self.class_of(b_node)
+        if ca == cb:
+            return False
+        ta, tb = self.classes[ca].type, self.classes[cb].type
+        if ta != tb:
+            raise ValueError(f"cannot union classes of types {ta} and {tb}")
+        root = self.uf.union(ca, cb)
+        other = cb if root == ca else ca
+        self.classes[root].nodes.extend(self.classes.pop(other).nodes)
+        self.edges.append(UnionEdge(a_node, b_node, reason))
+        self._dirty = True
+        return True
+
+    def rebuild(self) -> int:
+        """Restore hash-consing and congruence after unions; returns the congruence unions made.
+
+        A full pass over the nodes (simple, and fast enough at nu-graph sizes): recanonicalize every
+        node; two nodes that became identical are congruent, so their classes merge.
+        """
+        merges = 0
+        while self._dirty:
+            self._dirty = False
+            memo: dict[ENode, int] = {}
+            for c in list(self.classes):
+                if c not in self.classes:
+                    continue
+                for nid in list(self.classes[c].nodes):
+                    node = self.canonical(self.nodes[nid])
+                    first = memo.get(node)
+                    if first is None:
+                        memo[node] = nid
+                    elif self.class_of(first) != self.class_of(nid):
+                        self.union(first, nid, CONGRUENCE)
+                        merges += 1
+            self._memo = memo
+            for c, eclass in self.classes.items():
+                # keep one node per canonical form in each class (duplicates are congruent copies)
+                kept: list[int] = []
+                for nid in eclass.nodes:
+                    if memo.get(self.canonical(self.nodes[nid])) == nid:
+                        kept.append(nid)
+                eclass.nodes = kept
+        return merges
