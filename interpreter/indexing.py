@@ -114,11 +114,12 @@ def _eval_atom(atom: Atom, env: Mapping[str, Any]) -> Any:
     return np.minimum(a, b) if atom.kind == "min" else np.maximum(a, b)
 
 
-def reduction_identity(kind: str, dtype: np.dtype) -> Any:
-    """The value an empty `kind` reduction gives in `dtype`.
+def reduction_identity(kind: str, dtype: np.dtype, limits: np.dtype | None = None) -> Any:
+    """The value an empty `kind` reduction gives, as a scalar of `dtype`.
 
     Floats use 0, 1, -inf, +inf. Integers have no infinities, so max/min of nothing saturate at
-    the dtype's extreme values; booleans use False/True (any/all).
+    the extreme values of `limits` (the storage dtype: i32 computes in int64, and int64's extremes
+    would wrap to 0 and -1 when the result is rounded to int32); booleans use False/True.
     """
     dtype = np.dtype(dtype)
     if kind == "add":
@@ -128,6 +129,6 @@ def reduction_identity(kind: str, dtype: np.dtype) -> Any:
     if dtype == np.bool_:
         return np.bool_(kind == "min")
     if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
+        info = np.iinfo(limits if limits is not None else dtype)
         return dtype.type(info.min if kind == "max" else info.max)
     return dtype.type(-np.inf if kind == "max" else np.inf)

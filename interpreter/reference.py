@@ -161,6 +161,7 @@ _REDUCERS = {"add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
 def _reduce(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
     assert isinstance(op, ReduceOp)
     (x,) = _widen(op, operands)
+    storage = DTYPES[op.tensor_types()[0].dtype].storage
     attrs = op.attrs()
     axes = tuple(attrs["axes"])
     keepdims = bool(attrs.get("keepdims", False))
@@ -168,7 +169,7 @@ def _reduce(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) 
     if kind in ("max", "min"):
         # `initial` gives empty reductions their identity instead of raising
         value = _REDUCERS[kind](x, axis=axes, keepdims=keepdims,
-                                initial=reduction_identity(kind, x.dtype))
+                                initial=reduction_identity(kind, x.dtype, storage))
     else:
         value = _REDUCERS[kind](x, axis=axes, keepdims=keepdims)
     form = op.generic_form()
@@ -242,23 +243,25 @@ def _generic(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int])
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
     return evaluate_form_vectorized(op.generic_form(), _widen(op, operands), sizes,
-                                    DTYPES[result_type.dtype].compute)
+                                    result_type.dtype)
 
 
 # ---- vectorized generic forms -------------------------------------------------------------------
 def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
-                             sizes: Mapping[str, int], compute: np.dtype | None = None
-                             ) -> np.ndarray:
+                             sizes: Mapping[str, int], dtype: str | None = None) -> np.ndarray:
     """Evaluate any generic form over index grids; operands are already in compute dtypes.
 
     Loop dims become broadcastable `arange` grids (parallel dims, then reduced dims). A reduced dim
     whose bounds depend on outer dims iterates over the bounding box of its range and a mask
     keeps the points inside; masked points contribute the reduction identity. Reads are gathers
     through the index maps, clipped into range: a read that would fall outside is one a `select`
-    discards (concat-like forms), and numpy's `where` evaluates both branches. `compute` is the
-    dtype integer index values become when the result is a float, so `acc / idx(K)` stays in
-    float32 instead of promoting to float64.
+    discards (concat-like forms), and numpy's `where` evaluates both branches. `dtype` names the
+    result dtype (the caller rounds to it): for a float result, index values become its compute
+    dtype so `acc / idx(K)` stays in float32 instead of promoting to float64; for an i32 result,
+    empty max/min saturate at the int32 extremes.
     """
+    compute = DTYPES[dtype].compute if dtype is not None else None
+    limits = DTYPES[dtype].storage if dtype == "i32" else None
     par_ext = eval_dims([d.upper for d in form.parallel], sizes, "generic form parallel dims")
     npar, nred = len(form.parallel), len(form.reduced)
     ndim = npar + nred
@@ -306,7 +309,8 @@ def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
     body = np.broadcast_to(np.asarray(scalar.evaluate(form.body, read, index)), full_shape)
     if form.reduction is None:
         return body
-    identity = reduction_identity(form.reduction, body.dtype)
+    identity = reduction_identity(form.reduction, body.dtype,
+                                  limits if np.issubdtype(body.dtype, np.integer) else None)
     body = np.where(mask, body, identity).astype(body.dtype, copy=False)
     axes = tuple(range(npar, ndim))
     if form.reduction in ("max", "min"):
