@@ -8,6 +8,7 @@ Anything else is a bug in Axon and keeps its traceback, because that is what a b
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -64,6 +65,10 @@ def exit_on_user_error(tool: str, body: Callable[[], object]) -> None:
     compilers do; a located one starts with its location."""
     try:
         body()
+    except BrokenPipeError:
+        # the reader (`| head`, a FileCheck that stopped early) went away: not worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     except (Exception, ArgSpecParseError) as err:  # ArgSpecParseError is a BaseException
         message = describe(err)
         if message is None:
