@@ -152,6 +152,10 @@ class IntExpr:
                 return self
             if all(c % d == 0 for _, c in self.terms):
                 return IntExpr(tuple((m, c // d) for m, c in self.terms))
+            # (d*A + c) floordiv d == A + (c floordiv d) for an integer polynomial A
+            if all(c % d == 0 for m, c in self.terms if m):
+                rest = IntExpr(tuple((m, c // d) for m, c in self.terms if m))
+                return rest + _constant_term(self) // d
         if self.is_const and den.is_const:
             return IntExpr.const(self.value // den.value)
         if self == den:
@@ -166,6 +170,9 @@ class IntExpr:
                 raise ZeroDivisionError(f"{self} mod 0")
             if all(c % d == 0 for _, c in self.terms):
                 return IntExpr.const(0)
+            # (d*A + c) mod d == c mod d
+            if all(c % d == 0 for m, c in self.terms if m):
+                return IntExpr.const(_constant_term(self) % d)
         if self.is_const and den.is_const:
             return IntExpr.const(self.value % den.value)
         if self == den:
@@ -249,6 +256,10 @@ class IntExpr:
                            and self.terms[0][0][0].kind in ("floordiv", "mod")):
             return text
         return f"({text})"
+
+
+def _constant_term(expr: IntExpr) -> int:
+    return sum(c for m, c in expr.terms if not m)
 
 
 def _term_key(term: tuple[Monomial, int]) -> tuple[int, int, str]:
