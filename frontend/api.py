@@ -40,10 +40,12 @@ class Function:
         self.fn = fn
         self.specs = tuple(specs)
         self.name = name or fn.__name__
-        params = list(inspect.signature(fn).parameters)
-        if len(params) != len(self.specs):
-            raise TypeError(f"{self.name} has {len(params)} parameters but {len(self.specs)} "
-                            f"specs were given")
+        params = list(inspect.signature(fn).parameters.values())
+        # parameters past the specs keep their defaults (`trace(ax.softmax, spec)`)
+        required = [p for p in params if p.default is inspect.Parameter.empty]
+        if not len(required) <= len(self.specs) <= len(params):
+            raise TypeError(f"{self.name} takes {len(required)} to {len(params)} tensors but "
+                            f"{len(self.specs)} specs were given")
         for spec in self.specs:
             if not isinstance(spec, TensorSpec):
                 raise TypeError(f"{self.name}: {spec!r} is not a tensor spec like ax.f32['M']")
