@@ -80,20 +80,23 @@ Verdict = Proved | Refuted | Unknown
 
 
 def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
-                     timeout_ms: int = 10_000, cache: ProofCache | None = None) -> Verdict:
+                     timeout_ms: int = 10_000, cache: ProofCache | None = None,
+                     rlimit: int | None = None) -> Verdict:
     """Decide whether `a` and `b` compute the same results for all sizes and all inputs.
 
     `assumptions` are integer facts over size symbols, e.g. "K mod 4 == 0" or "M >= 2"
     (operators == != < <= > >=). Results are compared position by position; parameters too.
+    `timeout_ms` bounds each z3 call; `rlimit` (z3's deterministic resource limit) too, when given.
+    Either running out gives Unknown, never Proved.
     """
     start = time.perf_counter()
     try:
-        return _prove(a, b, tuple(assumptions), timeout_ms, cache, start)
+        return _prove(a, b, tuple(assumptions), (timeout_ms, rlimit), cache, start)
     except Unsupported as err:
         return Unknown(str(err), time.perf_counter() - start)
 
 
-def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], timeout_ms: int,
+def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], limits: tuple[int, int | None],
            cache: ProofCache | None, start: float) -> Verdict:
     sig_a, sig_b = signature(a), signature(b)
     if [str(t) for t in sig_a] != [str(t) for t in sig_b]:
@@ -108,7 +111,7 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], timeout_ms: int,
         hit = cache.get(key)
         if hit is not None:
             return _from_cache(hit, time.perf_counter() - start)
-    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, timeout_ms, key, start)
+    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, limits, key, start)
     if cache is not None and not isinstance(verdict, Unknown):
         cache.put(key, _to_cache(verdict))
     return verdict
@@ -150,11 +153,14 @@ def _assumption(enc: Encoder, text: str) -> z3.BoolRef:
 
 
 def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Output],
-            out_b: Sequence[Output], assumptions: tuple[str, ...], timeout_ms: int, key: str,
+            out_b: Sequence[Output], assumptions: tuple[str, ...], limits: tuple[int, int | None],
+            key: str,
             start: float) -> Verdict:
     enc = Encoder()
     solver = z3.Solver(ctx=enc.ctx)
-    solver.set("timeout", max(1, timeout_ms))
+    solver.set("timeout", max(1, limits[0]))
+    if limits[1] is not None:
+        solver.set("rlimit", max(1, limits[1]))
     base = _size_constraints(enc, sig, [*out_a, *out_b], assumptions)
     solver.add(*base)
     # results whose shapes can differ are refuted by dims alone

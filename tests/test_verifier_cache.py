@@ -1,0 +1,86 @@
+"""The proof cache and the limits: one proof per obligation per run, a versioned checksummed file,
+and running out of time or resources gives Unknown, never Proved."""
+
+import json
+import warnings
+
+from axon.verifier import ProofCache, Proved, Refuted, Unknown, prove_equivalent
+from axon.verifier.corpus import IDENTITIES, NON_IDENTITIES, functions
+
+HARD = next(c for c in IDENTITIES if c.name == "softmax_max_invariance")
+FALSE = next(c for c in NON_IDENTITIES if c.name == "max_subtraction_wrong_axis")
+
+
+def test_resource_limit_gives_unknown_never_proved() -> None:
+    verdict = prove_equivalent(*functions(HARD), rlimit=1)
+    assert isinstance(verdict, Unknown)
+    assert "resource" in verdict.reason
+
+
+def test_tiny_timeout_never_proves_a_non_identity() -> None:
+    verdict = prove_equivalent(*functions(FALSE), timeout_ms=1)
+    assert not isinstance(verdict, Proved)
+
+
+def test_same_obligation_is_proved_once() -> None:
+    cache = ProofCache()
+    first = prove_equivalent(*functions(HARD), cache=cache)
+    again = prove_equivalent(*functions(HARD), cache=cache)  # freshly built IR, same obligation
+    assert isinstance(first, Proved) and not first.cached
+    assert isinstance(again, Proved) and again.cached and again.proof_id == first.proof_id
+    assert (cache.hits, cache.misses) == (1, 1)
+
+
+def test_unknown_is_not_cached() -> None:
+    cache = ProofCache()
+    assert isinstance(prove_equivalent(*functions(HARD), cache=cache, rlimit=1), Unknown)
+    assert cache.entries == {}
+    assert isinstance(prove_equivalent(*functions(HARD), cache=cache), Proved)
+
+
+def test_persistence_round_trip(tmp_path) -> None:
+    path = tmp_path / "proofs.json"
+    cache = ProofCache(path)
+    proved = prove_equivalent(*functions(HARD), cache=cache)
+    refuted = prove_equivalent(*functions(FALSE), cache=cache)
+    cache.save()
+    doc = json.loads(path.read_text())
+    assert doc["format"] == "axon-proof-cache" and doc["version"] == 1 and len(doc["entries"]) == 2
+    loaded = ProofCache(path)
+    again_p = prove_equivalent(*functions(HARD), cache=loaded)
+    again_r = prove_equivalent(*functions(FALSE), cache=loaded)
+    assert isinstance(again_p, Proved) and again_p.cached and again_p.proof_id == proved.proof_id
+    assert isinstance(again_r, Refuted) and again_r.cached
+    assert again_r.counterexample.sizes == refuted.counterexample.sizes
+    assert again_r.counterexample.index == refuted.counterexample.index
+    assert loaded.hits == 2
+
+
+def test_corrupted_file_is_ignored_with_a_warning(tmp_path) -> None:
+    path = tmp_path / "proofs.json"
+    cache = ProofCache(path)
+    prove_equivalent(*functions(HARD), cache=cache)
+    cache.save()
+    doc = json.loads(path.read_text())
+    for record in doc["entries"].values():
+        record["verdict"] = "refuted"  # tampered: the checksum no longer matches
+    path.write_text(json.dumps(doc))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded = ProofCache(path)
+    assert loaded.entries == {} and any("checksum" in str(w.message) for w in caught)
+    path.write_text("{not json")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert ProofCache(path).entries == {}
+    assert caught
+
+
+def test_other_version_is_ignored(tmp_path) -> None:
+    path = tmp_path / "proofs.json"
+    path.write_text(json.dumps({"format": "axon-proof-cache", "version": 99, "entries": {},
+                                "sha256": ""}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert ProofCache(path).entries == {}
+    assert any("version" in str(w.message) for w in caught)
