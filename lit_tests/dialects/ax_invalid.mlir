@@ -395,10 +395,10 @@ func.func @reduce_min_bool(%x: !ax.tensor<[M, K], i1>) {
 
 // at least one axis
 func.func @prod_no_axes(%x: !ax.tensor<[M, K], f32>) {
-  %r = ax.prod %x {axes = array<i64: >, keepdims = false} : (!ax.tensor<[M, K], f32>) -> !ax.tensor<[M, K], f32>
+  %r = ax.prod %x {axes = array<i64>, keepdims = false} : (!ax.tensor<[M, K], f32>) -> !ax.tensor<[M, K], f32>
   func.return
 }
-// CHECK: Expected integer literal
+// CHECK: 'ax.prod': reduction needs at least one axis
 
 // -----
 
