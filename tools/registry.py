@@ -30,7 +30,8 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Axon's own passes, by their `-p` name (xDSL's upstream passes are not included)."""
-    return {}
+    return {"verify-equivalence": lambda: __import__(
+        "axon.passes.verify_equivalence", fromlist=["_"]).VerifyEquivalencePass}
 
 
 def upstream_dialects() -> dict[str, Callable[[], Dialect]]:

@@ -1,0 +1,55 @@
+// RUN: axon-opt %s -p verify-equivalence | filecheck %s
+// RUN: axon-opt %s -p verify-equivalence 2>&1 >/dev/null | filecheck %s --check-prefix=REPORT
+
+// One marked pair per outcome. Proved: a transpose moved through a matmul. Refuted: the wrong
+// reduction axis, with a counterexample that the interpreter reproduced. Unknown: a true identity
+// (sum of a cumsum weights x[k] by N - k) that needs Fubini over a triangle, which the encoding
+// does not have: z3's candidate does not replay, so the verdict is unknown, never proved.
+
+// CHECK: func.func @proved_a
+// CHECK-SAME: axon.proof_id = "{{[0-9a-f]+}}"
+// CHECK-SAME: axon.verdict = "proved"
+// CHECK: func.func @refuted_a
+// CHECK-SAME: axon.counterexample = "N={{[0-9]+}}: result #0[{{[0-9]+}}] is {{.*}} vs {{.*}}"
+// CHECK-SAME: axon.verdict = "refuted"
+// CHECK: func.func @unknown_a
+// CHECK-SAME: axon.reason = "z3 found candidate counterexamples, but none replayed in the interpreter"
+// CHECK-SAME: axon.verdict = "unknown"
+
+// REPORT: verify-equivalence: @proved_a vs @proved_b: proved (proof {{[0-9a-f]+}})
+// REPORT: verify-equivalence: @refuted_a vs @refuted_b: refuted (N=
+// REPORT: verify-equivalence: @unknown_a vs @unknown_b: unknown (
+// REPORT: verify-equivalence: tried 3, proved 1, refuted 1, unknown 1 in
+
+func.func @proved_a(%0: !ax.tensor<[M, K], f32>, %1: !ax.tensor<[K, N], f32>) -> !ax.tensor<[N, M], f32> attributes {axon.equivalent_to = @proved_b} {
+  %2 = ax.matmul %0, %1 : (!ax.tensor<[M, K], f32>, !ax.tensor<[K, N], f32>) -> !ax.tensor<[M, N], f32>
+  %3 = ax.transpose %2 {perm = array<i64: 1, 0>} : (!ax.tensor<[M, N], f32>) -> !ax.tensor<[N, M], f32>
+  func.return %3 : !ax.tensor<[N, M], f32>
+}
+func.func @proved_b(%0: !ax.tensor<[M, K], f32>, %1: !ax.tensor<[K, N], f32>) -> !ax.tensor<[N, M], f32> {
+  %2 = ax.transpose %1 {perm = array<i64: 1, 0>} : (!ax.tensor<[K, N], f32>) -> !ax.tensor<[N, K], f32>
+  %3 = ax.transpose %0 {perm = array<i64: 1, 0>} : (!ax.tensor<[M, K], f32>) -> !ax.tensor<[K, M], f32>
+  %4 = ax.matmul %2, %3 : (!ax.tensor<[N, K], f32>, !ax.tensor<[K, M], f32>) -> !ax.tensor<[N, M], f32>
+  func.return %4 : !ax.tensor<[N, M], f32>
+}
+func.func @refuted_a(%0: !ax.tensor<[N, N], f32>) -> !ax.tensor<[N], f32> attributes {axon.equivalent_to = @refuted_b} {
+  %1 = ax.sum %0 {axes = array<i64: 0>, keepdims = false} : (!ax.tensor<[N, N], f32>) -> !ax.tensor<[N], f32>
+  func.return %1 : !ax.tensor<[N], f32>
+}
+func.func @refuted_b(%0: !ax.tensor<[N, N], f32>) -> !ax.tensor<[N], f32> {
+  %1 = ax.sum %0 {axes = array<i64: 1>, keepdims = false} : (!ax.tensor<[N, N], f32>) -> !ax.tensor<[N], f32>
+  func.return %1 : !ax.tensor<[N], f32>
+}
+func.func @unknown_a(%0: !ax.tensor<[N], f32>) -> !ax.tensor<[], f32> attributes {axon.equivalent_to = @unknown_b} {
+  %1 = ax.cumsum %0 {axis = 0 : i64} : (!ax.tensor<[N], f32>) -> !ax.tensor<[N], f32>
+  %2 = ax.sum %1 {axes = array<i64: 0>, keepdims = false} : (!ax.tensor<[N], f32>) -> !ax.tensor<[], f32>
+  func.return %2 : !ax.tensor<[], f32>
+}
+func.func @unknown_b(%0: !ax.tensor<[N], f32>) -> !ax.tensor<[], f32> {
+  %1 = ax.iota {shape = ["N"], axis = 0 : i64, dtype = f32} : !ax.tensor<[N], f32>
+  %2 = ax.generic {form = "out[] = cast(idx(N), f32)", dtype = f32} : () -> !ax.tensor<[], f32>
+  %3 = ax.sub %2, %1 : (!ax.tensor<[], f32>, !ax.tensor<[N], f32>) -> !ax.tensor<[N], f32>
+  %4 = ax.mul %0, %3 : (!ax.tensor<[N], f32>, !ax.tensor<[N], f32>) -> !ax.tensor<[N], f32>
+  %5 = ax.sum %4 {axes = array<i64: 0>, keepdims = false} : (!ax.tensor<[N], f32>) -> !ax.tensor<[], f32>
+  func.return %5 : !ax.tensor<[], f32>
+}

@@ -1,0 +1,89 @@
+"""`verify-equivalence`: check pairs of functions marked in the IR with the SMT verifier.
+
+A `func.func` carrying `axon.equivalent_to = @other` is checked against `@other` (same parameters,
+results compared position by position); `axon.assume = ["K mod 4 == 0", ...]` adds integer facts
+over size symbols. The pass writes the verdict onto the marked function:
+
+    axon.verdict = "proved"   + axon.proof_id = "<16 hex digits>"
+    axon.verdict = "refuted"  + axon.counterexample = "K=2, M=1: result #0[0, 0] is 1.5 vs 2"
+    axon.verdict = "unknown"  + axon.reason = "z3: timeout"
+
+and prints a report to stderr (one line per pair, then tried/proved/refuted/unknown and time).
+Unknown never counts as proved. Options: `timeout_ms` (per z3 call), `cache` (a proof-cache file,
+read and written; empty for none).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass
+
+from axon.verifier import ProofCache, Proved, Refuted, prove_equivalent
+
+MARK = "axon.equivalent_to"
+ASSUME = "axon.assume"
+
+
+@dataclass(frozen=True)
+class VerifyEquivalencePass(ModulePass):
+    """Prove or refute every marked pair of functions; annotate them and report."""
+
+    name = "verify-equivalence"
+
+    timeout_ms: int = 10_000
+    cache: str = ""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        funcs = {f.sym_name.data: f for f in op.walk() if isinstance(f, FuncOp)}
+        cache = ProofCache(self.cache or None)
+        counts = {"proved": 0, "refuted": 0, "unknown": 0}
+        start = time.perf_counter()
+        lines = []
+        for name, func in funcs.items():
+            mark = func.attributes.get(MARK)
+            if mark is None:
+                continue
+            if not isinstance(mark, SymbolRefAttr):
+                raise ValueError(f"@{name}: {MARK} must be a symbol reference like @other")
+            other_name = mark.root_reference.data
+            if other_name not in funcs:
+                raise ValueError(f"@{name}: {MARK} names @{other_name}, which is not a function "
+                                 "of this module")
+            assumptions = _assumptions(func)
+            verdict = prove_equivalent(func, funcs[other_name], assumptions,
+                                       timeout_ms=self.timeout_ms, cache=cache)
+            counts[verdict.verdict] += 1
+            func.attributes["axon.verdict"] = StringAttr(verdict.verdict)
+            if isinstance(verdict, Proved):
+                detail = f"proof {verdict.proof_id}"
+                func.attributes["axon.proof_id"] = StringAttr(verdict.proof_id)
+            elif isinstance(verdict, Refuted):
+                detail = str(verdict.counterexample)
+                func.attributes["axon.counterexample"] = StringAttr(detail)
+            else:
+                detail = verdict.reason
+                func.attributes["axon.reason"] = StringAttr(detail)
+            lines.append(f"verify-equivalence: @{name} vs @{other_name}: {verdict.verdict} "
+                         f"({detail}) in {verdict.seconds:.3f}s")
+        if self.cache:
+            cache.save()
+        tried = sum(counts.values())
+        lines.append(f"verify-equivalence: tried {tried}, proved {counts['proved']}, refuted "
+                     f"{counts['refuted']}, unknown {counts['unknown']} in "
+                     f"{time.perf_counter() - start:.3f}s")
+        print("\n".join(lines), file=sys.stderr)
+
+
+def _assumptions(func: FuncOp) -> list[str]:
+    attr = func.attributes.get(ASSUME)
+    if attr is None:
+        return []
+    if not isinstance(attr, ArrayAttr) or not all(isinstance(a, StringAttr) for a in attr.data):
+        raise ValueError(f"@{func.sym_name.data}: {ASSUME} must be an array of strings")
+    return [a.data for a in attr.data]  # type: ignore[union-attr]
