@@ -1,0 +1,61 @@
+"""Benchmark of the SMT verifier over its whole corpus (verifier/corpus.py): a benchmark, not a test.
+
+    python -m axon.benchmarks.verifier [--timeout-ms 10000]
+
+Prints proved / refuted / unknown counts (and how many cases got the verdict they should) and the
+per-query median and p95 wall time, cold (fresh cache) and warm (a second pass over the same cache,
+with the programs parsed and inlined afresh, so a warm query costs inlining plus a lookup).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from axon.verifier import ProofCache, prove_equivalent
+from axon.verifier.corpus import IDENTITIES, NON_IDENTITIES, Case, functions
+
+
+def _pass(cases: list[tuple[str, Case]], cache: ProofCache, timeout_ms: int
+          ) -> tuple[dict[str, int], int, list[float], list[str]]:
+    counts = {"proved": 0, "refuted": 0, "unknown": 0}
+    right, times, wrong = 0, [], []
+    for want, case in cases:
+        a, b = functions(case)
+        start = time.perf_counter()
+        verdict = prove_equivalent(a, b, case.assumptions, timeout_ms=timeout_ms, cache=cache)
+        times.append(time.perf_counter() - start)
+        counts[verdict.verdict] += 1
+        if verdict.verdict == want:
+            right += 1
+        else:
+            wrong.append(f"{case.name}: {verdict.verdict}, expected {want}")
+    return counts, right, times, wrong
+
+
+def _p95(times: list[float]) -> float:
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout-ms", type=int, default=10_000)
+    args = parser.parse_args()
+    cases = [("proved", c) for c in IDENTITIES] + [("refuted", c) for c in NON_IDENTITIES]
+    cache = ProofCache()
+    print(f"corpus: {len(IDENTITIES)} identities, {len(NON_IDENTITIES)} non-identities")
+    for label in ("cold", "warm"):
+        counts, right, times, wrong = _pass(cases, cache, args.timeout_ms)
+        print(f"{label}: proved {counts['proved']}, refuted {counts['refuted']}, unknown "
+              f"{counts['unknown']}; as expected {right}/{len(cases)}; per query median "
+              f"{statistics.median(times):.3f}s, p95 {_p95(times):.3f}s, max {max(times):.3f}s, "
+              f"total {sum(times):.1f}s")
+        for line in wrong:
+            print(f"  unexpected: {line}")
+    print(f"cache: {cache.hits} hits, {cache.misses} misses")
+
+
+if __name__ == "__main__":
+    main()
