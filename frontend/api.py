@@ -22,8 +22,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from axon.dialects.ax.shapes import ShapeError
-from axon.frontend import builders
 from axon.frontend.builders import *  # noqa: F403 - the API is the builder library
 from axon.frontend.builders import BUILDERS, Tensor, as_results
 from axon.frontend.graph import GraphBuilder, build_function
@@ -100,7 +98,3 @@ def function(fn: Callable[..., Any] | None = None, *, name: str | None = None) -
 def trace(fn: Callable[..., Any], *specs: TensorSpec, name: str | None = None) -> Function:
     """A Function for `fn` with explicit parameter specs (no annotations needed)."""
     return Function(fn, specs, name)
-
-
-# the builder module itself, for code that wants `ax.builders.softmax`
-builders = builders
