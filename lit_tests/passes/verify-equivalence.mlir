@@ -7,14 +7,14 @@
 // does not have: z3's candidate does not replay, so the verdict is unknown, never proved.
 
 // CHECK: func.func @proved_a
-// CHECK-SAME: axon.proof_id = "{{[0-9a-f]+}}"
 // CHECK-SAME: axon.verdict = "proved"
+// CHECK-SAME: axon.proof_id = "{{[0-9a-f]+}}"
 // CHECK: func.func @refuted_a
-// CHECK-SAME: axon.counterexample = "N={{[0-9]+}}: result #0[{{[0-9]+}}] is {{.*}} vs {{.*}}"
 // CHECK-SAME: axon.verdict = "refuted"
+// CHECK-SAME: axon.counterexample = "N={{[0-9]+}}: result #0[{{[0-9]+}}] is {{.*}} vs {{.*}}"
 // CHECK: func.func @unknown_a
-// CHECK-SAME: axon.reason = "z3 found candidate counterexamples, but none replayed in the interpreter"
 // CHECK-SAME: axon.verdict = "unknown"
+// CHECK-SAME: axon.reason = "z3 found candidate counterexamples, but none replayed in the interpreter"
 
 // REPORT: verify-equivalence: @proved_a vs @proved_b: proved (proof {{[0-9a-f]+}})
 // REPORT: verify-equivalence: @refuted_a vs @refuted_b: refuted (N=
