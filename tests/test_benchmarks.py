@@ -78,6 +78,22 @@ def test_program_matches_reference(name: str, variant: int) -> None:
     _check_against_reference(program, small_sizes(program, variant))
 
 
+@pytest.mark.parametrize(("name", "variant"), CASES)
+def test_program_meaning_in_f32(name: str, variant: int) -> None:
+    """Retyped to f32 (so the interpreter's rounding is that of the reference), the program agrees
+    with its reference within the f32 tolerance: the program computes exactly the reference's
+    function, and any bf16 difference is rounding alone."""
+    program = PROGRAMS[name]
+    module = parse_source(program.retyped_source("f32"), str(program.source_path))
+    module.verify()
+    inputs = [a.astype(np.float32) for a in
+              make_inputs(program, small_sizes(program, variant), seed=11)]
+    (actual,) = run_module(module, program.name, inputs)
+    assert actual.dtype == np.float32
+    rtol, atol = DTYPES["f32"].tolerance
+    np.testing.assert_allclose(actual, program.reference(*inputs), rtol=rtol, atol=atol)
+
+
 def test_parse_source_names_each_function() -> None:
     """parse_source of a program's text gives a module holding a function of the program's name."""
     for program in PROGRAMS.values():

@@ -1,3 +1,3 @@
 # cumsum: inclusive running sum along each row, y[i, j] = sum_{k <= j} x[i, k]
 def cumsum(x: bf16[M, N]):
-    return cumsum(x, axis=-1)
+    return ax.cumsum(x, axis=-1)

@@ -1,3 +1,3 @@
 # silu: elementwise x * sigmoid(x)
 def silu(x: bf16[M, N]):
-    return silu(x)
+    return ax.silu(x)
