@@ -50,9 +50,9 @@ def kernel(*op_classes: type[Operation]) -> Callable[[Kernel], Kernel]:
     return register
 
 
-def find_kernel(op: Operation) -> Kernel | None:
-    """The kernel registered for the op's class or its nearest base class."""
-    for cls in type(op).__mro__:
+def find_kernel(op: Operation | type[Operation]) -> Kernel | None:
+    """The kernel registered for an op (or op class), or for its nearest base class."""
+    for cls in (op if isinstance(op, type) else type(op)).__mro__:
         if cls in KERNELS:
             return KERNELS[cls]
     return None
