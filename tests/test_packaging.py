@@ -1,4 +1,4 @@
-"""Packaging guards for the root layout (the repository root is the `axon` package) and the CI entry.
+"""Packaging guards for the root layout (the repository root is the `axon` package) and for CI.
 
 An editable install finds every subpackage, but a wheel ships only those listed in
 [tool.setuptools].packages and only the data files matched by package-data; these tests catch an

@@ -1,7 +1,9 @@
 """`axon-opt`: xDSL's optimizer driver with Axon's dialects, passes and Python-source frontend.
 
-Only registrations live here (as in MLIR's `mlir-opt.cpp`); the dialects and passes come from
-`axon.tools.registry`, the error policy from `axon.tools.user_errors`.
+Registrations plus thin hooks into xDSL's driver (as MLIR's `mlir-opt.cpp` is registrations plus
+`MlirOptMain`): the dialects and passes come from `axon.tools.registry`, source locations from
+`axon.tools.locations`, the error policy from `axon.tools.user_errors`. The hooks only translate:
+exceptions into located diagnostics, a bad `-p` into a usage error.
 
     axon-opt in.mlir -p canonicalize,cse          # ax IR through xDSL passes
     axon-opt prog.py                               # a NumPy-subset program, parsed to ax IR
