@@ -6,8 +6,8 @@ only look at which loop variables each part depends on; each reshaped expression
 back into ops (`materialize`). Whether a candidate is *equal* is not decided here: the verifier
 proves or rejects every one (`prover.py`). The moves:
 
-- fuse:   the composition itself, one op where one generic form can hold it (a transpose or a
-          broadcast absorbed into its consumer; two reductions merged).
+- fuse:   the composition itself, one op where one generic form can hold it, when that removes
+          work: a transpose or a broadcast absorbed into its consumer, two reductions merged.
 - hoist:  factors of an add-reduction's body that do not depend on the reduced dims move out:
           sum_k x[i,k] s[i] w[k,j]  ->  s[i] * sum_k x[i,k] w[k,j]   (a row scaling after a matmul)
 - split:  an add-reduction over several dims reduces a subset first, over the factors that
@@ -18,6 +18,9 @@ proves or rejects every one (`prover.py`). The moves:
           sum_k t[i,k] g[k] w[k,j]  ->  sum_k t[i,k] (g[k] w[k,j])
 - factor: two reductions over equal domains sharing a factor combine:
           sum_k x a + sum_k x b  ->  sum_k x (a + b)
+- push:   a reducing consumer op itself moved onto every shape-valid subset and permutation of
+          the producer's operands (`pushes`): sum(a - b) -> sum(a) - sum(b), and the false
+          sum(exp(a)) -> exp(sum(a)) that the verifier rejects.
 
 A shape-validity filter is built in: an intermediate whose dims are not all fixed extents, or
 whose rank exceeds every operand's and the output's, is not proposed.
@@ -39,6 +42,7 @@ from axon.nugraph.index_expr import (
     output_dims, product, split_finalize, substitute,
 )
 from axon.nugraph.materialize import materialize
+from axon.nugraph.ops import node_semantics
 from axon.nugraph.term import Term
 
 
@@ -62,8 +66,12 @@ def generate(g: EGraph, consumer: ENode, producers: Mapping[int, ENode]) -> list
     out = output_dims(g, cls, supply)
     composed = compose(g, consumer, producers, out, supply)
     flat = flatten_sums(composed, supply)
-    moves: list[tuple[str, ScalarExpr]] = [("fuse", composed), ("fuse", flat),
-                                           ("hoist", hoist(flat, supply))]
+    moves: list[tuple[str, ScalarExpr]] = []
+    if _fusion_absorbs(g, consumer, producers):
+        moves += [("fuse", composed), ("fuse", flat)]
+    hoisted = hoist(flat, supply)
+    if hoisted != flat:
+        moves.append(("hoist", hoisted))
     moves += [("split", hoist(e, supply)) for e in at_folds(flat, lambda f: splits(f, supply))]
     scope = _scope(out, flat)
     moves += [("sink", hoist(e, supply))
@@ -82,7 +90,65 @@ def generate(g: EGraph, consumer: ENode, producers: Mapping[int, ENode]) -> list
             continue
         seen.add(term)
         found.append(Candidate(move, term))
+    for term in pushes(g, consumer, producers):
+        if term not in seen:
+            seen.add(term)
+            found.append(Candidate("push", term))
     return found
+
+
+def pushes(g: EGraph, consumer: ENode, producers: Mapping[int, ENode]) -> list[Term]:
+    """Push the consumer into every shape-valid subset of the producer's operands, under every
+    shape-valid permutation of them: C(P(a, b), w) -> P(C(a, w), b), P(a, C(b, w)),
+    P(C(a, w), C(b, w)), P(b, C(a, w)), ... Most are false; the verifier sorts them out."""
+    if len(producers) != 1:
+        return []
+    if node_semantics(consumer, [g.type_of(c) for c in consumer.children]).form.reduction is None:
+        # elementwise-through-elementwise pushes only re-associate scalings (x*a*b = x*b*a ...),
+        # which grows the graph without end; reductions are where pushing saves work
+        return []
+    ((p_cls, p),) = producers.items()
+    want = g.type_of(g.lookup(consumer) or p_cls)
+    out: list[Term] = []
+    positions = range(len(p.children))
+    for size in range(1, len(p.children) + 1):
+        for subset in itertools.combinations(positions, size):
+            inner: dict[int, Term] = {}
+            for k in subset:
+                t = Term(consumer.op, consumer.attrs, tuple(
+                    p.children[k] if c == p_cls else c for c in consumer.children))
+                if _type(g, t) is None:
+                    break
+                inner[k] = t
+            else:
+                args: list[Term | int] = [inner.get(k, p.children[k]) for k in positions]
+                for perm in set(itertools.permutations(range(len(args)))):
+                    t = Term(p.op, p.attrs, tuple(args[i] for i in perm))
+                    if _type(g, t) == want:
+                        out.append(t)
+    return out
+
+
+def _type(g: EGraph, t: Term) -> object | None:
+    try:
+        return t.result_type(g)
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None
+
+
+def _fusion_absorbs(g: EGraph, consumer: ENode, producers: Mapping[int, ENode]) -> bool:
+    """Fusion is proposed where it removes work rather than only merging kernels (that is the
+    later fuse stage's job, and proposing every elementwise merge would flood the graph): a
+    producer that only moves data (its body a single read: transpose, broadcast, reshape, slice),
+    or a reduction feeding a reduction of the same kind (merged reductions)."""
+    consumer_form = node_semantics(consumer, [g.type_of(c) for c in consumer.children]).form
+    for p in producers.values():
+        form = node_semantics(p, [g.type_of(c) for c in p.children]).form
+        if form.reduction is None and isinstance(form.body, Read):
+            return True
+        if form.reduction is not None and form.reduction == consumer_form.reduction:
+            return True
+    return False
 
 
 # ---- where moves apply -------------------------------------------------------------------------

@@ -21,7 +21,10 @@ from axon.dialects.form.generic_form import FormError, GenericForm, LoopDim, fre
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import FUNCTIONS, Call, Const, Index, Read, ScalarExpr
 from axon.nugraph.egraph import EGraph
-from axon.nugraph.index_expr import Fold, Group, NameSupply, free_vars, int_exprs, substitute
+from axon.nugraph.ops import semantics_of
+from axon.nugraph.index_expr import (
+    Fold, Group, NameSupply, free_vars, int_exprs, read_classes, substitute,
+)
 from axon.nugraph.term import Child, Term
 
 _PLAIN_OPS = tuple(cls for cls in ALL_OPS if not cls.ATTRS)
@@ -114,8 +117,6 @@ def _dtype(g: EGraph, e: ScalarExpr, default: str) -> str:
             return "i1"
         if body.fn == "cast" and isinstance(body.param, str):
             return body.param
-    from axon.nugraph.index_expr import read_classes
-
     classes = read_classes(body)
     return g.type_of(classes[0]).dtype if classes else default
 
@@ -163,7 +164,7 @@ def recognize(form: GenericForm, child_types: Sequence[TensorType], dtype: str,
             return Term(cls.name, tuple(sorted(attrs.items())), children)
     attrs = {"dtype": dtype, "form": str(form)}
     try:
-        GenericOp.semantics(list(child_types), attrs)
+        semantics_of(GenericOp.name, tuple(sorted(attrs.items())), tuple(child_types))
     except (ShapeError, ValueError):
         return None
     return Term(GenericOp.name, tuple(sorted(attrs.items())), children)

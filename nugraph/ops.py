@@ -7,7 +7,8 @@ definition shared with the verifier, the interpreter and the SMT encoder.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
+from typing import Any
 
 from axon.dialects.ax import ALL_OPS, Semantics, TensorOp
 from axon.dialects.ax.tensor_type import TensorType
@@ -29,4 +30,11 @@ def op_class(name: str) -> type[TensorOp]:
 
 def node_semantics(node: ENode, child_types: Sequence[TensorType]) -> Semantics:
     """The generic form and result type of `node` applied to operands of `child_types`."""
-    return op_class(node.op).semantics(list(child_types), node.attr_dict())
+    return semantics_of(node.op, node.attrs, tuple(child_types))
+
+
+@lru_cache(maxsize=65536)
+def semantics_of(op: str, attrs: tuple[tuple[str, Any], ...], child_types: tuple[TensorType, ...]
+                 ) -> Semantics:
+    """Cached `semantics`: an `ax.generic` parses its form text, which is slow to repeat."""
+    return op_class(op).semantics(list(child_types), dict(attrs))

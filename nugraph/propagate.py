@@ -19,7 +19,7 @@ from axon.nugraph.candidates import generate
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph, Proof
 from axon.nugraph.ops import node_semantics
-from axon.nugraph.prover import Prover, is_proved
+from axon.nugraph.prover import NumericRejection, Prover, is_proved
 from axon.nugraph.runner import (
     ITERATION_LIMIT, NODE_LIMIT, SATURATED, TIME_LIMIT, Budget, Report,
 )
@@ -87,7 +87,10 @@ def _propagate_pair(g: EGraph, consumer_id: int, producers: dict[int, int], budg
         verdict = prover(g, original, term)
         report.proof_seconds += time.perf_counter() - start
         if not is_proved(verdict):
-            if isinstance(verdict, Refuted):
+            if isinstance(verdict, NumericRejection):
+                report.refuted += 1
+                report.tested_out += 1
+            elif isinstance(verdict, Refuted):
                 report.refuted += 1
             else:
                 report.unknown += 1

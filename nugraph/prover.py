@@ -4,6 +4,10 @@ The obligation is one `func.func` per side over the same parameters (the classes
 term reads): the consumer with its producers expanded, and the candidate term. `Proved` admits;
 `Refuted` and `Unknown` (including a timeout) admit nothing. The decision procedure is injectable
 so tests can force a timeout; the default is `axon.verifier.prove_equivalent`.
+
+Before the solver, a numeric test runs both sides in the reference interpreter on small random
+inputs: a clear difference rejects the candidate at once (z3 is slow to find counterexamples, and
+most pushed candidates are false). The test only ever rejects; it never admits.
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects.func import FuncOp
+
+from axon.interpreter import run_function
 
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.term import Term, term_function
@@ -28,6 +35,7 @@ class Prover:
     assumptions: tuple[str, ...] = ()
     cache: ProofCache = field(default_factory=ProofCache)
     decide: Decide = prove_equivalent
+    numeric_test: bool = True
 
     def obligation(self, g: EGraph, original: Term, candidate: Term) -> tuple[FuncOp, FuncOp]:
         leaves = original.leaves()
@@ -37,15 +45,56 @@ class Prover:
         return (term_function(g, [original], leaves, "original"),
                 term_function(g, [candidate], leaves, "candidate"))
 
-    def __call__(self, g: EGraph, original: Term, candidate: Term) -> Verdict:
+    def __call__(self, g: EGraph, original: Term, candidate: Term
+                 ) -> Verdict | NumericRejection:
         a, b = self.obligation(g, original, candidate)
+        if self.numeric_test and differs_numerically(a, b):
+            return NumericRejection()
         return self.decide(a, b, assumptions=self.assumptions, timeout_ms=self.timeout_ms,
                            cache=self.cache)
 
 
-def is_proved(verdict: Verdict) -> bool:
+@dataclass(frozen=True)
+class NumericRejection:
+    """The interpreter found the two sides clearly different on random inputs (not a proof of
+    anything; it only keeps a false candidate away from the solver)."""
+
+    seconds: float = 0.0
+    verdict: str = "refuted by test"
+
+
+# distinct small primes: sizes that coincide by accident would hide shape-dependent errors
+_TEST_SIZES = (3, 5, 7, 2, 11, 13, 17, 19, 23)
+
+
+def differs_numerically(a: FuncOp, b: FuncOp, seed: int = 0) -> bool:
+    """True when `a` and `b` give clearly different finite results on positive random inputs."""
+    types = [arg.type for arg in a.body.blocks.first.args]  # type: ignore[union-attr]
+    symbols = sorted({s for t in types for d in t.shape for s in d.symbols()})  # type: ignore
+    sizes = dict(zip(symbols, _TEST_SIZES, strict=False))
+    rng = np.random.default_rng(seed)
+    inputs = [rng.uniform(0.5, 1.5, tuple(d.evaluate(sizes) for d in t.shape))  # type: ignore
+              .astype(np.float32) for t in types]
+    try:
+        ra = run_function(a, inputs, sizes)
+        rb = run_function(b, inputs, sizes)
+    except Exception:  # noqa: BLE001 - any failure means no evidence; the solver decides
+        return False
+    for x, y in zip(ra, rb, strict=True):
+        x64, y64 = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        if x64.shape != y64.shape:
+            return True
+        if not (np.all(np.isfinite(x64)) and np.all(np.isfinite(y64))):
+            return False
+        # far beyond bf16 rounding of reassociated sums: only a real difference trips this
+        if np.any(np.abs(x64 - y64) > 0.1 * (np.abs(x64) + np.abs(y64)) + 0.1):
+            return True
+    return False
+
+
+def is_proved(verdict: Verdict | NumericRejection) -> bool:
     """Only a proof admits; anything else (refuted, unknown, timeout) never merges classes."""
     return isinstance(verdict, Proved)
 
 
-__all__: Sequence[str] = ["Decide", "Prover", "Proved", "Refuted", "Unknown", "is_proved"]
+__all__: Sequence[str] = ["Decide", "NumericRejection", "Prover", "Proved", "Refuted", "Unknown", "is_proved"]

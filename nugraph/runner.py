@@ -33,6 +33,8 @@ class Report:
     known: int = 0
     proved: int = 0
     refuted: int = 0
+    tested_out: int = 0
+    """Of the refuted: those a numeric test rejected before the solver ran."""
     unknown: int = 0
     iterations: int = 0
     stop_reason: str = ""
@@ -59,7 +61,8 @@ class Report:
     def summary(self) -> str:
         moves = ", ".join(f"{k} {v}" for k, v in sorted(self.by_move.items()))
         cut = f"cut by the {self.stop_reason}" if self.limit_hit else self.stop_reason
-        return (f"{self.candidates} candidates: {self.proved} proved, {self.refuted} refuted, "
+        return (f"{self.candidates} candidates: {self.proved} proved, {self.refuted} refuted "
+                f"({self.tested_out} by a numeric test), "
                 f"{self.unknown} unknown, {self.known} already present; admitted by move: "
                 f"{moves or 'none'}; {self.iterations} iteration(s), {cut}, "
                 f"{self.seconds:.2f}s ({self.proof_seconds:.2f}s proving)")
