@@ -25,13 +25,15 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Ax
 
-    return {"ax": get_ax}
+    return {"ax": get_ax,
+            "nu": lambda: __import__("axon.dialects.nu", fromlist=["_"]).Nu}
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Axon's own passes, by their `-p` name (xDSL's upstream passes are not included)."""
     return {"verify-equivalence": lambda: __import__(
-        "axon.passes.verify_equivalence", fromlist=["_"]).VerifyEquivalencePass}
+        "axon.passes.verify_equivalence", fromlist=["_"]).VerifyEquivalencePass,
+            "propagate": lambda: __import__("axon.passes.propagate", fromlist=["_"]).PropagatePass}
 
 
 def upstream_dialects() -> dict[str, Callable[[], Dialect]]:

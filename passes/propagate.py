@@ -1,0 +1,111 @@
+"""`propagate`: SMT-proved operator propagation in a nu-graph, then extraction.
+
+For every `func.func` of `ax` ops: build the nu-graph, propagate (every candidate admitted only on
+a proof, see `axon.nugraph.propagate`), and replace the function by what `emit` asks for:
+
+- `emit="best"` (default): the cheapest extracted program under the roofline cost of `device` at
+  `sizes` (symbols not given are 1024);
+- `emit="graph"`: a function holding the whole `nu.graph` (classes' `best` marks the extraction);
+- `emit="top-k"`: the best program plus up to `top_k - 1` runners-up as `@<name>_k1`, `@<name>_k2`.
+
+With `report=true`, one line per function goes to stderr: candidates, proved, refuted, unknown,
+time, which limit (if any) cut the search, and the cost before and after.
+
+Before:
+
+    func.func @f(%x: !ax.tensor<[M, K], f32>, %w: !ax.tensor<[K, N], f32>) -> !ax.tensor<[M], f32> {
+      %y = ax.matmul %x, %w : (...) -> !ax.tensor<[M, N], f32>
+      %s = ax.sum %y {axes = array<i64: 1>, keepdims = false} : (...) -> !ax.tensor<[M], f32>
+      func.return %s : !ax.tensor<[M], f32>
+    }
+
+After `-p propagate`:
+
+    func.func @f(%x: !ax.tensor<[M, K], f32>, %w: !ax.tensor<[K, N], f32>) -> !ax.tensor<[M], f32> {
+      %0 = ax.sum %w {axes = array<i64: 1>, keepdims = false} : (...) -> !ax.tensor<[K], f32>
+      %1 = ax.matmul %x, %0 : (...) -> !ax.tensor<[M], f32>
+      func.return %1 : !ax.tensor<[M], f32>
+    }
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import DiagnosticException
+
+from axon.nugraph.convert import ConvertError
+from axon.nugraph.cost import RooflineCost
+from axon.nugraph.device_profiles import PROFILES
+from axon.nugraph.runner import Budget
+from axon.nugraph.session import Session
+
+EMITS = ("best", "graph", "top-k")
+
+
+@dataclass(frozen=True)
+class PropagatePass(ModulePass):
+    """Grow each function's nu-graph with proved reorderings and emit the best program(s)."""
+
+    name = "propagate"
+
+    max_iterations: int = 6
+    max_nodes: int = 2000
+    time_limit: float = 60.0
+    """Seconds for the whole search of one function."""
+    proof_timeout_ms: int = 5000
+    device: str = "h200"
+    sizes: str = ""
+    """Size bindings for the cost, e.g. "M=1024,K=4096"."""
+    emit: str = "best"
+    top_k: int = 3
+    report: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.emit not in EMITS:
+            raise DiagnosticException(f"propagate: emit={self.emit!r} is not one of "
+                                      f"{', '.join(EMITS)}")
+        if self.device not in PROFILES:
+            raise DiagnosticException(f"propagate: unknown device {self.device!r}; known: "
+                                      f"{', '.join(PROFILES)}")
+        sizes = _parse_sizes(self.sizes)
+        budget = Budget(self.max_iterations, self.max_nodes, self.time_limit,
+                        self.proof_timeout_ms)
+        for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
+            try:
+                session = Session.from_function(func_op, RooflineCost(self.device, sizes))
+            except ConvertError as err:
+                raise DiagnosticException(f"propagate: {err}") from None
+            report = session.run(budget)
+            best = session.best()
+            if self.report:
+                print(f"propagate: @{session.imported.name}: {session.graph.num_classes} "
+                      f"classes, {session.graph.num_nodes} e-nodes; {report.summary()}; cost "
+                      f"{session.input_cost() * 1e6:.2f}us -> {best.cost * 1e6:.2f}us",
+                      file=sys.stderr)
+            if self.emit == "graph":
+                Rewriter.replace_op(func_op, session.graph_ir())
+            elif self.emit == "best":
+                Rewriter.replace_op(func_op, session.export(best))
+            else:
+                ranked = session.top_k(self.top_k)
+                new = [session.export(e, session.imported.name if i == 0
+                                      else f"{session.imported.name}_k{i}")
+                       for i, e in enumerate(ranked)]
+                Rewriter.replace_op(func_op, new)
+
+
+def _parse_sizes(text: str) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        name, _, value = item.partition("=")
+        if not value.strip().isdigit():
+            raise DiagnosticException(f"propagate: sizes entry {item!r} is not NAME=INTEGER")
+        sizes[name.strip()] = int(value)
+    return sizes
