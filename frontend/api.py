@@ -44,6 +44,7 @@ class Function:
         if not len(required) <= len(self.specs) <= len(params):
             raise TypeError(f"{self.name} takes {len(required)} to {len(params)} tensors but "
                             f"{len(self.specs)} specs were given")
+        self.param_names = tuple(p.name for p in params[:len(self.specs)])
         for spec in self.specs:
             if not isinstance(spec, TensorSpec):
                 raise TypeError(f"{self.name}: {spec!r} is not a tensor spec like ax.f32['M']")
@@ -64,7 +65,7 @@ class Function:
             out = self.fn(*(Tensor(a, builder) for a in args))
             return as_results(out, builder, self.name)
 
-        return build_function(self.name, arg_types, body)
+        return build_function(self.name, arg_types, body, self.param_names)
 
     def to_module(self, **sizes: int) -> ModuleOp:
         """A module holding the traced function; `sizes` bind size symbols to integers."""

@@ -51,10 +51,14 @@ def current_builder() -> GraphBuilder:
 
 
 def build_function(name: str, arg_types: Sequence[TensorType],
-                   body: Callable[[GraphBuilder, list[SSAValue]], Sequence[SSAValue]]
-                   ) -> func.FuncOp:
-    """A `func.func @name` whose body `body(builder, args)` builds, returning its results."""
+                   body: Callable[[GraphBuilder, list[SSAValue]], Sequence[SSAValue]],
+                   arg_names: Sequence[str] = ()) -> func.FuncOp:
+    """A `func.func @name` whose body `body(builder, args)` builds, returning its results.
+
+    `arg_names` (the parameter names) become the printed names of the block arguments."""
     block = Block(arg_types=list(arg_types))
+    for arg, arg_name in zip(block.args, arg_names):
+        arg.name_hint = arg_name
     builder = GraphBuilder(block)
     with builder.active():
         results = list(body(builder, list(block.args)))

@@ -101,7 +101,8 @@ class Walker:
             if stmt.data == "funcdef":
                 fdef = self.declare(stmt)
                 funcs.append(build_function(fdef.name, [s.bind({}) for _, s in fdef.params],
-                                            lambda b, args, f=fdef: self.build(f, b, args)))
+                                            lambda b, args, f=fdef: self.build(f, b, args),
+                                            [name for name, _ in fdef.params]))
                 self.defined[fdef.name] = fdef
             else:
                 for small in _small_statements(stmt):
