@@ -88,3 +88,23 @@ def export_function(g: EGraph, extraction: Extraction, name: str,
     block.add_op(ReturnOp(*results))
     return FuncOp(name, FunctionType.from_lists(param_types, [v.type for v in results]),
                   Region(block))
+
+
+def find_function(g: EGraph, func_op: FuncOp, params: Sequence[int]) -> list[int] | None:
+    """The classes holding the function's results, when every op of it is already in `g`
+    (parameters bound to `params`); None when some op is not. Adds nothing to the graph."""
+    block = func_op.body.blocks.first
+    if block is None:
+        return None
+    values: dict[SSAValue, int] = {arg: g.find(p) for arg, p in zip(block.args, params,
+                                                                    strict=True)}
+    for op in block.ops:
+        if isinstance(op, ReturnOp):
+            return [values[v] for v in op.arguments]
+        if not isinstance(op, TensorOp):
+            return None
+        cls = g.lookup(ENode.make(op.name, op.attrs(), tuple(values[v] for v in op.operands)))
+        if cls is None:
+            return None
+        values[op.results[0]] = cls
+    return None

@@ -22,6 +22,7 @@ from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, ScalarExpr, reads
 from axon.nugraph.device_profiles import DEFAULT_PROFILE, DeviceProfile, profile
+from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.ops import node_semantics
 
@@ -36,25 +37,27 @@ class RooflineCost:
 
     device: str = DEFAULT_PROFILE
     sizes: Mapping[str, int] = field(default_factory=dict)
-    _cache: dict[int, float] = field(default_factory=dict)
+    _cache: dict[tuple[object, ...], float] = field(default_factory=dict)
 
     @property
     def profile(self) -> DeviceProfile:
         return profile(self.device)
 
     def __call__(self, g: EGraph, node_id: int) -> float:
-        cached = self._cache.get(node_id)
-        if cached is None:
-            cached = self._cache[node_id] = self._compute(g, node_id)
-        return cached
-
-    def _compute(self, g: EGraph, node_id: int) -> float:
         node = g.nodes[node_id]
         if node.is_input:
             return 0.0
-        types = [g.type_of(c) for c in node.children]
+        types = tuple(g.type_of(c) for c in node.children)
+        # keyed by what the node computes, not its id, so one cost serves several graphs
+        key = (node.op, node.attrs, types)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self._cache[key] = self._compute(node, types)
+        return cached
+
+    def _compute(self, node: ENode, types: tuple[TensorType, ...]) -> float:
         sem = node_semantics(node, types)
-        flops, nbytes = self.flops_and_bytes(sem.form, types, sem.result_type)
+        flops, nbytes = self.flops_and_bytes(sem.form, list(types), sem.result_type)
         p = self.profile
         peak = p.matrix_flops if is_contraction(sem.form) else p.vector_flops
         return p.op_overhead_s + max(flops / peak, nbytes / p.bytes_per_s)

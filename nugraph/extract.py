@@ -4,9 +4,8 @@
    every non-input node costing more than zero, the chosen nodes form an acyclic program even when
    the graph has cycles (`x * 1 = x` puts a class inside its own node).
 2. DAG cost of a choice = the sum over the *distinct* classes it reaches, so a shared subterm
-   counts once. Local search switches one class at a time to another node while that lowers the
-   DAG cost and keeps the program acyclic (exact on the small graphs of single kernels, where one
-   switch is all a sharing decision needs).
+   counts once. Local search switches one class (on small graphs, also two classes) at a time to
+   another node while that lowers the DAG cost and keeps the program acyclic.
 3. Top-k: the best program and its distinct one-class deviations, ranked by DAG cost.
 """
 
@@ -93,6 +92,11 @@ def _freeze(g: EGraph, roots: Sequence[int], choice: Choice, cost: NodeCost) -> 
                       sum(cost(g, n) for _, n in kept))
 
 
+#: graphs with at most this many e-nodes also try switching two classes at once, which finds
+#: sharing that no single switch pays for (two consumers moving onto one common subterm)
+PAIR_SEARCH_NODES = 150
+
+
 def extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost,
                  max_passes: int = 4) -> Extraction:
     """The least-DAG-cost acyclic program for `roots` found by tree costs plus local search."""
@@ -101,17 +105,28 @@ def extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost,
     current = dag_cost(g, roots, choice, cost)
     if math.isinf(current):
         raise ValueError("no finite program for the roots (a class without a finite node)")
+    options = [(c, nid) for c in g.class_ids() for nid in g.class_nodes(c)]
+    pairs = len(options) <= PAIR_SEARCH_NODES
     for _ in range(max_passes):
         improved = False
-        for c in reachable(g, roots, choice) or []:
-            for nid in g.class_nodes(c):
-                if nid == choice[c]:
+        for i, (c, nid) in enumerate(options):
+            if choice.get(c) == nid:
+                continue
+            trial = {**choice, c: nid}
+            value = dag_cost(g, roots, trial, cost)
+            if value < current - 1e-15:
+                choice, current, improved = trial, value, True
+                continue
+            if not pairs:
+                continue
+            for c2, nid2 in options[i + 1:]:
+                if c2 == c or trial.get(c2) == nid2:
                     continue
-                trial = dict(choice)
-                trial[c] = nid
-                value = dag_cost(g, roots, trial, cost)
+                both = {**trial, c2: nid2}
+                value = dag_cost(g, roots, both, cost)
                 if value < current - 1e-15:
-                    choice, current, improved = trial, value, True
+                    choice, current, improved = both, value, True
+                    break
         if not improved:
             break
     return _freeze(g, roots, choice, cost)

@@ -1,0 +1,147 @@
+"""Propagation: what it proves, what it refuses, budgets, proofs on every e-node, explanations.
+
+Programs are NumPy-subset sources; `variant_in(s, source)` says whether a program is in the class
+of the session's result (every op of it hash-conses to an e-node already in the graph).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.parser import Parser
+
+from axon.benchmarks.suite import PROGRAMS
+from axon.frontend.source import parse_source
+from axon.nugraph.convert import find_function
+from axon.nugraph.egraph import CONGRUENCE, INPUT_PROOF
+from axon.nugraph.explain import explain
+from axon.nugraph.nu_ir import read_graph
+from axon.nugraph.prover import Prover
+from axon.nugraph.runner import ITERATION_LIMIT, NODE_LIMIT, SATURATED, TIME_LIMIT, Budget
+from axon.nugraph.session import Session
+from axon.tools.registry import register_dialects
+from axon.verifier import Unknown
+from xdsl.context import Context
+
+
+def function(source: str) -> FuncOp:
+    module = parse_source(source, "<test>")
+    return next(op for op in module.walk() if isinstance(op, FuncOp))
+
+
+def session(source: str, budget: Budget | None = None, prover: Prover | None = None,
+            sizes: dict[str, int] | None = None) -> Session:
+    s = Session.with_sizes(function(source), "h200", sizes or {})
+    s.run(budget or Budget(), prover)
+    return s
+
+
+def variant_in(s: Session, source: str) -> bool:
+    found = find_function(s.graph, function(source), s.imported.params)
+    return found is not None and found == [s.graph.find(r) for r in s.imported.results]
+
+
+SUM_OF_MATMUL = "def f(x: f32[M, K], w: f32[K, N]):\n    return sum(x @ w, axis=1)\n"
+
+
+def test_proves_a_reduction_pushed_into_the_producer() -> None:
+    s = session(SUM_OF_MATMUL)
+    assert variant_in(s, "def f(x: f32[M, K], w: f32[K, N]):\n    return x @ sum(w, axis=1)\n")
+    assert s.report is not None and s.report.stop_reason == SATURATED
+
+
+def test_proves_matmul_associativity_and_distributivity() -> None:
+    s = session("def f(x: f32[M, K], w: f32[K, N], a: f32[K, R], b: f32[R, N]):\n"
+                "    return x @ w + (x @ a) @ b\n")
+    assert variant_in(s, "def f(x: f32[M, K], w: f32[K, N], a: f32[K, R], b: f32[R, N]):\n"
+                         "    return x @ (w + a @ b)\n")
+
+
+def test_does_not_admit_false_reorderings() -> None:
+    source = "def f(x: f32[M, K]):\n    return sum(exp(x), axis=1)\n"
+    s = session(source, prover=Prover(numeric_test=False))
+    assert s.report is not None
+    assert s.report.refuted == 1 and s.report.tested_out == 0 and s.report.proved == 0
+    assert not variant_in(s, "def f(x: f32[M, K]):\n    return exp(sum(x, axis=1))\n")
+    assert s.graph.num_nodes == 3
+
+
+def test_forced_timeouts_never_merge() -> None:
+    def timeout(*args: Any, **kwargs: Any) -> Unknown:
+        return Unknown("z3: timeout (forced)", 5.0)
+
+    before = Session.from_function(function(SUM_OF_MATMUL))
+    classes = before.graph.num_classes
+    s = session(SUM_OF_MATMUL, prover=Prover(decide=timeout, numeric_test=False))
+    assert s.report is not None
+    assert s.report.unknown > 0 and s.report.proved == 0
+    assert s.graph.num_classes == classes and s.graph.num_nodes == classes
+    assert not s.graph.proofs and not s.graph.edges
+    assert not variant_in(s, "def f(x: f32[M, K], w: f32[K, N]):\n    return x @ sum(w, axis=1)\n")
+
+
+def test_limits_cut_the_search_and_say_so() -> None:
+    source = PROGRAMS["rmsnorm_matmul"].source
+    cases = [(Budget(max_iterations=1), ITERATION_LIMIT), (Budget(max_nodes=15), NODE_LIMIT),
+             (Budget(time_limit_s=0.0), TIME_LIMIT)]
+    for budget, reason in cases:
+        s = session(source, budget)
+        assert s.report is not None and s.report.stop_reason == reason, reason
+        assert s.report.limit_hit and f"cut by the {reason}" in s.report.summary()
+        assert s.graph.num_nodes <= max(budget.max_nodes, 15)
+        s.export(s.best()).verify()
+
+
+def test_every_admitted_enode_carries_a_proof() -> None:
+    for name in ("rmsnorm_matmul", "softmax_matmul", "lora", "gemm_sum_scale", "layernorm"):
+        fresh = Session.from_function(function(PROGRAMS[name].source))
+        inputs = {fresh.graph.canonical(n) for _, n in fresh.graph.enodes()}
+        s = session(PROGRAMS[name].source)
+        g = s.graph
+        for nid, _ in g.enodes():
+            why = g.justification[nid]
+            if why == INPUT_PROOF:
+                assert g.nodes[nid] in inputs, (name, g.nodes[nid].label())
+            else:
+                assert why in g.proofs and g.proofs[why].verdict.startswith("proved"), why
+        for edge in g.edges:
+            assert edge.reason == CONGRUENCE or g.proofs[edge.reason].verdict.startswith("proved")
+        ir = s.graph_ir()
+        ir.verify()
+
+
+def test_gemm_sum_scale_becomes_a_matrix_vector_product() -> None:
+    program = PROGRAMS["gemm_sum_scale"]
+    s = session(program.source, sizes=dict(program.default_sizes[0]))
+    best = s.best()
+    assert best.cost < s.input_cost() / 3
+    text = str(s.export(best))
+    assert "ax.sum %w" in text and "!ax.tensor<[M, N], bf16>" not in text
+
+
+def test_explanations_chain_proofs() -> None:
+    s = session(SUM_OF_MATMUL)
+    g = s.graph
+    root = g.find(s.imported.results[0])
+    original = s.input_choice[root] if root in s.input_choice else next(
+        n for n in g.class_nodes(root) if g.justification[n] == INPUT_PROOF)
+    rowsum = next(n for n in g.class_nodes(root) if g.nodes[n].op == "ax.matmul")
+    chain = explain(g, original, rowsum)
+    assert chain and all(step.reason in g.proofs for step in chain)
+    assert "split" in "\n".join(step.describe(g) for step in chain)
+
+
+def test_graph_ir_reads_back() -> None:
+    s = session(PROGRAMS["softmax_matmul"].source)
+    text = str(s.graph_ir())
+    ctx = register_dialects(Context())
+    module = Parser(ctx, text).parse_module()
+    assert isinstance(module, ModuleOp)
+    module.verify()
+    func_op = next(op for op in module.walk() if isinstance(op, FuncOp))
+    g, imported = read_graph(func_op)
+    assert (g.num_classes, g.num_nodes) == (s.graph.num_classes, s.graph.num_nodes)
+    again = Session(g, imported, {}, s.cost)
+    assert abs(again.best().cost - s.best().cost) < 1e-12
