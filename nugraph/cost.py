@@ -110,7 +110,3 @@ def is_contraction(form: GenericForm) -> bool:
         return False
     return len({r.operand for r in reads(form.body)}) >= 2
 
-
-def default_cost(device: str = DEFAULT_PROFILE, sizes: Mapping[str, int] | None = None
-                 ) -> RooflineCost:
-    return RooflineCost(device, dict(sizes or {}))

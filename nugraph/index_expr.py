@@ -281,6 +281,3 @@ def flatten_sums(expr: ScalarExpr, supply: NameSupply) -> ScalarExpr:
         out.append(f)
     return Fold("add", tuple(dims), product(out), expr.finalize)
 
-
-def is_const_scalar(expr: ScalarExpr) -> bool:
-    return isinstance(expr, (Const, Index)) and not isinstance(expr, Reduced)

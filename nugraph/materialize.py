@@ -19,7 +19,7 @@ from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import FormError, GenericForm, LoopDim, fresh_names
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import FUNCTIONS, Call, Const, Index, Read, ScalarExpr
+from axon.dialects.form.scalar import FUNCTIONS, Call, Read, ScalarExpr
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.ops import semantics_of
 from axon.nugraph.index_expr import (
@@ -201,7 +201,3 @@ def _arity(cls: Any) -> int:
         return -1
     return len(defs)
 
-
-def is_trivial(expr: ScalarExpr) -> bool:
-    """A constant or index: nothing worth an op of its own."""
-    return isinstance(expr, (Const, Index))

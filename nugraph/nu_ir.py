@@ -12,12 +12,9 @@ referenced before its definition (the region is a graph region, see dialects/nu.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from xdsl.dialects.builtin import FunctionType, IntAttr, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region, SSAValue
-from xdsl.rewriter import Rewriter
 
 from axon.dialects import nu
 from axon.dialects.ax import TensorOp
@@ -25,6 +22,10 @@ from axon.nugraph.convert import Imported
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph, Proof
 from axon.nugraph.ops import op_class
+
+
+_READ_BACK = "read-back"
+"""The reason recorded for unions read back from printed IR (the printed graph was verified)."""
 
 
 def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = None) -> FuncOp:
@@ -147,12 +148,3 @@ def _merge_into(g: EGraph, class_id: dict[SSAValue, int], cls_op: nu.ClassOp, c:
         class_id[cls_op.result] = g.find(known)
 
 
-_READ_BACK = "read-back"
-
-
-def replace_with_graph(func_op: FuncOp, graph_func: FuncOp) -> None:
-    """Swap the body of `func_op` for that of `graph_func` (same signature)."""
-    Rewriter.replace_op(func_op, graph_func)
-
-
-__all__: Sequence[str] = ["graph_function", "read_graph", "replace_with_graph"]

@@ -97,4 +97,5 @@ def is_proved(verdict: Verdict | NumericRejection) -> bool:
     return isinstance(verdict, Proved)
 
 
-__all__: Sequence[str] = ["Decide", "NumericRejection", "Prover", "Proved", "Refuted", "Unknown", "is_proved"]
+__all__: Sequence[str] = ["Decide", "NumericRejection", "Proved", "Prover", "Refuted", "Unknown",
+                          "is_proved"]
