@@ -34,8 +34,12 @@ class Proof:
     candidate: str
     verdict: str
     seconds: float
+    recorded: str = ""
+    """The summary as printed, for proofs read back from nu IR (nothing else is known of them)."""
 
     def summary(self) -> str:
+        if self.recorded:
+            return self.recorded
         return (f"{self.move}: {self.original} == {self.candidate} "
                 f"[{self.verdict}, {self.seconds:.3f}s]")
 

@@ -94,16 +94,16 @@ def _class_order(g: EGraph) -> list[int]:
 def read_graph(func_op: FuncOp) -> tuple[EGraph, Imported]:
     """Rebuild an EGraph from a function holding one `nu.graph` (the inverse of graph_function).
 
-    The proofs table is read back as records whose text is the printed summary.
+    The proofs table is read back as records whose text is the printed summary; the e-nodes of
+    one printed class are merged under the reason "read-back" (the printed graph verified).
     """
     block = func_op.body.blocks.first
     assert block is not None
     graph = next(op for op in block.ops if isinstance(op, nu.GraphOp))
     g = EGraph()
-    g.record_proof(Proof(_READ_BACK, "read back", "", "", "classes as printed in nu IR", 0.0))
     for pid, text in (graph.proofs.data.items() if graph.proofs is not None else []):
         assert isinstance(text, StringAttr)
-        g.record_proof(Proof(pid, "recorded", "", "", text.data, 0.0))
+        g.record_proof(Proof(pid, "recorded", "", "", "as printed", 0.0, recorded=text.data))
     params = [g.add_input(arg.name_hint or f"arg{i}", arg.type, i)  # type: ignore[arg-type]
               for i, arg in enumerate(block.args)]
     classes = [op for op in graph.body.block.ops if isinstance(op, nu.ClassOp)]
@@ -144,6 +144,9 @@ def _merge_into(g: EGraph, class_id: dict[SSAValue, int], cls_op: nu.ClassOp, c:
     if known is None:
         class_id[cls_op.result] = c
     elif g.find(known) != g.find(c):
+        if _READ_BACK not in g.proofs:
+            g.record_proof(Proof(_READ_BACK, "read back", "", "", "as printed", 0.0,
+                                 recorded="classes as printed in nu IR"))
         g.union(g.class_nodes(known)[0], g.class_nodes(c)[0], _READ_BACK)
         class_id[cls_op.result] = g.find(known)
 

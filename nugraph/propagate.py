@@ -97,7 +97,7 @@ def _propagate_pair(g: EGraph, consumer_id: int, producers: dict[int, int], budg
             continue
         report.proved += 1
         report.by_move[cand.move] = report.by_move.get(cand.move, 0) + 1
-        pid = f"p{len(g.proofs) + 1}"
+        pid = _fresh_proof_id(g)
         g.record_proof(Proof(pid, cand.move, original.text(), term.text(),
                              f"proved {getattr(verdict, 'proof_id', '')}".strip(),
                              verdict.seconds))
@@ -105,6 +105,13 @@ def _propagate_pair(g: EGraph, consumer_id: int, producers: dict[int, int], budg
         if g.union(consumer_id, root, pid):
             admitted += 1
     return admitted
+
+
+def _fresh_proof_id(g: EGraph) -> str:
+    n = len(g.proofs) + 1
+    while f"p{n}" in g.proofs:
+        n += 1
+    return f"p{n}"
 
 
 def _pairs(g: EGraph) -> Iterator[Pair]:

@@ -17,9 +17,9 @@ from xdsl.dialects.func import FuncOp
 
 from axon.nugraph.convert import Imported, export_function, import_function
 from axon.nugraph.cost import NodeCost, RooflineCost
-from axon.nugraph.egraph import EGraph
+from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.extract import Extraction, dag_cost, extract_best, extract_top_k
-from axon.nugraph.nu_ir import graph_function
+from axon.nugraph.nu_ir import graph_function, read_graph
 from axon.nugraph.propagate import propagate
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import Budget, Report
@@ -41,6 +41,18 @@ class Session:
         imported = import_function(g, func_op)
         # the input program: for each class, its first e-node (the one imported)
         choice = {c: g.class_nodes(c)[0] for c in g.class_ids()}
+        return Session(g, imported, choice, cost or RooflineCost())
+
+    @staticmethod
+    def from_graph_function(func_op: FuncOp, cost: NodeCost | None = None) -> Session:
+        """A session over a function holding a `nu.graph` (printed by `graph_ir` or by
+        `build-nugraph`); its input program is the `input` e-nodes."""
+        g, imported = read_graph(func_op)
+        choice = {}
+        for c in g.class_ids():
+            inputs = [n for n in g.class_nodes(c) if g.justification[n] == INPUT_PROOF]
+            if inputs:
+                choice[c] = inputs[0]
         return Session(g, imported, choice, cost or RooflineCost())
 
     @staticmethod

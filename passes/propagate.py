@@ -1,6 +1,7 @@
 """`propagate`: SMT-proved operator propagation in a nu-graph, then extraction.
 
-For every `func.func` of `ax` ops: build the nu-graph, propagate (every candidate admitted only on
+For every `func.func` of `ax` ops (or holding a `nu.graph`, e.g. from `build-nugraph` or an
+earlier `propagate{emit="graph"}`): build the nu-graph, propagate (every candidate admitted only on
 a proof, see `axon.nugraph.propagate`), and replace the function by what `emit` asks for:
 
 - `emit="best"` (default): the cheapest extracted program under the roofline cost of `device` at
@@ -40,6 +41,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
+from axon.dialects import nu
 from axon.nugraph.convert import ConvertError
 from axon.nugraph.cost import RooflineCost
 from axon.nugraph.device_profiles import PROFILES
@@ -78,8 +80,12 @@ class PropagatePass(ModulePass):
         budget = Budget(self.max_iterations, self.max_nodes, self.time_limit,
                         self.proof_timeout_ms)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
+            cost = RooflineCost(self.device, sizes)
             try:
-                session = Session.from_function(func_op, RooflineCost(self.device, sizes))
+                if any(isinstance(o, nu.GraphOp) for o in func_op.walk()):
+                    session = Session.from_graph_function(func_op, cost)
+                else:
+                    session = Session.from_function(func_op, cost)
             except ConvertError as err:
                 raise DiagnosticException(f"propagate: {err}") from None
             report = session.run(budget)

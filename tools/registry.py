@@ -33,7 +33,8 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Axon's own passes, by their `-p` name (xDSL's upstream passes are not included)."""
     return {"verify-equivalence": lambda: __import__(
         "axon.passes.verify_equivalence", fromlist=["_"]).VerifyEquivalencePass,
-            "propagate": lambda: __import__("axon.passes.propagate", fromlist=["_"]).PropagatePass}
+            "propagate": lambda: __import__("axon.passes.propagate", fromlist=["_"]).PropagatePass,
+            "build-nugraph": lambda: __import__("axon.passes.build_nugraph", fromlist=["_"]).BuildNugraphPass}
 
 
 def upstream_dialects() -> dict[str, Callable[[], Dialect]]:
