@@ -93,18 +93,26 @@ def export_function(g: EGraph, extraction: Extraction, name: str,
 def find_function(g: EGraph, func_op: FuncOp, params: Sequence[int]) -> list[int] | None:
     """The classes holding the function's results, when every op of it is already in `g`
     (parameters bound to `params`); None when some op is not. Adds nothing to the graph."""
+    nodes = find_nodes(g, func_op, params)
+    return None if nodes is None else [g.class_of(n) for n in nodes]
+
+
+def find_nodes(g: EGraph, func_op: FuncOp, params: Sequence[int]) -> list[int] | None:
+    """The e-node ids computing the function's results (see find_function)."""
     block = func_op.body.blocks.first
     if block is None:
         return None
-    values: dict[SSAValue, int] = {arg: g.find(p) for arg, p in zip(block.args, params,
-                                                                    strict=True)}
+    values: dict[SSAValue, int] = {}
+    for arg, p in zip(block.args, params, strict=True):
+        values[arg] = g.class_nodes(p)[0]
     for op in block.ops:
         if isinstance(op, ReturnOp):
             return [values[v] for v in op.arguments]
         if not isinstance(op, TensorOp):
             return None
-        cls = g.lookup(ENode.make(op.name, op.attrs(), tuple(values[v] for v in op.operands)))
-        if cls is None:
+        node = ENode.make(op.name, op.attrs(), tuple(g.class_of(values[v]) for v in op.operands))
+        nid = g.node_id(node)
+        if nid is None:
             return None
-        values[op.results[0]] = cls
+        values[op.results[0]] = nid
     return None

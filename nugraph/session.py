@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.func import FuncOp
 
-from axon.nugraph.convert import Imported, export_function, import_function
+from axon.nugraph.convert import Imported, export_function, find_nodes, import_function
 from axon.nugraph.cost import NodeCost, RooflineCost
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
+from axon.nugraph.explain import Step, explain
 from axon.nugraph.extract import Extraction, dag_cost, extract_best, extract_top_k
 from axon.nugraph.nu_ir import graph_function, read_graph
 from axon.nugraph.propagate import propagate
@@ -78,6 +79,16 @@ class Session:
     def export(self, extraction: Extraction, name: str | None = None) -> FuncOp:
         return export_function(self.graph, extraction, name or self.imported.name,
                                self.imported.params, self.imported.param_names)
+
+    def explain(self, a: FuncOp, b: FuncOp) -> list[Step]:
+        """Why programs `a` and `b` (over this session's parameters) are equal: the chain of
+        proofs between their result e-nodes. ValueError when either is not in the graph or
+        they are not equal."""
+        na = find_nodes(self.graph, a, self.imported.params)
+        nb = find_nodes(self.graph, b, self.imported.params)
+        if na is None or nb is None:
+            raise ValueError("a program to explain is not in the graph")
+        return [step for x, y in zip(na, nb, strict=True) for step in explain(self.graph, x, y)]
 
     def graph_ir(self, mark_best: bool = True) -> FuncOp:
         """The whole graph as a function holding a `nu.graph` (best choices marked)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
@@ -16,7 +17,6 @@ from axon.benchmarks.suite import PROGRAMS
 from axon.frontend.source import parse_source
 from axon.nugraph.convert import find_function
 from axon.nugraph.egraph import CONGRUENCE, INPUT_PROOF
-from axon.nugraph.explain import explain
 from axon.nugraph.nu_ir import read_graph
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import ITERATION_LIMIT, NODE_LIMIT, SATURATED, TIME_LIMIT, Budget
@@ -123,14 +123,13 @@ def test_gemm_sum_scale_becomes_a_matrix_vector_product() -> None:
 
 def test_explanations_chain_proofs() -> None:
     s = session(SUM_OF_MATMUL)
-    g = s.graph
-    root = g.find(s.imported.results[0])
-    original = s.input_choice[root] if root in s.input_choice else next(
-        n for n in g.class_nodes(root) if g.justification[n] == INPUT_PROOF)
-    rowsum = next(n for n in g.class_nodes(root) if g.nodes[n].op == "ax.matmul")
-    chain = explain(g, original, rowsum)
-    assert chain and all(step.reason in g.proofs for step in chain)
-    assert "split" in "\n".join(step.describe(g) for step in chain)
+    rowsum = function("def f(x: f32[M, K], w: f32[K, N]):\n    return x @ sum(w, axis=1)\n")
+    chain = s.explain(function(SUM_OF_MATMUL), rowsum)
+    assert chain and all(step.reason in s.graph.proofs for step in chain)
+    assert "split" in "\n".join(step.describe(s.graph) for step in chain)
+    other = function("def f(x: f32[M, K], w: f32[K, N]):\n    return sum(x, axis=1)\n")
+    with pytest.raises(ValueError, match="not in the graph"):
+        s.explain(function(SUM_OF_MATMUL), other)
 
 
 def test_graph_ir_reads_back() -> None:
