@@ -110,8 +110,14 @@ def map_reads(expr: ScalarExpr, fn: Callable[[Read], ScalarExpr]) -> ScalarExpr:
 
 
 def int_exprs(expr: ScalarExpr) -> list[IntExpr]:
+    """Every integer expression in `expr`, in traversal order."""
     out: list[IntExpr] = []
-    map_index(expr, lambda e: out.append(e) or e)
+
+    def collect(e: IntExpr) -> IntExpr:
+        out.append(e)
+        return e
+
+    map_index(expr, collect)
     return out
 
 
