@@ -23,6 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from axon.verifier import ProofCache, Proved, Refuted, prove_equivalent
 
@@ -50,11 +51,13 @@ class VerifyEquivalencePass(ModulePass):
             if mark is None:
                 continue
             if not isinstance(mark, SymbolRefAttr):
-                raise ValueError(f"@{name}: {MARK} must be a symbol reference like @other")
+                raise PassFailedException(f"verify-equivalence: @{name}: {MARK} must be a symbol "
+                                          "reference like @other")
             other_name = mark.root_reference.data
             if other_name not in funcs:
-                raise ValueError(f"@{name}: {MARK} names @{other_name}, which is not a function "
-                                 "of this module")
+                raise PassFailedException(f"verify-equivalence: @{name}: {MARK} names "
+                                          f"@{other_name}, which is not a function "
+                                          "of this module")
             assumptions = _assumptions(func)
             verdict = prove_equivalent(func, funcs[other_name], assumptions,
                                        timeout_ms=self.timeout_ms, cache=cache)
@@ -85,5 +88,6 @@ def _assumptions(func: FuncOp) -> list[str]:
     if attr is None:
         return []
     if not isinstance(attr, ArrayAttr) or not all(isinstance(a, StringAttr) for a in attr.data):
-        raise ValueError(f"@{func.sym_name.data}: {ASSUME} must be an array of strings")
+        raise PassFailedException(f"verify-equivalence: @{func.sym_name.data}: {ASSUME} must "
+                                  "be an array of strings")
     return [a.data for a in attr.data]  # type: ignore[union-attr]
