@@ -4,6 +4,10 @@ Reshapes produce reads such as `x[(d0*N + d1) floordiv N, (d0*N + d1) mod N]`; z
 through nonlinear integer arithmetic. When the loop variables' ranges show that the remainder part
 lies in [0, n), `(q*n + r) floordiv n = q` and `(q*n + r) mod n = r` are exact, so we rewrite them
 before encoding. Sizes are >= 1; a loop variable's range comes from its loop.
+
+The same ranges decide integer comparisons (`decide`): a concat reads `select(d1 < N, ...)`, and
+under a slice that keeps columns [0, N) (or [N, N + P)) the condition is constant, so only one
+branch is left to compare.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from axon.dialects.form.intexpr import Atom, IntExpr
+from axon.verifier import terms as T
 from axon.verifier.terms import is_loop_var, nonneg
 
 Ranges = Mapping[str, tuple[IntExpr, IntExpr]]  # var -> [lo, hi)
@@ -80,3 +85,52 @@ def _in_range(r: IntExpr, n: IntExpr, ranges: Ranges) -> bool:
                 lo_t, hi_t = lo_t * IntExpr.sym(a.name), hi_t * IntExpr.sym(a.name)
         lower, upper = lower + lo_t, upper + hi_t
     return nonneg(lower) and nonneg(n - 1 - upper)
+
+
+def bounds(e: IntExpr, ranges: Ranges) -> tuple[IntExpr, IntExpr] | None:
+    """Symbolic (lower, upper) with lower <= e <= upper wherever every loop variable of e lies in
+    its range; None unless e is affine in loop variables (c * v terms, the rest free of them).
+
+    Each `c * v` is bounded by v's range ends (lo and hi - 1, by the sign of c); the terms free of
+    loop variables stand for themselves. The bounds may mention outer loop variables (triangular
+    ranges); `nonneg` only counts output indices as nonnegative there.
+    """
+    lower, upper = IntExpr.const(0), IntExpr.const(0)
+    for mono, c in e.terms:
+        term = IntExpr(((mono, c),))
+        if not T.loop_vars(term):
+            lower, upper = lower + term, upper + term
+            continue
+        if len(mono) != 1 or mono[0].kind != "sym" or mono[0].name not in ranges:
+            return None
+        lo, hi = ranges[mono[0].name]
+        small, large = lo * c, (hi - 1) * c
+        if c < 0:
+            small, large = large, small
+        lower, upper = lower + small, upper + large
+    return lower, upper
+
+
+def decide(b: T.Bool, ranges: Ranges) -> T.Bool:
+    """An integer comparison `e <= 0` / `e == 0` made constant when the loop ranges settle it.
+
+    Sound only where the ranges hold, which is wherever the term is evaluated: an output index
+    within its extent, a bound variable within its sum's range (an empty range evaluates nothing).
+    """
+    if b.op != "icmp":
+        return b
+    op, e = b.args
+    assert isinstance(e, IntExpr)
+    found = bounds(e, ranges)
+    if found is None:
+        return b
+    lower, upper = found
+    positive = nonneg(lower - 1)  # e >= 1
+    if op == "le":
+        return T.TRUE if nonneg(-upper) else T.FALSE if positive else b
+    if op == "eq":
+        if positive or nonneg(-upper - 1):  # e >= 1 or e <= -1
+            return T.FALSE
+        if lower.is_const and upper.is_const and lower.value == upper.value == 0:
+            return T.TRUE
+    return b

@@ -21,7 +21,7 @@ from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr, expand
 from axon.verifier import terms as T
-from axon.verifier.indices import Ranges, simplify
+from axon.verifier.indices import Ranges, decide, simplify
 from axon.verifier.sums import fresh, make_reduce, make_sum
 
 Value = T.Poly | T.Bool
@@ -97,7 +97,8 @@ class _Inliner:
             return self.value(op.operands[r.operand], idx, rng)
 
         if form.reduction is None:
-            return _scalar(expand(form.body), lambda r: operand_read(r, env, local), env, None)
+            return _scalar(expand(form.body), lambda r: operand_read(r, env, local), env, None,
+                           local)
         # reduced dims get fresh names; the innermost sum is built first
         scope = dict(env)
         binders = []
@@ -107,7 +108,8 @@ class _Inliner:
             scope[d.name] = IntExpr.sym(name)
             local[name] = (lo, hi)
             binders.append((name, lo, hi))
-        body = _scalar(expand(form.body), lambda r: operand_read(r, scope, local), scope, None)
+        body = _scalar(expand(form.body), lambda r: operand_read(r, scope, local), scope, None,
+                       local)
         acc: Value = body
         for name, lo, hi in reversed(binders):
             if isinstance(acc, T.Bool):
@@ -116,7 +118,7 @@ class _Inliner:
                    else make_reduce(form.reduction, name, lo, hi, acc))
         if form.finalize is None:
             return acc
-        return _scalar(expand(form.finalize), lambda r: _no_read(r), env, acc)
+        return _scalar(expand(form.finalize), lambda r: _no_read(r), env, acc, local)
 
 
 def _no_read(r: Read) -> Value:
@@ -124,8 +126,9 @@ def _no_read(r: Read) -> Value:
 
 
 def _scalar(e: ScalarExpr, read: Callable[[Read], Value], env: dict[str, IntExpr],
-            reduced: Value | None) -> Value:
-    """The term of a scalar-language expression (after expand())."""
+            reduced: Value | None, ranges: Ranges) -> Value:
+    """The term of a scalar-language expression (after expand()); integer comparisons that the
+    loop `ranges` settle become constants (a concat's branch condition under a slice)."""
     if isinstance(e, Const):
         if isinstance(e.value, bool):
             return T.bconst(e.value)
@@ -138,8 +141,9 @@ def _scalar(e: ScalarExpr, read: Callable[[Read], Value], env: dict[str, IntExpr
         assert reduced is not None
         return reduced
     assert isinstance(e, Call)
-    args = [_scalar(a, read, env, reduced) for a in e.args]
-    return _call(e.fn, args, e.param)
+    args = [_scalar(a, read, env, reduced, ranges) for a in e.args]
+    out = _call(e.fn, args, e.param)
+    return decide(out, ranges) if isinstance(out, T.Bool) else out
 
 
 def _num(v: Value) -> T.Poly:

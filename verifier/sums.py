@@ -11,7 +11,11 @@
   step instances close (the tiling and blocked-cumsum lemmas);
 - shift: the bound variable is shifted so an affine occurrence `a*var + R` reads `a*var` (the
   smallest-printing choice), then renamed `_b<height>` (alpha-renaming, capture-free because inner
-  binders are lower).
+  binders are lower);
+- select lifting: a select whose condition does not mention `var` leaves the sum (and max / min /
+  mul reductions, and prefixes): sum_k f(sel(c, a, b)) = sel(c, sum_k f(a), sum_k f(b)), since c
+  has one value for the whole range. A concat read inside a contraction (x @ concat(w1, w2)) then
+  meets the concat of the contractions (concat(x @ w1, x @ w2)).
 
 Each step is an identity of finite sums over the integers, valid for every extent including empty
 ranges (`count` and the guards keep empty ranges at 0).
@@ -20,7 +24,7 @@ ranges (`count` and the guards keep empty ranges at 0).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from axon.dialects.form.intexpr import IntExpr
@@ -199,6 +203,42 @@ def count(lo: IntExpr, hi: IntExpr) -> Poly:
     return T.select(T.icompare("lt", lo - hi), T.idx(n), T.ZERO)
 
 
+def independent_select(p: Poly, var: str) -> Select | None:
+    """A select atom of p (outside any binder) whose condition does not mention `var`: the
+    smallest by text, so both sides of an obligation lift their selects in the same order."""
+    found = [a for a in p.atoms() if isinstance(a, Select) and var not in a.cond.free]
+    return min(found, key=lambda a: a.key) if found else None
+
+
+def replace_atom(p: Poly, old: T.Term, new: Poly) -> Poly:
+    """p with every top-level occurrence of the atom `old` replaced by `new` (a negative power
+    becomes a power of 1/new, which equals 1/old wherever old = new)."""
+    out = T.ZERO
+    for mono, c in p.terms:
+        term = T.const(c)
+        for a, k in mono:
+            if a == old:
+                for _ in range(abs(k)):
+                    term = term * (new if k > 0 else T.inv(new))
+            else:
+                term = term * T.atom(a, k)
+        out = out + term
+    return out
+
+
+def _lift_select(var: str, body: Poly, build: Callable[[Poly], Poly]) -> Poly | None:
+    """build(body) as sel(c, build(body[s := a]), build(body[s := b])) for the first select s
+    of body whose condition c does not mention var; None when there is none.
+
+    Sound for every reduction over var: c has one value on the whole range, so the reduction of
+    body equals the reduction of whichever branch c picks. Each step removes one select atom from
+    the body, so repeated lifting ends."""
+    s = independent_select(body, var)
+    if s is None:
+        return None
+    return T.select(s.cond, build(replace_atom(body, s, s.a)), build(replace_atom(body, s, s.b)))
+
+
 def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = True) -> Poly:
     """Canonical sum over var in [lo, hi) of body (see the module docstring)."""
     out = T.ZERO
@@ -208,6 +248,11 @@ def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = Tru
         outside = T.monomial_poly(indep, c)
         if not dep:
             out = out + outside * count(lo, hi)
+            continue
+        lifted = _lift_select(var, T.monomial_poly(dep),
+                              lambda b: make_sum(var, lo, hi, b, flatten))
+        if lifted is not None:
+            out = out + outside * lifted
             continue
         tele = next((i for i, (a, k) in enumerate(dep) if k == 1 and isinstance(a, Sum)
                      and var not in a.body.free - {a.var}
@@ -242,6 +287,11 @@ def make_prefix(var: str, body: Poly, at: IntExpr) -> Poly:
         outside = T.monomial_poly(indep, c)
         if not dep:
             out = out + outside * T.idx(at)  # the signed count of [0, at)
+            continue
+        # lifted like sums, so a prefix of a split sum keeps the body the sum would have
+        lifted = _lift_select(var, T.monomial_poly(dep), lambda b: make_prefix(var, b, at))
+        if lifted is not None:
+            out = out + outside * lifted
         else:
             out = out + outside * T.atom(Prefix(var, T.monomial_poly(dep), at))
     return out
@@ -326,7 +376,11 @@ def _canonical_sum(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Sum:
 
 
 def make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Poly:
-    """max / min / mul over var in [lo, hi) of body: shifted and renamed like sums."""
+    """max / min / mul over var in [lo, hi) of body: selects lifted, shifted and renamed like
+    sums."""
+    lifted = _lift_select(var, body, lambda b: make_reduce(kind, var, lo, hi, b))
+    if lifted is not None:
+        return lifted
     name = f"_b{height(body)}"
     best: Reduce | None = None
     for s in _shift_candidates(var, body):
