@@ -119,7 +119,7 @@ def _syntax_error(err: UnexpectedInput, text: str, filename: str) -> SourceError
         return source_error("unexpected end of file", text, filename, len(lines),
                             len(lines[-1]) + 1)
     if isinstance(err, UnexpectedCharacters):
-        return source_error(_unlexable(text, err.pos_in_stream), text, filename, line, column)
+        return source_error(_unlexable(text, err.pos_in_stream or 0), text, filename, line, column)
     assert isinstance(err, UnexpectedToken)
     token = err.token
     at_statement_start = text.splitlines()[line - 1][:column - 1].strip() == "" \

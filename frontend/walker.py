@@ -12,6 +12,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, NoReturn
 
 from lark import Token, Tree
@@ -101,7 +102,7 @@ class Walker:
             if stmt.data == "funcdef":
                 fdef = self.declare(stmt)
                 funcs.append(build_function(fdef.name, [s.bind({}) for _, s in fdef.params],
-                                            lambda b, args, f=fdef: self.build(f, b, args),
+                                            partial(self.build, fdef),
                                             [name for name, _ in fdef.params]))
                 self.defined[fdef.name] = fdef
             else:

@@ -10,7 +10,7 @@ correct beats fast here.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,7 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Read
 from axon.interpreter.indexing import InterpreterError, bind_sizes, reduction_identity
 
-_COMBINE = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+_COMBINE: dict[str, Callable[[Any, Any], Any]] = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
             "max": np.maximum, "min": np.minimum}
 
 

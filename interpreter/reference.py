@@ -154,7 +154,7 @@ def _matmul(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) 
     return np.matmul(a, b)
 
 
-_REDUCERS = {"add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
+_REDUCERS: dict[str, Callable[..., Any]] = {"add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
 
 
 @kernel(ReduceOp)

@@ -16,7 +16,7 @@ from axon.dialects.ax.structural import BroadcastToOp, ConcatOp, ReshapeOp, Slic
 from axon.dialects.ax.tensor_type import TensorType
 from xdsl.ir import Dialect
 
-STRUCTURAL_OPS = (TransposeOp, ReshapeOp, BroadcastToOp, SliceOp, ConcatOp)
+STRUCTURAL_OPS: tuple[type[TensorOp], ...] = (TransposeOp, ReshapeOp, BroadcastToOp, SliceOp, ConcatOp)
 ALL_OPS: tuple[type[TensorOp], ...] = (
     *ELEMENTWISE_OPS, ConstantOp, IotaOp, MatmulOp, *REDUCE_OPS, CumsumOp, *STRUCTURAL_OPS,
     GenericOp)
