@@ -1,8 +1,9 @@
 """NumPy references of the benchmark programs (`benchmarks/programs/<name>.py`).
 
 Each function has the name and the parameter order of its program and computes in float32 (inputs
-are widened first), so it is the exact-arithmetic yardstick the tolerances of `dialects/ax/dtypes.py`
-are measured against. The functions are plain NumPy and never touch Axon's IR.
+are widened first), so it is the exact-arithmetic yardstick the tolerances of
+`dialects/ax/dtypes.py` are measured against. The functions are plain NumPy and never touch
+Axon's IR.
 """
 
 from __future__ import annotations

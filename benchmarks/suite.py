@@ -1,9 +1,10 @@
-"""The benchmark suite: one entry per program of `../shared/design/benchmarks.md` (Tier 1 and Tier 2).
+"""The benchmark suite: one entry per Tier 1 and Tier 2 program of the project's benchmark list.
 
 Each `Program` names its NumPy-subset source (`benchmarks/programs/<name>.py`, parsed by the source
 frontend, never executed), its float32 NumPy reference (`benchmarks/references.py`), the default
-shapes of benchmarks.md as size-symbol bindings, its tier and dtype, and how to draw well-conditioned
-inputs for it. `make_inputs` draws the inputs; `small_sizes` gives the small bindings tests run on.
+shapes of the benchmark list as size-symbol bindings, its tier and dtype, and how to draw
+well-conditioned inputs for it. `make_inputs` draws the inputs; `small_sizes` gives the small
+bindings tests run on.
 
 The parameter shapes are read from the program's own signature (`def f(x: bf16[M, K], ...)`), so the
 source file is the one place they are written.

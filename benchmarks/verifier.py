@@ -1,4 +1,4 @@
-"""Benchmark of the SMT verifier over its whole corpus (verifier/corpus.py): a benchmark, not a test.
+"""Benchmark of the SMT verifier over its whole corpus (verifier/corpus.py); not a test.
 
     python -m axon.benchmarks.verifier [--timeout-ms 10000]
 

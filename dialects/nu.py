@@ -40,8 +40,17 @@ from typing import ClassVar
 from xdsl.dialects.builtin import DictionaryAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
-    AnyAttr, IRDLOperation, ParsePropInAttrDict, VarConstraint, irdl_op_definition,
-    lazy_traits_def, opt_prop_def, region_def, result_def, traits_def, var_operand_def,
+    AnyAttr,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    VarConstraint,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
     var_result_def,
 )
 from xdsl.traits import HasParent, IsTerminator, Pure, SingleBlockImplicitTerminator
@@ -85,7 +94,8 @@ class ClassOp(IRDLOperation):
                                       "are equal must be one class")
             if inside and node.uses.get_length() != 1:
                 raise VerifyException(f"'nu.class' operand #{i} (an e-node) has "
-                                      f"{node.uses.get_length()} uses; an e-node is used only by its class")
+                                      f"{node.uses.get_length()} uses; an e-node is used only "
+                                      "by its class")
         if self.best is not None and not 0 <= self.best.data < len(self.nodes):
             raise VerifyException(f"'nu.class' best = {self.best.data} is not an operand index "
                                   f"(the class has {len(self.nodes)} e-nodes)")

@@ -34,7 +34,8 @@ __all__ = ["Function", "Tensor", "TensorSpec", "DTypeSpec", "bf16", "f16", "f32"
 class Function:
     """A Python function with tensor specs for its parameters, ready to trace into IR."""
 
-    def __init__(self, fn: Callable[..., Any], specs: Sequence[TensorSpec], name: str | None = None):
+    def __init__(self, fn: Callable[..., Any], specs: Sequence[TensorSpec],
+                 name: str | None = None):
         self.fn = fn
         self.specs = tuple(specs)
         self.name = name or fn.__name__

@@ -1,4 +1,5 @@
-"""The builder functions of the Axon NumPy subset (docs/language.md), defined once for both frontends.
+"""The builder functions of the Axon NumPy subset (docs/language.md), one definition for both
+frontends.
 
 Each function takes `Tensor`s (an SSA value plus the `GraphBuilder` of the function being built),
 Python numbers, or size symbols used as numbers, and appends primitive `ax` ops. Composites
@@ -28,7 +29,13 @@ from xdsl.ir import SSAValue
 from axon.dialects import ax
 from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.ax.op_base import TensorOp
-from axon.dialects.ax.shapes import ShapeError, exact_quotient, normalize_axes, normalize_axis, product
+from axon.dialects.ax.shapes import (
+    ShapeError,
+    exact_quotient,
+    normalize_axes,
+    normalize_axis,
+    product,
+)
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr
 from axon.frontend.graph import GraphBuilder, current_builder
@@ -630,7 +637,8 @@ def _lowest(dtype: str) -> float:
     """The most negative finite value of a float dtype: the causal mask's fill (finite, so the
     verifier reasons over reals)."""
     storage = DTYPES[dtype].storage
-    info = ml_dtypes.finfo(storage) if storage == np.dtype(ml_dtypes.bfloat16) else np.finfo(storage)
+    is_bf16 = storage == np.dtype(ml_dtypes.bfloat16)
+    info = ml_dtypes.finfo(storage) if is_bf16 else np.finfo(storage)
     return float(info.min)
 
 

@@ -1,4 +1,5 @@
-"""Located user errors of the source frontend: `file:line:col: error: message`, the line, a caret."""
+"""Located user errors of the source frontend: `file:line:col: error: message`, then the source
+line and a caret."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ def build_function(name: str, arg_types: Sequence[TensorType],
 
     `arg_names` (the parameter names) become the printed names of the block arguments."""
     block = Block(arg_types=list(arg_types))
-    for arg, arg_name in zip(block.args, arg_names):
+    for arg, arg_name in zip(block.args, arg_names, strict=False):
         arg.name_hint = arg_name
     builder = GraphBuilder(block)
     with builder.active():

@@ -1,4 +1,5 @@
-"""The source frontend: parse a `.py` file in the Axon subset with lark and build IR, never running it.
+"""The source frontend: parse a `.py` file in the Axon subset with lark and build IR without
+running it.
 
     module = parse_source(text, "prog.py")   # ModuleOp, or SourceError with file:line:col
 

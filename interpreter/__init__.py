@@ -4,7 +4,13 @@ loop evaluator of generic forms that cross-checks it."""
 from axon.interpreter.indexing import InterpreterError, bind_sizes, reduction_identity
 from axon.interpreter.naive import evaluate_form, evaluate_op_naive
 from axon.interpreter.reference import (
-    KERNELS, evaluate_form_vectorized, find_kernel, kernel, run_function, run_module, run_op,
+    KERNELS,
+    evaluate_form_vectorized,
+    find_kernel,
+    kernel,
+    run_function,
+    run_module,
+    run_op,
 )
 
 __all__ = [

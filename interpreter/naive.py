@@ -22,8 +22,8 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Read
 from axon.interpreter.indexing import InterpreterError, bind_sizes, reduction_identity
 
-_COMBINE: dict[str, Callable[[Any, Any], Any]] = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
-            "max": np.maximum, "min": np.minimum}
+_COMBINE: dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda a, b: a + b, "mul": lambda a, b: a * b, "max": np.maximum, "min": np.minimum}
 
 
 def evaluate_form(form: GenericForm, inputs: Sequence[np.ndarray],

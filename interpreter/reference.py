@@ -21,8 +21,24 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from axon.dialects.ax import (
-    BinaryOp, BroadcastToOp, CastOp, ConcatOp, ConstantOp, CumsumOp, GenericOp, IotaOp, MatmulOp,
-    PowOp, ReduceOp, ReshapeOp, SelectOp, SliceOp, TensorOp, TensorType, TransposeOp, UnaryOp,
+    BinaryOp,
+    BroadcastToOp,
+    CastOp,
+    ConcatOp,
+    ConstantOp,
+    CumsumOp,
+    GenericOp,
+    IotaOp,
+    MatmulOp,
+    PowOp,
+    ReduceOp,
+    ReshapeOp,
+    SelectOp,
+    SliceOp,
+    TensorOp,
+    TensorType,
+    TransposeOp,
+    UnaryOp,
 )
 from axon.dialects.ax.dtypes import DTYPES, round_to, to_compute
 from axon.dialects.form import scalar
@@ -30,7 +46,11 @@ from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Read
 from axon.interpreter.indexing import (
-    InterpreterError, bind_sizes, eval_dims, eval_index, reduction_identity,
+    InterpreterError,
+    bind_sizes,
+    eval_dims,
+    eval_index,
+    reduction_identity,
 )
 
 #: kernel(op, operands in storage dtypes, size bindings) -> value before the result rounding
@@ -154,7 +174,8 @@ def _matmul(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) 
     return np.matmul(a, b)
 
 
-_REDUCERS: dict[str, Callable[..., Any]] = {"add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
+_REDUCERS: dict[str, Callable[..., Any]] = {
+    "add": np.sum, "mul": np.prod, "max": np.max, "min": np.min}
 
 
 @kernel(ReduceOp)

@@ -1,5 +1,6 @@
-"""The benchmark suite: every program parses, verifies, and runs in the reference interpreter to the
-numbers of its NumPy reference, on two small shape bindings each; and the registry covers the suite."""
+"""The benchmark suite: every program parses, verifies, and runs in the reference interpreter to
+the numbers of its NumPy reference, on two small shape bindings each; the registry covers the
+suite."""
 
 from __future__ import annotations
 
@@ -103,7 +104,7 @@ def test_parse_source_names_each_function() -> None:
 
 
 def test_reference_check_catches_a_wrong_program() -> None:
-    """The comparison is tight enough to fail: relu's source run against silu's reference differs."""
+    """The comparison is tight enough to fail: relu's source against silu's reference differs."""
     relu, silu = PROGRAMS["relu"], PROGRAMS["silu"]
     module = parse_file(relu.source_path)
     inputs = make_inputs(relu, small_sizes(relu, 1), seed=7)

@@ -14,8 +14,24 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region, SSAValue
 
 from axon.dialects.ax import (
-    ALL_OPS, AddOp, CastOp, ConstantOp, DivOp, ExpOp, GenericOp, MatmulOp, MeanOp, MulOp, ProdOp,
-    ReduceMaxOp, ReduceMinOp, ReshapeOp, RsqrtOp, SubOp, SumOp, TensorType,
+    ALL_OPS,
+    AddOp,
+    CastOp,
+    ConstantOp,
+    DivOp,
+    ExpOp,
+    GenericOp,
+    MatmulOp,
+    MeanOp,
+    MulOp,
+    ProdOp,
+    ReduceMaxOp,
+    ReduceMinOp,
+    ReshapeOp,
+    RsqrtOp,
+    SubOp,
+    SumOp,
+    TensorType,
 )
 from axon.dialects.ax.dtypes import DTYPES
 from axon.interpreter import InterpreterError, find_kernel, run_function, run_module

@@ -34,9 +34,29 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region
 
 from axon.dialects.ax import (
-    ALL_OPS, BINARY_OPS, COMPARE_OPS, REDUCE_OPS, UNARY_OPS, BroadcastToOp, CastOp, ConcatOp,
-    ConstantOp, CumsumOp, DivOp, GenericOp, IotaOp, MatmulOp, MeanOp, PowOp, ProdOp, ReshapeOp,
-    SelectOp, SliceOp, TensorOp, TensorType, TransposeOp,
+    ALL_OPS,
+    BINARY_OPS,
+    COMPARE_OPS,
+    REDUCE_OPS,
+    UNARY_OPS,
+    BroadcastToOp,
+    CastOp,
+    ConcatOp,
+    ConstantOp,
+    CumsumOp,
+    DivOp,
+    GenericOp,
+    IotaOp,
+    MatmulOp,
+    MeanOp,
+    PowOp,
+    ProdOp,
+    ReshapeOp,
+    SelectOp,
+    SliceOp,
+    TensorOp,
+    TensorType,
+    TransposeOp,
 )
 from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr

@@ -12,8 +12,24 @@ from collections.abc import Sequence
 from typing import Any
 
 from axon.dialects.ax import (
-    ALL_OPS, BinaryOp, BroadcastToOp, CastOp, ConcatOp, ConstantOp, CumsumOp, GenericOp, IotaOp,
-    MatmulOp, PowOp, ReduceOp, ReshapeOp, SelectOp, SliceOp, TensorOp, TensorType, TransposeOp,
+    ALL_OPS,
+    BinaryOp,
+    BroadcastToOp,
+    CastOp,
+    ConcatOp,
+    ConstantOp,
+    CumsumOp,
+    GenericOp,
+    IotaOp,
+    MatmulOp,
+    PowOp,
+    ReduceOp,
+    ReshapeOp,
+    SelectOp,
+    SliceOp,
+    TensorOp,
+    TensorType,
+    TransposeOp,
     UnaryOp,
 )
 

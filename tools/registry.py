@@ -10,6 +10,8 @@ To add a pass, add one `name: factory` entry to `get_all_passes`; the driver, th
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.ir import Dialect
@@ -17,24 +19,26 @@ from xdsl.passes import ModulePass
 from xdsl.universe import Universe
 
 
+def _lazy(module: str, name: str) -> Callable[[], Any]:
+    """A factory that imports `module` and returns its attribute `name` when first called."""
+    return lambda: getattr(import_module(module), name)
+
+
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Axon's own dialects, by name (xDSL's upstream dialects are not included)."""
-
-    def get_ax() -> Dialect:
-        from axon.dialects.ax import Ax
-
-        return Ax
-
-    return {"ax": get_ax,
-            "nu": lambda: __import__("axon.dialects.nu", fromlist=["_"]).Nu}
+    return {
+        "ax": _lazy("axon.dialects.ax", "Ax"),
+        "nu": _lazy("axon.dialects.nu", "Nu"),
+    }
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Axon's own passes, by their `-p` name (xDSL's upstream passes are not included)."""
-    return {"verify-equivalence": lambda: __import__(
-        "axon.passes.verify_equivalence", fromlist=["_"]).VerifyEquivalencePass,
-            "propagate": lambda: __import__("axon.passes.propagate", fromlist=["_"]).PropagatePass,
-            "build-nugraph": lambda: __import__("axon.passes.build_nugraph", fromlist=["_"]).BuildNugraphPass}
+    return {
+        "verify-equivalence": _lazy("axon.passes.verify_equivalence", "VerifyEquivalencePass"),
+        "build-nugraph": _lazy("axon.passes.build_nugraph", "BuildNugraphPass"),
+        "propagate": _lazy("axon.passes.propagate", "PropagatePass"),
+    }
 
 
 def upstream_dialects() -> dict[str, Callable[[], Dialect]]:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 
-
 #: `file:line:col: error:` at the start of a diagnostic
 LOCATED = re.compile(r"^[^\s:][^:\n]*:\d+:\d+: error:")
 

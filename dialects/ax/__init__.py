@@ -1,22 +1,63 @@
 """The `ax` dialect: Axon's tensor level. Every op states its meaning once, as a generic form."""
 
+from xdsl.ir import Dialect
+
 from axon.dialects.ax.contraction import (
-    REDUCE_OPS, CumsumOp, MatmulOp, MeanOp, ProdOp, ReduceMaxOp, ReduceMinOp, ReduceOp, SumOp,
+    REDUCE_OPS,
+    CumsumOp,
+    MatmulOp,
+    MeanOp,
+    ProdOp,
+    ReduceMaxOp,
+    ReduceMinOp,
+    ReduceOp,
+    SumOp,
 )
 from axon.dialects.ax.creation import ConstantOp, IotaOp
 from axon.dialects.ax.elementwise import (
-    BINARY_OPS, COMPARE_OPS, ELEMENTWISE_OPS, UNARY_OPS, AbsOp, AddOp, BinaryOp, CastOp, DivOp,
-    EqOp, ErfOp, ExpOp, GeluOp, GeOp, GtOp, LeOp, LogOp, LtOp, MaxOp, MinOp, MulOp, NegOp, NeOp,
-    PowOp, ReciprocalOp, ReluOp, RsqrtOp, SelectOp, SigmoidOp, SiluOp, SqrtOp, SquareOp, SubOp,
-    TanhOp, UnaryOp,
+    BINARY_OPS,
+    COMPARE_OPS,
+    ELEMENTWISE_OPS,
+    UNARY_OPS,
+    AbsOp,
+    AddOp,
+    BinaryOp,
+    CastOp,
+    DivOp,
+    EqOp,
+    ErfOp,
+    ExpOp,
+    GeluOp,
+    GeOp,
+    GtOp,
+    LeOp,
+    LogOp,
+    LtOp,
+    MaxOp,
+    MinOp,
+    MulOp,
+    NegOp,
+    NeOp,
+    PowOp,
+    ReciprocalOp,
+    ReluOp,
+    RsqrtOp,
+    SelectOp,
+    SigmoidOp,
+    SiluOp,
+    SqrtOp,
+    SquareOp,
+    SubOp,
+    TanhOp,
+    UnaryOp,
 )
 from axon.dialects.ax.generic import GenericOp
 from axon.dialects.ax.op_base import Semantics, TensorOp
 from axon.dialects.ax.structural import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from axon.dialects.ax.tensor_type import TensorType
-from xdsl.ir import Dialect
 
-STRUCTURAL_OPS: tuple[type[TensorOp], ...] = (TransposeOp, ReshapeOp, BroadcastToOp, SliceOp, ConcatOp)
+STRUCTURAL_OPS: tuple[type[TensorOp], ...] = (
+    TransposeOp, ReshapeOp, BroadcastToOp, SliceOp, ConcatOp)
 ALL_OPS: tuple[type[TensorOp], ...] = (
     *ELEMENTWISE_OPS, ConstantOp, IotaOp, MatmulOp, *REDUCE_OPS, CumsumOp, *STRUCTURAL_OPS,
     GenericOp)

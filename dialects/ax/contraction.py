@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, I64, IntegerAttr, i64
+from xdsl.dialects.builtin import I64, BoolAttr, DenseArrayBase, IntegerAttr, i64
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
 from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.ax.op_base import Semantics, TensorOp
-from axon.dialects.ax.shapes import ShapeError, broadcast_shapes, fmt_shape, normalize_axis, product
+from axon.dialects.ax.shapes import ShapeError, broadcast_shapes, fmt_shape, product
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
 from axon.dialects.form.intexpr import IntExpr
@@ -53,7 +53,8 @@ class MatmulOp(TensorOp):
                 f"contracted dims differ: operand #0 (lhs) {fmt_shape(a_shape)} has {k_a} in its "
                 f"last dim, operand #1 (rhs) {fmt_shape(b_shape)} has {k_b} in dim "
                 f"{max(b.rank - 2, 0)}")
-        batch = broadcast_shapes([a2[:-2], b2[:-2]], ["operand #0 (lhs) batch", "operand #1 (rhs) batch"])
+        batch = broadcast_shapes([a2[:-2], b2[:-2]],
+                                 ["operand #0 (lhs) batch", "operand #1 (rhs) batch"])
         avoid = _symbols(operand_types)
         nb = len(batch)
         par_names = fresh_names("d", nb + 2, avoid)
@@ -63,7 +64,8 @@ class MatmulOp(TensorOp):
 
         def batch_index(shape: Sequence[IntExpr]) -> list[IntExpr]:
             lead = nb - len(shape)
-            return [IntExpr.const(0) if d == IntExpr.const(1) and batch[lead + k] != IntExpr.const(1)
+            one = IntExpr.const(1)
+            return [IntExpr.const(0) if d == one and batch[lead + k] != one
                     else IntExpr.sym(par_names[lead + k]) for k, d in enumerate(shape)]
 
         m, n, k = IntExpr.sym(par_names[nb]), IntExpr.sym(par_names[nb + 1]), IntExpr.sym(red)
@@ -105,7 +107,8 @@ class ReduceOp(TensorOp):
             raise ShapeError("reduction needs at least one axis")
         for a in axes:
             if not 0 <= a < x.rank:
-                raise ShapeError(f"axis {a} is out of range for operand #0 (input) of rank {x.rank}")
+                raise ShapeError(f"axis {a} is out of range for operand #0 (input) of rank "
+                                 f"{x.rank}")
         if len(set(axes)) != len(axes) or list(axes) != sorted(axes):
             raise ShapeError(f"axes {list(axes)} must be distinct and increasing")
         if x.dtype == "i1" or (cls.finalizer(IntExpr.const(1)) is not None
@@ -164,7 +167,8 @@ REDUCE_OPS: tuple[type[ReduceOp], ...] = (SumOp, ReduceMaxOp, ReduceMinOp, ProdO
 
 @irdl_op_definition
 class CumsumOp(TensorOp):
-    """Inclusive prefix sum along `axis`: out[.., j, ..] = sum over k in [0, j + 1) of x[.., k, ..]."""
+    """Inclusive prefix sum along `axis`:
+    out[.., j, ..] = sum over k in [0, j + 1) of x[.., k, ..]."""
 
     name = "ax.cumsum"
     ATTRS: ClassVar[dict[str, str]] = {"axis": "int"}
@@ -186,7 +190,8 @@ class CumsumOp(TensorOp):
         avoid = _symbols(operand_types)
         par_names = fresh_names("d", x.rank, avoid)
         (red,) = fresh_names("r", 1, avoid)
-        par = tuple(LoopDim(n, IntExpr.const(0), e) for n, e in zip(par_names, x.shape, strict=True))
+        par = tuple(LoopDim(n, IntExpr.const(0), e)
+                    for n, e in zip(par_names, x.shape, strict=True))
         index = tuple(IntExpr.sym(red) if i == axis else IntExpr.sym(n)
                       for i, n in enumerate(par_names))
         reduced = (LoopDim(red, IntExpr.const(0), IntExpr.sym(par_names[axis]) + 1),)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, I64, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import I64, ArrayAttr, FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import TypeAttribute
 from xdsl.irdl import irdl_op_definition, prop_def, result_def, traits_def
 from xdsl.traits import ConstantLike, Pure

@@ -213,4 +213,5 @@ class CastOp(TensorOp):
         return Semantics(form, TensorType(form.output_shape, target))
 
 
-ELEMENTWISE_OPS: tuple[type[TensorOp], ...] = (*UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, PowOp, SelectOp, CastOp)
+ELEMENTWISE_OPS: tuple[type[TensorOp], ...] = (
+    *UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, PowOp, SelectOp, CastOp)

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
-    ArrayAttr, BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, StringAttr, f64, i64,
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    f64,
+    i64,
 )
 from xdsl.ir import Attribute, SSAValue, TypeAttribute
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict

@@ -6,9 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, I64, IntegerAttr, StringAttr, i64
-from xdsl.irdl import (irdl_op_definition, operand_def, prop_def, result_def, traits_def,
-                       var_operand_def)
+from xdsl.dialects.builtin import I64, ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr, i64
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
 from xdsl.traits import Pure
 
 from axon.dialects.ax.op_base import Semantics, TensorOp
@@ -121,7 +127,8 @@ class BroadcastToOp(TensorOp):
 
 @irdl_op_definition
 class SliceOp(TensorOp):
-    """Strided slice: out[.., i, ..] = x[.., start + step*i, ..] for i < ceil((stop - start) / step).
+    """Strided slice: out[.., i, ..] = x[.., start + step*i, ..]
+    for i < ceil((stop - start) / step).
 
     `start`, `stop` and `step` give one entry per dim (sizes may be symbolic); step must be a
     positive constant and 0 <= start <= stop <= dim where that can be decided."""
@@ -182,7 +189,8 @@ class ConcatOp(TensorOp):
             if t.dtype != first.dtype:
                 raise ShapeError(f"operand #{i} has element type {t.dtype}, expected {first.dtype}")
             if t.rank != first.rank or any(a != b for k, (a, b) in
-                                           enumerate(zip(t.shape, first.shape)) if k != axis):
+                                           enumerate(zip(t.shape, first.shape, strict=True))
+                                           if k != axis):
                 raise ShapeError(f"operand #{i} {fmt_shape(t.shape)} does not match operand #0 "
                                  f"{fmt_shape(first.shape)} outside axis {axis}")
         out = list(first.shape)

@@ -70,7 +70,8 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
 
 def _parse_dim(parser: AttrParser) -> IntExpr:
-    """Recursive descent over xDSL tokens: `+ - * ( )`, `floordiv`, `mod`, `min(a, b)`, `max(a, b)`."""
+    """Recursive descent over xDSL tokens: `+ - * ( )`, `floordiv`, `mod`, `min(a, b)`,
+    `max(a, b)`."""
 
     def expr() -> IntExpr:
         result = term()

@@ -5,8 +5,8 @@
 A form has parallel dims (the output's, each `name < extent`), an optional reduction (`add`, `max`,
 `min`, `mul`) over reduced dims whose bounds may depend on outer dims (triangular domains such as
 cumsum), a scalar body reading operands through quasi-affine index maps, and an optional finalizer
-applied to the reduced value (`then acc / idx(K)` for mean). The interpreter, the naive evaluator, the
-SMT encoder and (later) propagation and tiling all read this one structure.
+applied to the reduced value (`then acc / idx(K)` for mean). The interpreter, the naive evaluator,
+the SMT encoder and (later) propagation and tiling all read this one structure.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ class GenericForm:
             if d.lower != IntExpr.const(0):
                 raise FormError(f"parallel dim '{d.name}' must start at 0, starts at {d.lower}")
             if d.upper.symbols() & set(names):
-                raise FormError(f"extent of parallel dim '{d.name}' depends on a loop dim: {d.upper}")
+                raise FormError(f"extent of parallel dim '{d.name}' depends on a loop dim: "
+                                f"{d.upper}")
         if self.reduction is None and self.reduced:
             raise FormError("reduced dims given without a reduction kind")
         if self.reduction is not None and self.reduction not in REDUCTIONS:

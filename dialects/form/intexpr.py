@@ -46,7 +46,7 @@ class IntExpr:
     # ---- construction -------------------------------------------------------------------------
     @staticmethod
     def const(value: int) -> IntExpr:
-        return IntExpr(((((), value),) if value else ()))
+        return IntExpr((((), value),) if value else ())
 
     @staticmethod
     def sym(name: str) -> IntExpr:

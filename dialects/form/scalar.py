@@ -195,8 +195,9 @@ FUNCTIONS: dict[str, ScalarFunction] = {f.name: f for f in [
     ScalarFunction("silu", 1, lambda x: x * _sigmoid(x), float_only=True,
                    expansion=lambda x: call("mul", x, call("sigmoid", x))),
     ScalarFunction("gelu", 1, lambda x: 0.5 * x * (1.0 + _erf(x * _SQRT1_2)), float_only=True,
-                   expansion=lambda x: call("mul", call("mul", 0.5, x),
-                                            call("add", 1.0, call("erf", call("mul", x, _SQRT1_2))))),
+                   expansion=lambda x: call(
+                       "mul", call("mul", 0.5, x),
+                       call("add", 1.0, call("erf", call("mul", x, _SQRT1_2))))),
     # comparisons and selection
     ScalarFunction("eq", 2, np.equal, infix="==", boolean_result=True),
     ScalarFunction("ne", 2, np.not_equal, infix="!=", boolean_result=True),
