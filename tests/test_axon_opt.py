@@ -291,6 +291,20 @@ def test_axon_bad_program(tmp_path: Path) -> None:
     assert result.stderr.startswith("prog.py:2:12: error: ")
 
 
+def test_axon_runs_a_pipeline_before_printing(capsys: pytest.CaptureFixture[str]) -> None:
+    axon_main.main(["transpose_matmul", "-p", "propagate"])
+    out = capsys.readouterr().out
+    # the transpose is absorbed into the contraction: the extracted program has no ax.transpose
+    assert "func.func @transpose_matmul" in out
+    assert "ax.transpose" not in out and "in0[r0, d0] * in1[r0, d1]" in out
+
+
+def test_axon_bad_pipeline(tmp_path: Path) -> None:
+    result = run_script("axon", "-p", "nosuch", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "invalid pass pipeline 'nosuch'" in result.stderr
+
+
 def test_axon_help_says_kernels_come_later(tmp_path: Path) -> None:
     result = run_script("axon", "--help", cwd=tmp_path)
     assert result.returncode == 0

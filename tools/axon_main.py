@@ -4,6 +4,7 @@
     axon softmax               # a packaged benchmark program, by name
     axon path/to/prog.py       # any program file in the NumPy subset (docs/language.md)
     axon --list                # the packaged benchmark names
+    axon gemm_sum_scale -p propagate   # run an axon-opt pipeline on it first
 
 Benchmark programs are looked up at run time in the installed package
 (`axon/benchmarks/programs/*.py`), so a new program file needs no change here.
@@ -17,7 +18,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from axon.tools.embed import parse_source, print_ir
+from axon.tools.embed import parse_source, print_ir, run_pipeline
 from axon.tools.user_errors import UsageError, exit_on_user_error
 
 #: what `axon` runs with no argument
@@ -60,12 +61,21 @@ def run(argv: list[str] | None = None) -> None:
                         help="a .py program file or a benchmark name")
     parser.add_argument("--list", action="store_true", help="list the benchmark programs")
     parser.add_argument("--generic", action="store_true", help="print the IR in generic form")
+    parser.add_argument("-p", "--passes", default="", metavar="PIPELINE",
+                        help="an axon-opt pass pipeline to run before printing "
+                             "(e.g. propagate, or 'propagate{emit=graph}')")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(sorted(benchmark_programs())))
         return
     text, filename = load_program(args.program)
-    print(print_ir(parse_source(text, filename), generic=args.generic), end="")
+    module = parse_source(text, filename)
+    if args.passes:
+        try:
+            module = run_pipeline(module, args.passes)
+        except ValueError as err:  # bad pipeline syntax or an unknown pass
+            raise UsageError(f"invalid pass pipeline '{args.passes}': {err}") from None
+    print(print_ir(module, generic=args.generic), end="")
 
 
 def main(argv: list[str] | None = None) -> None:
