@@ -37,17 +37,26 @@ class Prover:
     decide: Decide = prove_equivalent
     numeric_test: bool = True
 
-    def obligation(self, g: EGraph, original: Term, candidate: Term) -> tuple[FuncOp, FuncOp]:
+    def obligation(self, g: EGraph, original: Term, candidate: Term,
+                   extra_leaves: bool = False) -> tuple[FuncOp, FuncOp]:
+        """Both sides as functions of the classes the original reads.
+
+        A candidate reading other classes is a bug in a move, except where the move says so
+        (`extra_leaves`: a merged computation sliced back reads the other operand it was merged
+        with). Those classes become further parameters that the original ignores: the equality is
+        then proved for every value of them, which is stronger, never weaker.
+        """
         leaves = original.leaves()
-        stray = set(candidate.leaves()) - set(leaves)
-        if stray:
+        stray = [c for c in candidate.leaves() if c not in leaves]
+        if stray and not extra_leaves:
             raise ValueError(f"candidate reads classes {sorted(stray)} the original does not")
+        leaves = leaves + stray
         return (term_function(g, [original], leaves, "original"),
                 term_function(g, [candidate], leaves, "candidate"))
 
-    def __call__(self, g: EGraph, original: Term, candidate: Term
+    def __call__(self, g: EGraph, original: Term, candidate: Term, extra_leaves: bool = False
                  ) -> Verdict | NumericRejection:
-        a, b = self.obligation(g, original, candidate)
+        a, b = self.obligation(g, original, candidate, extra_leaves)
         if self.numeric_test and differs_numerically(a, b):
             return NumericRejection()
         return self.decide(a, b, assumptions=self.assumptions, timeout_ms=self.timeout_ms,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
@@ -16,14 +17,16 @@ from xdsl.parser import Parser
 from axon.benchmarks.suite import PROGRAMS
 from axon.frontend.source import parse_source
 from axon.nugraph.convert import find_function
+from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import CONGRUENCE, INPUT_PROOF
+from axon.nugraph.explain import explain
+from axon.nugraph.merge import free_axis
 from axon.nugraph.nu_ir import read_graph
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import ITERATION_LIMIT, NODE_LIMIT, SATURATED, TIME_LIMIT, Budget
 from axon.nugraph.session import Session
 from axon.tools.registry import register_dialects
 from axon.verifier import Unknown
-from xdsl.context import Context
 
 
 def function(source: str) -> FuncOp:
@@ -144,3 +147,75 @@ def test_graph_ir_reads_back() -> None:
     assert (g.num_classes, g.num_nodes) == (s.graph.num_classes, s.graph.num_nodes)
     again = Session(g, imported, {}, s.cost)
     assert abs(again.best().cost - s.best().cost) < 1e-12
+
+
+GATED_MERGED = """def gated_mlp(x: bf16[M, K], w1: bf16[K, N], w2: bf16[K, N]):
+    h = x @ concatenate([w1, w2], axis=1)
+    return silu(h[0:M, 0:N]) * h[0:M, N:2*N]
+"""
+
+
+def test_gated_mlp_gets_one_gemm_over_concatenated_weights() -> None:
+    s = session(PROGRAMS["gated_mlp"].source)
+    assert s.report is not None and s.report.stop_reason == SATURATED
+    assert s.report.by_move.get("merge") == 2  # one proof per slice
+    assert variant_in(s, GATED_MERGED)
+    g = s.graph
+    merges = [p for p in g.proofs.values() if p.move == "merge"]
+    assert {p.original for p in merges} == {"ax.matmul(c0, c1)", "ax.matmul(c0, c2)"}
+    assert all(p.verdict.startswith("proved") and "ax.concat{axis=1}(c1, c2)" in p.candidate
+               for p in merges)
+    # each original matmul is explained by its merge proof
+    x, w1 = s.imported.params[0], s.imported.params[1]
+    original = g.node_id(ENode("ax.matmul", (), (x, w1)))
+    assert original is not None
+    sliced = [n for n in g.class_nodes(g.class_of(original)) if g.nodes[n].op == "ax.slice"]
+    assert len(sliced) == 1
+    chain = explain(g, original, sliced[0])
+    assert [g.proofs[step.reason].move for step in chain] == ["merge"]
+
+
+def test_three_projections_of_one_input_merge_into_one_gemm() -> None:
+    source = ("def f(x: f32[M, K], q: f32[K, N], k: f32[K, N], v: f32[K, P]):\n"
+              "    return (x @ q) * (x @ k) + sum(x @ v, axis=1, keepdims=True)\n")
+    s = session(source)
+    assert variant_in(s, "def f(x: f32[M, K], q: f32[K, N], k: f32[K, N], v: f32[K, P]):\n"
+                         "    h = x @ concatenate([q, k, v], axis=1)\n"
+                         "    return h[0:M, 0:N] * h[0:M, N:2*N] + "
+                         "sum(h[0:M, 2*N:2*N + P], axis=1, keepdims=True)\n")
+
+
+def test_free_axis_comes_from_the_index_maps() -> None:
+    def form(source: str) -> Any:
+        op = next(o for o in function(source).body.block.ops if o.name.startswith("ax."))
+        return op.generic_form()
+
+    mm = form("def f(x: f32[M, K], w: f32[K, N]):\n    return x @ w\n")
+    assert free_axis(mm, 1) == (1, 1) and free_axis(mm, 0) == (0, 0)
+    # the first op is the transpose out[d0, d1] = in0[d1, d0]: output dim 0 is operand axis 1
+    tr = form("def f(x: f32[M, K], w: f32[N, K]):\n    return x @ w.T\n")
+    assert free_axis(tr, 0) == (0, 1)
+    # a + b: both operands read both output dims, so neither has a dim of its own
+    add = form("def f(a: f32[M, N], b: f32[M, N]):\n    return a + b\n")
+    assert free_axis(add, 0) is None and free_axis(add, 1) is None
+    # a row bias broadcast over columns leaves the column dim to the other operand
+    bias = form("def f(a: f32[M, 1], b: f32[M, N]):\n    return a + b\n")
+    assert free_axis(bias, 1) == (1, 1) and free_axis(bias, 0) is None
+
+
+def test_operands_read_along_every_output_dim_are_not_merged() -> None:
+    source = ("def f(a: f32[M, N], b: f32[M, N], c: f32[M, N]):\n"
+              "    return (a + b) * (a + c)\n")
+    s = session(source)
+    assert s.report is not None and "merge" not in s.report.by_move
+    assert all(node.op != "ax.concat" for _, node in s.graph.enodes())
+
+
+def test_unproved_merges_admit_nothing() -> None:
+    def unknown(*_: Any, **__: Any) -> Unknown:
+        return Unknown("forced", 0.0)
+
+    s = session(PROGRAMS["gated_mlp"].source, prover=Prover(decide=unknown, numeric_test=False))
+    assert s.report is not None and s.report.proved == 0 and s.report.unknown >= 2
+    assert not variant_in(s, GATED_MERGED)
+    assert all(n.op != "ax.slice" for _, n in s.graph.enodes())

@@ -166,7 +166,10 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
     # results whose shapes can differ are refuted by dims alone
     for k, (x, y) in enumerate(zip(out_a, out_b, strict=True)):
         if len(x.shape) != len(y.shape):
-            return _shape_refutation(a, b, k, {}, start)
+            # ranks differ at every size; any sizes show it (the shapes are evaluated at them)
+            symbols = {s for t in sig for d in t.shape for s in d.symbols()}
+            symbols |= {s for o in (x, y) for d in o.shape for s in d.symbols()}
+            return _shape_refutation(a, b, k, dict.fromkeys(sorted(symbols), 2), start)
         differs = [enc.int_expr(p, {}) != enc.int_expr(q, {})
                    for p, q in zip(x.shape, y.shape, strict=True) if p != q]
         if differs:

@@ -47,11 +47,25 @@
 // LORA:         %[[ROOT:c[0-9]+]] = nu.class {{.*}}%[[FACT]]{{[, ]}}
 // LORA-NEXT:    nu.yield %[[ROOT]]
 
-// gated_mlp: the gate applied as one epilogue over both matmul results.
+// gated_mlp: one GEMM over the concatenated weights x @ [w1 | w2], each original matmul a slice
+// of it (merge proofs); the gate applied as one epilogue over both matmul results, and as one
+// epilogue reading both halves of the merged GEMM.
 // GATED-LABEL: func.func @gated_mlp(
+// GATED:         %[[CAT:[0-9]+]] = ax.concat %c1, %c2 {nu.proof = "p{{[0-9]+}}", axis = 1 : i64} : (!ax.tensor<[K, N], bf16>, !ax.tensor<[K, N], bf16>) -> !ax.tensor<[K, 2*N], bf16>
+// GATED-NEXT:    %[[CATC:c[0-9]+]] = nu.class %[[CAT]]
+// GATED-NEXT:    %[[MM:[0-9]+]] = ax.matmul %c0, %[[CATC]] {nu.proof = "p{{[0-9]+}}"} : (!ax.tensor<[M, K], bf16>, !ax.tensor<[K, 2*N], bf16>) -> !ax.tensor<[M, 2*N], bf16>
+// GATED-NEXT:    %[[MMC:c[0-9]+]] = nu.class %[[MM]]
+// GATED-NEXT:    %[[G1:[0-9]+]] = ax.matmul %c0, %c1 {nu.proof = "input"}
+// GATED-NEXT:    %[[S1:[0-9]+]] = ax.slice %[[MMC]] {nu.proof = "p{{[0-9]+}}", start = ["0", "0"], stop = ["M", "N"], step = ["1", "1"]}
+// GATED-NEXT:    nu.class %[[G1]], %[[S1]]
+// GATED:         %[[G2:[0-9]+]] = ax.matmul %c0, %c2 {nu.proof = "input"}
+// GATED-NEXT:    %[[S2:[0-9]+]] = ax.slice %[[MMC]] {nu.proof = "p{{[0-9]+}}", start = ["0", "N"], stop = ["M", "2*N"], step = ["1", "1"]}
+// GATED-NEXT:    nu.class %[[G2]], %[[S2]]
 // GATED:         %[[EPI:[0-9]+]] = ax.generic %c{{[0-9]+}}, %c{{[0-9]+}} {nu.proof = "p{{[0-9]+}}", form = "out[d0 < M, d1 < N] = in0[d0, d1] * silu(in1[d0, d1])", dtype = bf16}
-// GATED:         %[[ROOT:c[0-9]+]] = nu.class {{.*}}%[[EPI]]{{[, ]}}
+// GATED:         %[[FUSED:[0-9]+]] = ax.generic %[[MMC]] {nu.proof = "p{{[0-9]+}}", form = "out[d0 < M, d1 < N] = in0[d0, N + d1] * silu(in0[d0, d1])", dtype = bf16}
+// GATED:         %[[ROOT:c[0-9]+]] = nu.class {{.*}}%[[EPI]]{{[, ]}}{{.*}}%[[FUSED]]{{[, ]}}
 // GATED-NEXT:    nu.yield %[[ROOT]]
+// GATED:         p{{[0-9]+}} = "merge: ax.matmul(c0, c1) == ax.slice{start=(0, 0), step=(1, 1), stop=(M, N)}(ax.matmul(c0, ax.concat{axis=1}(c1, c2))) [proved
 
 // gemm_sum_scale at its benchmark sizes: a matrix-vector product with rowsum(w).
 // GEMM-LABEL: func.func @gemm_sum_scale(
