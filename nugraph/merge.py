@@ -7,13 +7,13 @@ over the concatenation of the differing operands, with slices giving back each o
 
 so silu(x @ w1) * (x @ w2) gets the variant with one GEMM over [w1 | w2] (and n computations
 sharing x, n-way). Nothing here names an op: e-nodes qualify when they apply the same op (same
-properties) to the same classes except at one operand position k, and their generic form reads
-operand k at an output dim d_j that nothing
-else in the form mentions (no other operand's index, no `Index`, no reduction bound). Then that
-dim is free: the output at d_j depends on operand k at d_j alone, so running the form over the
-concatenation along operand k's axis p computes both results side by side. The same op over the
-concatenated operand must state a result of the original shape with dim j widened; anything else
-is skipped.
+properties) to the same classes except at one operand position k, their generic form reduces
+(a contraction re-reads the common operand for every output; an elementwise form would gain
+nothing), and it reads operand k at an output dim d_j that nothing else in the form mentions (no
+other operand's index, no `Index`, no reduction bound). Then that dim is free: the output at d_j
+depends on operand k at d_j alone, so running the form over the concatenation along operand k's
+axis p computes both results side by side. The same op over the concatenated operand must state
+a result of the original shape with dim j widened; anything else is skipped.
 
 Whether the slices are *equal* to the originals is decided by the verifier only (`prover.py`): each
 slice is admitted on its own proof (the obligation also takes the other merged operand as a
@@ -133,8 +133,13 @@ def find_merges(g: EGraph, tried: set[tuple[ENode, ...]]) -> Iterator[Merge]:
 
 def _merge(g: EGraph, nodes: tuple[int, ...], k: int) -> Merge | None:
     enodes = [g.canonical(g.nodes[n]) for n in nodes]
-    axes = {free_axis(node_semantics(n, [g.type_of(c) for c in n.children]).form, k)
-            for n in enodes}
+    forms = [node_semantics(n, [g.type_of(c) for c in n.children]).form for n in enodes]
+    if any(f.reduction is None for f in forms):
+        # elementwise forms read the common operand once per output either way: merging saves
+        # nothing and only widens the graph (rope's shared cos, rmsnorm's shared eps); a
+        # reduction re-reads it for every output, which one merged contraction shares
+        return None
+    axes = {free_axis(f, k) for f in forms}
     if len(axes) != 1 or None in axes:
         return None
     ((j, p),) = axes  # type: ignore[misc]
@@ -160,7 +165,7 @@ def _merge(g: EGraph, nodes: tuple[int, ...], k: int) -> Merge | None:
     if out.dtype != outs[0].dtype or tuple(out.shape) != want:
         return None
     halves = []
-    for lo, hi, expect in zip(offsets, offsets[1:], outs):
+    for lo, hi, expect in zip(offsets[:-1], offsets[1:], outs, strict=True):
         start = tuple(lo if q == j else IntExpr.const(0) for q in range(len(want)))
         stop = tuple(hi if q == j else e for q, e in enumerate(want))
         step = tuple(IntExpr.const(1) for _ in want)

@@ -25,7 +25,12 @@ from axon.nugraph.merge import Merge, find_merges
 from axon.nugraph.ops import node_semantics
 from axon.nugraph.prover import NumericRejection, Prover, is_proved
 from axon.nugraph.runner import (
-    ITERATION_LIMIT, NODE_LIMIT, SATURATED, TIME_LIMIT, Budget, Report,
+    ITERATION_LIMIT,
+    NODE_LIMIT,
+    SATURATED,
+    TIME_LIMIT,
+    Budget,
+    Report,
 )
 from axon.nugraph.term import Term, insert_term, lookup_term
 from axon.verifier import Refuted

@@ -203,7 +203,8 @@ def test_free_axis_comes_from_the_index_maps() -> None:
     assert free_axis(bias, 1) == (1, 1) and free_axis(bias, 0) is None
 
 
-def test_operands_read_along_every_output_dim_are_not_merged() -> None:
+def test_elementwise_computations_sharing_an_operand_are_not_merged() -> None:
+    # a + b and a + c read a once per output either way: nothing to share, no merge proposed
     source = ("def f(a: f32[M, N], b: f32[M, N], c: f32[M, N]):\n"
               "    return (a + b) * (a + c)\n")
     s = session(source)
