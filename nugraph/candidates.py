@@ -38,8 +38,19 @@ from axon.dialects.form.scalar import Call, Read, ScalarExpr
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.index_expr import (
-    Factor, Fold, Group, NameSupply, compose, factors, flatten_sums, free_vars, int_exprs,
-    output_dims, product, split_finalize, substitute,
+    Factor,
+    Fold,
+    Group,
+    NameSupply,
+    compose,
+    factors,
+    flatten_sums,
+    free_vars,
+    int_exprs,
+    output_dims,
+    product,
+    split_finalize,
+    substitute,
 )
 from axon.nugraph.materialize import materialize
 from axon.nugraph.ops import node_semantics

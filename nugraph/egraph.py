@@ -186,7 +186,7 @@ class EGraph:
                         self.union(first, nid, CONGRUENCE)
                         merges += 1
             self._memo = memo
-            for c, eclass in self.classes.items():
+            for eclass in self.classes.values():
                 # keep one node per canonical form in each class (duplicates are congruent copies)
                 kept: list[int] = []
                 for nid in eclass.nodes:

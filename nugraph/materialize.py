@@ -21,10 +21,16 @@ from axon.dialects.form.generic_form import FormError, GenericForm, LoopDim, fre
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import FUNCTIONS, Call, Read, ScalarExpr
 from axon.nugraph.egraph import EGraph
-from axon.nugraph.ops import semantics_of
 from axon.nugraph.index_expr import (
-    Fold, Group, NameSupply, free_vars, int_exprs, read_classes, substitute,
+    Fold,
+    Group,
+    NameSupply,
+    free_vars,
+    int_exprs,
+    read_classes,
+    substitute,
 )
+from axon.nugraph.ops import semantics_of
 from axon.nugraph.term import Child, Term
 
 _PLAIN_OPS = tuple(cls for cls in ALL_OPS if not cls.ATTRS)

@@ -1,8 +1,12 @@
 """The nu-graph as `nu` dialect IR: print a graph for FileCheck and read one back.
 
     func.func @f(%x: ...) -> ... {
-      %r = nu.graph -> ... { %c0 = nu.class %x : ...; %0 = ax.matmul %c0, %c1 {nu.proof = "input"} ...
-                             %c2 = nu.class %0, %1 : ...; nu.yield %c2 : ... } {proofs = {...}}
+      %r = nu.graph -> ... {
+        %c0 = nu.class %x : ...
+        %0 = ax.matmul %c0, %c1 {nu.proof = "input"} ...
+        %c2 = nu.class %0, %1 : ...
+        nu.yield %c2 : ...
+      } {proofs = {...}}
       func.return %r : ...
     }
 
@@ -22,7 +26,6 @@ from axon.nugraph.convert import Imported
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph, Proof
 from axon.nugraph.ops import op_class
-
 
 _READ_BACK = "read-back"
 """The reason recorded for unions read back from printed IR (the printed graph was verified)."""

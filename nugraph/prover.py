@@ -19,7 +19,6 @@ import numpy as np
 from xdsl.dialects.func import FuncOp
 
 from axon.interpreter import run_function
-
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.term import Term, term_function
 from axon.verifier import ProofCache, Proved, Refuted, Unknown, Verdict, prove_equivalent

@@ -1,8 +1,8 @@
 """Test-wide settings: hypothesis runs derandomized under CI.
 
-Property tests search randomly on a developer's machine, where a new counterexample is welcome. In CI
-(`CI` set, as `.ci/run`'s environment does) the same examples run every time, so a landing never
-depends on the luck of the draw; the example counts stay those each test states.
+Property tests search randomly on a developer's machine, where a new counterexample is welcome.
+In CI (`CI` set, as `.ci/run`'s environment does) the same examples run every time, so a landing
+never depends on the luck of the draw; the example counts stay those each test states.
 """
 
 from __future__ import annotations

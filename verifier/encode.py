@@ -145,7 +145,7 @@ class Encoder:
         free = tuple(sorted(body.free - {var}))
         fn = self._func(f"pre {var}: {body} / {free}", 1 + len(free))
         args = [self._loop(v, env) for v in free]
-        self._pending.append(_Pending(fn, var, body, free, {v: a for v, a in zip(free, args)}, at))
+        self._pending.append(_Pending(fn, var, body, free, dict(zip(free, args, strict=True)), at))
         return fn(at, *args)
 
     def _fn(self, a: T.Fn, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:

@@ -2,8 +2,8 @@
 
 A real-valued term is a `Poly`: a sum of rational multiples of monomials, each monomial a sorted
 product of atoms with integer powers (negative powers only for atoms known to be nonzero: `exp`
-atoms and size symbols, which are >= 1). Atoms are tensor reads, integer expressions used as numbers,
-uninterpreted scalar functions, selects, sums, prefix sums and other reductions.
+atoms and size symbols, which are >= 1). Atoms are tensor reads, integer expressions used as
+numbers, uninterpreted scalar functions, selects, sums, prefix sums and other reductions.
 
 Every constructor returns a canonical form, so two terms that normalize alike print alike; the z3
 encoder (`encode.py`) maps equal texts to equal z3 terms. All rewrites here are sound identities of
