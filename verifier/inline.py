@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import BlockArgument, SSAValue
+from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.tensor_type import TensorType
@@ -85,6 +85,7 @@ class _Inliner:
             assert isinstance(t, TensorType)
             name = f"a{v.index}"
             return T.bread(name, index) if t.dtype == "i1" else T.atom(T.Read(name, index))
+        assert isinstance(v, OpResult)
         op = v.owner
         if not isinstance(op, TensorOp):
             raise Unsupported(f"op '{op.name}' is not an ax op")
@@ -165,8 +166,8 @@ def _call(fn: str, args: list[Value], param: float | str | None) -> Value:
             if fn not in ("eq", "ne"):
                 a, b = _num(a), _num(b)
             else:
-                x, y = _bool(a), _bool(b)
-                same = T.bor(T.band(x, y), T.band(T.bnot(x), T.bnot(y)))
+                ba, bb = _bool(a), _bool(b)
+                same = T.bor(T.band(ba, bb), T.band(T.bnot(ba), T.bnot(bb)))
                 return same if fn == "eq" else T.bnot(same)
         return T.compare(fn, _num(a), _num(b))
     if fn == "select":

@@ -69,14 +69,17 @@ def _compare(a: FuncOp, b: FuncOp, inputs: list[np.ndarray], sizes: Mapping[str,
     ra, rb = _run(a, inputs, sizes), _run(b, inputs, sizes)
     if ra is None or rb is None or len(ra) != len(rb):
         return None
-    dtypes = [t.dtype for t in a.function_type.outputs.data]  # type: ignore[union-attr]
+    dtypes: list[str] = []
+    for t in a.function_type.outputs.data:
+        assert isinstance(t, TensorType)
+        dtypes.append(t.dtype)
     candidates: list[tuple[int, tuple[int, ...]]] = []
     if prefer is not None:
         candidates.append(prefer)
-    for k, (x, y) in enumerate(zip(ra, rb, strict=True)):
-        if x.shape != y.shape:
+    for k, (out_a, out_b) in enumerate(zip(ra, rb, strict=True)):
+        if out_a.shape != out_b.shape:
             return None  # shape mismatches are reported by the prover, not here
-        candidates.extend((k, tuple(int(i) for i in ix)) for ix in np.ndindex(*x.shape))
+        candidates.extend((k, tuple(int(i) for i in ix)) for ix in np.ndindex(*out_a.shape))
     for k, ix in candidates:
         if k >= len(ra) or ra[k].shape != rb[k].shape or any(
                 not 0 <= i < n for i, n in zip(ix, ra[k].shape, strict=False)):
@@ -102,7 +105,7 @@ def replay(a: FuncOp, b: FuncOp, sizes: Mapping[str, int],
     for lo, hi in _RANGES:
         for seed in _SEEDS:
             rng = np.random.default_rng(seed)
-            inputs = []
+            inputs: list[np.ndarray] = []
             for s, t in zip(shp, types, strict=True):
                 assert isinstance(t, TensorType)
                 if t.dtype == "i1":

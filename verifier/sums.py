@@ -190,7 +190,8 @@ def subst_bool(b: Bool, env: Mapping[str, IntExpr]) -> Bool:
         return T.bnot(subst_bool(b.args[0], env))  # type: ignore[arg-type]
     if b.op == "read":
         tensor, index = b.args
-        return T.bread(tensor, tuple(_sub_int(i, env) for i in index))  # type: ignore[arg-type]
+        assert isinstance(tensor, str) and isinstance(index, tuple)
+        return T.bread(tensor, tuple(_sub_int(i, env) for i in index))
     return b
 
 

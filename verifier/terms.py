@@ -377,8 +377,10 @@ def log(p: Poly) -> Poly:
     """log(prod exp(m_i)^k_i) = sum k_i m_i; any other argument stays uninterpreted."""
     if len(p.terms) == 1:
         (mono, c), = p.terms
-        if c == 1 and mono and all(isinstance(a, Fn) and a.fn == "exp" for a, _ in mono):
-            return sum((a.args[0].scale(Fraction(k)) for a, k in mono), ZERO)  # type: ignore[union-attr]
+        if c == 1 and mono:
+            exps = [(a.args[0], k) for a, k in mono if isinstance(a, Fn) and a.fn == "exp"]
+            if len(exps) == len(mono):
+                return sum((arg.scale(Fraction(k)) for arg, k in exps), ZERO)
     return atom(Fn("log", (p,)))
 
 
