@@ -84,3 +84,14 @@ def test_other_version_is_ignored(tmp_path) -> None:
         warnings.simplefilter("always")
         assert ProofCache(path).entries == {}
     assert any("version" in str(w.message) for w in caught)
+
+
+def test_a_new_encoding_revision_does_not_reuse_old_verdicts(monkeypatch) -> None:
+    from axon.verifier import prove
+
+    cache = ProofCache()
+    first = prove_equivalent(*functions(HARD), cache=cache)
+    monkeypatch.setattr(prove, "ENCODING_REVISION", prove.ENCODING_REVISION + 1)
+    again = prove_equivalent(*functions(HARD), cache=cache)
+    assert isinstance(again, Proved) and not again.cached
+    assert again.proof_id != first.proof_id and (cache.hits, cache.misses) == (0, 2)

@@ -26,6 +26,10 @@ from axon.verifier.inline import Output, Unsupported, inline_function, signature
 from axon.verifier.replay import replay
 
 #: z3 is asked first for a counterexample with every size at most this (small replays)
+#: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
+#: changes: the obligation key includes it, so a persisted cache never serves an older verdict
+ENCODING_REVISION = 1
+
 SMALL_DIM = 6
 #: how many distinct candidate size assignments are replayed before giving up
 CANDIDATES = 4
@@ -106,7 +110,8 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], limits: tuple[int
     if len(out_a) != len(out_b):
         raise Unsupported(f"result counts differ: {len(out_a)} vs {len(out_b)}")
     text = obligation_text(sig_a, out_a, out_b, assumptions)
-    key = hashlib.sha256(text.encode()).hexdigest()
+    # the revision keeps verdicts of an older normalization or encoding out of a persisted cache
+    key = hashlib.sha256(f"{ENCODING_REVISION}\n{text}".encode()).hexdigest()
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
