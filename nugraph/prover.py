@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.func import FuncOp
 
+from axon.dialects.ax import TensorOp
 from axon.interpreter import run_function
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.term import Term, term_function
@@ -56,6 +57,12 @@ class Prover:
     def __call__(self, g: EGraph, original: Term, candidate: Term, extra_leaves: bool = False
                  ) -> Verdict | NumericRejection:
         a, b = self.obligation(g, original, candidate, extra_leaves)
+        stray = unbound_sizes(b)
+        if stray:
+            # a move built a form whose index maps use a loop variable it never bound: the solver
+            # would read it as one more size, but no program with it could run
+            return Unknown(f"candidate uses size symbol(s) {', '.join(sorted(stray))} that no "
+                           "parameter binds", 0.0)
         if self.numeric_test and differs_numerically(a, b):
             return NumericRejection()
         return self.decide(a, b, assumptions=self.assumptions, timeout_ms=self.timeout_ms,
@@ -98,6 +105,18 @@ def differs_numerically(a: FuncOp, b: FuncOp, seed: int = 0) -> bool:
         if np.any(np.abs(x64 - y64) > 0.1 * (np.abs(x64) + np.abs(y64)) + 0.1):
             return True
     return False
+
+
+def unbound_sizes(func_op: FuncOp) -> set[str]:
+    """Size symbols an op of `func_op` mentions that none of its parameter types binds."""
+    bound = {s for arg in func_op.body.blocks.first.args  # type: ignore[union-attr]
+             for d in arg.type.shape for s in d.symbols()}  # type: ignore[attr-defined]
+    used: set[str] = set()
+    for op in func_op.walk():
+        if isinstance(op, TensorOp):
+            used |= op.generic_form().size_symbols()
+            used |= {s for d in op.results[0].type.shape for s in d.symbols()}  # type: ignore
+    return used - bound
 
 
 def is_proved(verdict: Verdict | NumericRejection) -> bool:

@@ -220,3 +220,17 @@ def test_unproved_merges_admit_nothing() -> None:
     assert s.report is not None and s.report.proved == 0 and s.report.unknown >= 2
     assert not variant_in(s, GATED_MERGED)
     assert all(n.op != "ax.slice" for _, n in s.graph.enodes())
+
+
+def test_a_candidate_with_an_unbound_size_is_never_admitted() -> None:
+    from axon.nugraph.prover import unbound_sizes
+    from axon.tools.embed import parse_mlir
+
+    bound = function("def f(x: f32[M, K]):\n    return sum(exp(x), axis=1)\n")
+    assert unbound_sizes(bound) == set()
+    stray = parse_mlir(
+        'func.func @g(%x: !ax.tensor<[M], f32>) -> !ax.tensor<[M], f32> {\n'
+        '  %0 = ax.generic %x {form = "out[d0 < M] = in0[min(d0, v1)]", dtype = f32}'
+        ' : (!ax.tensor<[M], f32>) -> !ax.tensor<[M], f32>\n'
+        '  func.return %0 : !ax.tensor<[M], f32>\n}').ops.first
+    assert unbound_sizes(stray) == {"v1"}
