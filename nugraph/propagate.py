@@ -16,7 +16,7 @@ says which.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from axon.nugraph.candidates import generate
 from axon.nugraph.eclass import ENode
@@ -42,7 +42,12 @@ class _Stop(Exception):
     """A limit was reached; carries which."""
 
 
-def propagate(g: EGraph, budget: Budget | None = None, prover: Prover | None = None) -> Report:
+#: called after every iteration with the report so far and the graph (progress output)
+Progress = Callable[[Report, EGraph], None]
+
+
+def propagate(g: EGraph, budget: Budget | None = None, prover: Prover | None = None,
+              progress: Progress | None = None) -> Report:
     """Run propagation on `g` in place; returns the report."""
     budget = budget or Budget()
     prover = prover or Prover(timeout_ms=budget.proof_timeout_ms)
@@ -68,6 +73,8 @@ def propagate(g: EGraph, budget: Budget | None = None, prover: Prover | None = N
             for merge in list(find_merges(g, merges_tried)):
                 admitted += _admit_merge(g, merge, budget, prover, report, derived)
             g.rebuild()
+            if progress is not None:
+                progress(report, g)
             if admitted == 0:
                 report.finish(SATURATED)
                 return report

@@ -21,7 +21,7 @@ from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.explain import Step, explain
 from axon.nugraph.extract import Extraction, dag_cost, extract_best, extract_top_k
 from axon.nugraph.nu_ir import graph_function, read_graph
-from axon.nugraph.propagate import propagate
+from axon.nugraph.propagate import Progress, propagate
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import Budget, Report
 
@@ -60,8 +60,9 @@ class Session:
     def with_sizes(func_op: FuncOp, device: str, sizes: Mapping[str, int]) -> Session:
         return Session.from_function(func_op, RooflineCost(device, dict(sizes)))
 
-    def run(self, budget: Budget | None = None, prover: Prover | None = None) -> Report:
-        self.report = propagate(self.graph, budget, prover)
+    def run(self, budget: Budget | None = None, prover: Prover | None = None,
+            progress: Progress | None = None) -> Report:
+        self.report = propagate(self.graph, budget, prover, progress)
         return self.report
 
     def input_cost(self) -> float:

@@ -9,8 +9,9 @@ a proof, see `axon.nugraph.propagate`), and replace the function by what `emit` 
 - `emit="graph"`: a function holding the whole `nu.graph` (classes' `best` marks the extraction);
 - `emit="top-k"`: the best program plus up to `top_k - 1` runners-up as `@<name>_k1`, `@<name>_k2`.
 
-With `report=true`, one line per function goes to stderr: candidates, proved, refuted, unknown,
-time, which limit (if any) cut the search, and the cost before and after.
+With `report=true`, stderr gets a progress line per iteration and then one summary line per
+function: candidates, proved, refuted, unknown, time, which limit (if any) cut the search, and the
+cost before and after.
 
 Before:
 
@@ -45,7 +46,9 @@ from axon.dialects import nu
 from axon.nugraph.convert import ConvertError
 from axon.nugraph.cost import RooflineCost
 from axon.nugraph.device_profiles import PROFILES
-from axon.nugraph.runner import Budget
+from axon.nugraph.egraph import EGraph
+from axon.nugraph.propagate import Progress
+from axon.nugraph.runner import Budget, Report
 from axon.nugraph.session import Session
 
 EMITS = ("best", "graph", "top-k")
@@ -88,7 +91,7 @@ class PropagatePass(ModulePass):
                     session = Session.from_function(func_op, cost)
             except ConvertError as err:
                 raise DiagnosticException(f"propagate: {err}") from None
-            report = session.run(budget)
+            report = session.run(budget, progress=_progress(func_op) if self.report else None)
             best = session.best()
             if self.report:
                 print(f"propagate: @{session.imported.name}: {session.graph.num_classes} "
@@ -115,3 +118,16 @@ def _parse_sizes(text: str) -> dict[str, int]:
             raise DiagnosticException(f"propagate: sizes entry {item!r} is not NAME=INTEGER")
         sizes[name.strip()] = int(value)
     return sizes
+
+
+def _progress(func_op: FuncOp) -> Progress:
+    """One stderr line per propagation iteration of `func_op`."""
+    name = func_op.sym_name.data
+
+    def show(report: Report, g: EGraph) -> None:
+        print(f"propagate: @{name}: iteration {report.iterations}: {g.num_classes} classes, "
+              f"{g.num_nodes} e-nodes; {report.candidates} candidates, {report.proved} proved "
+              f"so far ({report.elapsed():.1f}s)", file=sys.stderr, flush=True)
+
+    return show
+
