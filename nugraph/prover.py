@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.func import FuncOp
 
-from axon.dialects.ax import TensorOp
+from axon.dialects.ax import TensorOp, TensorType
 from axon.interpreter import run_function
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.term import Term, term_function
@@ -109,13 +109,14 @@ def differs_numerically(a: FuncOp, b: FuncOp, seed: int = 0) -> bool:
 
 def unbound_sizes(func_op: FuncOp) -> set[str]:
     """Size symbols an op of `func_op` mentions that none of its parameter types binds."""
-    bound = {s for arg in func_op.body.blocks.first.args  # type: ignore[union-attr]
-             for d in arg.type.shape for s in d.symbols()}  # type: ignore[attr-defined]
+    def sizes(t: object) -> set[str]:
+        return {s for d in t.shape for s in d.symbols()} if isinstance(t, TensorType) else set()
+
+    bound = set().union(*(sizes(t) for t in func_op.function_type.inputs.data))
     used: set[str] = set()
     for op in func_op.walk():
         if isinstance(op, TensorOp):
-            used |= op.generic_form().size_symbols()
-            used |= {s for d in op.results[0].type.shape for s in d.symbols()}  # type: ignore
+            used |= op.generic_form().size_symbols() | sizes(op.results[0].type)
     return used - bound
 
 
