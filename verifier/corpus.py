@@ -52,6 +52,7 @@ tiles = sum(xr, axis=1)
 carry = cumsum(tiles, axis=0)
 return reshape(cumsum(xr, axis=1) + reshape(carry, (T, 1)), (4*T,))
 """
+IOTA_N = "iota((N,), 0, f32)"
 TILED_MATMUL = "sum(matmul(transpose(reshape(x, (M, T, 4)), (1, 0, 2)), " \
                "reshape(w, (T, 4, N))), axis=0)"
 
@@ -118,6 +119,17 @@ IDENTITIES: list[Case] = [
     Case("cumsum_last_is_sum", "x: f32[N]", "cumsum(x)[N-1:N]", "sum(x, keepdims=True)"),
     Case("cumsum_difference", "x: f32[N + 1]", "cumsum(x)[1:N + 1] - cumsum(x)[0:N]",
          "x[1:N + 1]"),
+    # exchanging a triangular double sum: sum_j sum_{k <= j} x[k] = sum_k (N - k) x[k]
+    Case("sum_of_cumsum", "x: f32[N]", "sum(cumsum(x, axis=0), axis=0)",
+         f"sum(x * (N - {IOTA_N}))"),
+    Case("sum_of_suffix_sums", "x: f32[N]", "sum(sum(x) - cumsum(x) + x)",
+         f"sum(x * ({IOTA_N} + 1.0))"),
+    Case("row_sums_of_cumsum", "x: f32[M, N]", "sum(cumsum(x, axis=1), axis=1)",
+         "sum(x * (N - iota((M, N), 1, f32)), axis=1)"),
+    Case("column_sums_of_cumsum", "x: f32[M, N]", "sum(cumsum(x, axis=0), axis=0)",
+         "sum(x * (M - iota((M, N), 0, f32)), axis=0)"),
+    Case("sum_of_cumsum_of_slice", "x: f32[N + 1]", "sum(cumsum(x[0:N]))",
+         f"sum(x[0:N] * (N - {IOTA_N}))"),
     # reshape, slice, concat, broadcast
     Case("reshape_round_trip", "x: f32[M, N]", "reshape(reshape(x, (M*N,)), (M, N))", "x"),
     Case("reshape_round_trip_3d", "x: f32[M, N, P]",
@@ -187,6 +199,13 @@ NON_IDENTITIES: list[Case] = [
     Case("slice_shifted", "x: f32[N + 1]", "x[1:N + 1]", "x[0:N]"),
     Case("cumsum_difference_shifted", "x: f32[N + 1]",
          "cumsum(x)[1:N + 1] - cumsum(x)[0:N]", "x[0:N]"),
+    # triangular sums with the wrong weights
+    Case("sum_of_cumsum_count_off_by_one", "x: f32[N]", "sum(cumsum(x, axis=0), axis=0)",
+         f"sum(x * (N - {IOTA_N} + 1.0))"),
+    Case("sum_of_cumsum_wrong_direction", "x: f32[N]", "sum(cumsum(x, axis=0), axis=0)",
+         f"sum(x * ({IOTA_N} + 1.0))"),
+    Case("sum_of_suffix_sums_as_prefix_weights", "x: f32[N]", "sum(sum(x) - cumsum(x) + x)",
+         f"sum(x * (N - {IOTA_N}))"),
     # transcendental functions are not linear
     Case("exp_through_sum", "x: f32[N]", "exp(sum(x))", "sum(exp(x))"),
     Case("exp_through_add", "x: f32[N], y: f32[N]", "exp(x + y)", "exp(x) + exp(y)"),

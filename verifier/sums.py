@@ -255,6 +255,10 @@ def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = Tru
         if lifted is not None:
             out = out + outside * lifted
             continue
+        exchanged = _exchange_triangle(var, lo, hi, dep)
+        if exchanged is not None:
+            out = out + outside * exchanged
+            continue
         tele = next((i for i, (a, k) in enumerate(dep) if k == 1 and isinstance(a, Sum)
                      and var not in a.body.free - {a.var}
                      and var in (T.loop_vars(a.lo) | T.loop_vars(a.hi))), None)
@@ -269,6 +273,66 @@ def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = Tru
             continue
         out = out + outside * T.atom(_canonical_sum(var, lo, hi, dep))
     return out
+
+
+def _unit_offset(e: IntExpr, var: str) -> IntExpr | None:
+    """d with e == var + d exactly (d free of var), else None."""
+    d = e - IntExpr.sym(var)
+    return None if var in d.symbols() else d
+
+
+def _when_nonempty(lo: IntExpr, hi: IntExpr, p: Poly) -> Poly:
+    """p where lo < hi, 0 otherwise (no guard when lo < hi is evident)."""
+    if T.nonneg(hi - lo - 1):
+        return p
+    return T.select(T.icompare("lt", lo - hi), p, T.ZERO)
+
+
+def _exchange_triangle(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Poly | None:
+    """sum over j in [lo, hi) of sum over k in a range with one end j + d, body f(k) free of j,
+    as sum over k of f(k) * #{j : k in range(j)}, when that count is min/max-free; else None.
+
+    Upper end moving, k in [c, j + d): the pairs are lo <= j < hi, c <= k < j + d, so for each k
+    the j are [max(lo, k - d + 1), hi). With m = lo + d - 1:
+      - c >= m: count hi + d - 1 - k on k in [c, hi + d - 1) (>= 1 there; no k outside; when
+        hi <= lo the k range is empty too, since c >= lo + d - 1 >= hi + d - 1);
+      - c <= m: where lo < hi, count hi - lo on [c, m) and hi + d - 1 - k on [m, hi + d - 1)
+        (m < hi + d - 1); 0 where hi <= lo.
+    Lower end moving, k in [j + c, d): the j are [lo, min(hi, k - c + 1)). With m = hi + c:
+      - d <= m: count k - c + 1 - lo on k in [lo + c, d) (k - c + 1 <= hi there; empty when
+        hi <= lo, since d <= hi + c <= lo + c);
+      - d >= m: where lo < hi, count k - c + 1 - lo on [lo + c, m) and hi - lo on [m, d).
+    Neither relation evident (by `nonneg`): no rewrite. Only a lone sum factor (the rest of the
+    monomial free of j) with the moving end exactly j + offset is exchanged."""
+    if len(dep) != 1:
+        return None
+    (s, power), = dep
+    if power != 1 or not isinstance(s, Sum) or var in s.body.free - {s.var}:
+        return None
+    name = fresh()
+    k = IntExpr.sym(name)
+    f = subst(s.body, {s.var: k})
+    upper = _unit_offset(s.hi, var) if var not in s.lo.symbols() else None
+    if upper is not None:
+        c, d = s.lo, upper
+        m, top = lo + d - 1, hi + d - 1
+        if T.nonneg(c - m):
+            return make_sum(name, c, top, f * T.idx(top - k))
+        if T.nonneg(m - c):
+            head = make_sum(name, c, m, f * T.idx(hi - lo))
+            tail = make_sum(name, m, top, f * T.idx(top - k))
+            return _when_nonempty(lo, hi, head + tail)
+        return None
+    lower = _unit_offset(s.lo, var) if var not in s.hi.symbols() else None
+    if lower is not None:
+        c, d = lower, s.hi
+        m = hi + c
+        if T.nonneg(m - d):
+            return make_sum(name, lo + c, d, f * T.idx(k - c + 1 - lo))
+        if T.nonneg(d - m):
+            head = make_sum(name, lo + c, m, f * T.idx(k - c + 1 - lo))
+            return _when_nonempty(lo, hi, head + make_sum(name, m, d, f * T.idx(hi - lo)))
+    return None
 
 
 def prefix_difference(s: Sum) -> Poly:
