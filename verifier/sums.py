@@ -6,7 +6,10 @@
 - Fubini: inner sums whose bounds do not depend on the enclosing binders are flattened, and the
   nesting order that prints smallest is chosen (factors then move as far out as they can), so
   sum_j sum_k x[i,k] w[k,j] and sum_k x[i,k] sum_j w[k,j] meet;
-- telescoping: an inner sum whose bounds move with `var` is split into prefix differences
+- triangular exchange: sum over j of a lone inner sum over k in [c, j + d) (or [j + c, d)) of
+  f(k) becomes sum over k of f(k) * count(k) when the count is exact and min/max-free
+  (`_exchange_triangle`), so sum(cumsum(x)) meets sum(x * (N - iota));
+- telescoping: otherwise, an inner sum whose bounds move with `var` is split into prefix differences
   P(hi) - P(lo), so sum_t sum_{j in [4t, 4t+4)} x[j] becomes sums of prefixes that the z3 encoder's
   step instances close (the tiling and blocked-cumsum lemmas);
 - shift: the bound variable is shifted so an affine occurrence `a*var + R` reads `a*var` (the
