@@ -14,7 +14,8 @@ proves or rejects every one (`prover.py`). The moves:
           mention it:  sum_{k,j} x[i,k] w[k,j]  ->  sum_k x[i,k] (sum_j w[k,j])   (x @ rowsum(w))
           and likewise sum_k (sum_r x a) b -> sum_r x (sum_k a b) (pushing a consumer into an
           operand of its producer)
-- sink:   a factor moves onto another factor that carries all its dims:
+- sink:   a factor moves onto another factor (a read indexed by bare loop variables only) that
+          carries all its dims:
           sum_k t[i,k] g[k] w[k,j]  ->  sum_k t[i,k] (g[k] w[k,j])
 - factor: two reductions over equal domains sharing a factor combine:
           sum_k x a + sum_k x b  ->  sum_k x (a + b)
@@ -285,6 +286,10 @@ def sinks(fs: list[Factor], scope: Mapping[str, LoopDim], supply: NameSupply
             bare = [x.as_symbol for x in h.expr.index]
             h_vars = [s for s in bare if s is not None and supply.is_var(s)]
             if not f_vars <= set(h_vars) or len(set(h_vars)) != len(h_vars):
+                continue
+            if not free_vars(h.expr, supply) <= set(h_vars):
+                # a variable only inside a compound index (x[i, H + j]) would be no dim of the
+                # group: its op would read `j` as a size that nothing binds
                 continue
             if any(s not in scope for s in h_vars):
                 continue

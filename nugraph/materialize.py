@@ -83,10 +83,23 @@ def materialize(g: EGraph, expr: ScalarExpr, dims: Sequence[LoopDim], dtype: str
     if body is None or any(not (d.lower.is_const and d.lower.value == 0)
                            or (d.upper.symbols() & supply.issued) for d in dims):
         return None
+    if _unbound_vars(body, reduced, finalize, dims, supply):
+        return None  # a loop variable that is no dim of this op would read as a free size
     form = _named_form(dims, reduced, kind, body, finalize, len(children), child_types)
     if form is None:
         return None
     return recognize(form, child_types, dtype, tuple(children))
+
+
+def _unbound_vars(body: ScalarExpr, reduced: Sequence[LoopDim], finalize: ScalarExpr | None,
+                  dims: Sequence[LoopDim], supply: NameSupply) -> set[str]:
+    """Loop variables the op's body, reduction bounds or finalizer mention that are neither its
+    output dims nor its reduced dims (nested folds and groups are reads by then)."""
+    exprs = int_exprs(body) + [e for d in reduced for e in (d.lower, d.upper)]
+    if finalize is not None:
+        exprs += int_exprs(finalize)
+    used = {s for e in exprs for s in e.symbols() if supply.is_var(s)}
+    return used - {d.name for d in (*dims, *reduced)}
 
 
 def _is_identity(r: Read, dims: Sequence[LoopDim]) -> bool:
