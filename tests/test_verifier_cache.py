@@ -95,3 +95,15 @@ def test_a_new_encoding_revision_does_not_reuse_old_verdicts(monkeypatch) -> Non
     again = prove_equivalent(*functions(HARD), cache=cache)
     assert isinstance(again, Proved) and not again.cached
     assert again.proof_id != first.proof_id and (cache.hits, cache.misses) == (0, 2)
+
+
+def test_an_internal_verifier_failure_is_unknown_never_proved(monkeypatch) -> None:
+    from axon.verifier import prove
+
+    def broken(*_: object) -> None:
+        raise AssertionError("capture of bound variable")
+
+    monkeypatch.setattr(prove, "inline_function", broken)
+    verdict = prove_equivalent(*functions(HARD))
+    assert isinstance(verdict, Unknown)
+    assert verdict.reason.startswith("internal verifier error") and "capture" in verdict.reason

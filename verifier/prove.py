@@ -91,13 +91,19 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
     `assumptions` are integer facts over size symbols, e.g. "K mod 4 == 0" or "M >= 2"
     (operators == != < <= > >=). Results are compared position by position; parameters too.
     `timeout_ms` bounds each z3 call; `rlimit` (z3's deterministic resource limit) too, when given.
-    Either running out gives Unknown, never Proved.
+    Either running out gives Unknown, never Proved. So does a failure inside the verifier itself:
+    a caller (propagation, the pass) then keeps going without the equality, and the reason names
+    the failure so it can be reported.
     """
     start = time.perf_counter()
     try:
         return _prove(a, b, tuple(assumptions), (timeout_ms, rlimit), cache, start)
     except Unsupported as err:
         return Unknown(str(err), time.perf_counter() - start)
+    except (ArithmeticError, AssertionError, KeyError, RecursionError, TypeError,
+            ValueError, z3.Z3Exception) as err:
+        return Unknown(f"internal verifier error, please report: {type(err).__name__}: {err}",
+                       time.perf_counter() - start)
 
 
 def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], limits: tuple[int, int | None],
