@@ -57,7 +57,10 @@ class Prover:
     def __call__(self, g: EGraph, original: Term, candidate: Term, extra_leaves: bool = False
                  ) -> Verdict | NumericRejection:
         a, b = self.obligation(g, original, candidate, extra_leaves)
-        stray = unbound_sizes(b)
+        # sizes the obligation's parameters do not carry (a broadcast's `G` in gqa) are still the
+        # program's own when some class of the graph has them in its type
+        stray = unbound_sizes(b) - {s for c in g.classes.values() for d in c.type.shape
+                                    for s in d.symbols()}
         if stray:
             # a move built a form whose index maps use a loop variable it never bound: the solver
             # would read it as one more size, but no program with it could run
