@@ -234,3 +234,14 @@ def test_a_candidate_with_an_unbound_size_is_never_admitted() -> None:
         ' : (!ax.tensor<[M], f32>) -> !ax.tensor<[M], f32>\n'
         '  func.return %0 : !ax.tensor<[M], f32>\n}').ops.first
     assert unbound_sizes(stray) == {"v1"}
+
+
+def test_a_size_only_a_broadcast_carries_is_not_unbound() -> None:
+    # G reaches the graph through broadcast_to's shape, not through k's type (as in gqa): the
+    # candidates that mention it are proved, not turned away as unbound
+    s = Session.from_function(function(
+        "def f(q: f32[G*H, L], k: f32[H, L]):\n"
+        "    kk = reshape(broadcast_to(reshape(k, (H, 1, L)), (H, G, L)), (H*G, L))\n"
+        "    return sum(q * kk, axis=1)\n"))
+    report = s.run(Budget(6, 2000, 60))
+    assert report.unknown == 0 and report.proved > 0
