@@ -59,6 +59,8 @@ class Counterexample:
 
 @dataclass(frozen=True)
 class Proved:
+    """z3 answered unsat: the two programs are equal for all sizes and contents (over the reals)."""
+
     proof_id: str
     seconds: float
     cached: bool = False
@@ -67,6 +69,8 @@ class Proved:
 
 @dataclass(frozen=True)
 class Refuted:
+    """The reference interpreter reproduced a difference; the counterexample says where."""
+
     counterexample: Counterexample
     seconds: float
     cached: bool = False
@@ -75,6 +79,8 @@ class Refuted:
 
 @dataclass(frozen=True)
 class Unknown:
+    """Neither proved nor refuted (timeout, unsupported, unreplayed model): never a proof."""
+
     reason: str
     seconds: float
     verdict: str = "unknown"

@@ -60,19 +60,6 @@ def numpy_dtype(name: str) -> np.dtype:
     return DTYPES[name].storage
 
 
-def from_numpy(dtype: np.dtype) -> str:
-    """The dtype name for a numpy array's dtype (float64 maps to f32, int64 to i32)."""
-    dtype = np.dtype(dtype)
-    for d in DTYPES.values():
-        if d.storage == dtype:
-            return d.name
-    if dtype == np.float64:
-        return "f32"
-    if np.issubdtype(dtype, np.integer):
-        return "i32"
-    raise ValueError(f"no Axon dtype for numpy dtype {dtype}")
-
-
 def round_to(value: np.ndarray, name: str) -> np.ndarray:
     """Round a computed value to the storage of dtype `name` (the dtype-faithful step)."""
     d = DTYPES[name]
@@ -86,9 +73,3 @@ def to_compute(value: np.ndarray, name: str) -> np.ndarray:
     """Widen a stored value to the dtype it is computed in."""
     return np.asarray(value).astype(DTYPES[name].compute)
 
-
-def promote(a: str, b: str) -> str:
-    """Result dtype of a binary op: operands must agree (no implicit promotion at this level)."""
-    if a != b:
-        raise ValueError(f"element types differ: {a} and {b}")
-    return a

@@ -363,7 +363,3 @@ def parse_int_expr(text: str) -> IntExpr:
         raise IntExprSyntaxError(f"in size expression '{text}': unexpected {peek()!r}")
     return result
 
-
-def lift_all(values: Iterable[IntLike]) -> tuple[IntExpr, ...]:
-    """IntExpr.lift over a sequence."""
-    return tuple(IntExpr.lift(v) for v in values)

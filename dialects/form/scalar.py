@@ -10,7 +10,7 @@ what the SMT encoder sees.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,12 +212,6 @@ FUNCTIONS: dict[str, ScalarFunction] = {f.name: f for f in [
     ScalarFunction("cast", 1, _cast, has_param=True),
 ]}
 
-UNARY_FUNCTIONS = ("neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid",
-                   "relu", "silu", "gelu", "erf", "square")
-BINARY_FUNCTIONS = ("add", "sub", "mul", "div", "max", "min")
-COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
-
-
 def expand(expr: ScalarExpr) -> ScalarExpr:
     """Rewrite derived functions (silu, gelu, relu, ...) into primitives, recursively."""
     if not isinstance(expr, Call):
@@ -275,12 +269,3 @@ def evaluate(expr: ScalarExpr, read: Callable[[Read], Any], index: Callable[[Int
         return spec.numpy(*values, expr.param)
     return spec.numpy(*values)
 
-
-def substitute_reads(expr: ScalarExpr, mapping: Mapping[int, Callable[[Read], ScalarExpr]]
-                     ) -> ScalarExpr:
-    """Replace reads of the given operands (used to compose forms)."""
-    if isinstance(expr, Read) and expr.operand in mapping:
-        return mapping[expr.operand](expr)
-    if isinstance(expr, Call):
-        return Call(expr.fn, tuple(substitute_reads(a, mapping) for a in expr.args), expr.param)
-    return expr
