@@ -1,4 +1,4 @@
-"""Benchmark of the SMT verifier over its whole corpus (verifier/corpus.py); not a test.
+"""Benchmark of the SMT verifier over its whole corpus (benchmarks/verifier_corpus.py); not a test.
 
     python -m axon.benchmarks.verifier [--timeout-ms 10000]
 
@@ -13,8 +13,8 @@ import argparse
 import statistics
 import time
 
+from axon.benchmarks.verifier_corpus import IDENTITIES, NON_IDENTITIES, Case, functions
 from axon.verifier import ProofCache, prove_equivalent
-from axon.verifier.corpus import IDENTITIES, NON_IDENTITIES, Case, functions
 
 
 def _pass(cases: list[tuple[str, Case]], cache: ProofCache, timeout_ms: int

@@ -4,8 +4,8 @@ and running out of time or resources gives Unknown, never Proved."""
 import json
 import warnings
 
+from axon.benchmarks.verifier_corpus import IDENTITIES, NON_IDENTITIES, functions
 from axon.verifier import ProofCache, Proved, Refuted, Unknown, prove_equivalent
-from axon.verifier.corpus import IDENTITIES, NON_IDENTITIES, functions
 
 HARD = next(c for c in IDENTITIES if c.name == "softmax_max_invariance")
 FALSE = next(c for c in NON_IDENTITIES if c.name == "max_subtraction_wrong_axis")

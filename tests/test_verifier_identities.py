@@ -1,9 +1,10 @@
-"""Every identity of the corpus (verifier/corpus.py) is proved: for all sizes and real inputs."""
+"""Every identity of the corpus (benchmarks/verifier_corpus.py) is proved: for all sizes and
+real inputs."""
 
 import pytest
 
+from axon.benchmarks.verifier_corpus import IDENTITIES, Case, functions
 from axon.verifier import Proved, prove_equivalent
-from axon.verifier.corpus import IDENTITIES, Case, functions
 
 
 def proves(case: Case) -> None:

@@ -15,9 +15,9 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from axon.benchmarks.verifier_corpus import program
 from axon.interpreter import run_function
 from axon.verifier import Proved, Refuted, prove_equivalent
-from axon.verifier.corpus import program
 from axon.verifier.replay import differs
 
 PARAMS = "x: f32[M, N], y: f32[M, N], v: f32[1, N], r: f32[M, 1], w: f32[N, N]"

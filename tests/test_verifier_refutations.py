@@ -4,9 +4,9 @@ interpreter: at the reported dims and inputs the two results differ at the repor
 import numpy as np
 import pytest
 
+from axon.benchmarks.verifier_corpus import NON_IDENTITIES, Case, functions
 from axon.interpreter import run_function
 from axon.verifier import Refuted, prove_equivalent
-from axon.verifier.corpus import NON_IDENTITIES, Case, functions
 from axon.verifier.replay import differs
 
 
