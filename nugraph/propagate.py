@@ -18,12 +18,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
+from axon.nugraph.admission import prove_and_record
 from axon.nugraph.candidates import generate
 from axon.nugraph.eclass import ENode
-from axon.nugraph.egraph import EGraph, Proof
+from axon.nugraph.egraph import EGraph
 from axon.nugraph.merge import Merge, find_merges
 from axon.nugraph.ops import node_semantics
-from axon.nugraph.prover import NumericRejection, Prover, is_proved
+from axon.nugraph.prover import NumericRejection, Prover
 from axon.nugraph.runner import (
     ITERATION_LIMIT,
     NODE_LIMIT,
@@ -105,17 +106,13 @@ def _propagate_pair(g: EGraph, consumer_id: int, producers: dict[int, int], budg
         if g.num_nodes + term.size() > budget.max_nodes:
             raise _Stop(NODE_LIMIT)
         start = time.perf_counter()
-        verdict = prover(g, original, term)
+        verdict, pid = prove_and_record(g, prover, cand.move, original, term)
         report.proof_seconds += time.perf_counter() - start
-        if not is_proved(verdict):
+        if pid is None:
             _count_rejection(report, verdict)
             continue
         report.proved += 1
         report.by_move[cand.move] = report.by_move.get(cand.move, 0) + 1
-        pid = _fresh_proof_id(g)
-        g.record_proof(Proof(pid, cand.move, original.text(), term.text(),
-                             f"proved {getattr(verdict, 'proof_id', '')}".strip(),
-                             verdict.seconds))
         _, root = insert_term(g, term, pid)
         if g.union(consumer_id, root, pid):
             admitted += 1
@@ -143,17 +140,13 @@ def _admit_merge(g: EGraph, merge: Merge, budget: Budget, prover: Prover, report
             raise _Stop(NODE_LIMIT)
         original = Term.of(g.canonical(g.nodes[node_id]))
         start = time.perf_counter()
-        verdict = prover(g, original, term, extra_leaves=True)
+        verdict, pid = prove_and_record(g, prover, "merge", original, term, extra_leaves=True)
         report.proof_seconds += time.perf_counter() - start
-        if not is_proved(verdict):
+        if pid is None:
             _count_rejection(report, verdict)
             continue
         report.proved += 1
         report.by_move["merge"] = report.by_move.get("merge", 0) + 1
-        pid = _fresh_proof_id(g)
-        g.record_proof(Proof(pid, "merge", original.text(), term.text(),
-                             f"proved {getattr(verdict, 'proof_id', '')}".strip(),
-                             verdict.seconds))
         _, root = insert_term(g, term, pid)
         derived.add(insert_term(g, merge.merged, pid)[0])
         derived.add(insert_term(g, merge.concat, pid)[0])
@@ -170,13 +163,6 @@ def _count_rejection(report: Report, verdict: object) -> None:
         report.refuted += 1
     else:
         report.unknown += 1
-
-
-def _fresh_proof_id(g: EGraph) -> str:
-    n = len(g.proofs) + 1
-    while f"p{n}" in g.proofs:
-        n += 1
-    return f"p{n}"
 
 
 def _pairs(g: EGraph, derived: set[int]) -> Iterator[Pair]:
