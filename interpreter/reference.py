@@ -1,9 +1,14 @@
 """The reference interpreter: runs `func.func`s of `ax` ops on numpy arrays, dtype-faithfully.
 
 Each op runs through one kernel from a registry (`@kernel(MatmulOp)`). A kernel receives its
-operands in their storage dtypes and returns a value that the driver rounds once to the op's result
-dtype, the way an eager framework evaluates op by op: operands are widened to the compute dtype
-(`dtypes.to_compute`), the op computes there, and the result is rounded (`dtypes.round_to`).
+operands as held (their storage dtypes) and returns a value that the driver rounds once to the op's
+result dtype, the way an eager framework evaluates op by op: operands are widened to the compute
+dtype (`dtypes.to_compute`), the op computes there, and the result is rounded (`dtypes.round_to`).
+
+With `exact=True` the same kernels run under exact arithmetic (`interpreter/arithmetic.py`): every
+float dtype is computed and held in float64 without rounding to its own precision, i32 in int64
+without wrapping. That is the program's real-arithmetic meaning, the one the verifier proves, as
+closely as numpy computes it.
 
 Elementwise ops have no kernel of their own: their numpy computation is their generic form's body,
 evaluated with NumPy broadcasting. Structural and contraction ops use vectorized numpy kernels, and
@@ -13,6 +18,7 @@ evaluated with NumPy broadcasting. Structural and contraction ops use vectorized
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -40,11 +46,12 @@ from axon.dialects.ax import (
     TransposeOp,
     UnaryOp,
 )
-from axon.dialects.ax.dtypes import DTYPES, round_to, to_compute
+from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.form import scalar
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Read
+from axon.interpreter.arithmetic import Arithmetic, arithmetic
 from axon.interpreter.indexing import (
     InterpreterError,
     bind_sizes,
@@ -53,8 +60,8 @@ from axon.interpreter.indexing import (
     reduction_identity,
 )
 
-#: kernel(op, operands in storage dtypes, size bindings) -> value before the result rounding
-Kernel = Callable[[TensorOp, list[np.ndarray], Mapping[str, int]], Any]
+#: kernel(op, operands as held, size bindings, arithmetic) -> value before the result rounding
+Kernel = Callable[[TensorOp, list[np.ndarray], Mapping[str, int], Arithmetic], Any]
 
 KERNELS: dict[type[Operation], Kernel] = {}
 
@@ -80,24 +87,33 @@ def find_kernel(op: Operation | type[Operation]) -> Kernel | None:
 
 # ---- driver -------------------------------------------------------------------------------------
 def run_module(module: ModuleOp, name: str, inputs: Sequence[np.ndarray],
-               sizes: Mapping[str, int] | None = None) -> list[np.ndarray]:
+               sizes: Mapping[str, int] | None = None, *, exact: bool = False
+               ) -> list[np.ndarray]:
     """Run the `func.func` called `name` in `module`; see run_function."""
     for op in module.walk():
         if isinstance(op, FuncOp) and op.sym_name.data == name:
-            return run_function(op, inputs, sizes)
+            return run_function(op, inputs, sizes, exact=exact)
     names = [op.sym_name.data for op in module.walk() if isinstance(op, FuncOp)]
     raise InterpreterError(f"no function '{name}' in the module (functions: "
                            f"{', '.join(names) or 'none'})")
 
 
 def run_function(func_op: FuncOp, inputs: Sequence[np.ndarray],
-                 sizes: Mapping[str, int] | None = None) -> list[np.ndarray]:
+                 sizes: Mapping[str, int] | None = None, *, exact: bool = False
+                 ) -> list[np.ndarray]:
     """Run a function of `ax` ops on numpy inputs; returns one array per returned value.
 
     Size symbols bind by unifying the input shapes with the parameter types (`sizes` supplies any
     the shapes cannot determine). Inputs are converted to their parameter's storage dtype; every
     result comes back in its storage dtype (e.g. ml_dtypes.bfloat16).
+
+    `exact=True` evaluates the program's real-arithmetic meaning instead: inputs are taken as given
+    (float64 for float parameters, int64 for i32; not rounded to the parameter's dtype, so pass
+    values of that dtype to evaluate the program on representable inputs), every op computes in
+    float64 / int64 and nothing is rounded to an op's dtype; results come back as float64, int64
+    or bool.
     """
+    arith = arithmetic(exact)
     param_types = _param_types(func_op)
     if len(inputs) != len(param_types):
         raise InterpreterError(f"function '{func_op.sym_name.data}' takes {len(param_types)} "
@@ -109,16 +125,21 @@ def run_function(func_op: FuncOp, inputs: Sequence[np.ndarray],
         raise InterpreterError(f"function '{func_op.sym_name.data}' has no body")
     values: dict[SSAValue, np.ndarray] = {}
     for arg, array, t in zip(block.args, arrays, param_types, strict=True):
-        values[arg] = array.astype(DTYPES[t.dtype].storage)
+        values[arg] = arith.store(array, t.dtype)
     for op in block.ops:
         if isinstance(op, ReturnOp):
             return [values[v] for v in op.arguments]
-        values[op.results[0]] = run_op(op, [values[v] for v in op.operands], env)
+        values[op.results[0]] = run_op(op, [values[v] for v in op.operands], env, exact=exact)
     raise InterpreterError(f"function '{func_op.sym_name.data}' ends without func.return")
 
 
-def run_op(op: Operation, operands: Sequence[np.ndarray], sizes: Mapping[str, int]) -> np.ndarray:
-    """Run one op on arrays in their storage dtypes; the result is rounded to the result dtype."""
+def run_op(op: Operation, operands: Sequence[np.ndarray], sizes: Mapping[str, int], *,
+           exact: bool = False) -> np.ndarray:
+    """Run one op on arrays in their storage dtypes; the result is rounded to the result dtype.
+
+    With `exact=True` the operands are held exactly (float64, int64, bool; see run_function) and
+    so is the result."""
+    arith = arithmetic(exact)
     fn = find_kernel(op)
     if fn is None or not isinstance(op, TensorOp):
         raise InterpreterError(f"unsupported op '{op.name}'")
@@ -130,8 +151,8 @@ def run_op(op: Operation, operands: Sequence[np.ndarray], sizes: Mapping[str, in
     shape = eval_dims(result_type.shape, sizes, f"result of '{op.name}'")
     # domain errors (log of a negative, 0/0) give nan/inf as in an eager framework, not warnings
     with np.errstate(all="ignore"):
-        value = fn(op, list(operands), sizes)
-        result = round_to(value, result_type.dtype)
+        value = fn(op, list(operands), sizes, arith)
+        result = arith.store(value, result_type.dtype)
     if result.shape != shape:
         raise InterpreterError(f"'{op.name}' computed shape {result.shape}, but its result type "
                                f"{result_type} gives {shape}")
@@ -147,8 +168,8 @@ def _param_types(func_op: FuncOp) -> list[TensorType]:
     return types  # type: ignore[return-value]
 
 
-def _widen(op: TensorOp, operands: Sequence[np.ndarray]) -> list[np.ndarray]:
-    return [to_compute(x, t.dtype) for x, t in zip(operands, op.tensor_types(), strict=True)]
+def _widen(op: TensorOp, operands: Sequence[np.ndarray], arith: Arithmetic) -> list[np.ndarray]:
+    return [arith.widen(x, t.dtype) for x, t in zip(operands, op.tensor_types(), strict=True)]
 
 
 def _no_index(expr: IntExpr) -> Any:
@@ -161,16 +182,19 @@ def _no_read(read: Read) -> Any:
 
 # ---- kernels ------------------------------------------------------------------------------------
 @kernel(UnaryOp, BinaryOp, PowOp, SelectOp, CastOp)
-def _elementwise(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _elementwise(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+                 arith: Arithmetic) -> Any:
     # the body reads in<k> at (broadcast) loop indices; NumPy broadcasting of the whole operand
     # arrays is exactly that index map, so the read callback hands back the operand itself
-    widened = _widen(op, operands)
-    return scalar.evaluate(op.generic_form().body, lambda r: widened[r.operand], _no_index)
+    widened = _widen(op, operands, arith)
+    return scalar.evaluate(arith.body(op.generic_form().body), lambda r: widened[r.operand],
+                           _no_index)
 
 
 @kernel(MatmulOp)
-def _matmul(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
-    a, b = _widen(op, operands)
+def _matmul(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+            arith: Arithmetic) -> Any:
+    a, b = _widen(op, operands, arith)
     return np.matmul(a, b)
 
 
@@ -179,9 +203,10 @@ _REDUCERS: dict[str, Callable[..., Any]] = {
 
 
 @kernel(ReduceOp)
-def _reduce(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _reduce(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+            arith: Arithmetic) -> Any:
     assert isinstance(op, ReduceOp)
-    (x,) = _widen(op, operands)
+    (x,) = _widen(op, operands, arith)
     storage = DTYPES[op.tensor_types()[0].dtype].storage
     attrs = op.attrs()
     axes = tuple(attrs["axes"])
@@ -195,35 +220,40 @@ def _reduce(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) 
         value = _REDUCERS[kind](x, axis=axes, keepdims=keepdims)
     form = op.generic_form()
     if form.finalize is not None:
-        # mean's `acc / idx(K)`: K is a size expression; a Python int keeps float32 arithmetic
+        # mean's `acc / idx(K)`: K is a size expression; a Python int keeps the compute dtype
         value = scalar.evaluate(form.finalize, _no_read, lambda e: int(e.evaluate(sizes)), value)
     return value
 
 
 @kernel(CumsumOp)
-def _cumsum(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
-    (x,) = _widen(op, operands)
+def _cumsum(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+            arith: Arithmetic) -> Any:
+    (x,) = _widen(op, operands, arith)
     return np.cumsum(x, axis=int(op.attrs()["axis"]))
 
 
 @kernel(TransposeOp)
-def _transpose(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _transpose(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+               arith: Arithmetic) -> Any:
     return np.transpose(operands[0], tuple(op.attrs()["perm"]))
 
 
 @kernel(ReshapeOp)
-def _reshape(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _reshape(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+             arith: Arithmetic) -> Any:
     shape = eval_dims(op.attrs()["shape"], sizes, "ax.reshape shape")
     return np.reshape(operands[0], shape, order="C")
 
 
 @kernel(BroadcastToOp)
-def _broadcast_to(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _broadcast_to(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+                  arith: Arithmetic) -> Any:
     return np.broadcast_to(operands[0], eval_dims(op.attrs()["shape"], sizes, "ax.broadcast_to"))
 
 
 @kernel(SliceOp)
-def _slice(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _slice(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+           arith: Arithmetic) -> Any:
     attrs = op.attrs()
     start, stop, step = (eval_dims(attrs[k], sizes, f"ax.slice {k}")
                          for k in ("start", "stop", "step"))
@@ -235,41 +265,46 @@ def _slice(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -
 
 
 @kernel(ConcatOp)
-def _concat(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _concat(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+            arith: Arithmetic) -> Any:
     return np.concatenate(operands, axis=int(op.attrs().get("axis", 0)))
 
 
 @kernel(ConstantOp)
-def _constant(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _constant(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+              arith: Arithmetic) -> Any:
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
     form = op.generic_form()
     assert isinstance(form.body, scalar.Const)
     shape = eval_dims(result_type.shape, sizes, "ax.constant shape")
-    return np.full(shape, form.body.value, dtype=DTYPES[result_type.dtype].compute)
+    return np.full(shape, form.body.value, dtype=arith.compute(result_type.dtype))
 
 
 @kernel(IotaOp)
-def _iota(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _iota(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+          arith: Arithmetic) -> Any:
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
     shape = eval_dims(result_type.shape, sizes, "ax.iota shape")
     axis = int(op.attrs().get("axis", 0))
     ramp = np.arange(shape[axis]).reshape([-1 if k == axis else 1 for k in range(len(shape))])
-    return np.broadcast_to(ramp, shape).astype(DTYPES[result_type.dtype].compute)
+    return np.broadcast_to(ramp, shape).astype(arith.compute(result_type.dtype))
 
 
 @kernel(GenericOp)
-def _generic(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int]) -> Any:
+def _generic(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
+             arith: Arithmetic) -> Any:
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
-    return evaluate_form_vectorized(op.generic_form(), _widen(op, operands), sizes,
-                                    result_type.dtype)
+    return evaluate_form_vectorized(op.generic_form(), _widen(op, operands, arith), sizes,
+                                    result_type.dtype, exact=arith.exact)
 
 
 # ---- vectorized generic forms -------------------------------------------------------------------
 def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
-                             sizes: Mapping[str, int], dtype: str | None = None) -> np.ndarray:
+                             sizes: Mapping[str, int], dtype: str | None = None, *,
+                             exact: bool = False) -> np.ndarray:
     """Evaluate any generic form over index grids; operands are already in compute dtypes.
 
     Loop dims become broadcastable `arange` grids (parallel dims, then reduced dims). A reduced dim
@@ -279,9 +314,13 @@ def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
     discards (concat-like forms), and numpy's `where` evaluates both branches. `dtype` names the
     result dtype (the caller rounds to it): for a float result, index values become its compute
     dtype so `acc / idx(K)` stays in float32 instead of promoting to float64; for an i32 result,
-    empty max/min saturate at the int32 extremes.
+    empty max/min saturate at the int32 extremes. `exact=True` evaluates under exact arithmetic
+    (`interpreter/arithmetic.py`): float64 index values, float casts dropped from the body.
     """
-    compute = DTYPES[dtype].compute if dtype is not None else None
+    arith = arithmetic(exact)
+    if exact:
+        form = replace(form, body=arith.body(form.body))
+    compute = arith.compute(dtype) if dtype is not None else None
     limits = DTYPES[dtype].storage if dtype == "i32" else None
     par_ext = eval_dims([d.upper for d in form.parallel], sizes, "generic form parallel dims")
     npar, nred = len(form.parallel), len(form.reduced)
