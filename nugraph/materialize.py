@@ -161,8 +161,8 @@ def _named_form(dims: Sequence[LoopDim], reduced: Sequence[LoopDim], kind: str |
 
 def form_key(form: GenericForm) -> str:
     """Text of the form with dims renamed by position: equal keys mean equal forms."""
-    env = {d.name: IntExpr.sym(f"_p{i}") for i, d in enumerate(form.parallel)}
-    env |= {d.name: IntExpr.sym(f"_q{i}") for i, d in enumerate(form.reduced)}
+    env = {d.name: IntExpr.sym(f"$p{i}") for i, d in enumerate(form.parallel)}
+    env |= {d.name: IntExpr.sym(f"$q{i}") for i, d in enumerate(form.reduced)}
     par = ", ".join(str(d.upper) for d in form.parallel)
     red = ", ".join(f"[{d.lower.substitute(env)}, {d.upper.substitute(env)})"
                     for d in form.reduced)

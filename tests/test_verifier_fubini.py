@@ -108,8 +108,8 @@ def test_sum_of_cumsum_exchanges() -> None:
     term = make_sum(j, IntExpr.const(0), N,
                     make_sum(k, IntExpr.const(0), IntExpr.sym(j) + 1,
                              T.atom(T.Read("x", (IntExpr.sym(k),)))))
-    assert str(term) == ("idx(N)*sum(_b0 in [0, N): x[_b0]) + "
-                         "-1*sum(_b0 in [0, N): idx(_b0)*x[_b0])")
+    assert str(term) == ("idx(N)*sum($b0 in [0, N): x[$b0]) + "
+                         "-1*sum($b0 in [0, N): idx($b0)*x[$b0])")
 
 
 def test_other_factors_of_the_outer_index_block_the_exchange() -> None:

@@ -7,7 +7,15 @@ See docs/verifier.md for what a proof covers (real arithmetic) and what it does 
 """
 
 from axon.verifier.cache import ProofCache
-from axon.verifier.prove import Counterexample, Proved, Refuted, Unknown, Verdict, prove_equivalent
+from axon.verifier.prove import (
+    Counterexample,
+    Inconsistent,
+    Proved,
+    Refuted,
+    Unknown,
+    Verdict,
+    prove_equivalent,
+)
 
-__all__ = ["Counterexample", "ProofCache", "Proved", "Refuted", "Unknown", "Verdict",
-           "prove_equivalent"]
+__all__ = ["Counterexample", "Inconsistent", "ProofCache", "Proved", "Refuted", "Unknown",
+           "Verdict", "prove_equivalent"]

@@ -9,7 +9,8 @@ functions with the same signature are compared on the same inputs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -41,6 +42,31 @@ class Output:
     value: Value
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_size_names(func: FuncOp) -> None:
+    """Every size symbol of `func` (its types and its ops' forms) is an identifier.
+
+    The verifier's own variables start with `$` (`terms.INTERNAL`), which no identifier has, so
+    this check is what keeps the two namespaces apart: a program can never name a size after a
+    loop variable of the encoding (which would capture it and make range constraints vacuous).
+    """
+    names: set[str] = set()
+    for t in [*func.function_type.inputs.data, *func.function_type.outputs.data]:
+        if isinstance(t, TensorType):
+            names |= {s for d in t.shape for s in d.symbols()}
+    for op in func.walk():
+        if isinstance(op, TensorOp):
+            names |= op.generic_form().size_symbols()
+            names |= {s for r in op.results if isinstance(r.type, TensorType)
+                      for d in r.type.shape for s in d.symbols()}
+    bad = sorted(n for n in names if not _IDENTIFIER.fullmatch(n))
+    if bad:
+        raise Unsupported(f"@{func.sym_name.data}: size symbol(s) {', '.join(bad)} are not "
+                          "identifiers")
+
+
 def signature(func: FuncOp) -> list[TensorType]:
     types = list(func.function_type.inputs.data)
     for i, t in enumerate(types):
@@ -49,9 +75,9 @@ def signature(func: FuncOp) -> list[TensorType]:
     return types  # type: ignore[return-value]
 
 
-def inline_function(func: FuncOp, index_names: Sequence[Sequence[str]] | None = None
-                    ) -> list[Output]:
-    """The element of every result at index `_o<k>...` (or the given names), as a term."""
+def inline_function(func: FuncOp) -> list[Output]:
+    """The element of every result at index `$o<k>_<i>`, as a term."""
+    check_size_names(func)
     ret = func.body.block.last_op
     if not isinstance(ret, ReturnOp):
         raise Unsupported(f"@{func.sym_name.data} does not end in func.return")
@@ -61,7 +87,7 @@ def inline_function(func: FuncOp, index_names: Sequence[Sequence[str]] | None = 
         t = value.type
         if not isinstance(t, TensorType):
             raise Unsupported(f"@{func.sym_name.data}: result #{k} is not an !ax.tensor")
-        names = tuple(index_names[k]) if index_names else tuple(f"_o{k}_{i}" for i in range(t.rank))
+        names = tuple(f"{T.OUTPUT_INDEX}{k}_{i}" for i in range(t.rank))
         ranges = {n: (IntExpr.const(0), d) for n, d in zip(names, t.shape, strict=True)}
         idx = tuple(IntExpr.sym(n) for n in names)
         outputs.append(Output(t.shape, t.dtype, names, inliner.value(value, idx, ranges)))

@@ -20,6 +20,7 @@ from xdsl.dialects.func import FuncOp
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 from axon.verifier import terms as T
+from axon.verifier.budget import OutOfTime, deadline, expired, remaining_ms
 from axon.verifier.cache import ProofCache
 from axon.verifier.encode import Encoder
 from axon.verifier.inline import Output, Unsupported, inline_function, signature
@@ -28,7 +29,7 @@ from axon.verifier.replay import replay
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
 #: changes: the obligation key includes it, so a persisted cache never serves an older verdict
-ENCODING_REVISION = 2
+ENCODING_REVISION = 3
 
 SMALL_DIM = 6
 #: how many distinct candidate size assignments are replayed before giving up
@@ -47,12 +48,19 @@ class Counterexample:
     value_b: float
     shape_a: tuple[int, ...] | None = None
     shape_b: tuple[int, ...] | None = None
+    dtype_a: str | None = None
+    dtype_b: str | None = None
+
+    @property
+    def by_type(self) -> bool:
+        """Refuted by the results' types (shape or dtype) at `sizes`, not by values."""
+        return self.shape_a is not None
 
     def __str__(self) -> str:
         dims = ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items())) or "no sizes"
         if self.shape_a is not None:
-            return f"{dims}: result #{self.output} has shape {list(self.shape_a)} vs " \
-                   f"{list(self.shape_b or ())}"
+            return f"{dims}: result #{self.output} has type {list(self.shape_a)} " \
+                   f"{self.dtype_a} vs {list(self.shape_b or ())} {self.dtype_b}"
         ix = ", ".join(str(i) for i in self.index)
         return f"{dims}: result #{self.output}[{ix}] is {self.value_a:.6g} vs {self.value_b:.6g}"
 
@@ -78,6 +86,16 @@ class Refuted:
 
 
 @dataclass(frozen=True)
+class Inconsistent:
+    """No sizes satisfy the assumptions (with every size >= 1 and every dim >= 0): any claim
+    would hold vacuously, so nothing is proved. Never a proof."""
+
+    reason: str
+    seconds: float
+    verdict: str = "inconsistent"
+
+
+@dataclass(frozen=True)
 class Unknown:
     """Neither proved nor refuted (timeout, unsupported, unreplayed model): never a proof."""
 
@@ -86,7 +104,7 @@ class Unknown:
     verdict: str = "unknown"
 
 
-Verdict = Proved | Refuted | Unknown
+Verdict = Proved | Refuted | Unknown | Inconsistent
 
 
 def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
@@ -95,24 +113,30 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
     """Decide whether `a` and `b` compute the same results for all sizes and all inputs.
 
     `assumptions` are integer facts over size symbols, e.g. "K mod 4 == 0" or "M >= 2"
-    (operators == != < <= > >=). Results are compared position by position; parameters too.
-    `timeout_ms` bounds each z3 call; `rlimit` (z3's deterministic resource limit) too, when given.
-    Either running out gives Unknown, never Proved. So does a failure inside the verifier itself:
-    a caller (propagation, the pass) then keeps going without the equality, and the reason names
-    the failure so it can be reported.
+    (operators == != < <= > >=). Results are compared position by position, types first (shape
+    and dtype), then values; parameters must have the same types. `timeout_ms` bounds the whole
+    query: inlining, normalization, every z3 call and the replay of counterexamples share it;
+    `rlimit` (z3's deterministic resource limit) bounds each z3 call too, when given. Running out
+    gives Unknown, never Proved. So does a failure inside the verifier itself: a caller
+    (propagation, the pass) then keeps going without the equality, and the reason names the
+    failure so it can be reported. Assumptions that no sizes satisfy give `Inconsistent`.
     """
     start = time.perf_counter()
     try:
-        return _prove(a, b, tuple(assumptions), (timeout_ms, rlimit), cache, start)
+        with deadline(max(1, timeout_ms) / 1000):
+            return _prove(a, b, tuple(assumptions), rlimit, cache, start)
     except Unsupported as err:
         return Unknown(str(err), time.perf_counter() - start)
+    except OutOfTime:
+        return Unknown(f"out of time: the query's budget of {timeout_ms} ms ran out before a "
+                       "verdict", time.perf_counter() - start)
     except (ArithmeticError, AssertionError, KeyError, RecursionError, TypeError,
             ValueError, z3.Z3Exception) as err:
         return Unknown(f"internal verifier error, please report: {type(err).__name__}: {err}",
                        time.perf_counter() - start)
 
 
-def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], limits: tuple[int, int | None],
+def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | None,
            cache: ProofCache | None, start: float) -> Verdict:
     sig_a, sig_b = signature(a), signature(b)
     if [str(t) for t in sig_a] != [str(t) for t in sig_b]:
@@ -128,8 +152,8 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], limits: tuple[int
         hit = cache.get(key)
         if hit is not None:
             return _from_cache(hit, time.perf_counter() - start)
-    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, limits, key, start)
-    if cache is not None and not isinstance(verdict, Unknown):
+    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, rlimit, key, start)
+    if cache is not None and isinstance(verdict, (Proved, Refuted)):
         cache.put(key, _to_cache(verdict))
     return verdict
 
@@ -170,32 +194,40 @@ def _assumption(enc: Encoder, text: str) -> z3.BoolRef:
 
 
 def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Output],
-            out_b: Sequence[Output], assumptions: tuple[str, ...], limits: tuple[int, int | None],
-            key: str,
-            start: float) -> Verdict:
+            out_b: Sequence[Output], assumptions: tuple[str, ...], rlimit: int | None,
+            key: str, start: float) -> Verdict:
     enc = Encoder()
     solver = z3.Solver(ctx=enc.ctx)
-    solver.set("timeout", max(1, limits[0]))
-    if limits[1] is not None:
-        solver.set("rlimit", max(1, limits[1]))
-    base = _size_constraints(enc, sig, [*out_a, *out_b], assumptions)
-    solver.add(*base)
-    # results whose shapes can differ are refuted by dims alone
+    if rlimit is not None:
+        solver.set("rlimit", max(1, rlimit))
+    outs = [*out_a, *out_b]
+    solver.add(*_size_constraints(enc, sig, outs, assumptions))
+    dims = [d for t in sig for d in t.shape] + [d for o in outs for d in o.shape]
+    if assumptions or not all(T.nonneg(d) for d in dims):
+        # an unsatisfiable premise would make every claim "hold"; say so instead
+        result = _check(solver)
+        if result == z3.unsat:
+            premise = f"the assumptions ({'; '.join(assumptions)})" if assumptions else "the types"
+            return Inconsistent(f"no sizes satisfy {premise} with every size >= 1 and every "
+                                "dim >= 0", time.perf_counter() - start)
+        if result == z3.unknown:
+            return Unknown(f"assumptions: z3 {solver.reason_unknown()}",
+                           time.perf_counter() - start)
+    # results of different types (rank, dtype, then dims) are refuted by their types alone
     for k, (x, y) in enumerate(zip(out_a, out_b, strict=True)):
-        if len(x.shape) != len(y.shape):
-            # ranks differ at every size; any sizes show it (the shapes are evaluated at them)
-            symbols = {s for t in sig for d in t.shape for s in d.symbols()}
-            symbols |= {s for o in (x, y) for d in o.shape for s in d.symbols()}
-            return _shape_refutation(a, b, k, dict.fromkeys(sorted(symbols), 2), start)
+        if len(x.shape) != len(y.shape) or x.dtype != y.dtype:
+            if _check(solver) != z3.sat:
+                return Unknown(f"types of result #{k}: z3 {solver.reason_unknown()}",
+                               time.perf_counter() - start)
+            return _type_refutation(a, b, k, _sizes(enc, solver.model()), start)
         differs = [enc.int_expr(p, {}) != enc.int_expr(q, {})
                    for p, q in zip(x.shape, y.shape, strict=True) if p != q]
         if differs:
             solver.push()
             solver.add(z3.Or(*differs))
-            result = solver.check()
+            result = _check(solver)
             if result == z3.sat:
-                sizes = _sizes(enc, solver.model())
-                return _shape_refutation(a, b, k, sizes, start)
+                return _type_refutation(a, b, k, _sizes(enc, solver.model()), start)
             solver.pop()
             if result == z3.unknown:
                 return Unknown(f"shapes of result #{k}: z3 {solver.reason_unknown()}",
@@ -212,12 +244,20 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
     enc.close()
     solver.add(*enc.axioms)
     solver.add(z3.Or(*disjuncts))
-    result = solver.check()
+    result = _check(solver)
     if result == z3.unsat:
         return Proved(key[:16], time.perf_counter() - start)
     if result == z3.unknown:
         return Unknown(f"z3: {solver.reason_unknown()}", time.perf_counter() - start)
     return _refute(a, b, enc, solver, out_a, start)
+
+
+def _check(solver: z3.Solver) -> z3.CheckSatResult:
+    """solver.check() under what remains of the query's budget."""
+    if expired():
+        raise OutOfTime("the query's time budget ran out before a solver call")
+    solver.set("timeout", remaining_ms())
+    return solver.check()
 
 
 def _as_bool(enc: Encoder, v: T.Poly | T.Bool) -> z3.BoolRef:
@@ -235,7 +275,7 @@ def _refute(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, outs: Sequenc
     solver.add(*(v <= SMALL_DIM for v in enc.sizes.values()))
     small, tried = True, 0
     while tried < CANDIDATES:
-        if solver.check() != z3.sat:
+        if _check(solver) != z3.sat:
             if small:
                 solver.pop()  # no (further) small model: take any
                 small = False
@@ -298,13 +338,14 @@ def _real(v: z3.ExprRef) -> float:
     return 0.0
 
 
-def _shape_refutation(a: FuncOp, b: FuncOp, k: int, sizes: dict[str, int], start: float
-                      ) -> Refuted:
+def _type_refutation(a: FuncOp, b: FuncOp, k: int, sizes: dict[str, int], start: float
+                     ) -> Refuted:
+    """Result #k of the two functions has different shapes at `sizes`, or different dtypes."""
     ta, tb = a.function_type.outputs.data[k], b.function_type.outputs.data[k]
     assert isinstance(ta, TensorType) and isinstance(tb, TensorType)
     sa = tuple(IntExpr.evaluate(d, sizes) for d in ta.shape)
     sb = tuple(IntExpr.evaluate(d, sizes) for d in tb.shape)
-    cex = Counterexample(sizes, k, (), [], float("nan"), float("nan"), sa, sb)
+    cex = Counterexample(sizes, k, (), [], float("nan"), float("nan"), sa, sb, ta.dtype, tb.dtype)
     return Refuted(cex, time.perf_counter() - start)
 
 
@@ -316,7 +357,8 @@ def _to_cache(v: Proved | Refuted) -> dict:
     return {"verdict": "refuted", "sizes": c.sizes, "output": c.output, "index": list(c.index),
             "inputs": [x.tolist() for x in c.inputs], "value_a": c.value_a, "value_b": c.value_b,
             "shape_a": None if c.shape_a is None else list(c.shape_a),
-            "shape_b": None if c.shape_b is None else list(c.shape_b)}
+            "shape_b": None if c.shape_b is None else list(c.shape_b),
+            "dtype_a": c.dtype_a, "dtype_b": c.dtype_b}
 
 
 def _from_cache(rec: dict, seconds: float) -> Verdict:
@@ -326,5 +368,6 @@ def _from_cache(rec: dict, seconds: float) -> Verdict:
         dict(rec["sizes"]), rec["output"], tuple(rec["index"]),
         [np.asarray(x, dtype=np.float64) for x in rec["inputs"]], rec["value_a"], rec["value_b"],
         None if rec["shape_a"] is None else tuple(rec["shape_a"]),
-        None if rec["shape_b"] is None else tuple(rec["shape_b"]))
+        None if rec["shape_b"] is None else tuple(rec["shape_b"]),
+        rec.get("dtype_a"), rec.get("dtype_b"))
     return Refuted(cex, seconds, cached=True)

@@ -13,7 +13,7 @@
   P(hi) - P(lo), so sum_t sum_{j in [4t, 4t+4)} x[j] becomes sums of prefixes that the z3 encoder's
   step instances close (the tiling and blocked-cumsum lemmas);
 - shift: the bound variable is shifted so an affine occurrence `a*var + R` reads `a*var` (the
-  smallest-printing choice), then renamed `_b<height>` (alpha-renaming, capture-free because inner
+  smallest-printing choice), then renamed `$b<height>` (alpha-renaming, capture-free because inner
   binders are lower);
 - select lifting: a select whose condition does not mention `var` leaves the sum (and max / min /
   mul reductions, and prefixes): sum_k f(sel(c, a, b)) = sel(c, sum_k f(a), sum_k f(b)), since c
@@ -32,12 +32,13 @@ from fractions import Fraction
 
 from axon.dialects.form.intexpr import IntExpr
 from axon.verifier import terms as T
+from axon.verifier.budget import tick
 from axon.verifier.terms import Bool, Fn, IdxAtom, Monomial, Poly, Prefix, Read, Reduce, Select, Sum
 
 _counter = itertools.count()
 
 
-def fresh(prefix: str = "_t") -> str:
+def fresh(prefix: str = T.INTERNAL + "t") -> str:
     """A loop variable name never used before in this process."""
     return f"{prefix}{next(_counter)}"
 
@@ -122,6 +123,7 @@ def subst(p: Poly, env: Mapping[str, IntExpr]) -> Poly:
     """Replace free loop variables by integer expressions, re-normalizing everything."""
     if not env or not (p.free & env.keys()):
         return p
+    tick()
     out = T.ZERO
     for mono, c in p.terms:
         term = T.const(c)
@@ -245,6 +247,7 @@ def _lift_select(var: str, body: Poly, build: Callable[[Poly], Poly]) -> Poly | 
 
 def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = True) -> Poly:
     """Canonical sum over var in [lo, hi) of body (see the module docstring)."""
+    tick()
     out = T.ZERO
     for mono, c in body.terms:
         indep = tuple((a, k) for a, k in mono if var not in a.free)
@@ -429,7 +432,7 @@ def _shift_candidates(var: str, body: Poly) -> list[IntExpr]:
 
 def _canonical_sum(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Sum:
     body = T.monomial_poly(tuple(sorted(dep, key=lambda f: f[0].key)))
-    name = f"_b{height(body)}"
+    name = f"{T.INTERNAL}b{height(body)}"
     best: Sum | None = None
     for s in _shift_candidates(var, body):
         moved = subst(body, {var: IntExpr.sym(name) - s}) if (var != name or s.terms) else body
@@ -449,7 +452,7 @@ def make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Po
     lifted = _lift_select(var, body, lambda b: make_reduce(kind, var, lo, hi, b))
     if lifted is not None:
         return lifted
-    name = f"_b{height(body)}"
+    name = f"{T.INTERNAL}b{height(body)}"
     best: Reduce | None = None
     for s in _shift_candidates(var, body):
         moved = subst(body, {var: IntExpr.sym(name) - s}) if (var != name or s.terms) else body

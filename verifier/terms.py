@@ -12,8 +12,10 @@ exp(-a) = 1 / exp(a), log(exp(a)) = a, linearity of sums, reordering of independ
 shifting a bound variable, and splitting a sum whose bounds move with an outer index into prefix
 differences (the telescoping that tiling and blocked cumsum need). Sums are built in `sums.py`.
 
-Variable naming: size symbols are user names; loop variables start with `_` (`_o0` output index,
-`_t3` fresh, `_b2` canonical bound), so free loop variables are told apart by name.
+Variable naming: size symbols are the program's names, which are identifiers (checked where a
+program enters the verifier, `inline.check_size_name`); the verifier's own loop variables start
+with `$` (`$o0_1` output index, `$t3` fresh, `$b2` canonical bound), a character no identifier has,
+so the two namespaces are disjoint by construction and a size can never capture a loop variable.
 """
 
 from __future__ import annotations
@@ -24,11 +26,17 @@ from fractions import Fraction
 
 from axon.dialects.form.intexpr import Atom as IntAtom
 from axon.dialects.form.intexpr import IntExpr
+from axon.verifier.budget import tick
+
+#: the first character of every verifier-internal variable; never part of an identifier
+INTERNAL = "$"
+#: the prefix of output-index variables (nonnegative, unlike shifted bound variables)
+OUTPUT_INDEX = INTERNAL + "o"
 
 
 def is_loop_var(name: str) -> bool:
     """Loop variables are the verifier's own names; everything else is a size symbol."""
-    return name.startswith("_")
+    return name.startswith(INTERNAL)
 
 
 def loop_vars(expr: IntExpr) -> frozenset[str]:
@@ -245,6 +253,7 @@ class Poly:
         return " + ".join(parts)
 
     def __add__(self, other: Poly) -> Poly:
+        tick()
         acc = dict(self.terms)
         for m, c in other.terms:
             acc[m] = acc.get(m, Fraction(0)) + c
@@ -260,6 +269,7 @@ class Poly:
         acc: dict[Monomial, Fraction] = {}
         for m1, c1 in self.terms:
             for m2, c2 in other.terms:
+                tick()
                 m = mono_mul(m1, m2)
                 acc[m] = acc.get(m, Fraction(0)) + c1 * c2
         return _poly(acc)
@@ -330,7 +340,7 @@ def nonneg(expr: IntExpr) -> bool:
 
 def _nonneg_atom(a: IntAtom) -> bool:
     if a.kind == "sym":
-        return not is_loop_var(a.name) or a.name.startswith("_o")
+        return not is_loop_var(a.name) or a.name.startswith(OUTPUT_INDEX)
     return all(nonneg(x) for x in a.args)
 
 
