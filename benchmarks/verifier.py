@@ -4,7 +4,9 @@
 
 Prints proved / refuted / unknown counts (and how many cases got the verdict they should) and the
 per-query median and p95 wall time, cold (fresh cache) and warm (a second pass over the same cache,
-with the programs parsed and inlined afresh, so a warm query costs inlining plus a lookup).
+with the programs parsed and inlined afresh, so a warm query costs inlining plus a lookup). Then,
+apart and untimed, the PENDING cases: each one's verdict now, the verdict it should get and why
+it does not yet.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ import argparse
 import statistics
 import time
 
-from axon.benchmarks.verifier_corpus import IDENTITIES, NON_IDENTITIES, Case, functions
+from axon.benchmarks.verifier_corpus import (
+    IDENTITIES,
+    NON_IDENTITIES,
+    PENDING,
+    Case,
+    functions,
+)
 from axon.verifier import ProofCache, prove_equivalent
 
 
@@ -55,6 +63,12 @@ def main() -> None:
         for line in wrong:
             print(f"  unexpected: {line}")
     print(f"cache: {cache.hits} hits, {cache.misses} misses")
+    print(f"pending: {len(PENDING)} cases the verifier does not yet decide as it should")
+    for pending in PENDING:
+        a, b = functions(pending.case)
+        verdict = prove_equivalent(a, b, pending.case.assumptions, timeout_ms=args.timeout_ms)
+        print(f"  {pending.case.name}: {verdict.verdict} (should be {pending.expected}): "
+              f"{pending.why}")
 
 
 if __name__ == "__main__":

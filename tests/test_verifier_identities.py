@@ -15,7 +15,7 @@ def proves(case: Case) -> None:
 
 
 def test_corpus_is_large_enough() -> None:
-    assert len(IDENTITIES) >= 40
+    assert len(IDENTITIES) >= 100
 
 
 @pytest.mark.parametrize("case", IDENTITIES, ids=[c.name for c in IDENTITIES])
