@@ -26,11 +26,12 @@ def test_non_identity_is_refuted_and_replays(case: Case) -> None:
     cex = refutes(case).counterexample
     a, b = functions(case)
     assert all(v >= 1 for v in cex.sizes.values())
-    if cex.shape_a is not None:  # refuted by shapes: the interpreter's results differ in shape
+    if cex.by_type:  # refuted by types: the interpreter's results differ in shape or dtype
         inputs = [np.ones(tuple(d.evaluate(cex.sizes) for d in t.shape))
                   for t in a.function_type.inputs.data]
         ra, rb = run_function(a, inputs, cex.sizes), run_function(b, inputs, cex.sizes)
-        assert ra[cex.output].shape == cex.shape_a != cex.shape_b == rb[cex.output].shape
+        assert ra[cex.output].shape == cex.shape_a and rb[cex.output].shape == cex.shape_b
+        assert (cex.shape_a, cex.dtype_a) != (cex.shape_b, cex.dtype_b)
         return
     ra = run_function(a, cex.inputs, cex.sizes)[cex.output]
     rb = run_function(b, cex.inputs, cex.sizes)[cex.output]
