@@ -52,6 +52,7 @@ class Encoder:
     _pending: list[_Pending] = field(default_factory=list)
     _axiom_keys: set[str] = field(default_factory=set)
     _ranks: dict[str, int] = field(default_factory=dict)
+    _memo: dict[T.Term, z3.ArithRef] = field(default_factory=dict)
 
     # ---- declarations -----------------------------------------------------------------------
     def int_var(self, name: str) -> z3.ArithRef:
@@ -102,15 +103,35 @@ class Encoder:
     # ---- reals --------------------------------------------------------------------------------
     def poly(self, p: T.Poly, env: Mapping[str, z3.ArithRef] | None = None) -> z3.ArithRef:
         env = env or {}
+        memo = self._memo if not env else {}
+        self._encode_nested(p, env, memo)
         total: z3.ArithRef = z3.RealVal(0, self.ctx)
         for mono, c in p.terms:
             term: z3.ArithRef = z3.RealVal(f"{c.numerator}/{c.denominator}", self.ctx)
             for a, k in mono:
-                base = self.atom(a, env)
+                base = memo[a]
                 for _ in range(abs(k)):
                     term = term * base if k > 0 else term / base
             total = total + term
         return total
+
+    def _encode_nested(self, p: T.Poly, env: Mapping[str, z3.ArithRef],
+                       memo: dict[T.Term, z3.ArithRef]) -> None:
+        """Encode every atom of p into `memo`, nested atoms first, with an explicit stack: a
+        term nested thousands deep (a long chain of activations) never recurses in Python, since
+        encoding an atom then finds its arguments' atoms already encoded."""
+        stack = [a for mono, _ in p.terms for a, _ in mono if a not in memo]
+        while stack:
+            a = stack[-1]
+            if a in memo:
+                stack.pop()
+                continue
+            missing = [x for x in _nested_atoms(a) if x not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            memo[a] = self.atom(a, env)
+            stack.pop()
 
     def atom(self, a: T.Term, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
         if isinstance(a, T.Read):
@@ -126,7 +147,7 @@ class Encoder:
             lo, hi = self.int_expr(a.lo, env), self.int_expr(a.hi, env)
             diff = self._prefix(a.var, a.body, hi, env) - self._prefix(a.var, a.body, lo, env)
             if _positive(a.body):
-                self._axiom(f"pos {a.key} {env}", z3.Implies(lo < hi, diff > 0))
+                self._axiom(f"pos {_ids(lo, hi, diff)}", z3.Implies(lo < hi, diff > 0))
             return z3.If(lo < hi, diff, z3.RealVal(0, self.ctx))
         if isinstance(a, T.Prefix):
             return self._prefix(a.var, a.body, self.int_expr(a.at, env), env)
@@ -163,15 +184,15 @@ class Encoder:
         value = fn(args[0])
         x = args[0]
         if a.fn == "exp":
-            self._axiom(f"exp {value}", value > zero)
+            self._axiom(f"exp {_ids(value)}", value > zero)
         elif a.fn == "sqrt":
-            self._axiom(f"sqrt {value}", z3.Implies(x >= zero, z3.And(value >= zero,
+            self._axiom(f"sqrt {_ids(value)}", z3.Implies(x >= zero, z3.And(value >= zero,
                                                                         value * value == x)))
         elif a.fn == "rsqrt":
-            self._axiom(f"rsqrt {value}", z3.Implies(x > zero, z3.And(value > zero,
+            self._axiom(f"rsqrt {_ids(value)}", z3.Implies(x > zero, z3.And(value > zero,
                                                                        value * value * x == 1)))
         elif a.fn == "sigmoid":
-            self._axiom(f"sigmoid {value}", z3.And(value > zero, value < 1))
+            self._axiom(f"sigmoid {_ids(value)}", z3.And(value > zero, value < 1))
         return value
 
     # ---- booleans -----------------------------------------------------------------------------
@@ -210,16 +231,40 @@ class Encoder:
             pending, self._pending = self._pending, []
             for p in pending:
                 args = [p.env[v] for v in p.free]
-                key = f"{p.fn} {args} {p.at}"
+                key = f"step {_ids(p.fn(p.at, *args))}"
                 if key in self._axiom_keys:
                     continue
                 zero = z3.IntVal(0, self.ctx)
-                self._axiom(f"{p.fn} zero {args}", p.fn(zero, *args) == 0)
+                self._axiom(f"zero {_ids(p.fn(zero, *args))}", p.fn(zero, *args) == 0)
                 prev = z3.simplify(p.at - 1)
                 env = dict(p.env)
                 env[p.var] = prev
                 step = self.poly(p.body, env)
                 self._axiom(key, p.fn(p.at, *args) == p.fn(prev, *args) + step)
+
+
+def _ids(*exprs: z3.ExprRef) -> str:
+    """A cheap key for z3 terms: z3 hash-conses terms, so equal terms share an id (printing
+    them instead costs time quadratic in their depth)."""
+    return " ".join(str(e.get_id()) for e in exprs)
+
+
+def _nested_atoms(a: T.Term) -> list[T.Term]:
+    """The atoms that encoding `a` encodes first: arguments of functions, branches and the
+    compared polynomials of selects (sum bodies are encoded later, under their own binding)."""
+    polys: list[T.Poly] = []
+    if isinstance(a, T.Fn):
+        polys.extend(a.args)
+    elif isinstance(a, T.Select):
+        polys.extend((a.a, a.b))
+        conds = [a.cond]
+        while conds:
+            b = conds.pop()
+            if b.op == "cmp":
+                polys.append(b.args[1])  # type: ignore[arg-type]
+            elif b.op in ("and", "or", "not"):
+                conds.extend(b.args)  # type: ignore[arg-type]
+    return [x for p in polys for mono, _ in p.terms for x, _ in mono]
 
 
 def _positive(body: T.Poly) -> bool:

@@ -19,6 +19,7 @@ from xdsl.ir import BlockArgument, OpResult, SSAValue
 
 from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr, expand
 from axon.verifier import terms as T
@@ -45,7 +46,7 @@ class Output:
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def check_size_names(func: FuncOp) -> None:
+def check_size_names(func: FuncOp, form: Callable[[TensorOp], GenericForm]) -> None:
     """Every size symbol of `func` (its types and its ops' forms) is an identifier.
 
     The verifier's own variables start with `$` (`terms.INTERNAL`), which no identifier has, so
@@ -58,7 +59,7 @@ def check_size_names(func: FuncOp) -> None:
             names |= {s for d in t.shape for s in d.symbols()}
     for op in func.walk():
         if isinstance(op, TensorOp):
-            names |= op.generic_form().size_symbols()
+            names |= form(op).size_symbols()
             names |= {s for r in op.results if isinstance(r.type, TensorType)
                       for d in r.type.shape for s in d.symbols()}
     bad = sorted(n for n in names if not _IDENTIFIER.fullmatch(n))
@@ -77,11 +78,11 @@ def signature(func: FuncOp) -> list[TensorType]:
 
 def inline_function(func: FuncOp) -> list[Output]:
     """The element of every result at index `$o<k>_<i>`, as a term."""
-    check_size_names(func)
+    inliner = _Inliner()
+    check_size_names(func, inliner.form)
     ret = func.body.block.last_op
     if not isinstance(ret, ReturnOp):
         raise Unsupported(f"@{func.sym_name.data} does not end in func.return")
-    inliner = _Inliner()
     outputs = []
     for k, value in enumerate(ret.arguments):
         t = value.type
@@ -94,40 +95,76 @@ def inline_function(func: FuncOp) -> list[Output]:
     return outputs
 
 
+Demand = tuple[SSAValue, tuple[IntExpr, ...], Ranges]
+
+
+@dataclass
+class _Plan:
+    """One op's element at one index, before its operands' terms are known: the scope binding
+    the form's dims (reduced dims to fresh binders), their ranges, and the operand reads."""
+
+    op: TensorOp
+    scope: dict[str, IntExpr]
+    ranges: Ranges
+    binders: list[tuple[str, IntExpr, IntExpr]]
+    reads: dict[Read, Demand]
+
+
 class _Inliner:
+    """Terms of values at symbolic indices, memoized by (value, index).
+
+    The program is walked with an explicit stack of demands, never by recursion, so a chain of
+    thousands of ops inlines without touching Python's recursion limit. A loop variable has one
+    range wherever it occurs (output indices and fresh binders are unique), so the memo may ignore
+    the ranges a demand comes with.
+    """
+
     def __init__(self) -> None:
         self.memo: dict[tuple[int, str], Value] = {}
+        self.forms: dict[TensorOp, GenericForm] = {}
+
+    def form(self, op: TensorOp) -> GenericForm:
+        """The op's generic form, derived once per query (deriving it re-runs shape inference)."""
+        if op not in self.forms:
+            self.forms[op] = op.generic_form()
+        return self.forms[op]
 
     def value(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> Value:
-        index = tuple(simplify(i, ranges) for i in index)
-        key = (id(v), ", ".join(str(i) for i in index))
-        if key not in self.memo:
-            self.memo[key] = self._value(v, index, ranges)
-        return self.memo[key]
+        root = self._key(v, index, ranges)
+        plans: dict[tuple[int, str], _Plan] = {}
+        stack: list[Demand] = [(v, index, ranges)]
+        while stack:
+            value, idx, rng = stack[-1]
+            key = self._key(value, idx, rng)
+            if key in self.memo:
+                stack.pop()
+                continue
+            if isinstance(value, BlockArgument):
+                self.memo[key] = _parameter(value, _simplified(idx, rng))
+                stack.pop()
+                continue
+            plan = plans.get(key)
+            if plan is None:
+                plan = plans[key] = self._plan(value, _simplified(idx, rng), rng)
+            missing = [d for d in plan.reads.values() if self._key(*d) not in self.memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            self.memo[key] = self._build(plan)
+            del plans[key]
+            stack.pop()
+        return self.memo[root]
 
-    def _value(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> Value:
-        if isinstance(v, BlockArgument):
-            t = v.type
-            assert isinstance(t, TensorType)
-            name = f"a{v.index}"
-            return T.bread(name, index) if t.dtype == "i1" else T.atom(T.Read(name, index))
+    def _plan(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> _Plan:
+        """Bind the producer's form at `index`: parallel dims to the index, reduced dims to fresh
+        binders (with their ranges), and list the operand reads the body makes."""
         assert isinstance(v, OpResult)
         op = v.owner
         if not isinstance(op, TensorOp):
             raise Unsupported(f"op '{op.name}' is not an ax op")
-        form = op.generic_form()
-        env = {d.name: i for d, i in zip(form.parallel, index, strict=True)}
+        form = self.form(op)
+        scope = {d.name: i for d, i in zip(form.parallel, index, strict=True)}
         local = dict(ranges)
-
-        def operand_read(r: Read, scope: dict[str, IntExpr], rng: Ranges) -> Value:
-            idx = tuple(e.substitute(scope) for e in r.index)
-            return self.value(op.operands[r.operand], idx, rng)
-
-        if form.reduction is None:
-            return _scalar(expand(form.body), lambda r: operand_read(r, env, local), env, None,
-                           local)
-        # reduced dims get fresh names; the innermost sum is built first
-        scope = dict(env)
         binders = []
         for d in form.reduced:
             name = fresh()
@@ -135,17 +172,45 @@ class _Inliner:
             scope[d.name] = IntExpr.sym(name)
             local[name] = (lo, hi)
             binders.append((name, lo, hi))
-        body = _scalar(expand(form.body), lambda r: operand_read(r, scope, local), scope, None,
-                       local)
-        acc: Value = body
-        for name, lo, hi in reversed(binders):
+        reads = {r: (op.operands[r.operand], tuple(e.substitute(scope) for e in r.index), local)
+                 for r in form.reads()}
+        return _Plan(op, scope, local, binders, reads)
+
+    @staticmethod
+    def _key(v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> tuple[int, str]:
+        return id(v), ", ".join(str(i) for i in _simplified(index, ranges))
+
+    def _build(self, plan: _Plan) -> Value:
+        form = self.form(plan.op)
+
+        def read(r: Read) -> Value:
+            return self.memo[self._key(*plan.reads[r])]
+
+        if form.reduction is None:
+            return _scalar(expand(form.body), read, plan.scope, None, plan.ranges)
+        # the innermost sum is built first
+        acc = _scalar(expand(form.body), read, plan.scope, None, plan.ranges)
+        for name, lo, hi in reversed(plan.binders):
             if isinstance(acc, T.Bool):
                 raise Unsupported("reduction of a boolean body")
             acc = (make_sum(name, lo, hi, acc) if form.reduction == "add"
                    else make_reduce(form.reduction, name, lo, hi, acc))
         if form.finalize is None:
             return acc
-        return _scalar(expand(form.finalize), lambda r: _no_read(r), env, acc, local)
+        env = {d.name: plan.scope[d.name] for d in form.parallel}
+        return _scalar(expand(form.finalize), _no_read, env, acc, plan.ranges)
+
+
+def _simplified(index: tuple[IntExpr, ...], ranges: Ranges) -> tuple[IntExpr, ...]:
+    return tuple(simplify(i, ranges) for i in index)
+
+
+def _parameter(v: BlockArgument, index: tuple[IntExpr, ...]) -> Value:
+    """Parameters are tensor atoms named by position, so both sides read the same inputs."""
+    t = v.type
+    assert isinstance(t, TensorType)
+    name = f"a{v.index}"
+    return T.bread(name, index) if t.dtype == "i1" else T.atom(T.Read(name, index))
 
 
 def _no_read(r: Read) -> Value:
