@@ -6,6 +6,10 @@ The entry point the pass, the benchmark script and the tests share:
     s.run(Budget(time_limit_s=60))
     best = s.best()                  # Extraction, DAG cost under the roofline model
     new_func = s.export(best)        # a func.func of ax ops
+
+`checked_best()` / `checked_top_k(k)` walk the same cost ranking but skip every program that fails
+the float-error check (`axon.nugraph.numerics`) against the input program, which is the fallback
+and always passes; what they return carries the measured error.
 """
 
 from __future__ import annotations
@@ -19,22 +23,42 @@ from axon.nugraph.convert import Imported, export_function, find_nodes, import_f
 from axon.nugraph.cost import NodeCost, RooflineCost
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.explain import Step, explain
-from axon.nugraph.extract import Extraction, dag_cost, extract_best, extract_top_k
+from axon.nugraph.extract import Extraction, dag_cost, extract_best, extract_top_k, reachable
 from axon.nugraph.nu_ir import graph_function, read_graph
+from axon.nugraph.numerics import FloatCheck, FloatError
 from axon.nugraph.propagate import Progress, propagate
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import Budget, Report
 
+#: how many programs past the k wanted the checked extractions look at down the cost ranking
+#: before falling back to the input program
+CHECK_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Checked:
+    """An extracted program that passed the float-error check, and its measured error."""
+
+    extraction: Extraction
+    float_error: FloatError
+
 
 @dataclass
 class Session:
-    """A graph holding one function, its input program's choice, and the cost used to rank."""
+    """A graph holding one function, its input program's choice, and the cost used to rank.
+
+    `float_rejected` maps each extraction (its choice) the float-error check rejected to the
+    measured error."""
 
     graph: EGraph
     imported: Imported
     input_choice: dict[int, int]
     cost: NodeCost = field(default_factory=RooflineCost)
     report: Report | None = None
+    float_rejected: dict[tuple[tuple[int, int], ...], FloatError] = field(default_factory=dict)
+    _float_check: FloatCheck | None = field(default=None, repr=False)
+    _float_errors: dict[tuple[tuple[int, int], ...], FloatError] = field(default_factory=dict,
+                                                                         repr=False)
 
     @staticmethod
     def from_function(func_op: FuncOp, cost: NodeCost | None = None) -> Session:
@@ -77,6 +101,56 @@ class Session:
     def top_k(self, k: int) -> list[Extraction]:
         return extract_top_k(self.graph, self.imported.results, self.cost, k)
 
+    def input_extraction(self) -> Extraction:
+        """The input program as an extraction. Where propagation merged classes of the input
+        program (`x * 1 = x`), each class keeps its earliest input e-node: operands are imported
+        before their users, so the choice stays acyclic."""
+        g = self.graph
+        choice: dict[int, int] = {}
+        for node in sorted(self.input_choice.values()):
+            choice.setdefault(g.class_of(node), node)
+        roots = [g.find(r) for r in self.imported.results]
+        order = reachable(g, roots, choice)
+        if order is None:
+            raise ValueError("the input program is not acyclic in the graph")
+        kept = tuple(sorted((c, choice[c]) for c in order))
+        return Extraction(tuple(roots), kept, sum(self.cost(g, n) for _, n in kept))
+
+    def float_error(self, extraction: Extraction) -> FloatError:
+        """The float-error check of an extracted program against the input program (measured
+        once per program)."""
+        if self._float_check is None:
+            self._float_check = FloatCheck(self.export(self.input_extraction()))
+        if extraction.choice not in self._float_errors:
+            self._float_errors[extraction.choice] = self._float_check.measure(
+                self.export(extraction))
+        return self._float_errors[extraction.choice]
+
+    def checked_best(self) -> Checked:
+        """The cheapest program that passes the float-error check: the best extraction, else the
+        next in the cost ranking, else the input program."""
+        best = self.best()
+        ranking = [best, *(e for e in self.top_k(CHECK_DEPTH) if e.choice != best.choice)]
+        return self._checked(ranking, 1)[0]
+
+    def checked_top_k(self, k: int) -> list[Checked]:
+        """Up to k programs that pass the float-error check, cheapest first (the input program
+        alone when none of the ranking does)."""
+        return self._checked(self.top_k(k + CHECK_DEPTH), k)
+
+    def _checked(self, ranking: list[Extraction], k: int) -> list[Checked]:
+        kept: list[Checked] = []
+        for e in ranking:
+            error = self.float_error(e)
+            if not error.ok:
+                self.float_rejected[e.choice] = error
+            elif len(kept) < k:
+                kept.append(Checked(e, error))
+        if not kept:
+            fallback = self.input_extraction()
+            kept.append(Checked(fallback, self.float_error(fallback)))
+        return kept
+
     def export(self, extraction: Extraction, name: str | None = None) -> FuncOp:
         return export_function(self.graph, extraction, name or self.imported.name,
                                self.imported.params, self.imported.param_names)
@@ -91,7 +165,8 @@ class Session:
             raise ValueError("a program to explain is not in the graph")
         return [step for x, y in zip(na, nb, strict=True) for step in explain(self.graph, x, y)]
 
-    def graph_ir(self, mark_best: bool = True) -> FuncOp:
-        """The whole graph as a function holding a `nu.graph` (best choices marked)."""
-        best = self.best().chosen() if mark_best else None
+    def graph_ir(self, mark_best: bool = True, marked: Extraction | None = None) -> FuncOp:
+        """The whole graph as a function holding a `nu.graph`, with the choices of `marked`
+        (default: the best extraction) marked unless `mark_best` is false."""
+        best = (marked or self.best()).chosen() if mark_best else None
         return graph_function(self.graph, self.imported, best)
