@@ -9,9 +9,17 @@ a proof, see `axon.nugraph.propagate`), and replace the function by what `emit` 
 - `emit="graph"`: a function holding the whole `nu.graph` (classes' `best` marks the extraction);
 - `emit="top-k"`: the best program plus up to `top_k - 1` runners-up as `@<name>_k1`, `@<name>_k2`.
 
+Every emitted program (the best one, each top-k one, the one `emit="graph"` marks) passes the
+float-error check (`axon.nugraph.numerics`): run in its own dtype on small inputs of realistic
+magnitude, its error against the exact (float64) result of the input program is within the dtype's
+tolerance, or within a small factor of the input program's own error. A proof holds over the reals
+only; a candidate that fails the check is skipped for the next one in the cost ranking, and the
+input program is the last resort.
+
 With `report=true`, stderr gets a progress line per iteration and then one summary line per
-function: candidates, proved, refuted, unknown, time, which limit (if any) cut the search, and the
-cost before and after.
+function: candidates, proved, refuted, unknown, time, which limit (if any) cut the search, the
+cost before and after, the emitted programs' float error and how many candidates the float-error
+check rejected, e.g. `float error 3.1e-07 (f32 tolerance 2e-05); 0 rejected for float error`.
 
 Before:
 
@@ -49,7 +57,7 @@ from axon.nugraph.device_profiles import PROFILES
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.propagate import Progress
 from axon.nugraph.runner import Budget, Report
-from axon.nugraph.session import Session
+from axon.nugraph.session import Checked, Session
 
 EMITS = ("best", "graph", "top-k")
 
@@ -92,22 +100,34 @@ class PropagatePass(ModulePass):
             except ConvertError as err:
                 raise DiagnosticException(f"propagate: {err}") from None
             report = session.run(budget, progress=_progress(func_op) if self.report else None)
-            best = session.best()
+            emitted = (session.checked_top_k(self.top_k) if self.emit == "top-k"
+                       else [session.checked_best()])
+            best = emitted[0].extraction
             if self.report:
                 print(f"propagate: @{session.imported.name}: {session.graph.num_classes} "
                       f"classes, {session.graph.num_nodes} e-nodes; {report.summary()}; cost "
-                      f"{session.input_cost() * 1e6:.2f}us -> {best.cost * 1e6:.2f}us",
+                      f"{session.input_cost() * 1e6:.2f}us -> {best.cost * 1e6:.2f}us; "
+                      f"{_float_summary(emitted, len(session.float_rejected))}",
                       file=sys.stderr)
             if self.emit == "graph":
-                Rewriter.replace_op(func_op, session.graph_ir())
+                Rewriter.replace_op(func_op, session.graph_ir(marked=best))
             elif self.emit == "best":
                 Rewriter.replace_op(func_op, session.export(best))
             else:
-                ranked = session.top_k(self.top_k)
-                new = [session.export(e, session.imported.name if i == 0
+                new = [session.export(c.extraction, session.imported.name if i == 0
                                       else f"{session.imported.name}_k{i}")
-                       for i, e in enumerate(ranked)]
+                       for i, c in enumerate(emitted)]
                 Rewriter.replace_op(func_op, new)
+
+
+def _float_summary(emitted: list[Checked], rejected: int) -> str:
+    """The report's float-error part: the first emitted program's error, the runners-up's."""
+    text = emitted[0].float_error.describe()
+    others = [c.float_error.error for c in emitted[1:]]
+    if others:
+        text += ", runners-up " + ", ".join("not checked" if e is None else f"{e:.1e}"
+                                            for e in others)
+    return f"{text}; {rejected} rejected for float error"
 
 
 def _parse_sizes(text: str) -> dict[str, int]:
