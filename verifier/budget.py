@@ -1,4 +1,4 @@
-"""The time budget of one verifier query, shared by all of its phases (normalization, z3, replay).
+"""The budget of one verifier query: time shared by all of its phases, and limits on term size.
 
 `prove_equivalent(..., timeout_ms)` opens a `deadline`; normalization calls `tick()` in its hot
 constructors, which raises `OutOfTime` once the budget is spent, and z3 gets whatever remains. A
@@ -15,6 +15,23 @@ from contextlib import contextmanager
 
 class OutOfTime(Exception):
     """The query's time budget ran out (the verdict becomes Unknown)."""
+
+
+class TooLarge(Exception):
+    """A term outgrew the normalizer's size limits (the verdict becomes Unknown)."""
+
+
+#: limits on one term, so that normalization whose terms grow exponentially (nested activations
+#: over sums, products of many binomials) stops with Unknown before it exhausts memory: the
+#: canonical text of one atom, and the monomials of one polynomial
+MAX_TERM_CHARS = 200_000
+MAX_MONOMIALS = 20_000
+
+
+def check_size(size: int, limit: int, unit: str) -> None:
+    """Raise `TooLarge` when a term's `size` exceeds `limit`."""
+    if size > limit:
+        raise TooLarge(f"a term grew past {limit} {unit}")
 
 
 #: how many ticks pass between two clock reads (a clock read per tick would cost more than the

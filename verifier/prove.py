@@ -20,7 +20,7 @@ from xdsl.dialects.func import FuncOp
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 from axon.verifier import terms as T
-from axon.verifier.budget import OutOfTime, deadline, expired, remaining_ms
+from axon.verifier.budget import OutOfTime, TooLarge, deadline, expired, remaining_ms
 from axon.verifier.cache import ProofCache
 from axon.verifier.encode import Encoder
 from axon.verifier.inline import Output, Unsupported, inline_function, signature
@@ -130,6 +130,8 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
     except OutOfTime:
         return Unknown(f"out of time: the query's budget of {timeout_ms} ms ran out before a "
                        "verdict", time.perf_counter() - start)
+    except TooLarge as err:
+        return Unknown(f"too large: {err} during normalization", time.perf_counter() - start)
     except (ArithmeticError, AssertionError, KeyError, RecursionError, TypeError,
             ValueError, z3.Z3Exception) as err:
         return Unknown(f"internal verifier error, please report: {type(err).__name__}: {err}",

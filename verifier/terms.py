@@ -26,7 +26,7 @@ from fractions import Fraction
 
 from axon.dialects.form.intexpr import Atom as IntAtom
 from axon.dialects.form.intexpr import IntExpr
-from axon.verifier.budget import tick
+from axon.verifier.budget import MAX_MONOMIALS, MAX_TERM_CHARS, check_size, tick
 
 #: the first character of every verifier-internal variable; never part of an identifier
 INTERNAL = "$"
@@ -64,6 +64,7 @@ class Term:
 
 
 def _init(obj: Term, key: str, free: Iterable[str]) -> None:
+    check_size(len(key), MAX_TERM_CHARS, "characters")
     object.__setattr__(obj, "key", key)
     object.__setattr__(obj, "free", frozenset(free))
 
@@ -279,6 +280,7 @@ class Poly:
 
 
 def _poly(acc: Mapping[Monomial, Fraction]) -> Poly:
+    check_size(len(acc), MAX_MONOMIALS, "monomials")
     return Poly(tuple(sorted(((m, c) for m, c in acc.items() if c), key=_mono_sort_key)))
 
 
