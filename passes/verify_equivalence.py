@@ -7,9 +7,11 @@ over size symbols. The pass writes the verdict onto the marked function:
     axon.verdict = "proved"   + axon.proof_id = "<16 hex digits>"
     axon.verdict = "refuted"  + axon.counterexample = "K=2, M=1: result #0[0, 0] is 1.5 vs 2"
     axon.verdict = "unknown"  + axon.reason = "z3: timeout"
+    axon.verdict = "inconsistent" + axon.reason = "no sizes satisfy the assumptions (N < 1) ..."
 
 and prints a report to stderr (one line per pair, then tried/proved/refuted/unknown and time).
-Unknown never counts as proved. Options: `timeout_ms` (per z3 call), `cache` (a proof-cache file,
+Unknown and inconsistent (assumptions no sizes satisfy) never count as proved. Options:
+`timeout_ms` (the budget of each pair's query), `cache` (a proof-cache file,
 read and written; empty for none).
 """
 
@@ -43,7 +45,7 @@ class VerifyEquivalencePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = {f.sym_name.data: f for f in op.walk() if isinstance(f, FuncOp)}
         cache = ProofCache(self.cache or None)
-        counts = {"proved": 0, "refuted": 0, "unknown": 0}
+        counts = {"proved": 0, "refuted": 0, "unknown": 0, "inconsistent": 0}
         start = time.perf_counter()
         lines = []
         for name, func in funcs.items():
@@ -78,7 +80,8 @@ class VerifyEquivalencePass(ModulePass):
             cache.save()
         tried = sum(counts.values())
         lines.append(f"verify-equivalence: tried {tried}, proved {counts['proved']}, refuted "
-                     f"{counts['refuted']}, unknown {counts['unknown']} in "
+                     f"{counts['refuted']}, unknown {counts['unknown']}, inconsistent "
+                     f"{counts['inconsistent']} in "
                      f"{time.perf_counter() - start:.3f}s")
         print("\n".join(lines), file=sys.stderr)
 

@@ -7,7 +7,7 @@ import pytest
 from axon.benchmarks.verifier_corpus import NON_IDENTITIES, Case, functions
 from axon.interpreter import run_function
 from axon.verifier import Refuted, prove_equivalent
-from axon.verifier.replay import differs
+from axon.verifier.replay import confirms
 
 
 def refutes(case: Case) -> Refuted:
@@ -33,9 +33,9 @@ def test_non_identity_is_refuted_and_replays(case: Case) -> None:
         assert ra[cex.output].shape == cex.shape_a and rb[cex.output].shape == cex.shape_b
         assert (cex.shape_a, cex.dtype_a) != (cex.shape_b, cex.dtype_b)
         return
-    ra = run_function(a, cex.inputs, cex.sizes)[cex.output]
-    rb = run_function(b, cex.inputs, cex.sizes)[cex.output]
+    ra = run_function(a, cex.inputs, cex.sizes, exact=cex.exact)[cex.output]
+    rb = run_function(b, cex.inputs, cex.sizes, exact=cex.exact)[cex.output]
     x, y = float(ra[cex.index]), float(rb[cex.index])
     assert (x, y) == pytest.approx((cex.value_a, cex.value_b), rel=1e-6, abs=1e-9)
-    assert differs(x, y, "f32")
+    assert confirms(a, b, cex.sizes, cex.inputs, cex.output, cex.index, cex.exact)
     assert str(cex).startswith(", ".join(f"{k}={v}" for k, v in sorted(cex.sizes.items())))

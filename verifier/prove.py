@@ -50,6 +50,9 @@ class Counterexample:
     shape_b: tuple[int, ...] | None = None
     dtype_a: str | None = None
     dtype_b: str | None = None
+    #: the difference shows in the interpreter's exact mode (the real meaning), not necessarily
+    #: after rounding to the program's dtypes
+    exact: bool = False
 
     @property
     def by_type(self) -> bool:
@@ -62,6 +65,9 @@ class Counterexample:
             return f"{dims}: result #{self.output} has type {list(self.shape_a)} " \
                    f"{self.dtype_a} vs {list(self.shape_b or ())} {self.dtype_b}"
         ix = ", ".join(str(i) for i in self.index)
+        if self.exact:
+            return f"{dims}: result #{self.output}[{ix}] is {self.value_a:.12g} vs " \
+                   f"{self.value_b:.12g} in exact arithmetic"
         return f"{dims}: result #{self.output}[{ix}] is {self.value_a:.6g} vs {self.value_b:.6g}"
 
 
@@ -303,7 +309,7 @@ def _try_model(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, outs: Sequ
     found = replay(a, b, sizes, _model_inputs(a, enc, model, sizes), prefer)
     if found is not None:
         cex = Counterexample(found.sizes, found.output, found.index, found.inputs, found.value_a,
-                             found.value_b)
+                             found.value_b, exact=found.exact)
         return Refuted(cex, time.perf_counter() - start)
     # next candidate: different dims
     if sizes:
@@ -360,7 +366,7 @@ def _to_cache(v: Proved | Refuted) -> dict:
             "inputs": [x.tolist() for x in c.inputs], "value_a": c.value_a, "value_b": c.value_b,
             "shape_a": None if c.shape_a is None else list(c.shape_a),
             "shape_b": None if c.shape_b is None else list(c.shape_b),
-            "dtype_a": c.dtype_a, "dtype_b": c.dtype_b}
+            "dtype_a": c.dtype_a, "dtype_b": c.dtype_b, "exact": c.exact}
 
 
 def _from_cache(rec: dict, seconds: float) -> Verdict:
@@ -371,5 +377,5 @@ def _from_cache(rec: dict, seconds: float) -> Verdict:
         [np.asarray(x, dtype=np.float64) for x in rec["inputs"]], rec["value_a"], rec["value_b"],
         None if rec["shape_a"] is None else tuple(rec["shape_a"]),
         None if rec["shape_b"] is None else tuple(rec["shape_b"]),
-        rec.get("dtype_a"), rec.get("dtype_b"))
+        rec.get("dtype_a"), rec.get("dtype_b"), bool(rec.get("exact", False)))
     return Refuted(cex, seconds, cached=True)

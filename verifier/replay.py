@@ -2,9 +2,18 @@
 
 A z3 model is only a candidate: its exp, sums and the like are uninterpreted, so it may not be a
 real counterexample. A refutation stands only when both functions, run by the reference interpreter
-(`axon.interpreter.run_function`) at concrete dims on concrete inputs, differ at an output index by
-more than the dtype's comparison tolerance (times a margin). Inputs come first from the model (where
-it gives tensor values), then from several random seeds and value ranges.
+(`axon.interpreter.run_function`) at concrete dims on concrete inputs, differ at an output index:
+
+- dtype-faithfully, by more than the dtype's comparison tolerance times a margin (a difference
+  that survives the program's own rounding), or else
+- in the interpreter's exact mode (float64, no rounding to the program's dtypes: the real meaning
+  the proof is about), by more than float64 rounding can explain: a relative 1e-9 plus an
+  absolute slack that grows with the number of input elements and the largest constant of either
+  program (a cancelling sum of large terms). This confirms small real differences that bf16
+  rounding hides (two same-sign values 1% apart) or a misplaced 1e-6 epsilon.
+
+Inputs come first from the model (where it gives tensor values), then from several random seeds
+and value ranges. `confirms` re-checks a counterexample the same way (tests and the fuzzer use it).
 """
 
 from __future__ import annotations
@@ -16,7 +25,9 @@ import numpy as np
 from xdsl.dialects.func import FuncOp
 
 from axon.dialects.ax.dtypes import DTYPES
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.scalar import Call, Const
 from axon.interpreter import run_function
 
 #: random input ranges tried after the model's own values; positive ones keep log/sqrt defined
@@ -25,6 +36,12 @@ _SEEDS = (0, 1, 2)
 #: results differ "for real" only beyond this multiple of the dtype's tolerance
 _MARGIN = 50.0
 _MAX_ELEMENTS = 4096
+#: exact replays: the relative error float64 evaluation may have, and the absolute slack per input
+#: element and unit of the largest constant (see the module docstring)
+_EXACT_RTOL = 1e-9
+_EXACT_ATOL = 1e-9
+#: model inputs larger than this are not replayed exactly (cancellation could fake a difference)
+_EXACT_INPUT_BOUND = 1e3
 
 
 @dataclass(frozen=True)
@@ -37,6 +54,7 @@ class Replayed:
     index: tuple[int, ...]
     value_a: float
     value_b: float
+    exact: bool
 
 
 def shapes(func: FuncOp, sizes: Mapping[str, int]) -> list[tuple[int, ...]]:
@@ -56,19 +74,65 @@ def differs(x: float, y: float, dtype: str) -> bool:
     return abs(x - y) > atol + rtol * max(abs(x), abs(y))
 
 
-def _run(func: FuncOp, inputs: Sequence[np.ndarray], sizes: Mapping[str, int]
+def differs_exactly(x: float, y: float, slack: float) -> bool:
+    """Both finite and apart by more than float64 evaluation error (see the module docstring)."""
+    if not (np.isfinite(x) and np.isfinite(y)):
+        return False
+    return abs(x - y) > slack + _EXACT_RTOL * max(abs(x), abs(y))
+
+
+def exact_slack(a: FuncOp, b: FuncOp, inputs: Sequence[np.ndarray]) -> float:
+    """The absolute slack of an exact replay of `a` against `b` on `inputs`."""
+    elements = sum(int(np.size(x)) for x in inputs)
+    return _EXACT_ATOL * max(1, elements) * (1.0 + max(_largest_constant(a), _largest_constant(b)))
+
+
+def _largest_constant(func: FuncOp) -> float:
+    largest = 0.0
+    for op in func.walk():
+        if isinstance(op, TensorOp):
+            form = op.generic_form()
+            for expr in (form.body, form.finalize):
+                stack = [expr]
+                while stack:
+                    e = stack.pop()
+                    if isinstance(e, Const) and not isinstance(e.value, bool):
+                        largest = max(largest, abs(float(e.value)))
+                    elif isinstance(e, Call):
+                        stack.extend(e.args)
+    return largest
+
+
+def _run(func: FuncOp, inputs: Sequence[np.ndarray], sizes: Mapping[str, int], exact: bool
          ) -> list[np.ndarray] | None:
     try:
-        return [np.asarray(r, dtype=np.float64) for r in run_function(func, inputs, dict(sizes))]
+        with np.errstate(all="ignore"):
+            results = run_function(func, inputs, dict(sizes), exact=exact)
+        return [np.asarray(r, dtype=np.float64) for r in results]
     except Exception:  # an input the interpreter rejects is simply not a witness
         return None
 
 
+def confirms(a: FuncOp, b: FuncOp, sizes: Mapping[str, int], inputs: list[np.ndarray],
+             output: int, index: tuple[int, ...], exact: bool) -> bool:
+    """Do `a` and `b` differ at result #output[index] on these inputs, as a replay requires?"""
+    ra, rb = _run(a, inputs, sizes, exact), _run(b, inputs, sizes, exact)
+    if ra is None or rb is None or output >= min(len(ra), len(rb)):
+        return False
+    x, y = float(ra[output][index]), float(rb[output][index])
+    if exact:
+        return differs_exactly(x, y, exact_slack(a, b, inputs))
+    t = a.function_type.outputs.data[output]
+    assert isinstance(t, TensorType)
+    return differs(x, y, t.dtype)
+
+
 def _compare(a: FuncOp, b: FuncOp, inputs: list[np.ndarray], sizes: Mapping[str, int],
-             prefer: tuple[int, tuple[int, ...]] | None) -> Replayed | None:
-    ra, rb = _run(a, inputs, sizes), _run(b, inputs, sizes)
+             prefer: tuple[int, tuple[int, ...]] | None, exact: bool) -> Replayed | None:
+    ra, rb = _run(a, inputs, sizes, exact), _run(b, inputs, sizes, exact)
     if ra is None or rb is None or len(ra) != len(rb):
         return None
+    slack = exact_slack(a, b, inputs) if exact else 0.0
     dtypes: list[str] = []
     for t in a.function_type.outputs.data:
         assert isinstance(t, TensorType)
@@ -85,9 +149,19 @@ def _compare(a: FuncOp, b: FuncOp, inputs: list[np.ndarray], sizes: Mapping[str,
                 not 0 <= i < n for i, n in zip(ix, ra[k].shape, strict=False)):
             continue
         x, y = float(ra[k][ix]), float(rb[k][ix])
-        if differs(x, y, dtypes[k]):
-            return Replayed(dict(sizes), inputs, k, ix, x, y)
+        if differs_exactly(x, y, slack) if exact else differs(x, y, dtypes[k]):
+            return Replayed(dict(sizes), inputs, k, ix, x, y, exact)
     return None
+
+
+def _witness(a: FuncOp, b: FuncOp, inputs: list[np.ndarray], sizes: Mapping[str, int],
+             prefer: tuple[int, tuple[int, ...]] | None) -> Replayed | None:
+    """A difference on these inputs: dtype-faithful first, then exact (for bounded inputs)."""
+    found = _compare(a, b, inputs, sizes, prefer, exact=False)
+    if found is None and all(np.all(np.abs(np.asarray(x, dtype=np.float64))
+                                    <= _EXACT_INPUT_BOUND) for x in inputs):
+        found = _compare(a, b, inputs, sizes, prefer, exact=True)
+    return found
 
 
 def replay(a: FuncOp, b: FuncOp, sizes: Mapping[str, int],
@@ -98,7 +172,7 @@ def replay(a: FuncOp, b: FuncOp, sizes: Mapping[str, int],
     if any(n < 0 for s in shp for n in s) or sum(int(np.prod(s)) for s in shp) > _MAX_ELEMENTS:
         return None
     if model_inputs is not None:
-        found = _compare(a, b, model_inputs, sizes, prefer)
+        found = _witness(a, b, model_inputs, sizes, prefer)
         if found is not None:
             return found
     types = list(a.function_type.inputs.data)
@@ -114,7 +188,7 @@ def replay(a: FuncOp, b: FuncOp, sizes: Mapping[str, int],
                     inputs.append(rng.integers(-3, 4, s).astype(np.int32))
                 else:
                     inputs.append(rng.uniform(lo, hi, s))
-            found = _compare(a, b, inputs, sizes, prefer)
+            found = _witness(a, b, inputs, sizes, prefer)
             if found is not None:
                 return found
     return None
