@@ -27,7 +27,7 @@ ranges (`count` and the guards keep empty ranges at 0).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 
 from axon.dialects.form.intexpr import IntExpr
@@ -119,11 +119,31 @@ def _bool_int_exprs(b: Bool) -> list[IntExpr]:
 
 
 # ---- substitution --------------------------------------------------------------------------------
+#: results of `make_sum` and `subst` by their arguments' text. Fubini tries every nesting order,
+#: and renaming each candidate's binders re-normalizes its inner sums: without the memo, a sum of
+#: a product of four row sums repeats the same inner normalizations factorially often. Both are
+#: pure functions of their arguments (every term is keyed by its canonical text), so a hit is
+#: exact. Bounded: cleared when full.
+_MEMO_LIMIT = 100_000
+_sum_memo: dict[tuple[str, str, str, str, bool], Poly] = {}
+_subst_memo: dict[tuple[str, tuple[tuple[str, str], ...]], Poly] = {}
+
+
 def subst(p: Poly, env: Mapping[str, IntExpr]) -> Poly:
     """Replace free loop variables by integer expressions, re-normalizing everything."""
     if not env or not (p.free & env.keys()):
         return p
     tick()
+    key = (str(p), tuple(sorted((k, str(v)) for k, v in env.items() if k in p.free)))
+    hit = _subst_memo.get(key)
+    if hit is None:
+        if len(_subst_memo) >= _MEMO_LIMIT:
+            _subst_memo.clear()
+        hit = _subst_memo[key] = _subst(p, env)
+    return hit
+
+
+def _subst(p: Poly, env: Mapping[str, IntExpr]) -> Poly:
     out = T.ZERO
     for mono, c in p.terms:
         term = T.const(c)
@@ -142,11 +162,21 @@ def _sub_int(e: IntExpr, env: Mapping[str, IntExpr]) -> IntExpr:
     return e.substitute(env) if e.symbols() & env.keys() else e
 
 
-def _bound_env(var: str, env: Mapping[str, IntExpr]) -> dict[str, IntExpr]:
+def _bound_env(var: str, body: Poly, env: Mapping[str, IntExpr]
+               ) -> tuple[str, Poly, dict[str, IntExpr]]:
+    """The binder, body and environment to substitute under a binder of `var`, capture-free.
+
+    `var` is bound here, so it is not replaced inside. When a replacement mentions a variable
+    named `var` (a free variable of the surroundings that happens to share the canonical name),
+    substituting as is would bind it to this binder: the binder is first renamed to a fresh
+    variable (alpha-renaming, which never changes the value; the constructors canonicalize the
+    name again afterwards)."""
     inner = {k: v for k, v in env.items() if k != var}
     if any(var in v.symbols() for v in inner.values()):
-        raise AssertionError(f"capture of bound variable {var}")  # naming discipline prevents it
-    return inner
+        renamed = fresh()
+        body = subst(body, {var: IntExpr.sym(renamed)})  # fresh: nothing in body can capture it
+        var = renamed
+    return var, body, inner
 
 
 def subst_atom(a: T.Term, env: Mapping[str, IntExpr]) -> Poly:
@@ -166,15 +196,15 @@ def subst_atom(a: T.Term, env: Mapping[str, IntExpr]) -> Poly:
     if isinstance(a, Select):
         return T.select(subst_bool(a.cond, env), subst(a.a, env), subst(a.b, env))
     if isinstance(a, Sum):
-        inner = _bound_env(a.var, env)
-        return make_sum(a.var, _sub_int(a.lo, env), _sub_int(a.hi, env), subst(a.body, inner))
+        var, body, inner = _bound_env(a.var, a.body, env)
+        return make_sum(var, _sub_int(a.lo, env), _sub_int(a.hi, env), subst(body, inner))
     if isinstance(a, Prefix):
-        inner = _bound_env(a.var, env)
-        return make_prefix(a.var, subst(a.body, inner), _sub_int(a.at, env))
+        var, body, inner = _bound_env(a.var, a.body, env)
+        return make_prefix(var, subst(body, inner), _sub_int(a.at, env))
     if isinstance(a, Reduce):
-        inner = _bound_env(a.var, env)
-        return make_reduce(a.kind, a.var, _sub_int(a.lo, env), _sub_int(a.hi, env),
-                           subst(a.body, inner))
+        var, body, inner = _bound_env(a.var, a.body, env)
+        return make_reduce(a.kind, var, _sub_int(a.lo, env), _sub_int(a.hi, env),
+                           subst(body, inner))
     raise TypeError(f"unknown atom {a!r}")
 
 
@@ -248,6 +278,16 @@ def _lift_select(var: str, body: Poly, build: Callable[[Poly], Poly]) -> Poly | 
 def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = True) -> Poly:
     """Canonical sum over var in [lo, hi) of body (see the module docstring)."""
     tick()
+    key = (var, str(lo), str(hi), str(body), flatten)
+    hit = _sum_memo.get(key)
+    if hit is None:
+        if len(_sum_memo) >= _MEMO_LIMIT:
+            _sum_memo.clear()
+        hit = _sum_memo[key] = _make_sum(var, lo, hi, body, flatten)
+    return hit
+
+
+def _make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool) -> Poly:
     out = T.ZERO
     for mono, c in body.terms:
         indep = tuple((a, k) for a, k in mono if var not in a.free)
@@ -364,7 +404,13 @@ def make_prefix(var: str, body: Poly, at: IntExpr) -> Poly:
         if lifted is not None:
             out = out + outside * lifted
         else:
-            out = out + outside * T.atom(Prefix(var, T.monomial_poly(dep), at))
+            dep_body = T.monomial_poly(dep)
+            # the canonical binder name, so the prefix shares its z3 function with the sums of
+            # the same body (alpha-renaming: the name is not free in the body)
+            name = _binder_name(var, dep_body)
+            if name != var:
+                dep_body = subst(dep_body, {var: IntExpr.sym(name)})
+            out = out + outside * T.atom(Prefix(name, dep_body, at))
     return out
 
 
@@ -373,16 +419,30 @@ def _flattenable(a: T.Term, k: int, binders: set[str]) -> bool:
             and not ((T.loop_vars(a.lo) | T.loop_vars(a.hi)) & binders))
 
 
+def _local_names(avoid: set[str]) -> Iterator[str]:
+    """`$f0`, `$f1`, ... skipping the names in `avoid`.
+
+    Names for flattened binders that depend only on the term (unlike `fresh`), so normalizing
+    the same term twice does the same work and `make_sum`'s memo hits; `avoid` holds every loop
+    variable the term mentions, so no name can capture or be captured."""
+    for i in itertools.count():
+        name = f"{T.INTERNAL}f{i}"
+        if name not in avoid:
+            yield name
+
+
 def _multisum(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Poly:
     binders = [(var, lo, hi)]
     factors = list(dep)
+    mentioned = [lo, hi, *int_exprs(T.monomial_poly(dep))]
+    names = _local_names({var} | {v for e in mentioned for v in T.loop_vars(e)})
     changed = True
     while changed:
         changed = False
         for i, (a, k) in enumerate(factors):
             if _flattenable(a, k, {b[0] for b in binders}):
                 assert isinstance(a, Sum)
-                name = fresh()
+                name = next(names)
                 body = subst(a.body, {a.var: IntExpr.sym(name)})
                 binders.append((name, a.lo, a.hi))
                 (mono, _), = body.terms
@@ -412,9 +472,14 @@ def _nested(order: list[tuple[str, IntExpr, IntExpr]], factors: list[tuple[T.Ter
 
 
 def _shift_candidates(var: str, body: Poly) -> list[IntExpr]:
-    """Shifts s such that substituting var := var - s makes an occurrence a*var + R read a*var."""
+    """Shifts s such that substituting var := var - s makes an occurrence a*var + R read a*var.
+
+    s may mention only variables free in the body (outer ones, fixed over the whole range): an
+    occurrence inside an inner reduction may read var + k with k bound there, and shifting by k
+    would move k out of its binder (a capture that leaves k dangling in the bounds)."""
     seen: dict[str, IntExpr] = {}
     v = IntExpr.sym(var)
+    outer = body.free - {var}
     for e in int_exprs(body):
         if var not in e.symbols() or not e.is_affine_in([var]):
             continue
@@ -426,13 +491,26 @@ def _shift_candidates(var: str, body: Poly) -> list[IntExpr]:
         if var in rest.symbols() or any(c % a for _, c in rest.terms):
             continue
         s = IntExpr(tuple((m, c // a) for m, c in rest.terms))
-        seen.setdefault(str(s), s)
+        if T.loop_vars(s) <= outer:
+            seen.setdefault(str(s), s)
     return list(seen.values()) or [IntExpr.const(0)]
+
+
+def _binder_name(var: str, body: Poly) -> str:
+    """The canonical name of a binder of `var` over `body`: `$b<height>`, inner binders being
+    lower. If a free variable of the body already has that name (an outer binder whose height
+    went stale after a rewrite), the next free height is taken: renaming the binder to a name
+    the body uses freely would capture that variable."""
+    h = height(body)
+    taken = body.free - {var}
+    while f"{T.INTERNAL}b{h}" in taken:
+        h += 1
+    return f"{T.INTERNAL}b{h}"
 
 
 def _canonical_sum(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Sum:
     body = T.monomial_poly(tuple(sorted(dep, key=lambda f: f[0].key)))
-    name = f"{T.INTERNAL}b{height(body)}"
+    name = _binder_name(var, body)
     best: Sum | None = None
     for s in _shift_candidates(var, body):
         moved = subst(body, {var: IntExpr.sym(name) - s}) if (var != name or s.terms) else body
@@ -452,7 +530,7 @@ def make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Po
     lifted = _lift_select(var, body, lambda b: make_reduce(kind, var, lo, hi, b))
     if lifted is not None:
         return lifted
-    name = f"{T.INTERNAL}b{height(body)}"
+    name = _binder_name(var, body)
     best: Reduce | None = None
     for s in _shift_candidates(var, body):
         moved = subst(body, {var: IntExpr.sym(name) - s}) if (var != name or s.terms) else body
