@@ -32,6 +32,10 @@ from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 
+#: memo of `TensorOp.meaning`, cleared whole when full (a simple bound on memory)
+_MEANINGS: dict[tuple[Any, ...], Semantics] = {}
+_MEANINGS_LIMIT = 1 << 14
+
 
 @dataclass(frozen=True)
 class Semantics:
@@ -119,7 +123,17 @@ class TensorOp(IRDLOperation):
         return [_tensor_type(v, i, type(self)) for i, v in enumerate(self.operands)]
 
     def meaning(self) -> Semantics:
-        return type(self).semantics(self.tensor_types(), self.attrs())
+        """The op's semantics for its current operand types and properties (memoized on them:
+        they are all immutable attributes, and deriving a form re-runs shape inference)."""
+        key = (type(self), tuple(v.type for v in self.operands),
+               tuple(sorted((k, v) for k, v in self.properties.items() if k in self.ATTRS)))
+        hit = _MEANINGS.get(key)
+        if hit is None:
+            hit = type(self).semantics(self.tensor_types(), self.attrs())
+            if len(_MEANINGS) >= _MEANINGS_LIMIT:
+                _MEANINGS.clear()
+            _MEANINGS[key] = hit
+        return hit
 
     def generic_form(self) -> GenericForm:
         """The generic form of this op instance."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Union
 
 IntLike = Union["IntExpr", int, str]
@@ -303,8 +304,12 @@ class IntExprSyntaxError(ValueError):
     """Raised for malformed integer-expression text; the message names the offending token."""
 
 
+@lru_cache(maxsize=1 << 16)
 def parse_int_expr(text: str) -> IntExpr:
-    """Parse `M*N`, `2*i + 1`, `(K + 3) floordiv 4`, `min(i, N)`, ... into an IntExpr."""
+    """Parse `M*N`, `2*i + 1`, `(K + 3) floordiv 4`, `min(i, N)`, ... into an IntExpr.
+
+    Memoized: types hold their dims as text and are read far more often than written, and an
+    IntExpr is immutable, so the same text may always give the same object."""
     tokens = [(m.group(1) or m.group(2) or m.group(3)) for m in _TOKEN.finditer(text)
               if (m.group(1) or m.group(2) or m.group(3))]
     pos = 0
