@@ -29,6 +29,7 @@ from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.scalar import Call, Const
 from axon.interpreter import run_function
+from axon.verifier.budget import OutOfTime, expired
 
 #: random input ranges tried after the model's own values; positive ones keep log/sqrt defined
 _RANGES = ((-2.0, 2.0), (0.25, 2.0), (-1.0, 1.0), (0.5, 1.5))
@@ -157,6 +158,8 @@ def _compare(a: FuncOp, b: FuncOp, inputs: list[np.ndarray], sizes: Mapping[str,
 def _witness(a: FuncOp, b: FuncOp, inputs: list[np.ndarray], sizes: Mapping[str, int],
              prefer: tuple[int, tuple[int, ...]] | None) -> Replayed | None:
     """A difference on these inputs: dtype-faithful first, then exact (for bounded inputs)."""
+    if expired():
+        raise OutOfTime("the query's time budget ran out while replaying counterexamples")
     found = _compare(a, b, inputs, sizes, prefer, exact=False)
     if found is None and all(np.all(np.abs(np.asarray(x, dtype=np.float64))
                                     <= _EXACT_INPUT_BOUND) for x in inputs):
