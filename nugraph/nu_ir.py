@@ -16,19 +16,22 @@ referenced before its definition (the region is a graph region, see dialects/nu.
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import FunctionType, IntAttr, StringAttr
+from dataclasses import replace
+
+from xdsl.dialects.builtin import FileLineColLoc, FunctionType, IntAttr, StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from axon.dialects import nu
 from axon.dialects.ax import TensorOp
-from axon.nugraph.convert import Imported
+from axon.nugraph.admission import prove_and_record
+from axon.nugraph.convert import ConvertError, Imported
 from axon.nugraph.eclass import ENode
-from axon.nugraph.egraph import EGraph, Proof
+from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
 from axon.nugraph.ops import op_class
-
-_READ_BACK = "read-back"
-"""The reason recorded for unions read back from printed IR (the printed graph was verified)."""
+from axon.nugraph.prover import NumericRejection, Prover
+from axon.nugraph.term import Child, Term
+from axon.verifier import Refuted, Unknown
 
 
 def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = None) -> FuncOp:
@@ -94,12 +97,16 @@ def _class_order(g: EGraph) -> list[int]:
     return order
 
 
-def read_graph(func_op: FuncOp) -> tuple[EGraph, Imported]:
+def read_graph(func_op: FuncOp, prover: Prover | None = None) -> tuple[EGraph, Imported]:
     """Rebuild an EGraph from a function holding one `nu.graph` (the inverse of graph_function).
 
-    The proofs table is read back as records whose text is the printed summary; the e-nodes of
-    one printed class are merged under the reason "read-back" (the printed graph verified).
+    The printed graph is untrusted: its `nu.proof` marks and proofs table are claims, not proofs.
+    Each class is defined by one e-node (`_defining_nodes`); every other e-node of the class is
+    re-proved equal to that definition with `prover` (`_admit_member`). A proved e-node is
+    justified by its fresh proof; the table's entries are kept only where they justify a defining
+    e-node. GraphReadError, located at the offending op, when a membership is not proved.
     """
+    prover = prover or Prover()
     block = func_op.body.blocks.first
     assert block is not None
     graph = next(op for op in block.ops if isinstance(op, nu.GraphOp))
@@ -110,47 +117,185 @@ def read_graph(func_op: FuncOp) -> tuple[EGraph, Imported]:
     params = [g.add_input(arg.name_hint or f"arg{i}", arg.type, i)  # type: ignore[arg-type]
               for i, arg in enumerate(block.args)]
     classes = [op for op in graph.body.block.ops if isinstance(op, nu.ClassOp)]
-    # a class is known once one of its nodes has known children; iterate to a fixed point
-    class_id: dict[SSAValue, int] = {}
-    pending = list(classes)
-    while pending:
-        progressed = False
-        for cls_op in list(pending):
-            for v in cls_op.nodes:
-                owner = v.owner
-                if not isinstance(owner, TensorOp):
-                    index = list(block.args).index(v)  # type: ignore[arg-type]
-                    _merge_into(g, class_id, cls_op, params[index])
-                    continue
-                if all(o in class_id for o in owner.operands):
-                    node = ENode.make(owner.name, owner.attrs(),
-                                      tuple(class_id[o] for o in owner.operands))
-                    proof = owner.attributes[nu.PROOF_ATTR]
-                    assert isinstance(proof, StringAttr)
-                    c = g.add(node, proof.data)
-                    _merge_into(g, class_id, cls_op, c)
-            if cls_op.result in class_id:
-                pending.remove(cls_op)
-                progressed = True
-        if not progressed:
-            raise ValueError("nu.graph has a class none of whose e-nodes can be built")
+    defining = _defining_nodes(classes, block)
+    defs = _Definitions(g)
+    for cls_op, v in defining:
+        defs.define(cls_op, v, params[list(block.args).index(v)]  # type: ignore[arg-type]
+                    if not isinstance(v.owner, TensorOp) else None)
+    for cls_op, v in defining:
+        for other in cls_op.nodes:
+            if other is not v:
+                _admit_member(g, prover, defs, cls_op, v, other)
+    cited = {g.justification[n] for c in g.class_ids() for n in g.class_nodes(c)}
+    for pid in [p for p, proof in g.proofs.items() if proof.recorded and p not in cited]:
+        del g.proofs[pid]
     g.rebuild()
     terminator = graph.body.block.last_op
     assert isinstance(terminator, nu.YieldOp)
-    results = [g.find(class_id[v]) for v in terminator.values]
+    results = [g.find(defs.class_id[v]) for v in terminator.values]
     names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(block.args)]
     return g, Imported(func_op.sym_name.data, params, names, results)
 
 
-def _merge_into(g: EGraph, class_id: dict[SSAValue, int], cls_op: nu.ClassOp, c: int) -> None:
-    known = class_id.get(cls_op.result)
-    if known is None:
-        class_id[cls_op.result] = c
-    elif g.find(known) != g.find(c):
-        if _READ_BACK not in g.proofs:
-            g.record_proof(Proof(_READ_BACK, "read back", "", "", "as printed", 0.0,
-                                 recorded="classes as printed in nu IR"))
-        g.union(g.class_nodes(known)[0], g.class_nodes(c)[0], _READ_BACK)
-        class_id[cls_op.result] = g.find(known)
+class GraphReadError(ConvertError):
+    """A printed `nu.graph` that does not check: a class with no definable e-node, or an e-node
+    not proved equal to its class. The message starts with the op's location when it has one."""
 
 
+def _is_input(v: SSAValue) -> bool:
+    """A parameter, or an e-node marked as part of the input program."""
+    if not isinstance(v.owner, TensorOp):
+        return True
+    proof = v.owner.attributes.get(nu.PROOF_ATTR)
+    return isinstance(proof, StringAttr) and proof.data == INPUT_PROOF
+
+
+def _defining_nodes(classes: list[nu.ClassOp], block: Block) -> list[tuple[nu.ClassOp, SSAValue]]:
+    """One defining e-node per class, children's classes defined first (so the definitions form a
+    DAG): a class's first input e-node, or, for a class with none (made by a move), its first
+    e-node whose children are already defined."""
+    defined: set[SSAValue] = set()
+    order: list[tuple[nu.ClassOp, SSAValue]] = []
+    pending = list(classes)
+    while pending:
+        progressed = False
+        for cls_op in list(pending):
+            inputs = [v for v in cls_op.nodes if _is_input(v)]
+            for v in inputs[:1] or list(cls_op.nodes):
+                owner = v.owner
+                if not isinstance(owner, TensorOp) and v not in block.args:
+                    raise GraphReadError(_located(cls_op, f"{_class_name(cls_op)}: operand "
+                                                  f"{_node_name(v)} is neither an e-node of the "
+                                                  "graph nor a parameter of the function"))
+                if not isinstance(owner, TensorOp) or all(o in defined for o in owner.operands):
+                    order.append((cls_op, v))
+                    defined.add(cls_op.result)
+                    pending.remove(cls_op)
+                    progressed = True
+                    break
+        if not progressed:
+            cls_op = pending[0]
+            raise GraphReadError(_located(cls_op, f"{_class_name(cls_op)}: no e-node of the class "
+                                          "can define it (each reads a class that is not defined "
+                                          "without it)"))
+    return order
+
+
+class _Definitions:
+    """The printed classes read so far: each one's class in the graph and its defining e-node,
+    through which a class is expanded into the value it denotes."""
+
+    def __init__(self, g: EGraph) -> None:
+        self.g = g
+        self.class_id: dict[SSAValue, int] = {}
+        self.node: dict[SSAValue, tuple[ENode, tuple[SSAValue, ...]] | None] = {}
+
+    def define(self, cls_op: nu.ClassOp, v: SSAValue, param: int | None) -> None:
+        """Add the defining e-node `v` (no proof needed: it is what its class means), or the
+        parameter class `param`."""
+        if param is not None:
+            self.class_id[cls_op.result], self.node[cls_op.result] = param, None
+            return
+        assert isinstance(v.owner, TensorOp)
+        node = self.enode(v.owner)
+        self.class_id[cls_op.result] = self.g.add(node, _cited(v.owner))
+        self.node[cls_op.result] = (node, tuple(v.owner.operands))
+
+    def enode(self, op: TensorOp) -> ENode:
+        return ENode.make(op.name, op.attrs(), tuple(self.g.find(self.class_id[o])
+                                                     for o in op.operands))
+
+    def expand(self, cls: SSAValue, depth: int) -> Child:
+        """The class's value with `depth` levels of defining e-nodes unfolded (parameters and the
+        classes at that depth stay classes)."""
+        definition = self.node[cls]
+        if definition is None or depth == 0:
+            return self.class_id[cls]
+        node, operands = definition
+        return Term(node.op, node.attrs, tuple(self.expand(o, depth - 1) for o in operands))
+
+
+def _admit_member(g: EGraph, prover: Prover, defs: _Definitions, cls_op: nu.ClassOp,
+                  defining: SSAValue, other: SSAValue) -> None:
+    """Prove e-node `other` equal to its class's defining e-node and merge it in on that proof.
+
+    The claim is over the parameters: both sides unfolded through defining e-nodes all the way.
+    When the solver cannot decide it in time, shallower unfoldings are tried, one level at a
+    time: a move's proof compared a consumer over its producers with a small term, so a shallow
+    claim often states it again, and one over more free classes is only stronger. A refutation
+    of the full claim is final (every shallower claim is stronger, hence false too).
+    """
+    owner = other.owner
+    if not isinstance(owner, TensorOp) or defs.node[cls_op.result] is None:
+        # the prover compares op terms; a parameter is not one, and no move makes this
+        raise GraphReadError(_located(cls_op, f"{_class_name(cls_op)}: a parameter's class holds "
+                                      f"another e-node ({_node_name(other)} with "
+                                      f"{_node_name(defining)}); that is not re-provable"))
+    node = defs.enode(owner)
+
+    def claim(depth: int) -> tuple[Term, Term]:
+        original = defs.expand(cls_op.result, depth)
+        assert isinstance(original, Term)
+        return original, Term(node.op, node.attrs, tuple(defs.expand(o, depth - 1)
+                                                         for o in owner.operands))
+
+    full = len(defs.node)  # deeper than any chain of definitions: everything unfolded
+    original, candidate = claim(full)
+    verdict, pid = prove_and_record(g, prover, "read-back", original, candidate,
+                                    extra_leaves=True)
+    depth = 1
+    while pid is None and isinstance(verdict, Unknown) and claim(depth) != (original, candidate):
+        _, pid = prove_and_record(g, prover, "read-back", *claim(depth), extra_leaves=True)
+        depth += 1
+    why = _why(verdict)
+    if pid is None and isinstance(verdict, NumericRejection):
+        # the numeric test only rejects: the solver alone decides, and may give a counterexample
+        solver, pid = prove_and_record(g, replace(prover, numeric_test=False), "read-back",
+                                       original, candidate, extra_leaves=True)
+        if isinstance(solver, Refuted):
+            why = _why(solver)
+        else:
+            why = f"refuted by a numeric test on random inputs (the solver: {_why(solver)})"
+    if pid is None:
+        raise GraphReadError(_located(owner, f"{_class_name(cls_op)}: {_node_name(other)} is not "
+                                      f"proved equal to its class (defined by "
+                                      f"{_node_name(defining)}): {why}"))
+    g.add(node, pid)
+    nid = g.node_id(node)
+    assert nid is not None
+    g.union(g.class_nodes(defs.class_id[cls_op.result])[0], nid, pid)
+
+
+def _cited(op: Operation) -> str:
+    """The `nu.proof` an e-node op carries (the dialect verifier checks it names a proof)."""
+    proof = op.attributes.get(nu.PROOF_ATTR)
+    if not isinstance(proof, StringAttr):
+        raise GraphReadError(_located(op, f"e-node '{op.name}' has no '{nu.PROOF_ATTR}'"))
+    return proof.data
+
+
+def _class_name(cls_op: nu.ClassOp) -> str:
+    hint = cls_op.result.name_hint
+    return f"nu.class %{hint}" if hint else "nu.class"
+
+
+def _node_name(v: SSAValue) -> str:
+    if isinstance(v.owner, TensorOp):
+        return f"e-node '{v.owner.name}' ({nu.PROOF_ATTR} = \"{_cited(v.owner)}\")"
+    return f"parameter %{v.name_hint}" if v.name_hint else "a parameter"
+
+
+def _why(verdict: object) -> str:
+    if isinstance(verdict, Refuted):
+        return f"refuted: {verdict.counterexample}"
+    reason = getattr(verdict, "reason", "")
+    return f"{getattr(verdict, 'verdict', 'not proved')}: {reason}" if reason else \
+        getattr(verdict, "verdict", "not proved")
+
+
+def _located(op: Operation, message: str) -> str:
+    """`file:line:col: error: message` when `op` was parsed from a file, else the message."""
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}: error: {message}"
+    return message

@@ -69,10 +69,15 @@ class Session:
         return Session(g, imported, choice, cost or RooflineCost())
 
     @staticmethod
-    def from_graph_function(func_op: FuncOp, cost: NodeCost | None = None) -> Session:
+    def from_graph_function(func_op: FuncOp, cost: NodeCost | None = None,
+                            prover: Prover | None = None) -> Session:
         """A session over a function holding a `nu.graph` (printed by `graph_ir` or by
-        `build-nugraph`); its input program is the `input` e-nodes."""
-        g, imported = read_graph(func_op)
+        `build-nugraph`); its input program is the `input` e-nodes.
+
+        The printed graph is not trusted: every class membership is re-proved with `prover` (pass
+        the one the session will run with, to share its timeout and cache); GraphReadError (a
+        ConvertError) when one is not proved."""
+        g, imported = read_graph(func_op, prover)
         choice = {}
         for c in g.class_ids():
             inputs = [n for n in g.class_nodes(c) if g.justification[n] == INPUT_PROOF]

@@ -53,11 +53,13 @@ from xdsl.utils.exceptions import DiagnosticException
 from axon.dialects import nu
 from axon.nugraph.convert import ConvertError
 from axon.nugraph.cost import RooflineCost
-from axon.nugraph.device_profiles import PROFILES
 from axon.nugraph.egraph import EGraph
+from axon.nugraph.nu_ir import GraphReadError
 from axon.nugraph.propagate import Progress
+from axon.nugraph.prover import Prover
 from axon.nugraph.runner import Budget, Report
 from axon.nugraph.session import Checked, Session
+from axon.targets.profiles import profile_names
 
 EMITS = ("best", "graph", "top-k")
 
@@ -84,22 +86,27 @@ class PropagatePass(ModulePass):
         if self.emit not in EMITS:
             raise DiagnosticException(f"propagate: emit={self.emit!r} is not one of "
                                       f"{', '.join(EMITS)}")
-        if self.device not in PROFILES:
+        if self.device not in profile_names():
             raise DiagnosticException(f"propagate: unknown device {self.device!r}; known: "
-                                      f"{', '.join(PROFILES)}")
+                                      f"{', '.join(profile_names())}")
         sizes = _parse_sizes(self.sizes)
         budget = Budget(self.max_iterations, self.max_nodes, self.time_limit,
                         self.proof_timeout_ms)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
             cost = RooflineCost(self.device, sizes)
+            # one prover reads a printed graph back (re-proving it) and grows it: one cache
+            prover = Prover(timeout_ms=budget.proof_timeout_ms)
             try:
                 if any(isinstance(o, nu.GraphOp) for o in func_op.walk()):
-                    session = Session.from_graph_function(func_op, cost)
+                    session = Session.from_graph_function(func_op, cost, prover)
                 else:
                     session = Session.from_function(func_op, cost)
+            except GraphReadError as err:
+                raise DiagnosticException(str(err)) from None
             except ConvertError as err:
                 raise DiagnosticException(f"propagate: {err}") from None
-            report = session.run(budget, progress=_progress(func_op) if self.report else None)
+            report = session.run(budget, prover,
+                                 progress=_progress(func_op) if self.report else None)
             emitted = (session.checked_top_k(self.top_k) if self.emit == "top-k"
                        else [session.checked_best()])
             best = emitted[0].extraction
