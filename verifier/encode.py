@@ -9,7 +9,8 @@
   prefix function P_B per canonical body (arguments: the point and B's free loop variables).
   Every P_B with P_B(n) = sum over [0, n) of B exists (signed below 0), so this holds for every
   extent. Ground instances of P_B(0) = 0 and P_B(e) = P_B(e - 1) + B(e - 1) at the points that
-  occur close telescoping sums; a sum of positive terms over a nonempty range is positive;
+  occur close telescoping sums (and every point of a range of constant length <= 8, which spells
+  such a sum out); a sum of positive terms over a nonempty range is positive;
 - max / min / mul reductions are uninterpreted per canonical body, applied to (lo, hi, free...).
 
 No quantifiers are asserted, so every axiom is a ground instance of a true fact.
@@ -25,6 +26,10 @@ import z3
 from axon.dialects.form.intexpr import Atom as IntAtom
 from axon.dialects.form.intexpr import IntExpr
 from axon.verifier import terms as T
+
+#: sums over ranges of constant length up to this get the step instances of every point of the
+#: range, so a sum over 3 columns meets x[:, 0] + x[:, 1] + x[:, 2]
+UNROLL = 8
 
 
 @dataclass
@@ -146,6 +151,12 @@ class Encoder:
         if isinstance(a, T.Sum):
             lo, hi = self.int_expr(a.lo, env), self.int_expr(a.hi, env)
             diff = self._prefix(a.var, a.body, hi, env) - self._prefix(a.var, a.body, lo, env)
+            extent = a.hi - a.lo
+            if extent.is_const and 1 < extent.value <= UNROLL:
+                # a short range of constant length: applications at the points between lo and
+                # hi, whose step instances (`close`) spell the sum out term by term
+                for k in range(1, extent.value):
+                    self._prefix(a.var, a.body, z3.simplify(lo + k), env)
             if _positive(a.body):
                 self._axiom(f"pos {_ids(lo, hi, diff)}", z3.Implies(lo < hi, diff > 0))
             return z3.If(lo < hi, diff, z3.RealVal(0, self.ctx))

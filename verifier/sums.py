@@ -18,15 +18,22 @@
 - select lifting: a select whose condition does not mention `var` leaves the sum (and max / min /
   mul reductions, and prefixes): sum_k f(sel(c, a, b)) = sel(c, sum_k f(a), sum_k f(b)), since c
   has one value for the whole range. A concat read inside a contraction (x @ concat(w1, w2)) then
-  meets the concat of the contractions (concat(x @ w1, x @ w2)).
+  meets the concat of the contractions (concat(x @ w1, x @ w2));
+- range splitting: a select on `var < m` splits the range at m (`_split_range`), so a sum or
+  max over a concat is the sum or max of the parts and a masked (causal) row sum is a sum over
+  the unmasked range;
+- max / min order rules on nonempty ranges (`_order_reduce`): terms free of var move out
+  (max(x + c) = max(x) + c), positive scales move out and negative ones turn max into min.
 
 Each step is an identity of finite sums over the integers, valid for every extent including empty
-ranges (`count` and the guards keep empty ranges at 0).
+ranges (`count` and the guards keep empty ranges at 0); the max / min rules hold on nonempty
+ranges and are guarded by lo < hi where that is not evident. Substitution is capture-avoiding.
 """
 
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 
@@ -301,6 +308,11 @@ def _make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool) -> 
         if lifted is not None:
             out = out + outside * lifted
             continue
+        split = _split_range(var, lo, hi, T.monomial_poly(dep),
+                             lambda a, b, p: make_sum(var, a, b, p, flatten), operator.add)
+        if split is not None:
+            out = out + outside * split
+            continue
         exchanged = _exchange_triangle(var, lo, hi, dep)
         if exchanged is not None:
             out = out + outside * exchanged
@@ -526,10 +538,19 @@ def _canonical_sum(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Sum:
 
 def make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Poly:
     """max / min / mul over var in [lo, hi) of body: selects lifted, shifted and renamed like
-    sums."""
+    sums; max / min also move terms and positive factors free of var out and split their range
+    at a select on var (`_order_reduce`)."""
     lifted = _lift_select(var, body, lambda b: make_reduce(kind, var, lo, hi, b))
     if lifted is not None:
         return lifted
+    if kind in ("max", "min"):
+        rewritten = _order_reduce(kind, var, lo, hi, body)
+        if rewritten is not None:
+            return _nonempty_or(lo, hi, rewritten, lambda: _reduce_atom(kind, var, lo, hi, body))
+    return _reduce_atom(kind, var, lo, hi, body)
+
+
+def _reduce_atom(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Poly:
     name = _binder_name(var, body)
     best: Reduce | None = None
     for s in _shift_candidates(var, body):
@@ -539,6 +560,111 @@ def make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Po
             best = cand
     assert best is not None
     return T.atom(best)
+
+
+def _nonempty_or(lo: IntExpr, hi: IntExpr, p: Poly, empty: Callable[[], Poly]) -> Poly:
+    """p where lo < hi, `empty()` otherwise (no guard when lo < hi is evident).
+
+    The max / min rules below are identities of nonempty ranges only: the verifier leaves the
+    max of an empty range unspecified (the interpreter's -inf is not a real), so there the
+    reduction keeps its own atom."""
+    if T.nonneg(hi - lo - 1):
+        return p
+    return T.select(T.icompare("lt", lo - hi), p, empty())
+
+
+def _le(x: IntExpr, y: IntExpr) -> Bool:
+    """x <= y, constant where sizes >= 1 and output indices >= 0 settle it."""
+    if T.nonneg(y - x):
+        return T.TRUE
+    if T.nonneg(x - y - 1):
+        return T.FALSE
+    return T.icompare("le", x - y)
+
+
+def _order_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Poly | None:
+    """max / min over a nonempty range [lo, hi), rewritten by one order identity, or None:
+
+    - shift: red(D + I) = red(D) + I for the terms I free of var (adding a constant preserves
+      order, so the maximizer of D + I maximizes D);
+    - scale: red(g P D) = g P red'(D) for the leading coefficient g of D (and, for a single
+      monomial, its factors P free of var and known positive): multiplying by g P > 0 preserves
+      order, by g P < 0 reverses it, so red' is red for g > 0 and the other one for g < 0;
+    - split: for a select s on `var < m` (an integer comparison with var's coefficient +-1, m
+      free of var), red over [lo, hi) is red over [lo, m) of body[s := below] combined (max or
+      min) with red over [m, hi) of body[s := above] when lo < m < hi (the max of a union of
+      nonempty sets is the max of their maxes), and the reduction of one side over all of
+      [lo, hi) when m <= lo or hi <= m, where the select has one value on the whole range.
+
+    The caller guards the result with lo < hi."""
+    indep = Poly(tuple((m, c) for m, c in body.terms if var not in _mono_free(m)))
+    dep = body - indep
+    if not dep.terms:
+        return indep
+    if indep.terms:
+        return indep + make_reduce(kind, var, lo, hi, dep)
+    lead = dep.terms[0][1]
+    positive: list[tuple[T.Term, int]] = []
+    if len(dep.terms) == 1:
+        positive = [(a, k) for a, k in dep.terms[0][0]
+                    if var not in a.free and T.known_positive(a)]
+    if lead != 1 or positive:
+        scale = T.monomial_poly(tuple(positive), lead)
+        other = kind if lead > 0 else {"max": "min", "min": "max"}[kind]
+        rest = Poly(tuple((tuple(f for f in m if f not in positive), c / lead)
+                          for m, c in dep.terms))
+        return scale * make_reduce(other, var, lo, hi, rest)
+    return _split_range(var, lo, hi, body, lambda a, b, p: make_reduce(kind, var, a, b, p),
+                        lambda x, y: T.apply(kind, x, y))
+
+
+def _split_range(var: str, lo: IntExpr, hi: IntExpr, body: Poly,
+                 reduce: Callable[[IntExpr, IntExpr, Poly], Poly],
+                 combine: Callable[[Poly, Poly], Poly]) -> Poly | None:
+    """The reduction of body over [lo, hi) split at a select s of body on `var < m`:
+    sel(m <= lo, R(lo, hi, above), sel(hi <= m, R(lo, hi, below),
+    combine(R(lo, m, below), R(m, hi, above)))), where below / above are body with s replaced
+    by the branch that holds for var < m / var >= m; None when body has no such select.
+
+    On [lo, hi) with m <= lo (or hi <= m) the select has one value throughout; otherwise
+    lo < m < hi and the range is the union of two nonempty ranges, on each of which the select
+    has one value. For sums every case also holds on empty ranges (all are 0); max / min callers
+    guard with lo < hi. Each split removes one select atom, so repeated splitting ends."""
+    for a in sorted(body.atoms(), key=lambda t: t.key):
+        if not isinstance(a, Select):
+            continue
+        point = _split_point(a.cond, var)
+        if point is None:
+            continue
+        m, below_true = point
+        below = replace_atom(body, a, a.a if below_true else a.b)
+        above = replace_atom(body, a, a.b if below_true else a.a)
+        both = combine(reduce(lo, m, below), reduce(m, hi, above))
+        return T.select(_le(m, lo), reduce(lo, hi, above),
+                        T.select(_le(hi, m), reduce(lo, hi, below), both))
+    return None
+
+
+def _mono_free(mono: Monomial) -> frozenset[str]:
+    return frozenset(v for a, _ in mono for v in a.free)
+
+
+def _split_point(cond: Bool, var: str) -> tuple[IntExpr, bool] | None:
+    """(m, t) when `cond` is an integer comparison that holds exactly for var < m (t = True)
+    or exactly for var >= m (t = False), m free of var; else None."""
+    if cond.op != "icmp" or cond.args[0] != "le":
+        return None
+    e = cond.args[1]
+    assert isinstance(e, IntExpr)
+    v = IntExpr.sym(var)
+    for a in (1, -1):
+        rest = e - v * a
+        if var in rest.symbols():
+            continue
+        if a == 1:  # var + rest <= 0  <=>  var < 1 - rest
+            return IntExpr.const(1) - rest, True
+        return rest, False  # -var + rest <= 0  <=>  var >= rest
+    return None
 
 
 __all__ = ["Fraction", "count", "fresh", "make_prefix", "make_reduce", "make_sum", "subst",

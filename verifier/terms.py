@@ -8,9 +8,11 @@ numbers, uninterpreted scalar functions, selects, sums, prefix sums and other re
 Every constructor returns a canonical form, so two terms that normalize alike print alike; the z3
 encoder (`encode.py`) maps equal texts to equal z3 terms. All rewrites here are sound identities of
 real arithmetic (with exp > 0 and sizes >= 1): distribution, exp(a + b) = exp(a) * exp(b),
-exp(-a) = 1 / exp(a), log(exp(a)) = a, linearity of sums, reordering of independent finite sums,
-shifting a bound variable, and splitting a sum whose bounds move with an outer index into prefix
-differences (the telescoping that tiling and blocked cumsum need). Sums are built in `sums.py`.
+exp(-a) = 1 / exp(a), log(exp(a)) = a, log(c * prod a_i^k) = log(c) + sum k log(a_i) for c > 0
+and factors known positive, trunc(n) = n for integers n, linearity of sums, reordering of
+independent finite sums, shifting a bound variable, and splitting a sum whose bounds move with
+an outer index into prefix differences (the telescoping that tiling and blocked cumsum need).
+Sums are built in `sums.py`.
 
 Variable naming: size symbols are the program's names, which are identifiers (checked where a
 program enters the verifier, `inline.check_size_name`); the verifier's own loop variables start
@@ -335,9 +337,18 @@ def nonneg(expr: IntExpr) -> bool:
     """True when `expr >= 0` follows from sizes >= 1 and output indices >= 0 alone.
 
     Only those variables (not bound variables, which may range over negatives after a shift)
-    count as nonnegative; floordiv/mod/min/max of nonnegatives are nonnegative.
+    count as nonnegative; floordiv/mod/min/max of nonnegatives are nonnegative. A monomial of
+    size symbols alone is >= 1, so it may pay for a negative constant (`N - 1`, `M*N - 1`).
     """
-    return all(c >= 0 and all(_nonneg_atom(a) for a in mono) for mono, c in expr.terms)
+    low = Fraction(0)
+    for mono, c in expr.terms:
+        if not mono:
+            low += c
+        elif c < 0 or not all(_nonneg_atom(a) for a in mono):
+            return False
+        elif all(a.kind == "sym" and not is_loop_var(a.name) for a in mono):
+            low += c
+    return low >= 0
 
 
 def _nonneg_atom(a: IntAtom) -> bool:
@@ -385,14 +396,42 @@ def exp(p: Poly) -> Poly:
     return out
 
 
+def known_positive(a: Term) -> bool:
+    """Atoms that are > 0 wherever they are evaluated: exp, size symbols (>= 1), a sum of a
+    monomial of such atoms (with its positive coefficient) over a range evidently nonempty, and
+    the reciprocal of such a monomial."""
+    if known_nonzero(a):
+        return True
+    if isinstance(a, Sum) and nonneg(a.hi - a.lo - 1):
+        return _positive_monomial(a.body)
+    if isinstance(a, Fn) and a.fn == "inv":  # 1/p > 0 for p > 0
+        return _positive_monomial(a.args[0])
+    return False
+
+
+def _positive_monomial(p: Poly) -> bool:
+    if len(p.terms) != 1:
+        return False
+    (mono, c), = p.terms
+    return c > 0 and all(known_positive(x) for x, _ in mono)
+
+
 def log(p: Poly) -> Poly:
-    """log(prod exp(m_i)^k_i) = sum k_i m_i; any other argument stays uninterpreted."""
+    """log(c * prod a_i^k_i) = log(c) + sum k_i log(a_i) when c > 0 and every a_i is known
+    positive (the product rule of log holds for positive factors only), with log(exp(m)) = m;
+    any other argument stays uninterpreted."""
     if len(p.terms) == 1:
         (mono, c), = p.terms
-        if c == 1 and mono:
-            exps = [(a.args[0], k) for a, k in mono if isinstance(a, Fn) and a.fn == "exp"]
-            if len(exps) == len(mono):
-                return sum((arg.scale(Fraction(k)) for arg, k in exps), ZERO)
+        if c > 0 and mono and all(known_positive(a) for a, _ in mono):
+            out = ZERO if c == 1 else atom(Fn("log", (const(c),)))
+            for a, k in mono:
+                if isinstance(a, Fn) and a.fn == "exp":
+                    out = out + a.args[0].scale(Fraction(k))
+                elif isinstance(a, Fn) and a.fn == "inv":  # log(1/p) = -log(p) for p > 0
+                    out = out + log(a.args[0]).scale(Fraction(-k))
+                else:
+                    out = out + atom(Fn("log", (atom(a),))).scale(Fraction(k))
+            return out
     return atom(Fn("log", (p,)))
 
 
@@ -413,9 +452,13 @@ def power(p: Poly, exponent: float) -> Poly:
 
 def apply(fn: str, *args: Poly) -> Poly:
     """A scalar function other than + - * / exp log: uninterpreted or exactly encoded atoms."""
-    if all(a.is_const for a in args) and fn in ("max", "min", "abs"):
+    if all(a.is_const for a in args) and fn in ("max", "min", "abs", "trunc"):
         vals = [a.const_value for a in args]
+        if fn == "trunc":
+            return const(int(vals[0]))  # int() of a Fraction rounds toward zero, as trunc does
         return const(max(vals) if fn == "max" else min(vals) if fn == "min" else abs(vals[0]))
+    if fn == "trunc" and _as_int(args[0]) is not None:
+        return args[0]  # an integer (an i32 iota, say) truncates to itself
     if fn in ("max", "min"):
         a, b = args
         if a == b:
