@@ -21,9 +21,10 @@ from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
 from axon.frontend.source import parse_source
-from axon.nugraph.device_profiles import DEFAULT_PROFILE, PROFILES
+from axon.nugraph.cost import DEFAULT_DEVICE
 from axon.nugraph.runner import Budget
 from axon.nugraph.session import Session
+from axon.targets.profiles import profile_names
 
 HEADER = (f"{'program':22} {'tier':>4} {'classes':>7} {'e-nodes':>7} {'cands':>6} {'proved':>6} "
           f"{'rejected':>14} {'time s':>7} {'stop':>16} {'input us':>9} {'best us':>9} "
@@ -49,7 +50,7 @@ def run(name: str, device: str, budget: Budget) -> tuple[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("programs", nargs="*", help="program names (default: all)")
-    parser.add_argument("--device", default=DEFAULT_PROFILE, choices=sorted(PROFILES))
+    parser.add_argument("--device", default=DEFAULT_DEVICE, choices=profile_names())
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--iterations", type=int, default=Budget().max_iterations)
     parser.add_argument("--max-nodes", type=int, default=Budget().max_nodes)

@@ -6,7 +6,8 @@ FLOPs: the domain's points (parallel extents times reduced extents) times the sc
 the body (plus one per point for the reduction). A reduction whose body multiplies two operand
 reads is a contraction and runs at the matrix peak; everything else at the vector peak. Bytes: each
 operand read once and the output written once (the ideal of a fused kernel). Symbolic sizes take
-the values in `sizes` (default 1024, a mid-size benchmark shape). Inputs cost nothing.
+the values in `sizes` (default 1024, a mid-size benchmark shape). Inputs cost nothing. The peaks
+and the overhead come from a device profile (`targets/<target>/profiles/<name>.yaml`).
 
 The cost is pluggable: extraction takes any `NodeCost` (a callable from the graph and a node id).
 """
@@ -21,27 +22,31 @@ from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, ScalarExpr, reads
-from axon.nugraph.device_profiles import DEFAULT_PROFILE, DeviceProfile, profile
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.ops import node_semantics
+from axon.targets.profiles import DeviceProfile, Roofline, load_profile
 
 NodeCost = Callable[[EGraph, int], float]
 
 DEFAULT_SIZE = 1024
+DEFAULT_DEVICE = "h200"
 
 
 @dataclass
 class RooflineCost:
     """Roofline seconds per e-node for a device profile; cached per node id."""
 
-    device: str = DEFAULT_PROFILE
+    profile: DeviceProfile | str = DEFAULT_DEVICE
+    """The device's profile, or its name (`RooflineCost("trn1", sizes)`: see `load_profile`)."""
     sizes: Mapping[str, int] = field(default_factory=dict)
     _cache: dict[tuple[object, ...], float] = field(default_factory=dict)
+    _roofline: Roofline = field(init=False, repr=False)
 
-    @property
-    def profile(self) -> DeviceProfile:
-        return profile(self.device)
+    def __post_init__(self) -> None:
+        if isinstance(self.profile, str):
+            self.profile = load_profile(self.profile)
+        self._roofline = self.profile.roofline
 
     def __call__(self, g: EGraph, node_id: int) -> float:
         node = g.nodes[node_id]
@@ -58,9 +63,9 @@ class RooflineCost:
     def _compute(self, node: ENode, types: tuple[TensorType, ...]) -> float:
         sem = node_semantics(node, types)
         flops, nbytes = self.flops_and_bytes(sem.form, list(types), sem.result_type)
-        p = self.profile
-        peak = p.matrix_flops if is_contraction(sem.form) else p.vector_flops
-        return p.op_overhead_s + max(flops / peak, nbytes / p.bytes_per_s)
+        roof = self._roofline
+        peak = roof.matrix_flops if is_contraction(sem.form) else roof.vector_flops
+        return roof.op_overhead_s.value + max(flops / peak.value, nbytes / roof.bytes_per_s.value)
 
     def size(self, expr: IntExpr, env: Mapping[str, int] | None = None) -> int:
         bound = {s: self.sizes.get(s, DEFAULT_SIZE) for s in expr.symbols()}

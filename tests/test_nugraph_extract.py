@@ -8,10 +8,10 @@ import pytest
 
 from axon.dialects.ax import TensorType
 from axon.nugraph.cost import RooflineCost
-from axon.nugraph.device_profiles import PROFILES, profile
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
 from axon.nugraph.extract import extract_best, extract_top_k, reachable, tree_costs
+from axon.targets.profiles import load_profile
 
 M = TensorType(["M"], "f32")
 OP_COST = {"input": 0.0, "ax.exp": 6.0, "ax.neg": 1.0, "ax.log": 1.0, "ax.abs": 5.0,
@@ -84,15 +84,17 @@ def test_roofline_cost_of_a_matmul() -> None:
     w = g.add_input("w", TensorType(["K", "N"], "bf16"))
     mm = node(g, "ax.matmul", x, w)
     sizes = {"M": 4096, "N": 4096, "K": 4096}
-    cost = RooflineCost("h200", sizes)
+    cost = RooflineCost(load_profile("h200"), sizes)
     flops = 2 * 4096 ** 3
     nbytes = 3 * 4096 * 4096 * 2
-    p = profile("h200")
-    expected = p.op_overhead_s + max(flops / p.matrix_flops, nbytes / p.bytes_per_s)
+    roof = load_profile("h200").roofline
+    expected = roof.op_overhead_s.value + max(flops / roof.matrix_flops.value,
+                                              nbytes / roof.bytes_per_s.value)
     assert math.isclose(cost(g, g.class_nodes(mm)[0]), expected)
     # 2 * 4096^3 FLOP at 790 TFLOP/s is the 0.174 ms floor of benchmarks.md
-    assert math.isclose(flops / p.matrix_flops * 1e3, 0.174, rel_tol=0.01)
+    assert math.isclose(flops / roof.matrix_flops.value * 1e3, 0.174, rel_tol=0.01)
     assert cost(g, g.class_nodes(x)[0]) == 0.0
-    assert set(PROFILES) >= {"h200", "trn1"}
+    # a device name builds the same cost
+    assert RooflineCost("h200", sizes)(g, g.class_nodes(mm)[0]) == expected
     with pytest.raises(ValueError, match="unknown device profile"):
-        profile("nope")
+        RooflineCost("nope")

@@ -1,0 +1,335 @@
+"""Device profiles: each target's hardware numbers, read from cited YAML data files.
+
+A target keeps its profiles in `targets/<target>/profiles/<name>.yaml`; `load_profile(name)` finds
+one by name across targets. Every number is a mapping holding its value and its source, and
+`estimate: true` where the number is ours rather than published or measured:
+
+    name: trn2
+    description: One Trn2 NeuronCore-v3
+    roofline:
+      matrix_flops:
+        value: 79e12
+        source: "SDK@HEAD:nki/guides/architecture/trainium2_arch.rst"
+      ...
+    memory:            # optional sections; each of their keys is optional too
+      psum_banks: {value: 8, source: "..."}
+
+A file is checked when it is read: only known keys, every required key, positive finite numbers, a
+non-empty source for each number. A mistake is a ProfileError at the file, line and column of the
+offending node (`targets/nki/profiles/trn2.yaml:12:5: error: roofline.bytes_per_s: expected a
+positive number, got 'fast'`). The schema is the dataclasses below: a later issue adds a number by
+adding a `Quantity | None` field to a section (or a section to `DeviceProfile`), and the loader
+reads it with no other change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_type_hints
+
+import yaml
+
+#: the `targets` package folder: profiles live in its target subfolders
+TARGETS_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One hardware number and where it comes from."""
+
+    value: float
+    source: str
+    """The document (and section) the number is taken or derived from."""
+    estimate: bool = False
+    """True where the number is our own estimate, not a published or measured figure."""
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The peaks of the roofline cost: time(op) = op_overhead_s + max(flops / peak, bytes / bw)."""
+
+    matrix_flops: Quantity
+    """FLOP/s of the matrix unit at bf16 (contractions: reductions whose body multiplies reads)."""
+    vector_flops: Quantity
+    """FLOP/s for everything else (elementwise, plain reductions)."""
+    bytes_per_s: Quantity
+    """Bandwidth of the device memory (HBM) seen by one core."""
+    op_overhead_s: Quantity
+    """Fixed cost of one op (launch / instruction issue): makes fewer, fused ops cheaper."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """On-chip memory of one core; a target gives the keys that apply to it."""
+
+    partitions: Quantity | None = None
+    """NeuronCore: partitions of SBUF and PSUM (the largest partition dim of a tile)."""
+    sbuf_bytes: Quantity | None = None
+    sbuf_partition_bytes: Quantity | None = None
+    sbuf_partition_usable_bytes: Quantity | None = None
+    """What a kernel may allocate in one SBUF partition (the rest is reserved)."""
+    psum_bytes: Quantity | None = None
+    psum_partition_bytes: Quantity | None = None
+    psum_banks: Quantity | None = None
+    """Banks per PSUM partition: at most this many accumulation groups in flight."""
+    psum_bank_bytes: Quantity | None = None
+    """Bytes of one PSUM bank in one partition."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Tile-size limits of the core's engines; a target gives the keys that apply to it."""
+
+    psum_bank_free_max: Quantity | None = None
+    """Largest free size (fp32 elements per partition) of a PSUM tile."""
+    matmul_stationary_free_max: Quantity | None = None
+    """Largest free size of a matmul's stationary operand."""
+    matmul_moving_free_max: Quantity | None = None
+    """Largest free size of a matmul's moving operand."""
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """One device's hardware numbers, each with its source."""
+
+    name: str
+    """The file's name without `.yaml`: what `propagate{device=...}` and `load_profile` take."""
+    description: str
+    roofline: Roofline
+    memory: Memory | None = None
+    limits: Limits | None = None
+
+    def quantities(self) -> dict[str, Quantity]:
+        """Every number of the profile by its dotted key (`roofline.matrix_flops`)."""
+        found: dict[str, Quantity] = {}
+        for section in dataclasses.fields(self):
+            value = getattr(self, section.name)
+            if dataclasses.is_dataclass(value):
+                for f in dataclasses.fields(value):
+                    quantity = getattr(value, f.name)
+                    if quantity is not None:
+                        found[f"{section.name}.{f.name}"] = quantity
+        return found
+
+
+class ProfileError(ValueError):
+    """A mistake in a profile file, at a 1-based line and column.
+
+    `str()` gives the compiler-style diagnostic `file:line:col: error: message`.
+    """
+
+    def __init__(self, message: str, filename: str, line: int, column: int):
+        super().__init__(message)
+        self.message = message
+        self.filename = filename
+        self.line = line
+        self.column = column
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.column}: error: {self.message}"
+
+
+def profile_paths() -> dict[str, Path]:
+    """Every profile file of every target, by profile name."""
+    found: dict[str, Path] = {}
+    for path in sorted(TARGETS_DIR.glob("*/profiles/*.yaml")):
+        if path.stem in found:
+            raise ProfileError(f"profile '{path.stem}' is also defined in "
+                               f"{_display(found[path.stem])}", _display(path), 1, 1)
+        found[path.stem] = path
+    return found
+
+
+def profile_names() -> list[str]:
+    """The names of the known profiles, sorted."""
+    return sorted(profile_paths())
+
+
+@functools.cache
+def load_profile(name: str) -> DeviceProfile:
+    """The profile called `name`; ValueError listing the known ones when there is none."""
+    paths = profile_paths()
+    if name not in paths:
+        raise ValueError(f"unknown device profile '{name}'; known: {', '.join(sorted(paths))}")
+    return load_profile_file(paths[name])
+
+
+def load_profile_file(path: Path) -> DeviceProfile:
+    """Read and check one profile file; ProfileError at the offending line and column."""
+    reader = _Reader(_display(path), path.read_text())
+    profile = reader.read()
+    if profile.name != path.stem:
+        raise reader.error(reader.name_node, f"name: '{profile.name}' does not match the file "
+                                             f"name '{path.name}'")
+    return profile
+
+
+def _display(path: Path) -> str:
+    """The path as diagnostics print it: from the package root for the shipped files."""
+    try:
+        return path.resolve().relative_to(TARGETS_DIR.parent).as_posix()
+    except ValueError:
+        return str(path)
+
+
+_NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_STR_TAG = "tag:yaml.org,2002:str"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class _Reader:
+    """Builds the typed profile from the YAML node tree, which keeps each node's position."""
+
+    def __init__(self, filename: str, text: str):
+        self.filename = filename
+        self.loader = yaml.SafeLoader(text)
+        self.name_node: yaml.Node | None = None
+
+    def error(self, node: yaml.Node | None, message: str) -> ProfileError:
+        if node is None:
+            return ProfileError(message, self.filename, 1, 1)
+        mark = node.start_mark
+        return ProfileError(message, self.filename, mark.line + 1, mark.column + 1)
+
+    def read(self) -> DeviceProfile:
+        # the safe loader's own compose and construct steps (what `yaml.safe_load` runs), kept
+        # apart so that every value still has its node, and so its position
+        try:
+            try:
+                root = self.loader.get_single_node()
+            except yaml.MarkedYAMLError as err:
+                raise _syntax_error(err, self.filename) from None
+            if root is None:
+                raise self.error(None, "empty profile; expected a mapping with name, "
+                                       "description and roofline")
+            profile = self.struct(DeviceProfile, root, "")
+        finally:
+            self.loader.dispose()
+        assert isinstance(profile, DeviceProfile)
+        return profile
+
+    def struct(self, cls: type, node: yaml.Node, path: str) -> object:
+        """A dataclass from a mapping node: its fields are the allowed keys."""
+        entries = self.mapping(node, path)
+        fields = dataclasses.fields(cls)
+        hints = get_type_hints(cls)
+        known = [f.name for f in fields]
+        for key, (key_node, _) in entries.items():
+            if key not in known:
+                raise self.error(key_node, f"{_join(path, key)}: unknown key; expected one of "
+                                           f"{', '.join(known)}")
+        values: dict[str, Any] = {}
+        for f in fields:
+            kind, required = _unwrap_optional(hints[f.name])
+            if f.name not in entries:
+                if required:
+                    raise self.error(node, f"{path or 'profile'}: missing required key "
+                                           f"'{f.name}'")
+                continue
+            key_node, value_node = entries[f.name]
+            if cls is DeviceProfile and f.name == "name":
+                self.name_node = value_node
+            values[f.name] = self.value(kind, value_node, _join(path, f.name))
+        return cls(**values)
+
+    def value(self, kind: type, node: yaml.Node, path: str) -> object:
+        if kind is Quantity:
+            return self.quantity(node, path)
+        if kind is str:
+            return self.string(node, path)
+        if kind is bool:
+            if not (isinstance(node, yaml.ScalarNode) and node.tag == _BOOL_TAG):
+                raise self.error(node, f"{path}: expected true or false, got {_shown(node)}")
+            return self.loader.construct_object(node)
+        return self.struct(kind, node, path)
+
+    def quantity(self, node: yaml.Node, path: str) -> Quantity:
+        entries = self.mapping(node, path)
+        for key in ("value", "source"):
+            if key not in entries:
+                raise self.error(node, f"{path}: missing '{key}' (every number carries its "
+                                       "value and its source)")
+        for key, (key_node, _) in entries.items():
+            if key not in ("value", "source", "estimate"):
+                raise self.error(key_node, f"{path}.{key}: unknown key; expected one of value, "
+                                           "source, estimate")
+        value = self.number(entries["value"][1], path)
+        source = self.string(entries["source"][1], f"{path}.source")
+        estimate = False
+        if "estimate" in entries:
+            estimate_value = self.value(bool, entries["estimate"][1], f"{path}.estimate")
+            assert isinstance(estimate_value, bool)
+            estimate = estimate_value
+        return Quantity(value, source, estimate)
+
+    def number(self, node: yaml.Node, path: str) -> float:
+        value: object = None
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag in _NUMBER_TAGS:
+                value = self.loader.construct_object(node)
+            elif node.tag == _STR_TAG and node.style is None:
+                # YAML 1.1 reads `790e12` (no dot, no exponent sign) as a string: take it as the
+                # number it plainly is
+                try:
+                    value = float(node.value)
+                except ValueError:
+                    value = None
+        if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            raise self.error(node, f"{path}: expected a positive number, got {_shown(node)}")
+        return value
+
+    def string(self, node: yaml.Node, path: str) -> str:
+        if not (isinstance(node, yaml.ScalarNode) and node.tag == _STR_TAG
+                and node.value.strip()):
+            raise self.error(node, f"{path}: expected a non-empty string, got {_shown(node)}")
+        return node.value
+
+    def mapping(self, node: yaml.Node, path: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """The entries of a mapping node by key; a located error for anything else."""
+        if not isinstance(node, yaml.MappingNode):
+            raise self.error(node, f"{path or 'profile'}: expected a mapping, got "
+                                   f"{_shown(node)}")
+        entries: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for key_node, value_node in node.value:
+            if not (isinstance(key_node, yaml.ScalarNode) and key_node.tag == _STR_TAG):
+                raise self.error(key_node, f"{path or 'profile'}: keys are names, got "
+                                           f"{_shown(key_node)}")
+            key = key_node.value
+            if key in entries:
+                raise self.error(key_node, f"{_join(path, key)}: duplicate key")
+            entries[key] = (key_node, value_node)
+        return entries
+
+
+def _syntax_error(err: yaml.MarkedYAMLError, filename: str) -> ProfileError:
+    """The parser's complaint at its problem mark, naming where the unclosed construct began."""
+    message = f"invalid YAML: {err.problem or err.context}"
+    if err.problem and err.context and err.context_mark:
+        context = err.context_mark
+        message += f" ({err.context} from {context.line + 1}:{context.column + 1})"
+    mark = err.problem_mark or err.context_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    return ProfileError(message, filename, line, column)
+
+
+def _unwrap_optional(hint: Any) -> tuple[type, bool]:
+    """`X | None` -> (X, not required); `X` -> (X, required)."""
+    if isinstance(hint, types.UnionType):
+        (kind,) = [a for a in hint.__args__ if a is not type(None)]
+        return kind, False
+    return hint, True
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _shown(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode):
+        return repr(node.value)
+    return "a mapping" if isinstance(node, yaml.MappingNode) else "a list"
