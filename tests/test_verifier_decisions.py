@@ -289,3 +289,16 @@ def test_reshape_round_trip_through_merged_rows() -> None:
 def test_reshape_round_trip_is_not_a_transpose() -> None:
     assert refutes(XMNK, "reshape(reshape(x, (M*N*K,)), (M, N, K))",
                    "transpose(reshape(reshape(x, (M*N*K,)), (M, K, N)), (0, 2, 1))")
+
+
+def test_sum_over_a_flattened_index_stays_unknown() -> None:
+    """Not yet decided (benchmarks/verifier_corpus.py PENDING): a sum over t in [0, M*N) reading
+    x[t floordiv N, t mod N] is not split into a double sum over (t floordiv N, t mod N)."""
+    assert unknown("x: f32[M, N]", "sum(reshape(x, (M*N,)))", "sum(x)", "none replayed")
+
+
+def test_division_by_sqrt_is_multiplication_by_rsqrt() -> None:
+    """sqrt(t) rsqrt(t) = 1 for t > 0, and a sum of squares plus eps is positive."""
+    rms = "mean(x * x, axis=-1, keepdims=True) + 1e-6"
+    assert proves("x: f32[M, N]", f"x / sqrt({rms})", f"x * rsqrt({rms})")
+    assert refutes("x: f32[M, N]", f"x / sqrt({rms})", f"x * sqrt({rms})")

@@ -159,6 +159,8 @@ class Encoder:
                     self._prefix(a.var, a.body, z3.simplify(lo + k), env)
             if _positive(a.body):
                 self._axiom(f"pos {_ids(lo, hi, diff)}", z3.Implies(lo < hi, diff > 0))
+            elif _nonnegative(a.body):
+                self._axiom(f"nonneg {_ids(lo, hi, diff)}", z3.Implies(lo < hi, diff >= 0))
             return z3.If(lo < hi, diff, z3.RealVal(0, self.ctx))
         if isinstance(a, T.Prefix):
             return self._prefix(a.var, a.body, self.int_expr(a.at, env), env)
@@ -204,6 +206,11 @@ class Encoder:
                                                                        value * value * x == 1)))
         elif a.fn == "sigmoid":
             self._axiom(f"sigmoid {_ids(value)}", z3.And(value > zero, value < 1))
+        if a.fn in ("sqrt", "rsqrt"):
+            # sqrt(t) * rsqrt(t) = 1 for t > 0: true of the real functions, and a product z3's
+            # nonlinear arithmetic does not find from the squares alone (x / sqrt(t) = x rsqrt(t))
+            other = self._func(f"uf {'rsqrt' if a.fn == 'sqrt' else 'sqrt'}", 0, 1)(x)
+            self._axiom(f"sqrt-rsqrt {_ids(x)}", z3.Implies(x > zero, value * other == 1))
         return value
 
     # ---- booleans -----------------------------------------------------------------------------
@@ -276,6 +283,14 @@ def _nested_atoms(a: T.Term) -> list[T.Term]:
             elif b.op in ("and", "or", "not"):
                 conds.extend(b.args)  # type: ignore[arg-type]
     return [x for p in polys for mono, _ in p.terms for x, _ in mono]
+
+
+def _nonnegative(body: T.Poly) -> bool:
+    """A monomial with a positive coefficient whose factors are exp atoms or even powers (a sum
+    of squares, as in rmsnorm's mean(x * x)) is nonnegative."""
+    return (len(body.terms) == 1 and body.terms[0][1] > 0
+            and all((isinstance(a, T.Fn) and a.fn == "exp") or k % 2 == 0
+                    for a, k in body.terms[0][0]))
 
 
 def _positive(body: T.Poly) -> bool:
