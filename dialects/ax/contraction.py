@@ -137,17 +137,36 @@ class ReduceOp(TensorOp):
         return Semantics(form, TensorType(form.output_shape, x.dtype))
 
 
-def _reduce(name: str, reduction: str, class_name: str, doc: str) -> type[ReduceOp]:
-    cls = type(class_name, (ReduceOp,), {
-        "name": f"ax.{name}", "REDUCTION": reduction, "__doc__": doc, "__module__": __name__,
-        "__qualname__": class_name, "__annotations__": {"REDUCTION": ClassVar[str]}})
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class SumOp(ReduceOp):
+    """Sum over `axes`."""
+
+    name = "ax.sum"
+    REDUCTION: ClassVar[str] = "add"
 
 
-SumOp = _reduce("sum", "add", "SumOp", "Sum over `axes`.")
-ReduceMaxOp = _reduce("reduce_max", "max", "ReduceMaxOp", "Maximum over `axes`.")
-ReduceMinOp = _reduce("reduce_min", "min", "ReduceMinOp", "Minimum over `axes`.")
-ProdOp = _reduce("prod", "mul", "ProdOp", "Product over `axes`.")
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    """Maximum over `axes`."""
+
+    name = "ax.reduce_max"
+    REDUCTION: ClassVar[str] = "max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    """Minimum over `axes`."""
+
+    name = "ax.reduce_min"
+    REDUCTION: ClassVar[str] = "min"
+
+
+@irdl_op_definition
+class ProdOp(ReduceOp):
+    """Product over `axes`."""
+
+    name = "ax.prod"
+    REDUCTION: ClassVar[str] = "mul"
 
 
 @irdl_op_definition

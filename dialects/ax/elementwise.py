@@ -71,28 +71,117 @@ class UnaryOp(TensorOp):
         return Semantics(form, TensorType(form.output_shape, operand_types[0].dtype))
 
 
-def _unary(fn: str) -> type[UnaryOp]:
-    cls = type(f"{fn.capitalize()}Op", (UnaryOp,), {
-        "name": f"ax.{fn}", "FUNCTION": fn, "__doc__": f"Elementwise `{fn}(x)`.",
-        "__module__": __name__, "__qualname__": f"{fn.capitalize()}Op",
-        "__annotations__": {"FUNCTION": ClassVar[str]}})
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """Elementwise `neg(x)`: -x."""
+
+    name = "ax.neg"
+    FUNCTION: ClassVar[str] = "neg"
 
 
-NegOp = _unary("neg")
-AbsOp = _unary("abs")
-ExpOp = _unary("exp")
-LogOp = _unary("log")
-SqrtOp = _unary("sqrt")
-RsqrtOp = _unary("rsqrt")
-ReciprocalOp = _unary("reciprocal")
-TanhOp = _unary("tanh")
-SigmoidOp = _unary("sigmoid")
-ReluOp = _unary("relu")
-SiluOp = _unary("silu")
-GeluOp = _unary("gelu")
-ErfOp = _unary("erf")
-SquareOp = _unary("square")
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """Elementwise `abs(x)`: |x|."""
+
+    name = "ax.abs"
+    FUNCTION: ClassVar[str] = "abs"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """Elementwise `exp(x)`: e^x."""
+
+    name = "ax.exp"
+    FUNCTION: ClassVar[str] = "exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """Elementwise `log(x)`: natural logarithm."""
+
+    name = "ax.log"
+    FUNCTION: ClassVar[str] = "log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """Elementwise `sqrt(x)`: square root."""
+
+    name = "ax.sqrt"
+    FUNCTION: ClassVar[str] = "sqrt"
+
+
+@irdl_op_definition
+class RsqrtOp(UnaryOp):
+    """Elementwise `rsqrt(x)`: 1 / sqrt(x)."""
+
+    name = "ax.rsqrt"
+    FUNCTION: ClassVar[str] = "rsqrt"
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    """Elementwise `reciprocal(x)`: 1 / x."""
+
+    name = "ax.reciprocal"
+    FUNCTION: ClassVar[str] = "reciprocal"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """Elementwise `tanh(x)`: hyperbolic tangent."""
+
+    name = "ax.tanh"
+    FUNCTION: ClassVar[str] = "tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """Elementwise `sigmoid(x)`: 1 / (1 + e^-x)."""
+
+    name = "ax.sigmoid"
+    FUNCTION: ClassVar[str] = "sigmoid"
+
+
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """Elementwise `relu(x)`: max(x, 0)."""
+
+    name = "ax.relu"
+    FUNCTION: ClassVar[str] = "relu"
+
+
+@irdl_op_definition
+class SiluOp(UnaryOp):
+    """Elementwise `silu(x)`: x * sigmoid(x)."""
+
+    name = "ax.silu"
+    FUNCTION: ClassVar[str] = "silu"
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """Elementwise `gelu(x)`: x * Phi(x), the erf form."""
+
+    name = "ax.gelu"
+    FUNCTION: ClassVar[str] = "gelu"
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """Elementwise `erf(x)`: the error function."""
+
+    name = "ax.erf"
+    FUNCTION: ClassVar[str] = "erf"
+
+
+@irdl_op_definition
+class SquareOp(UnaryOp):
+    """Elementwise `square(x)`: x * x."""
+
+    name = "ax.square"
+    FUNCTION: ClassVar[str] = "square"
+
 
 UNARY_OPS: tuple[type[UnaryOp], ...] = (
     NegOp, AbsOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, SigmoidOp, ReluOp, SiluOp,
@@ -122,26 +211,101 @@ class BinaryOp(TensorOp):
                                           "i1" if spec.boolean_result else dtype))
 
 
-def _binary(fn: str, class_name: str) -> type[BinaryOp]:
-    cls = type(class_name, (BinaryOp,), {
-        "name": f"ax.{fn}", "FUNCTION": fn, "__module__": __name__, "__qualname__": class_name,
-        "__doc__": f"Elementwise `{fn}(lhs, rhs)` with NumPy broadcasting.",
-        "__annotations__": {"FUNCTION": ClassVar[str]}})
-    return irdl_op_definition(cls)
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """Elementwise `add(lhs, rhs)` with NumPy broadcasting: lhs + rhs."""
+
+    name = "ax.add"
+    FUNCTION: ClassVar[str] = "add"
 
 
-AddOp = _binary("add", "AddOp")
-SubOp = _binary("sub", "SubOp")
-MulOp = _binary("mul", "MulOp")
-DivOp = _binary("div", "DivOp")
-MaxOp = _binary("max", "MaxOp")
-MinOp = _binary("min", "MinOp")
-EqOp = _binary("eq", "EqOp")
-NeOp = _binary("ne", "NeOp")
-LtOp = _binary("lt", "LtOp")
-LeOp = _binary("le", "LeOp")
-GtOp = _binary("gt", "GtOp")
-GeOp = _binary("ge", "GeOp")
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """Elementwise `sub(lhs, rhs)` with NumPy broadcasting: lhs - rhs."""
+
+    name = "ax.sub"
+    FUNCTION: ClassVar[str] = "sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """Elementwise `mul(lhs, rhs)` with NumPy broadcasting: lhs * rhs."""
+
+    name = "ax.mul"
+    FUNCTION: ClassVar[str] = "mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """Elementwise `div(lhs, rhs)` with NumPy broadcasting: lhs / rhs."""
+
+    name = "ax.div"
+    FUNCTION: ClassVar[str] = "div"
+
+
+@irdl_op_definition
+class MaxOp(BinaryOp):
+    """Elementwise `max(lhs, rhs)` with NumPy broadcasting: the larger of lhs and rhs."""
+
+    name = "ax.max"
+    FUNCTION: ClassVar[str] = "max"
+
+
+@irdl_op_definition
+class MinOp(BinaryOp):
+    """Elementwise `min(lhs, rhs)` with NumPy broadcasting: the smaller of lhs and rhs."""
+
+    name = "ax.min"
+    FUNCTION: ClassVar[str] = "min"
+
+
+@irdl_op_definition
+class EqOp(BinaryOp):
+    """Elementwise `eq(lhs, rhs)` with NumPy broadcasting: lhs == rhs, an i1."""
+
+    name = "ax.eq"
+    FUNCTION: ClassVar[str] = "eq"
+
+
+@irdl_op_definition
+class NeOp(BinaryOp):
+    """Elementwise `ne(lhs, rhs)` with NumPy broadcasting: lhs != rhs, an i1."""
+
+    name = "ax.ne"
+    FUNCTION: ClassVar[str] = "ne"
+
+
+@irdl_op_definition
+class LtOp(BinaryOp):
+    """Elementwise `lt(lhs, rhs)` with NumPy broadcasting: lhs < rhs, an i1."""
+
+    name = "ax.lt"
+    FUNCTION: ClassVar[str] = "lt"
+
+
+@irdl_op_definition
+class LeOp(BinaryOp):
+    """Elementwise `le(lhs, rhs)` with NumPy broadcasting: lhs <= rhs, an i1."""
+
+    name = "ax.le"
+    FUNCTION: ClassVar[str] = "le"
+
+
+@irdl_op_definition
+class GtOp(BinaryOp):
+    """Elementwise `gt(lhs, rhs)` with NumPy broadcasting: lhs > rhs, an i1."""
+
+    name = "ax.gt"
+    FUNCTION: ClassVar[str] = "gt"
+
+
+@irdl_op_definition
+class GeOp(BinaryOp):
+    """Elementwise `ge(lhs, rhs)` with NumPy broadcasting: lhs >= rhs, an i1."""
+
+    name = "ax.ge"
+    FUNCTION: ClassVar[str] = "ge"
+
 
 BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaxOp, MinOp)
 COMPARE_OPS: tuple[type[BinaryOp], ...] = (EqOp, NeOp, LtOp, LeOp, GtOp, GeOp)
