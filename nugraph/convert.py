@@ -10,8 +10,8 @@ from xdsl.dialects.builtin import FunctionType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region, SSAValue
 
-from axon.dialects.ax import TensorOp
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.interface import form_op, has_form
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.extract import Extraction
@@ -50,9 +50,10 @@ def import_function(g: EGraph, func_op: FuncOp) -> Imported:
         if isinstance(op, ReturnOp):
             return Imported(func_op.sym_name.data, params, names,
                             [g.find(values[v]) for v in op.arguments])
-        if not isinstance(op, TensorOp):
-            raise ConvertError(f"'{op.name}' is not a tensor-level op; the nu-graph holds ax ops")
-        node = ENode.make(op.name, op.attrs(), tuple(values[v] for v in op.operands))
+        if not has_form(op):
+            raise ConvertError(f"'{op.name}' has no generic form; the nu-graph holds only ops "
+                               "that state their meaning as one")
+        node = ENode.make(op.name, form_op(op).attrs(), tuple(values[v] for v in op.operands))
         values[op.results[0]] = g.add(node, INPUT_PROOF)
     raise ConvertError(f"function '{func_op.sym_name.data}' ends without func.return")
 
@@ -108,9 +109,10 @@ def find_nodes(g: EGraph, func_op: FuncOp, params: Sequence[int]) -> list[int] |
     for op in block.ops:
         if isinstance(op, ReturnOp):
             return [values[v] for v in op.arguments]
-        if not isinstance(op, TensorOp):
+        if not has_form(op):
             return None
-        node = ENode.make(op.name, op.attrs(), tuple(g.class_of(values[v]) for v in op.operands))
+        node = ENode.make(op.name, form_op(op).attrs(),
+                          tuple(g.class_of(values[v]) for v in op.operands))
         nid = g.node_id(node)
         if nid is None:
             return None

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.func import FuncOp
 
-from axon.dialects.ax import TensorOp, TensorType
+from axon.dialects.ax import TensorType
+from axon.dialects.form.interface import generic_form, has_form
 from axon.interpreter import run_function
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.term import Term, term_function
@@ -118,8 +119,8 @@ def unbound_sizes(func_op: FuncOp) -> set[str]:
     bound = set().union(*(sizes(t) for t in func_op.function_type.inputs.data))
     used: set[str] = set()
     for op in func_op.walk():
-        if isinstance(op, TensorOp):
-            used |= op.generic_form().size_symbols() | sizes(op.results[0].type)
+        if has_form(op):
+            used |= generic_form(op).size_symbols() | sizes(op.results[0].type)
     return used - bound
 
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import BlockArgument, OpResult, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
-from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm
+from axon.dialects.form.interface import generic_form, has_form
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr, expand
 from axon.verifier import terms as T
@@ -46,7 +46,7 @@ class Output:
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def check_size_names(func: FuncOp, form: Callable[[TensorOp], GenericForm]) -> None:
+def check_size_names(func: FuncOp, form: Callable[[Operation], GenericForm]) -> None:
     """Every size symbol of `func` (its types and its ops' forms) is an identifier.
 
     The verifier's own variables start with `$` (`terms.INTERNAL`), which no identifier has, so
@@ -58,7 +58,7 @@ def check_size_names(func: FuncOp, form: Callable[[TensorOp], GenericForm]) -> N
         if isinstance(t, TensorType):
             names |= {s for d in t.shape for s in d.symbols()}
     for op in func.walk():
-        if isinstance(op, TensorOp):
+        if has_form(op):
             names |= form(op).size_symbols()
             names |= {s for r in op.results if isinstance(r.type, TensorType)
                       for d in r.type.shape for s in d.symbols()}
@@ -103,7 +103,7 @@ class _Plan:
     """One op's element at one index, before its operands' terms are known: the scope binding
     the form's dims (reduced dims to fresh binders), their ranges, and the operand reads."""
 
-    op: TensorOp
+    op: Operation
     scope: dict[str, IntExpr]
     ranges: Ranges
     binders: list[tuple[str, IntExpr, IntExpr]]
@@ -121,12 +121,12 @@ class _Inliner:
 
     def __init__(self) -> None:
         self.memo: dict[tuple[int, str], Value] = {}
-        self.forms: dict[TensorOp, GenericForm] = {}
+        self.forms: dict[Operation, GenericForm] = {}
 
-    def form(self, op: TensorOp) -> GenericForm:
+    def form(self, op: Operation) -> GenericForm:
         """The op's generic form, derived once per query (deriving it re-runs shape inference)."""
         if op not in self.forms:
-            self.forms[op] = op.generic_form()
+            self.forms[op] = generic_form(op)
         return self.forms[op]
 
     def value(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> Value:
@@ -160,8 +160,8 @@ class _Inliner:
         binders (with their ranges), and list the operand reads the body makes."""
         assert isinstance(v, OpResult)
         op = v.owner
-        if not isinstance(op, TensorOp):
-            raise Unsupported(f"op '{op.name}' is not an ax op")
+        if not has_form(op):
+            raise Unsupported(f"op '{op.name}' has no generic form")
         form = self.form(op)
         scope = {d.name: i for d, i in zip(form.parallel, index, strict=True)}
         local = dict(ranges)

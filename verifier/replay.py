@@ -25,8 +25,8 @@ import numpy as np
 from xdsl.dialects.func import FuncOp
 
 from axon.dialects.ax.dtypes import DTYPES
-from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.interface import generic_form, has_form
 from axon.dialects.form.scalar import Call, Const
 from axon.interpreter import run_function
 from axon.verifier.budget import OutOfTime, expired
@@ -91,8 +91,8 @@ def exact_slack(a: FuncOp, b: FuncOp, inputs: Sequence[np.ndarray]) -> float:
 def _largest_constant(func: FuncOp) -> float:
     largest = 0.0
     for op in func.walk():
-        if isinstance(op, TensorOp):
-            form = op.generic_form()
+        if has_form(op):
+            form = generic_form(op)
             for expr in (form.body, form.finalize):
                 stack = [expr]
                 while stack:

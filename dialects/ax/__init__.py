@@ -52,9 +52,10 @@ from axon.dialects.ax.elementwise import (
     UnaryOp,
 )
 from axon.dialects.ax.generic import GenericOp
-from axon.dialects.ax.op_base import Semantics, TensorOp
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.structural import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.interface import Semantics, register_dialect
 
 STRUCTURAL_OPS: tuple[type[TensorOp], ...] = (
     TransposeOp, ReshapeOp, BroadcastToOp, SliceOp, ConcatOp)
@@ -63,6 +64,7 @@ ALL_OPS: tuple[type[TensorOp], ...] = (
     GenericOp)
 
 Ax = Dialect("ax", list(ALL_OPS), [TensorType])
+register_dialect(Ax)
 
 __all__ = [
     "ALL_OPS", "BINARY_OPS", "COMPARE_OPS", "ELEMENTWISE_OPS", "REDUCE_OPS", "STRUCTURAL_OPS",

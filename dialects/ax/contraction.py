@@ -11,10 +11,11 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import Pure
 
 from axon.dialects.ax.dtypes import DTYPES
-from axon.dialects.ax.op_base import Semantics, TensorOp
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError, broadcast_shapes, fmt_shape, product
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
+from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Index, Read, Reduced, call
 
@@ -32,7 +33,7 @@ class MatmulOp(TensorOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -90,7 +91,7 @@ class ReduceOp(TensorOp):
     axes = prop_def(DenseArrayBase.constr(i64))
     keepdims = prop_def(BoolAttr)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def finalizer(cls, extent: IntExpr) -> Any:
@@ -194,7 +195,7 @@ class CumsumOp(TensorOp):
     input = operand_def(TensorType)
     axis = prop_def(IntegerAttr[I64])
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:

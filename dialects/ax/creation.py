@@ -12,10 +12,11 @@ from xdsl.irdl import irdl_op_definition, prop_def, result_def, traits_def
 from xdsl.traits import ConstantLike, Pure
 
 from axon.dialects.ax.dtypes import DTYPES
-from axon.dialects.ax.op_base import Semantics, TensorOp
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
+from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Const, Index, call
 
@@ -43,7 +44,7 @@ class ConstantOp(TensorOp):
     shape = prop_def(ArrayAttr[StringAttr])
     dtype = prop_def(TypeAttribute)
     result = result_def(TensorType)
-    traits = traits_def(Pure(), ConstantLike())
+    traits = traits_def(Pure(), HasGenericForm(), ConstantLike())
     assembly_format = "attr-dict `:` type($result)"
 
     @classmethod
@@ -69,7 +70,7 @@ class IotaOp(TensorOp):
     axis = prop_def(IntegerAttr[I64])
     dtype = prop_def(TypeAttribute)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
     assembly_format = "attr-dict `:` type($result)"
 
     @classmethod

@@ -12,10 +12,11 @@ from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, tra
 from xdsl.traits import Pure
 
 from axon.dialects.ax.dtypes import DTYPES
-from axon.dialects.ax.op_base import Semantics, TensorOp, operand_names
+from axon.dialects.ax.op_base import TensorOp, operand_names
 from axon.dialects.ax.shapes import ONE, Shape, ShapeError, broadcast_shapes
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
+from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import FUNCTIONS, Read, ScalarExpr, call
 
@@ -58,7 +59,7 @@ class UnaryOp(TensorOp):
     FUNCTION: ClassVar[str]
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -195,7 +196,7 @@ class BinaryOp(TensorOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -320,7 +321,7 @@ class PowOp(TensorOp):
     input = operand_def(TensorType)
     exponent = prop_def(FloatAttr)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -343,7 +344,7 @@ class SelectOp(TensorOp):
     on_true = operand_def(TensorType)
     on_false = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -365,7 +366,7 @@ class CastOp(TensorOp):
     input = operand_def(TensorType)
     dtype = prop_def(TypeAttribute)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:

@@ -17,10 +17,11 @@ from xdsl.irdl import irdl_op_definition, prop_def, result_def, traits_def, var_
 from xdsl.traits import Pure
 
 from axon.dialects.ax.dtypes import DTYPES
-from axon.dialects.ax.op_base import Semantics, TensorOp
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import FormError
+from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.syntax import parse_form
 
 
@@ -34,7 +35,7 @@ class GenericOp(TensorOp):
     form = prop_def(StringAttr)
     dtype = prop_def(TypeAttribute)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:

@@ -9,7 +9,6 @@ interpreter, the naive evaluator and the SMT encoder.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
@@ -30,19 +29,12 @@ from axon.dialects.ax.dtypes import dtype_attr, dtype_name
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm
+from axon.dialects.form.interface import Semantics
 from axon.dialects.form.intexpr import IntExpr
 
 #: memo of `TensorOp.meaning`, cleared whole when full (a simple bound on memory)
 _MEANINGS: dict[tuple[Any, ...], Semantics] = {}
 _MEANINGS_LIMIT = 1 << 14
-
-
-@dataclass(frozen=True)
-class Semantics:
-    """What an op means for given operand types: its generic form and its result type."""
-
-    form: GenericForm
-    result_type: TensorType
 
 
 # ---- attribute kinds: Python value <-> xDSL attribute ------------------------------------------

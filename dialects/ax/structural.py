@@ -17,10 +17,11 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from axon.dialects.ax.op_base import Semantics, TensorOp
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ONE, ShapeError, fmt_shape, product
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
+from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Index, Read, ScalarExpr, call
 
@@ -43,7 +44,7 @@ class TransposeOp(TensorOp):
     input = operand_def(TensorType)
     perm = prop_def(DenseArrayBase.constr(i64))
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -70,7 +71,7 @@ class ReshapeOp(TensorOp):
     input = operand_def(TensorType)
     shape = prop_def(ArrayAttr[StringAttr])
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -101,7 +102,7 @@ class BroadcastToOp(TensorOp):
     input = operand_def(TensorType)
     shape = prop_def(ArrayAttr[StringAttr])
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -140,7 +141,7 @@ class SliceOp(TensorOp):
     stop = prop_def(ArrayAttr[StringAttr])
     step = prop_def(ArrayAttr[StringAttr])
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
@@ -175,7 +176,7 @@ class ConcatOp(TensorOp):
     inputs = var_operand_def(TensorType)
     axis = prop_def(IntegerAttr[I64])
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), HasGenericForm())
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
