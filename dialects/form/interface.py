@@ -3,8 +3,9 @@
 An op class opts in by carrying the `HasGenericForm` trait and implementing the `FormOp`
 protocol: a classmethod `semantics(operand_types, attrs) -> Semantics` (the one definition of its
 meaning), `attrs()` (its properties as Python values), `meaning()` (its semantics for its own
-operands, usually memoized) and the builder `make(operands, **attrs)`. Everything that reads meaning (the verifier, the reference
-interpreter's form evaluator, the cost model and the nu-graph) goes through `has_form` and
+operands, usually memoized) and the builder `make(operands, **attrs)`. Everything that reads
+meaning (the verifier, the reference interpreter's form evaluator, the cost model and the nu-graph)
+goes through `has_form` and
 `generic_form` here, never through a dialect's base class, so a new level (tiles, NKI
 instructions, Triton-level ops) is verifiable, interpretable and storable by adding its ops.
 
