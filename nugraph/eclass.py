@@ -64,8 +64,10 @@ def _show(value: Any) -> str:
 
 @dataclass
 class EClass:
-    """A set of equal e-nodes (by node id) of one tensor type."""
+    """A set of equal e-nodes (by node id) of one tensor type, with the data of the graph's
+    analysis (`analysis.py`; under the default analysis the data is the type itself)."""
 
     id: int
     type: TensorType
+    data: Any
     nodes: list[int] = field(default_factory=list)

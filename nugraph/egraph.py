@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from axon.dialects.ax.tensor_type import TensorType
+from axon.nugraph.analysis import Analysis, ClassType
 from axon.nugraph.eclass import INPUT_OP, EClass, ENode
-from axon.nugraph.ops import node_semantics
 from axon.nugraph.union_find import UnionFind
 
 INPUT_PROOF = "input"
@@ -55,8 +56,10 @@ class UnionEdge:
 
 @dataclass
 class EGraph:
-    """Hash-consed e-nodes (by integer node id) partitioned into e-classes."""
+    """Hash-consed e-nodes (by integer node id) partitioned into e-classes, each carrying the data
+    of `analysis` (by default its tensor type)."""
 
+    analysis: Analysis[Any] = field(default_factory=ClassType)
     uf: UnionFind = field(default_factory=UnionFind)
     classes: dict[int, EClass] = field(default_factory=dict)
     nodes: list[ENode] = field(default_factory=list)
@@ -113,22 +116,21 @@ class EGraph:
         """The class of a program parameter."""
         position = index if index is not None else sum(
             1 for n in self.nodes if n.op == INPUT_OP)
-        return self._add(ENode.make(INPUT_OP, {"index": position, "name": name}, ()), type_,
-                         INPUT_PROOF)
+        return self._add(ENode.make(INPUT_OP, {"index": position, "name": name}, ()),
+                         self.analysis.parameter(type_), INPUT_PROOF)
 
     def add(self, node: ENode, justification: str) -> int:
-        """The class of `node`, adding it (typed from its op's semantics) when it is new.
+        """The class of `node`, adding it (its data made by the analysis) when it is new.
 
         A node that exists already keeps its first justification: hash-consing admits nothing.
         """
         existing = self.lookup(node)
         if existing is not None:
             return existing
-        types = [self.type_of(c) for c in node.children]
-        result_type = node_semantics(node, types).result_type
-        return self._add(node, result_type, justification)
+        data = self.analysis.make(node, [self.classes[self.find(c)].data for c in node.children])
+        return self._add(node, data, justification)
 
-    def _add(self, node: ENode, type_: TensorType, justification: str) -> int:
+    def _add(self, node: ENode, data: Any, justification: str) -> int:
         node = self.canonical(node)
         existing = self._memo.get(node)
         if existing is not None:
@@ -140,7 +142,7 @@ class EGraph:
         self.nodes.append(node)
         self.node_class.append(cls)
         self.justification.append(justification)
-        self.classes[cls] = EClass(cls, type_, [nid])
+        self.classes[cls] = EClass(cls, self.analysis.type_of(data), data, [nid])
         self._memo[node] = nid
         return cls
 
@@ -157,8 +159,10 @@ class EGraph:
         ta, tb = self.classes[ca].type, self.classes[cb].type
         if ta != tb:
             raise ValueError(f"cannot union classes of types {ta} and {tb}")
+        data = self.analysis.merge(self.classes[ca].data, self.classes[cb].data)
         root = self.uf.union(ca, cb)
         other = cb if root == ca else ca
+        self.classes[root].data = data
         self.classes[root].nodes.extend(self.classes.pop(other).nodes)
         self.edges.append(UnionEdge(a_node, b_node, reason))
         self._dirty = True

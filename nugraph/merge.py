@@ -20,8 +20,9 @@ slice is admitted on its own proof (the obligation also takes the other merged o
 parameter, which the original ignores).
 
 Termination: only e-nodes of the input program are merged, each group of them once, so the
-number of merges is bounded by the program (see `find_merges`); propagation leaves the merged
-computation's own class alone (`propagate._pairs`).
+number of merges is bounded by the program (see `merge_groups`); propagation leaves the merged
+computation's own class alone (`moves.sites.PairSite.find_all`). The merge move
+(`moves/merge.py`) proposes the slices; this file finds the groups and builds the merge.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from dataclasses import dataclass
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Index, Read, ScalarExpr
-from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.ops import node_semantics
 from axon.nugraph.term import Term
@@ -90,15 +90,16 @@ def free_axis(form: GenericForm, k: int) -> tuple[int, int] | None:
     return None
 
 
-def find_merges(g: EGraph, tried: set[tuple[ENode, ...]]) -> Iterator[Merge]:
-    """One merge per group of program e-nodes that apply the same op to the same classes except
-    at one operand position (groups tried before, recorded in `tried`, are skipped).
+def merge_groups(g: EGraph) -> Iterator[tuple[tuple[int, ...], int]]:
+    """(e-node ids, operand position k) for each group of at least two program e-nodes that apply
+    the same op to the same classes except at position k.
 
     Only e-nodes of the program (justified `input`) are merged: the computations the program
     states side by side. E-nodes that other moves derive (x @ (a @ b) next to x @ w, slices of a
     merged result, ...) would pair up anew after every iteration and multiply the graph; the
-    merged computation itself is never merged again, so merging ends after one round per group.
-    A group holds every such e-node, so q, k, v projections of one x become one computation.
+    merged computation itself is never merged again, and the runner looks at each group once, so
+    merging ends after one round per group. A group holds every such e-node, so q, k, v
+    projections of one x become one computation.
     """
     groups: dict[tuple[str, object, int, tuple[int | None, ...]], list[int]] = {}
     for nid, node in enumerate(g.nodes):
@@ -121,17 +122,13 @@ def find_merges(g: EGraph, tried: set[tuple[ENode, ...]]) -> Iterator[Merge]:
             if cls not in chosen and operand not in operands:
                 chosen[cls] = nid
                 operands.add(operand)
-        nodes = tuple(chosen.values())
-        key = tuple(g.canonical(g.nodes[n]) for n in nodes)
-        if len(nodes) < 2 or key in tried:
-            continue
-        tried.add(key)
-        merge = _merge(g, nodes, k)
-        if merge is not None:
-            yield merge
+        if len(chosen) >= 2:
+            yield tuple(chosen.values()), k
 
 
-def _merge(g: EGraph, nodes: tuple[int, ...], k: int) -> Merge | None:
+def build_merge(g: EGraph, nodes: tuple[int, ...], k: int) -> Merge | None:
+    """The merge of e-nodes `nodes` over their operands at position `k`; None when their forms
+    do not qualify (see the module docstring)."""
     enodes = [g.canonical(g.nodes[n]) for n in nodes]
     forms = [node_semantics(n, [g.type_of(c) for c in n.children]).form for n in enodes]
     if any(f.reduction is None for f in forms):

@@ -24,7 +24,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 
 from axon.dialects import nu
 from axon.dialects.ax import TensorOp
-from axon.nugraph.admission import prove_and_record
+from axon.nugraph.admission import enter, prove_and_record
 from axon.nugraph.convert import ConvertError, Imported
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
@@ -260,10 +260,7 @@ def _admit_member(g: EGraph, prover: Prover, defs: _Definitions, cls_op: nu.Clas
         raise GraphReadError(_located(owner, f"{_class_name(cls_op)}: {_node_name(other)} is not "
                                       f"proved equal to its class (defined by "
                                       f"{_node_name(defining)}): {why}"))
-    g.add(node, pid)
-    nid = g.node_id(node)
-    assert nid is not None
-    g.union(g.class_nodes(defs.class_id[cls_op.result])[0], nid, pid)
+    enter(g, g.class_nodes(defs.class_id[cls_op.result])[0], Term.of(node), pid)
 
 
 def _cited(op: Operation) -> str:

@@ -26,9 +26,9 @@ from axon.nugraph.explain import Step, explain
 from axon.nugraph.extract import Extraction, dag_cost, extract_best, extract_top_k, reachable
 from axon.nugraph.nu_ir import graph_function, read_graph
 from axon.nugraph.numerics import FloatCheck, FloatError
-from axon.nugraph.propagate import Progress, propagate
+from axon.nugraph.propagate import propagate
 from axon.nugraph.prover import Prover
-from axon.nugraph.runner import Budget, Report
+from axon.nugraph.runner import Budget, Progress, Report, Scheduler
 
 #: how many programs past the k wanted the checked extractions look at down the cost ranking
 #: before falling back to the input program
@@ -90,8 +90,9 @@ class Session:
         return Session.from_function(func_op, RooflineCost(device, dict(sizes)))
 
     def run(self, budget: Budget | None = None, prover: Prover | None = None,
-            progress: Progress | None = None) -> Report:
-        self.report = propagate(self.graph, budget, prover, progress)
+            progress: Progress | None = None, scheduler: Scheduler | None = None) -> Report:
+        """Propagate within `budget` (see `propagate`); the report is also `self.report`."""
+        self.report = propagate(self.graph, budget, prover, progress, scheduler)
         return self.report
 
     def input_cost(self) -> float:

@@ -70,11 +70,11 @@ class PropagatePass(ModulePass):
 
     name = "propagate"
 
-    max_iterations: int = 6
-    max_nodes: int = 2000
-    time_limit: float = 60.0
+    max_iterations: int = Budget.max_iterations
+    max_nodes: int = Budget.max_nodes
+    time_limit: float = Budget.time_limit_s
     """Seconds for the whole search of one function."""
-    proof_timeout_ms: int = 5000
+    proof_timeout_ms: int = Budget.proof_timeout_ms
     device: str = "h200"
     sizes: str = ""
     """Size bindings for the cost, e.g. "M=1024,K=4096"."""

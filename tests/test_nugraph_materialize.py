@@ -11,6 +11,8 @@ before any prover sees them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from xdsl.dialects.func import FuncOp
@@ -22,11 +24,12 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Read
 from axon.frontend.source import parse_source
 from axon.nugraph import propagate as propagate_module
-from axon.nugraph.candidates import Candidate, generate, sinks, size_symbols
+from axon.nugraph.candidates import Candidate, size_symbols
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.index_expr import Factor, Group, NameSupply
 from axon.nugraph.materialize import materialize
+from axon.nugraph.moves.sink import sinks
 from axon.nugraph.ops import node_semantics
 from axon.nugraph.runner import Budget
 from axon.nugraph.session import Session
@@ -73,17 +76,34 @@ def stray_sizes(g: EGraph, term: Term, bound: frozenset[str]) -> set[str]:
     return walk(term)[1]
 
 
+@dataclass
+class Recording:
+    """A move that records every candidate it proposes, with its graph."""
+
+    move: Any
+    seen: list[tuple[EGraph, Candidate]]
+
+    @property
+    def name(self) -> str:
+        return self.move.name
+
+    @property
+    def site(self) -> type:
+        return self.move.site
+
+    def propose(self, g: EGraph, site: Any) -> list[Candidate]:
+        found = list(self.move.propose(g, site))
+        self.seen.extend((g, c) for c in found)
+        return found
+
+
 @pytest.fixture
 def generated(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[EGraph, Candidate]]]:
     """Every candidate propagation generates while the test runs, with its graph."""
     seen: list[tuple[EGraph, Candidate]] = []
-
-    def recording(g: EGraph, consumer: ENode, producers: dict[int, ENode]) -> list[Candidate]:
-        found = generate(g, consumer, producers)
-        seen.extend((g, c) for c in found)
-        return found
-
-    monkeypatch.setattr(propagate_module, "generate", recording)
+    moves = propagate_module.default_moves
+    monkeypatch.setattr(propagate_module, "default_moves",
+                        lambda: [Recording(m, seen) for m in moves()])
     yield seen
 
 
