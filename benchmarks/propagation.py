@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 from axon.nugraph.cost import DEFAULT_DEVICE
 from axon.nugraph.runner import Budget
 from axon.nugraph.session import Session

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.func import FuncOp
 
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 
 
 @dataclass(frozen=True)

@@ -198,7 +198,7 @@ def test_source_errors_follow_the_diagnostics_flags(
         line = text.count("\n", 0, text.index("oops")) + 1
         raise SourceError(f"{filename}:{line}:5: error: unknown name 'oops'")
 
-    monkeypatch.setitem(sys.modules, "axon.frontend.source",
+    monkeypatch.setitem(sys.modules, "axon.frontend.numpy_subset",
                         types.SimpleNamespace(parse_source=parse_source))
     monkeypatch.setitem(sys.modules, "axon.frontend.diagnostics",
                         types.SimpleNamespace(SourceError=SourceError))

@@ -9,7 +9,7 @@ import pytest
 
 from axon.benchmarks.suite import PROGRAMS, Program, make_inputs, small_sizes
 from axon.dialects.ax.dtypes import DTYPES, numpy_dtype
-from axon.frontend.source import parse_file, parse_source
+from axon.frontend.numpy_subset import parse_file, parse_source
 from axon.interpreter import run_module
 
 #: The Tier 1 and Tier 2 names of ../shared/design/benchmarks.md (written out here because that

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from axon.frontend.diagnostics import SourceError
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 
 INLINE_PROGRAMS = [
     """\

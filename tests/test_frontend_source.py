@@ -8,7 +8,7 @@ import pytest
 
 from axon.frontend import api as ax
 from axon.frontend.diagnostics import SourceError
-from axon.frontend.source import parse_file, parse_source
+from axon.frontend.numpy_subset import parse_file, parse_source
 
 RMSNORM_MATMUL = """\
 # rmsnorm followed by a matmul

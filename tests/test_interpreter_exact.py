@@ -10,7 +10,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, BlockArgument
 
 from axon.dialects.ax import AddOp, MatmulOp, TensorType
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 from axon.interpreter import evaluate_form, run_function, run_module, run_op
 
 BF16 = ml_dtypes.bfloat16

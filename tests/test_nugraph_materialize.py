@@ -22,7 +22,7 @@ from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import LoopDim
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Read
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 from axon.nugraph import propagate as propagate_module
 from axon.nugraph.candidates import Candidate, size_symbols
 from axon.nugraph.eclass import ENode

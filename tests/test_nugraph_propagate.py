@@ -15,7 +15,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 
 from axon.benchmarks.suite import PROGRAMS
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 from axon.nugraph.convert import find_function
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import CONGRUENCE, INPUT_PROOF

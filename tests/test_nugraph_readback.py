@@ -16,7 +16,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 from axon.benchmarks.suite import PROGRAMS
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 from axon.nugraph.egraph import CONGRUENCE, INPUT_PROOF
 from axon.nugraph.nu_ir import GraphReadError, read_graph
 from axon.nugraph.prover import Prover

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from axon.benchmarks.suite import PROGRAMS, Program, make_inputs, small_sizes
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 from axon.interpreter import run_function
 from axon.nugraph.cost import RooflineCost
 from axon.nugraph.runner import TIME_LIMIT, Budget

@@ -10,7 +10,7 @@ from typing import Any
 from xdsl.dialects.func import FuncOp
 
 from axon.dialects.ax import TensorType
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 from axon.nugraph import Budget, Report, Session
 from axon.nugraph.admission import Limits, Outcome, admit
 from axon.nugraph.eclass import ENode

@@ -16,7 +16,7 @@ import numpy as np
 from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS, make_inputs, small_sizes
-from axon.frontend.source import parse_source
+from axon.frontend.numpy_subset import parse_source
 from axon.interpreter import run_function
 from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
 from axon.nugraph.extract import Extraction, reachable, tree_costs

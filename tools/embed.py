@@ -56,11 +56,11 @@ def parse_source(text: str, filename: str) -> ModuleOp:
     """Parse a NumPy-subset program (see docs/language.md) into verified `ax` IR, one
     `func.func` per `def`. Raises the frontend's located `SourceError` for a bad program."""
     try:
-        from axon.frontend.source import parse_source as frontend_parse_source
+        from axon.frontend.numpy_subset import parse_source as frontend_parse_source
     except ModuleNotFoundError as err:
-        if err.name not in ("axon.frontend.source", "axon.frontend"):
+        if err.name not in ("axon.frontend.numpy_subset", "axon.frontend"):
             raise
-        raise UsageError("the NumPy-subset frontend (axon.frontend.source) is not available "
+        raise UsageError("the NumPy-subset frontend (axon.frontend.numpy_subset) is not available "
                          "in this installation") from None
     module = frontend_parse_source(text, filename)
     module.verify()

@@ -4,8 +4,8 @@ running it.
     module = parse_source(text, "prog.py")   # ModuleOp, or SourceError with file:line:col
 
 Parsing and syntax diagnostics live here; walking the tree (names, calls, inlining) lives in
-`frontend/walker.py`, which calls the builder functions of `frontend/builders.py`, the same ones
-the tracing API uses.
+`frontend/numpy_subset/walker.py`, which calls the builder functions of `frontend/builders.py`, the
+same ones the tracing API uses.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from lark.indenter import PythonIndenter
 from xdsl.dialects.builtin import ModuleOp
 
 from axon.frontend.diagnostics import SourceError, source_error
-from axon.frontend.walker import Walker
+from axon.frontend.numpy_subset.walker import Walker
 
 __all__ = ["SourceError", "parse_file", "parse_source"]
 
@@ -85,7 +85,7 @@ class _DedentError(Exception):
 
 @cache
 def _parser() -> Lark:
-    grammar = (Path(__file__).parent / "numpy_subset.lark").read_text()
+    grammar = (Path(__file__).parent / "grammar.lark").read_text()
     return Lark(grammar, parser="lalr", lexer="basic", postlex=_Indenter(),
                 propagate_positions=True, maybe_placeholders=True)
 

@@ -1,0 +1,12 @@
+"""The NumPy-subset source language: `.py` files parsed with lark, never executed.
+
+    from axon.frontend.numpy_subset import parse_source
+    module = parse_source(text, "prog.py")   # ModuleOp, or SourceError with file:line:col
+
+One folder per input language (`frontend/numpy_subset/` today; room for `frontend/triton/` and
+`frontend/torch/`); all of them build IR through the shared builders in `frontend/builders.py`.
+"""
+
+from axon.frontend.numpy_subset.source import SourceError, parse_file, parse_source
+
+__all__ = ["SourceError", "parse_file", "parse_source"]
