@@ -1,6 +1,7 @@
 """Running tensor-level programs: the dtype-faithful reference interpreter and the naive
 loop evaluator of generic forms that cross-checks it."""
 
+from axon.interpreter.driver import run_function, run_module
 from axon.interpreter.indexing import InterpreterError, bind_sizes, reduction_identity
 from axon.interpreter.naive import evaluate_form, evaluate_op_naive
 from axon.interpreter.reference import (
@@ -8,8 +9,6 @@ from axon.interpreter.reference import (
     evaluate_form_vectorized,
     find_kernel,
     kernel,
-    run_function,
-    run_module,
     run_op,
 )
 

@@ -1,9 +1,11 @@
-"""The reference interpreter: runs `func.func`s of `ax` ops on numpy arrays, dtype-faithfully.
+"""The reference interpreter's ops: every `ax` op runs on numpy arrays, dtype-faithfully.
 
-Each op runs through one kernel from a registry (`@kernel(MatmulOp)`). A kernel receives its
-operands as held (their storage dtypes) and returns a value that the driver rounds once to the op's
-result dtype, the way an eager framework evaluates op by op: operands are widened to the compute
-dtype (`dtypes.to_compute`), the op computes there, and the result is rounded (`dtypes.round_to`).
+Functions, loops and calls are run by `driver.py` on xDSL's region interpreter; each op in them
+runs here (`compute_op`; `run_op` runs a single op), through one kernel from a registry
+(`@kernel(MatmulOp)`). A kernel receives its operands as held (their storage dtypes) and returns a
+value that is rounded once to the result dtype, the way an eager framework evaluates op by op:
+operands are widened to the compute dtype (`dtypes.to_compute`), the op computes there, and the
+result is rounded (`dtypes.round_to`).
 
 With `exact=True` the same kernels run under exact arithmetic (`interpreter/arithmetic.py`): every
 float dtype is computed and held in float64 without rounding to its own precision, i32 in int64
@@ -22,9 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from axon.dialects.ax import (
     BinaryOp,
@@ -54,7 +54,6 @@ from axon.dialects.form.scalar import Read
 from axon.interpreter.arithmetic import Arithmetic, arithmetic
 from axon.interpreter.indexing import (
     InterpreterError,
-    bind_sizes,
     eval_dims,
     eval_index,
     reduction_identity,
@@ -85,87 +84,37 @@ def find_kernel(op: Operation | type[Operation]) -> Kernel | None:
     return None
 
 
-# ---- driver -------------------------------------------------------------------------------------
-def run_module(module: ModuleOp, name: str, inputs: Sequence[np.ndarray],
-               sizes: Mapping[str, int] | None = None, *, exact: bool = False
-               ) -> list[np.ndarray]:
-    """Run the `func.func` called `name` in `module`; see run_function."""
-    for op in module.walk():
-        if isinstance(op, FuncOp) and op.sym_name.data == name:
-            return run_function(op, inputs, sizes, exact=exact)
-    names = [op.sym_name.data for op in module.walk() if isinstance(op, FuncOp)]
-    raise InterpreterError(f"no function '{name}' in the module (functions: "
-                           f"{', '.join(names) or 'none'})")
-
-
-def run_function(func_op: FuncOp, inputs: Sequence[np.ndarray],
-                 sizes: Mapping[str, int] | None = None, *, exact: bool = False
-                 ) -> list[np.ndarray]:
-    """Run a function of `ax` ops on numpy inputs; returns one array per returned value.
-
-    Size symbols bind by unifying the input shapes with the parameter types (`sizes` supplies any
-    the shapes cannot determine). Inputs are converted to their parameter's storage dtype; every
-    result comes back in its storage dtype (e.g. ml_dtypes.bfloat16).
-
-    `exact=True` evaluates the program's real-arithmetic meaning instead: inputs are taken as given
-    (float64 for float parameters, int64 for i32; not rounded to the parameter's dtype, so pass
-    values of that dtype to evaluate the program on representable inputs), every op computes in
-    float64 / int64 and nothing is rounded to an op's dtype; results come back as float64, int64
-    or bool.
-    """
-    arith = arithmetic(exact)
-    param_types = _param_types(func_op)
-    if len(inputs) != len(param_types):
-        raise InterpreterError(f"function '{func_op.sym_name.data}' takes {len(param_types)} "
-                               f"input(s), got {len(inputs)}")
-    arrays = [np.asarray(x) for x in inputs]
-    env = bind_sizes([t.shape for t in param_types], [a.shape for a in arrays], sizes)
-    block = func_op.body.blocks.first
-    if block is None:
-        raise InterpreterError(f"function '{func_op.sym_name.data}' has no body")
-    values: dict[SSAValue, np.ndarray] = {}
-    for arg, array, t in zip(block.args, arrays, param_types, strict=True):
-        values[arg] = arith.store(array, t.dtype)
-    for op in block.ops:
-        if isinstance(op, ReturnOp):
-            return [values[v] for v in op.arguments]
-        values[op.results[0]] = run_op(op, [values[v] for v in op.operands], env, exact=exact)
-    raise InterpreterError(f"function '{func_op.sym_name.data}' ends without func.return")
-
-
+# ---- one op --------------------------------------------------------------------------------------
 def run_op(op: Operation, operands: Sequence[np.ndarray], sizes: Mapping[str, int], *,
            exact: bool = False) -> np.ndarray:
     """Run one op on arrays in their storage dtypes; the result is rounded to the result dtype.
 
     With `exact=True` the operands are held exactly (float64, int64, bool; see run_function) and
     so is the result."""
-    arith = arithmetic(exact)
-    fn = find_kernel(op)
-    if fn is None or not isinstance(op, TensorOp):
-        raise InterpreterError(f"unsupported op '{op.name}'")
     if len(operands) != len(op.operands):
         raise InterpreterError(f"'{op.name}' takes {len(op.operands)} operand(s), "
                                f"got {len(operands)}")
+    # domain errors (log of a negative, 0/0) give nan/inf as in an eager framework, not warnings
+    with np.errstate(all="ignore"):
+        return compute_op(op, operands, sizes, arithmetic(exact))
+
+
+def compute_op(op: Operation, operands: Sequence[np.ndarray], sizes: Mapping[str, int],
+               arith: Arithmetic) -> np.ndarray:
+    """run_op for a caller that runs many ops: it has matched the operands to the op and silenced
+    numpy's floating-point warnings once for all of them (entering `np.errstate` costs as much
+    as a small op's kernel)."""
+    fn = find_kernel(op)
+    if fn is None or not isinstance(op, TensorOp):
+        raise InterpreterError(f"unsupported op '{op.name}'")
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
     shape = eval_dims(result_type.shape, sizes, f"result of '{op.name}'")
-    # domain errors (log of a negative, 0/0) give nan/inf as in an eager framework, not warnings
-    with np.errstate(all="ignore"):
-        value = fn(op, list(operands), sizes, arith)
-        result = arith.store(value, result_type.dtype)
+    result = arith.store(fn(op, list(operands), sizes, arith), result_type.dtype)
     if result.shape != shape:
         raise InterpreterError(f"'{op.name}' computed shape {result.shape}, but its result type "
                                f"{result_type} gives {shape}")
     return result
-
-
-def _param_types(func_op: FuncOp) -> list[TensorType]:
-    types = list(func_op.function_type.inputs.data)
-    for i, t in enumerate(types):
-        if not isinstance(t, TensorType):
-            raise InterpreterError(f"function '{func_op.sym_name.data}' argument #{i} has type "
-                                   f"{t}, expected !ax.tensor")
-    return types  # type: ignore[return-value]
 
 
 def _widen(op: TensorOp, operands: Sequence[np.ndarray], arith: Arithmetic) -> list[np.ndarray]:
