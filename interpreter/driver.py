@@ -2,7 +2,8 @@
 
 xDSL's `Interpreter` walks regions and blocks and holds the SSA environment; each dialect
 contributes one `InterpreterFunctions` class: `AxFunctions` runs tensor ops through the kernels
-(`reference.py`), xDSL's own `scf` and `func` functions run loops (loop-carried values included),
+(`reference.py`), `FormFunctions` evaluates the generic form of any other registered dialect's
+form ops, xDSL's own `scf` and `func` functions run loops (loop-carried values included),
 branches, calls and returns, and `ControlArithFunctions` the index and i1 scalars that steer them.
 A dialect with loops of its own adds one more class here.
 
@@ -28,6 +29,7 @@ from axon.dialects.ax import TensorType
 from axon.interpreter.arith_functions import ControlArithFunctions
 from axon.interpreter.arithmetic import arithmetic
 from axon.interpreter.ax_functions import AxFunctions
+from axon.interpreter.form_functions import form_functions
 from axon.interpreter.indexing import InterpreterError, bind_sizes
 
 #: where a function outside any module looks its callees up: nowhere (built once, as building a
@@ -86,6 +88,9 @@ def run_function(func_op: FuncOp, inputs: Sequence[np.ndarray],
     args = tuple(arith.store(a, t.dtype) for a, t in zip(arrays, param_types, strict=True))
     interpreter = Interpreter(_symbol_table(func_op))
     interpreter.register_implementations(AxFunctions(arith=arith, sizes=env))
+    others = form_functions(arith, env)
+    if others is not None:
+        interpreter.register_implementations(others)
     for functions in _STATELESS:
         interpreter.register_implementations(functions)
     try:
