@@ -2,7 +2,7 @@
 
 An e-node is an op applied to e-classes: the op name (`ax.matmul`, `ax.generic`, ... or `input`
 for a program parameter), its properties as hashable Python values (the values of
-`TensorOp.attrs()`), and the ids of its child classes. Identity is structural, which is what
+the op's `attrs()`), and the ids of its child classes. Identity is structural, which is what
 hash-consing needs.
 """
 

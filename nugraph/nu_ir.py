@@ -23,7 +23,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from axon.dialects import nu
-from axon.dialects.ax import TensorOp
+from axon.dialects.form.interface import form_op, has_form
 from axon.nugraph.admission import enter, prove_and_record
 from axon.nugraph.convert import ConvertError, Imported
 from axon.nugraph.eclass import ENode
@@ -121,7 +121,7 @@ def read_graph(func_op: FuncOp, prover: Prover | None = None) -> tuple[EGraph, I
     defs = _Definitions(g)
     for cls_op, v in defining:
         defs.define(cls_op, v, params[list(block.args).index(v)]  # type: ignore[arg-type]
-                    if not isinstance(v.owner, TensorOp) else None)
+                    if not has_form(v.owner) else None)
     for cls_op, v in defining:
         for other in cls_op.nodes:
             if other is not v:
@@ -144,7 +144,7 @@ class GraphReadError(ConvertError):
 
 def _is_input(v: SSAValue) -> bool:
     """A parameter, or an e-node marked as part of the input program."""
-    if not isinstance(v.owner, TensorOp):
+    if not has_form(v.owner):
         return True
     proof = v.owner.attributes.get(nu.PROOF_ATTR)
     return isinstance(proof, StringAttr) and proof.data == INPUT_PROOF
@@ -163,11 +163,11 @@ def _defining_nodes(classes: list[nu.ClassOp], block: Block) -> list[tuple[nu.Cl
             inputs = [v for v in cls_op.nodes if _is_input(v)]
             for v in inputs[:1] or list(cls_op.nodes):
                 owner = v.owner
-                if not isinstance(owner, TensorOp) and v not in block.args:
+                if not has_form(owner) and v not in block.args:
                     raise GraphReadError(_located(cls_op, f"{_class_name(cls_op)}: operand "
                                                   f"{_node_name(v)} is neither an e-node of the "
                                                   "graph nor a parameter of the function"))
-                if not isinstance(owner, TensorOp) or all(o in defined for o in owner.operands):
+                if not has_form(owner) or all(o in defined for o in owner.operands):
                     order.append((cls_op, v))
                     defined.add(cls_op.result)
                     pending.remove(cls_op)
@@ -196,13 +196,13 @@ class _Definitions:
         if param is not None:
             self.class_id[cls_op.result], self.node[cls_op.result] = param, None
             return
-        assert isinstance(v.owner, TensorOp)
+        assert has_form(v.owner)
         node = self.enode(v.owner)
         self.class_id[cls_op.result] = self.g.add(node, _cited(v.owner))
         self.node[cls_op.result] = (node, tuple(v.owner.operands))
 
-    def enode(self, op: TensorOp) -> ENode:
-        return ENode.make(op.name, op.attrs(), tuple(self.g.find(self.class_id[o])
+    def enode(self, op: Operation) -> ENode:
+        return ENode.make(op.name, form_op(op).attrs(), tuple(self.g.find(self.class_id[o])
                                                      for o in op.operands))
 
     def expand(self, cls: SSAValue, depth: int) -> Child:
@@ -226,7 +226,7 @@ def _admit_member(g: EGraph, prover: Prover, defs: _Definitions, cls_op: nu.Clas
     of the full claim is final (every shallower claim is stronger, hence false too).
     """
     owner = other.owner
-    if not isinstance(owner, TensorOp) or defs.node[cls_op.result] is None:
+    if not has_form(owner) or defs.node[cls_op.result] is None:
         # the prover compares op terms; a parameter is not one, and no move makes this
         raise GraphReadError(_located(cls_op, f"{_class_name(cls_op)}: a parameter's class holds "
                                       f"another e-node ({_node_name(other)} with "
@@ -277,7 +277,7 @@ def _class_name(cls_op: nu.ClassOp) -> str:
 
 
 def _node_name(v: SSAValue) -> str:
-    if isinstance(v.owner, TensorOp):
+    if has_form(v.owner):
         return f"e-node '{v.owner.name}' ({nu.PROOF_ATTR} = \"{_cited(v.owner)}\")"
     return f"parameter %{v.name_hint}" if v.name_hint else "a parameter"
 

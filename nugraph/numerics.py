@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.func import FuncOp
 
-from axon.dialects.ax import GenericOp, TensorOp, TensorType
+from axon.dialects.ax import GenericOp, TensorType
 from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.interpreter import InterpreterError, run_function
@@ -240,7 +240,7 @@ def _domains(func: FuncOp) -> list[Sequence[IntExpr]]:
     bound (the grid covers the bounding box of a triangular range)."""
     domains: list[Sequence[IntExpr]] = [t.shape for t in _types(func)]
     for op in func.walk():
-        if isinstance(op, GenericOp) and isinstance(op, TensorOp):
+        if isinstance(op, GenericOp):
             form = op.generic_form()
             # an outer loop dim in a bound is at most its own upper bound
             bounds: dict[str, IntExpr] = {}

@@ -65,9 +65,10 @@ class FormOp(Protocol):
         ...
 
 
-def has_form(op: Operation) -> bool:
-    """Does `op` state its meaning as a generic form?"""
-    return op.has_trait(HasGenericForm)
+def has_form(op: object) -> bool:
+    """Is `op` an operation that states its meaning as a generic form? (A value's owner may be a
+    block, for a block argument: that is no such op.)"""
+    return isinstance(op, Operation) and op.has_trait(HasGenericForm)
 
 
 def generic_form(op: Operation) -> GenericForm:
