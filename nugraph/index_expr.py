@@ -16,9 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from axon.dialects.form.generic_form import LoopDim
+from axon.dialects.form.generic_form import LoopDim, instantiate
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr
+from axon.dialects.form.scalar import (
+    Call,
+    Const,
+    Index,
+    Read,
+    Reduced,
+    ScalarExpr,
+    map_reads,
+)
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.ops import node_semantics
@@ -33,6 +41,15 @@ class Fold(ScalarExpr):
     body: ScalarExpr
     finalize: ScalarExpr | None = None
 
+    def children(self) -> tuple[ScalarExpr, ...]:
+        return (self.body,) if self.finalize is None else (self.body, self.finalize)
+
+    def with_children(self, children: tuple[ScalarExpr, ...]) -> ScalarExpr:
+        return Fold(self.kind, self.dims, children[0], children[1] if len(children) > 1 else None)
+
+    def map_ints(self, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
+        return Fold(self.kind, _map_dims(self.dims, fn), self.body, self.finalize)
+
     def __str__(self) -> str:
         text = f"{self.kind}[{', '.join(str(d) for d in self.dims)}]({self.body})"
         return text if self.finalize is None else f"{text} then {self.finalize}"
@@ -44,6 +61,15 @@ class Group(ScalarExpr):
 
     dims: tuple[LoopDim, ...]
     body: ScalarExpr
+
+    def children(self) -> tuple[ScalarExpr, ...]:
+        return (self.body,)
+
+    def with_children(self, children: tuple[ScalarExpr, ...]) -> ScalarExpr:
+        return Group(self.dims, children[0])
+
+    def map_ints(self, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
+        return Group(_map_dims(self.dims, fn), self.body)
 
     def __str__(self) -> str:
         return f"op[{', '.join(d.name for d in self.dims)}]({self.body})"
@@ -69,58 +95,12 @@ class NameSupply:
         return name in self.issued
 
 
-# ---- traversal ---------------------------------------------------------------------------------
-def map_index(expr: ScalarExpr, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
-    """Apply `fn` to every integer expression (read indices, Index nodes, fold bounds)."""
-    if isinstance(expr, Read):
-        return Read(expr.operand, tuple(fn(i) for i in expr.index))
-    if isinstance(expr, Index):
-        return Index(fn(expr.expr))
-    if isinstance(expr, Call):
-        return Call(expr.fn, tuple(map_index(a, fn) for a in expr.args), expr.param)
-    if isinstance(expr, Fold):
-        dims = tuple(LoopDim(d.name, fn(d.lower), fn(d.upper)) for d in expr.dims)
-        fin = None if expr.finalize is None else map_index(expr.finalize, fn)
-        return Fold(expr.kind, dims, map_index(expr.body, fn), fin)
-    if isinstance(expr, Group):
-        dims = tuple(LoopDim(d.name, fn(d.lower), fn(d.upper)) for d in expr.dims)
-        return Group(dims, map_index(expr.body, fn))
-    return expr
+def _map_dims(dims: tuple[LoopDim, ...], fn: Callable[[IntExpr], IntExpr]
+              ) -> tuple[LoopDim, ...]:
+    return tuple(LoopDim(d.name, fn(d.lower), fn(d.upper)) for d in dims)
 
 
-def substitute(expr: ScalarExpr, env: Mapping[str, IntExpr]) -> ScalarExpr:
-    """Replace loop variables by integer expressions everywhere in `expr`."""
-    if not env:
-        return expr
-    return map_index(expr, lambda e: e.substitute(env))
-
-
-def map_reads(expr: ScalarExpr, fn: Callable[[Read], ScalarExpr]) -> ScalarExpr:
-    """Replace every read by `fn(read)` (used to substitute producers)."""
-    if isinstance(expr, Read):
-        return fn(expr)
-    if isinstance(expr, Call):
-        return Call(expr.fn, tuple(map_reads(a, fn) for a in expr.args), expr.param)
-    if isinstance(expr, Fold):
-        fin = expr.finalize
-        return Fold(expr.kind, expr.dims, map_reads(expr.body, fn), fin)
-    if isinstance(expr, Group):
-        return Group(expr.dims, map_reads(expr.body, fn))
-    return expr
-
-
-def int_exprs(expr: ScalarExpr) -> list[IntExpr]:
-    """Every integer expression in `expr`, in traversal order."""
-    out: list[IntExpr] = []
-
-    def collect(e: IntExpr) -> IntExpr:
-        out.append(e)
-        return e
-
-    map_index(expr, collect)
-    return out
-
-
+# ---- traversal (the scalar language's, dialects/form/scalar.py) --------------------------------
 def free_vars(expr: ScalarExpr, supply: NameSupply) -> set[str]:
     """Loop variables the expression depends on (bound fold/group dims excluded)."""
     if isinstance(expr, Read):
@@ -174,19 +154,12 @@ def contains(expr: ScalarExpr, kinds: tuple[type, ...]) -> bool:
 def node_expr(g: EGraph, node: ENode, index: tuple[IntExpr, ...], supply: NameSupply
               ) -> ScalarExpr:
     """The value of `node` at output `index`, reads naming the node's child classes."""
-    sem = node_semantics(node, [g.type_of(c) for c in node.children])
-    form = sem.form
-    env: dict[str, IntExpr] = {d.name: i for d, i in zip(form.parallel, index, strict=True)}
-    dims: list[LoopDim] = []
-    for d in form.reduced:
-        name = supply.fresh()
-        dims.append(LoopDim(name, d.lower.substitute(env), d.upper.substitute(env)))
-        env[d.name] = IntExpr.sym(name)
-    body = map_reads(form.body, lambda r: Read(g.find(node.children[r.operand]), r.index))
-    body = substitute(body, env)
+    form = node_semantics(node, [g.type_of(c) for c in node.children]).form
+    inst = instantiate(form, index, supply.fresh)
+    body = map_reads(inst.body, lambda r: Read(g.find(node.children[r.operand]), r.index))
     if form.reduction is None:
         return body
-    return Fold(form.reduction, tuple(dims), body, form.finalize)
+    return Fold(form.reduction, inst.reduced, body, inst.finalize)
 
 
 def output_dims(g: EGraph, cls: int, supply: NameSupply) -> tuple[LoopDim, ...]:

@@ -19,16 +19,14 @@ from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import FormError, GenericForm, LoopDim, fresh_names
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import FUNCTIONS, Call, Read, ScalarExpr
+from axon.dialects.form.scalar import FUNCTIONS, Call, Read, ScalarExpr, index_exprs, substitute
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.index_expr import (
     Fold,
     Group,
     NameSupply,
     free_vars,
-    int_exprs,
     read_classes,
-    substitute,
 )
 from axon.nugraph.ops import semantics_of
 from axon.nugraph.term import Child, Term
@@ -95,9 +93,9 @@ def _unbound_vars(body: ScalarExpr, reduced: Sequence[LoopDim], finalize: Scalar
                   dims: Sequence[LoopDim], supply: NameSupply) -> set[str]:
     """Loop variables the op's body, reduction bounds or finalizer mention that are neither its
     output dims nor its reduced dims (nested folds and groups are reads by then)."""
-    exprs = int_exprs(body) + [e for d in reduced for e in (d.lower, d.upper)]
+    exprs = index_exprs(body) + [e for d in reduced for e in (d.lower, d.upper)]
     if finalize is not None:
-        exprs += int_exprs(finalize)
+        exprs += index_exprs(finalize)
     used = {s for e in exprs for s in e.symbols() if supply.is_var(s)}
     return used - {d.name for d in (*dims, *reduced)}
 
@@ -112,7 +110,7 @@ def _dims_of(e: Fold, scope: dict[str, LoopDim], supply: NameSupply
     """The output dims of a nested fold: its free variables in order of first appearance."""
     free = free_vars(e, supply)
     order: list[str] = []
-    for i in int_exprs(e.body):
+    for i in index_exprs(e.body):
         for s in sorted(i.symbols()):
             if s in free and s not in order:
                 order.append(s)

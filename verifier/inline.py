@@ -18,10 +18,11 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from axon.dialects.ax.tensor_type import TensorType
-from axon.dialects.form.generic_form import GenericForm
+from axon.dialects.form.generic_form import GenericForm, Instance, instantiate
 from axon.dialects.form.interface import generic_form, has_form
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr, expand
+from axon.dialects.form.scalar import reads as form_reads
 from axon.verifier import terms as T
 from axon.verifier.indices import Ranges, decide, simplify
 from axon.verifier.sums import fresh, make_reduce, make_sum
@@ -100,13 +101,13 @@ Demand = tuple[SSAValue, tuple[IntExpr, ...], Ranges]
 
 @dataclass
 class _Plan:
-    """One op's element at one index, before its operands' terms are known: the scope binding
-    the form's dims (reduced dims to fresh binders), their ranges, and the operand reads."""
+    """One op's element at one index, before its operands' terms are known: the op's form bound
+    at the index (`instantiate`: reduced dims under fresh binders), the ranges of every loop
+    variable in scope, and the operand reads the body makes."""
 
     op: Operation
-    scope: dict[str, IntExpr]
+    instance: Instance
     ranges: Ranges
-    binders: list[tuple[str, IntExpr, IntExpr]]
     reads: dict[Read, Demand]
 
 
@@ -156,49 +157,40 @@ class _Inliner:
         return self.memo[root]
 
     def _plan(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> _Plan:
-        """Bind the producer's form at `index`: parallel dims to the index, reduced dims to fresh
-        binders (with their ranges), and list the operand reads the body makes."""
+        """Bind the producer's form at `index` and list the operand reads its body makes."""
         assert isinstance(v, OpResult)
         op = v.owner
         if not has_form(op):
             raise Unsupported(f"op '{op.name}' has no generic form")
-        form = self.form(op)
-        scope = {d.name: i for d, i in zip(form.parallel, index, strict=True)}
+        inst = instantiate(self.form(op), index, fresh)
         local = dict(ranges)
-        binders = []
-        for d in form.reduced:
-            name = fresh()
-            lo, hi = d.lower.substitute(scope), d.upper.substitute(scope)
-            scope[d.name] = IntExpr.sym(name)
-            local[name] = (lo, hi)
-            binders.append((name, lo, hi))
-        reads = {r: (op.operands[r.operand], tuple(e.substitute(scope) for e in r.index), local)
-                 for r in form.reads()}
-        return _Plan(op, scope, local, binders, reads)
+        local.update((d.name, (d.lower, d.upper)) for d in inst.reduced)
+        reads = {r: (op.operands[r.operand], r.index, local) for r in form_reads(inst.body)}
+        return _Plan(op, inst, local, reads)
 
     @staticmethod
     def _key(v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> tuple[int, str]:
         return id(v), ", ".join(str(i) for i in _simplified(index, ranges))
 
     def _build(self, plan: _Plan) -> Value:
-        form = self.form(plan.op)
+        form, inst = self.form(plan.op), plan.instance
 
         def read(r: Read) -> Value:
             return self.memo[self._key(*plan.reads[r])]
 
+        # the instance has every dim substituted already: no further environment
+        acc = _scalar(expand(inst.body), read, {}, None, plan.ranges)
         if form.reduction is None:
-            return _scalar(expand(form.body), read, plan.scope, None, plan.ranges)
+            return acc
         # the innermost sum is built first
-        acc = _scalar(expand(form.body), read, plan.scope, None, plan.ranges)
-        for name, lo, hi in reversed(plan.binders):
+        for d in reversed(inst.reduced):
             if isinstance(acc, T.Bool):
                 raise Unsupported("reduction of a boolean body")
-            acc = (make_sum(name, lo, hi, acc) if form.reduction == "add"
-                   else make_reduce(form.reduction, name, lo, hi, acc))
-        if form.finalize is None:
+            acc = (make_sum(d.name, d.lower, d.upper, acc) if form.reduction == "add"
+                   else make_reduce(form.reduction, d.name, d.lower, d.upper, acc))
+        if inst.finalize is None:
             return acc
-        env = {d.name: plan.scope[d.name] for d in form.parallel}
-        return _scalar(expand(form.finalize), _no_read, env, acc, plan.ranges)
+        return _scalar(expand(inst.finalize), _no_read, {}, acc, plan.ranges)
 
 
 def _simplified(index: tuple[IntExpr, ...], ranges: Ranges) -> tuple[IntExpr, ...]:

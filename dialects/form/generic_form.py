@@ -11,11 +11,20 @@ the SMT encoder and (later) propagation and tiling all read this one structure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr, reads
+from axon.dialects.form.scalar import (
+    Call,
+    Const,
+    Index,
+    Read,
+    Reduced,
+    ScalarExpr,
+    reads,
+    substitute,
+)
 
 REDUCTIONS = ("add", "max", "min", "mul")
 
@@ -146,6 +155,36 @@ def _contains_reduced(expr: ScalarExpr) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Instance:
+    """A form bound at one output index: its reduced dims under fresh names (bounds substituted,
+    outermost first), its body with every dim replaced, its finalizer with the parallel dims
+    replaced."""
+
+    reduced: tuple[LoopDim, ...]
+    body: ScalarExpr
+    finalize: ScalarExpr | None
+
+
+def instantiate(form: GenericForm, index: Sequence[IntExpr], fresh: Callable[[], str]
+                ) -> Instance:
+    """Bind `form`'s parallel dims to `index` and its reduced dims to names from `fresh`.
+
+    The one place a form meets the context it is used in: the verifier inlines programs through
+    it and the nu-graph composes producers into consumers through it. `fresh` must return names
+    no size or enclosing loop variable has, which is what keeps the substitution capture-free.
+    """
+    env = {d.name: i for d, i in zip(form.parallel, index, strict=True)}
+    outer = dict(env)
+    reduced = []
+    for d in form.reduced:
+        name = fresh()
+        reduced.append(LoopDim(name, d.lower.substitute(env), d.upper.substitute(env)))
+        env[d.name] = IntExpr.sym(name)
+    finalize = None if form.finalize is None else substitute(form.finalize, outer)
+    return Instance(tuple(reduced), substitute(form.body, env), finalize)
+
+
 def fresh_names(prefix: str, count: int, avoid: Iterable[str]) -> tuple[str, ...]:
     """`prefix0, prefix1, ...`, skipping names in `avoid` (size symbols of the operands)."""
     taken = set(avoid)
@@ -164,5 +203,5 @@ def loop(name: str, upper: IntExpr | int | str, lower: IntExpr | int | str = 0) 
     return LoopDim(name, IntExpr.lift(lower), IntExpr.lift(upper))
 
 
-__all__ = ["REDUCTIONS", "Call", "Const", "FormError", "GenericForm", "Index", "LoopDim", "Read",
-           "Reduced", "fresh_names", "loop"]
+__all__ = ["REDUCTIONS", "Call", "Const", "FormError", "GenericForm", "Index", "Instance",
+           "LoopDim", "Read", "Reduced", "fresh_names", "instantiate", "loop"]

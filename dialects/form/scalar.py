@@ -10,7 +10,7 @@ what the SMT encoder sees.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,25 @@ from axon.dialects.form.intexpr import IntExpr
 
 
 class ScalarExpr:
-    """Base class of scalar-language nodes; operators build `Call` nodes."""
+    """Base class of scalar-language nodes; operators build `Call` nodes.
+
+    The one traversal protocol (`map_index`, `map_reads`, `reads`, `index_exprs` below are
+    written once against it): a node names its sub-expressions (`children` / `with_children`)
+    and maps its own integer expressions (`map_ints`). Node kinds defined elsewhere (the
+    nu-graph's folds and groups) implement the same three methods and get every traversal.
+    """
+
+    def children(self) -> tuple[ScalarExpr, ...]:
+        """The direct sub-expressions (none for a leaf)."""
+        return ()
+
+    def with_children(self, children: tuple[ScalarExpr, ...]) -> ScalarExpr:
+        """This node over other sub-expressions (in `children`'s order)."""
+        return self
+
+    def map_ints(self, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
+        """This node with `fn` applied to its own integer expressions (not its children's)."""
+        return self
 
     def __add__(self, other: ScalarLike) -> Call:
         return call("add", self, other)
@@ -75,6 +93,9 @@ class Read(ScalarExpr):
     operand: int
     index: tuple[IntExpr, ...]
 
+    def map_ints(self, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
+        return Read(self.operand, tuple(fn(i) for i in self.index))
+
     def __str__(self) -> str:
         return f"in{self.operand}[{', '.join(str(i) for i in self.index)}]"
 
@@ -84,6 +105,9 @@ class Index(ScalarExpr):
     """An integer expression over loop dims and sizes, used as a number."""
 
     expr: IntExpr
+
+    def map_ints(self, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
+        return Index(fn(self.expr))
 
     def __str__(self) -> str:
         return f"idx({self.expr})"
@@ -115,6 +139,12 @@ class Call(ScalarExpr):
         if spec.has_param != (self.param is not None):
             raise ValueError(f"scalar function '{self.fn}' "
                              f"{'needs' if spec.has_param else 'takes no'} parameter")
+
+    def children(self) -> tuple[ScalarExpr, ...]:
+        return self.args
+
+    def with_children(self, children: tuple[ScalarExpr, ...]) -> ScalarExpr:
+        return Call(self.fn, children, self.param)
 
     def __str__(self) -> str:
         spec = FUNCTIONS[self.fn]
@@ -223,24 +253,52 @@ def expand(expr: ScalarExpr) -> ScalarExpr:
     return Call(expr.fn, args, expr.param)
 
 
+# ---- traversals (written once, against ScalarExpr's protocol) -----------------------------------
+def map_index(expr: ScalarExpr, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
+    """`fn` applied to every integer expression of the tree (read indices, Index nodes, and the
+    bounds of other node kinds' loop dims)."""
+    node = expr.map_ints(fn)
+    kids = node.children()
+    return node.with_children(tuple(map_index(k, fn) for k in kids)) if kids else node
+
+
+def substitute(expr: ScalarExpr, env: Mapping[str, IntExpr]) -> ScalarExpr:
+    """Replace symbols (loop dims) by integer expressions everywhere in `expr`."""
+    if not env:
+        return expr
+    return map_index(expr, lambda e: e.substitute(env) if e.symbols() & env.keys() else e)
+
+
+def map_reads(expr: ScalarExpr, fn: Callable[[Read], ScalarExpr]) -> ScalarExpr:
+    """Replace every read by `fn(read)`."""
+    if isinstance(expr, Read):
+        return fn(expr)
+    kids = expr.children()
+    return expr.with_children(tuple(map_reads(k, fn) for k in kids)) if kids else expr
+
+
 def reads(expr: ScalarExpr) -> list[Read]:
     """Every operand read in the expression, in evaluation order."""
-    if isinstance(expr, Read):
-        return [expr]
-    if isinstance(expr, Call):
-        return [r for a in expr.args for r in reads(a)]
-    return []
+    out: list[Read] = []
+
+    def collect(r: Read) -> ScalarExpr:
+        out.append(r)
+        return r
+
+    map_reads(expr, collect)
+    return out
 
 
 def index_exprs(expr: ScalarExpr) -> list[IntExpr]:
-    """Every integer expression in the tree (read indices and Index nodes)."""
-    if isinstance(expr, Read):
-        return list(expr.index)
-    if isinstance(expr, Index):
-        return [expr.expr]
-    if isinstance(expr, Call):
-        return [e for a in expr.args for e in index_exprs(a)]
-    return []
+    """Every integer expression in the tree, in traversal order."""
+    out: list[IntExpr] = []
+
+    def collect(e: IntExpr) -> IntExpr:
+        out.append(e)
+        return e
+
+    map_index(expr, collect)
+    return out
 
 
 def evaluate(expr: ScalarExpr, read: Callable[[Read], Any], index: Callable[[IntExpr], Any],

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from axon.dialects.form.generic_form import LoopDim
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Call, ScalarExpr
+from axon.dialects.form.scalar import Call, ScalarExpr, index_exprs, substitute
 from axon.nugraph.candidates import Candidate, at_sums
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.index_expr import (
@@ -19,9 +19,7 @@ from axon.nugraph.index_expr import (
     Group,
     NameSupply,
     factors,
-    int_exprs,
     product,
-    substitute,
 )
 from axon.nugraph.moves.hoist import hoist
 from axon.nugraph.moves.sites import PairSite
@@ -79,7 +77,7 @@ def _appearance_dims(expr: ScalarExpr, scope: Mapping[str, LoopDim], supply: Nam
                      ) -> tuple[LoopDim, ...] | None:
     """The loop dims `expr` mentions, in order of first appearance (the layout of a new op)."""
     order: list[str] = []
-    for i in int_exprs(expr):
+    for i in index_exprs(expr):
         for s in sorted(i.symbols()):
             if supply.is_var(s) and s not in order:
                 order.append(s)
