@@ -2,7 +2,7 @@
 
 Each function has the name and the parameter order of its program and computes in float32 (inputs
 are widened first), so it is the exact-arithmetic yardstick the tolerances of
-`dialects/ax/dtypes.py` are measured against. The functions are plain NumPy and never touch
+`dialects/form/dtypes.py` are measured against. The functions are plain NumPy and never touch
 Axon's IR.
 """
 

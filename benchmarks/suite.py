@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from axon.benchmarks import references
-from axon.dialects.ax.dtypes import DTYPES, numpy_dtype
+from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 
 PROGRAM_DIR = Path(__file__).resolve().parent / "programs"

@@ -27,7 +27,6 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from axon.dialects import ax
-from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import (
     ShapeError,
@@ -37,6 +36,7 @@ from axon.dialects.ax.shapes import (
     product,
 )
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.frontend.graph import GraphBuilder, current_builder
 from axon.frontend.specs import as_dim, dtype_name

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.ax.shapes import ShapeError, fmt_shape
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr, IntExprSyntaxError
 
 

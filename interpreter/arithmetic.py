@@ -1,11 +1,11 @@
 """How the reference interpreter holds numbers: dtype-faithfully, or exactly.
 
-`FAITHFUL` follows `dialects/ax/dtypes.py`: an op widens its operands to the compute dtype, computes
-there and rounds its result to the storage dtype, as an eager framework does. `EXACT` evaluates the
-program's real-arithmetic meaning as closely as numpy can: every float dtype (bf16, f16 and f32
-alike) is computed and held in float64 and never rounded to its own precision, i32 is computed and
-held in int64 without wrapping, and i1 stays bool. Exact is the meaning the SMT verifier proves
-things about; faithful is what a device computes.
+`FAITHFUL` follows `dialects/form/dtypes.py`: an op widens its operands to the compute dtype,
+computes there and rounds its result to the storage dtype, as an eager framework does. `EXACT`
+evaluates the program's real-arithmetic meaning as closely as numpy can: every float dtype (bf16,
+f16 and f32 alike) is computed and held in float64 and never rounded to its own precision, i32 is
+computed and held in int64 without wrapping, and i1 stays bool. Exact is the meaning the SMT
+verifier proves things about; faithful is what a device computes.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from axon.dialects.ax.dtypes import DTYPES, round_to, to_compute
 from axon.dialects.form import scalar
+from axon.dialects.form.dtypes import DTYPES, round_to, to_compute
 
 
 @dataclass(frozen=True)

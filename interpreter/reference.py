@@ -46,8 +46,8 @@ from axon.dialects.ax import (
     TransposeOp,
     UnaryOp,
 )
-from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.form import scalar
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Read

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, ScalarExpr, reads

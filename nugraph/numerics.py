@@ -40,7 +40,7 @@ import numpy as np
 from xdsl.dialects.func import FuncOp
 
 from axon.dialects.ax import GenericOp, TensorType
-from axon.dialects.ax.dtypes import DTYPES
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.interpreter import InterpreterError, run_function
 

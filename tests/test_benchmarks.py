@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from axon.benchmarks.suite import PROGRAMS, Program, make_inputs, small_sizes
-from axon.dialects.ax.dtypes import DTYPES, numpy_dtype
+from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.frontend.numpy_subset import parse_file, parse_source
 from axon.interpreter import run_module
 

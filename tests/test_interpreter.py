@@ -33,7 +33,7 @@ from axon.dialects.ax import (
     SumOp,
     TensorType,
 )
-from axon.dialects.ax.dtypes import DTYPES
+from axon.dialects.form.dtypes import DTYPES
 from axon.interpreter import InterpreterError, find_kernel, run_function, run_module
 
 BF16 = ml_dtypes.bfloat16

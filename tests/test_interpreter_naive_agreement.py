@@ -4,7 +4,7 @@ For each op class of `ALL_OPS` a generator draws small shapes (dims 1..4, ranks 
 NumPy broadcasting across ranks and size-1 dims), attributes, dtypes and inputs; the op is built
 with `Op.make` inside a one-op `func.func` (some dims symbolic, bound from the input shapes), run by
 the interpreter, and compared with `evaluate_op_naive` on the same stored inputs in float64, using
-the tolerances of `dialects/ax/dtypes.py` (exact for i32 and i1).
+the tolerances of `dialects/form/dtypes.py` (exact for i32 and i1).
 
 A second property runs every named op's generic form, printed and re-parsed as an `ax.generic`,
 through the interpreter's vectorized form evaluator and compares it with the op's own kernel.
@@ -58,7 +58,7 @@ from axon.dialects.ax import (
     TensorType,
     TransposeOp,
 )
-from axon.dialects.ax.dtypes import DTYPES
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import FUNCTIONS
 from axon.interpreter import evaluate_op_naive, run_function

@@ -11,7 +11,7 @@ from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.ax import TensorType
-from axon.dialects.ax.dtypes import DTYPES
+from axon.dialects.form.dtypes import DTYPES
 from axon.frontend.numpy_subset import parse_source
 from axon.nugraph import session as session_module
 from axon.nugraph.eclass import ENode

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.dialects.func import FuncOp
 
-from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.interface import generic_form, has_form
 from axon.dialects.form.scalar import Call, Const
 from axon.interpreter import run_function

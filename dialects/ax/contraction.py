@@ -10,10 +10,10 @@ from xdsl.dialects.builtin import I64, BoolAttr, DenseArrayBase, IntegerAttr, i6
 from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError, broadcast_shapes, fmt_shape, product
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr

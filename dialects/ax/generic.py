@@ -16,10 +16,10 @@ from xdsl.ir import TypeAttribute
 from xdsl.irdl import irdl_op_definition, prop_def, result_def, traits_def, var_operand_def
 from xdsl.traits import Pure
 
-from axon.dialects.ax.dtypes import DTYPES
 from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import FormError
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.syntax import parse_form

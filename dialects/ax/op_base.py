@@ -25,9 +25,9 @@ from xdsl.ir import Attribute, SSAValue, TypeAttribute
 from xdsl.irdl import IRDLOperation, ParsePropInAttrDict
 from xdsl.utils.exceptions import VerifyException
 
-from axon.dialects.ax.dtypes import dtype_attr, dtype_name
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.dtypes import dtype_attr, dtype_name
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.interface import Semantics
 from axon.dialects.form.intexpr import IntExpr

@@ -11,7 +11,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from axon.dialects.ax.dtypes import dtype_attr, dtype_name
+from axon.dialects.form.dtypes import dtype_attr, dtype_name
 from axon.dialects.form.intexpr import IntExpr, IntLike, parse_int_expr
 
 

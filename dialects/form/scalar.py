@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from axon.dialects.form.dtypes import numpy_dtype
 from axon.dialects.form.intexpr import IntExpr
 
 
@@ -191,8 +192,6 @@ def _erf(x: Any) -> Any:
 
 
 def _cast(x: Any, dtype: str) -> Any:
-    from axon.dialects.ax.dtypes import numpy_dtype  # late: dtypes imports nothing from here
-
     return np.asarray(x).astype(numpy_dtype(dtype))
 
 
