@@ -12,7 +12,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects.form.dtypes import dtype_attr, dtype_name
-from axon.dialects.form.intexpr import IntExpr, IntLike, parse_int_expr
+from axon.dialects.form.intexpr import IntExpr, IntLike, parse_int_expr, parse_int_tokens
 
 
 @irdl_attr_definition
@@ -70,48 +70,26 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
 
 def _parse_dim(parser: AttrParser) -> IntExpr:
-    """Recursive descent over xDSL tokens: `+ - * ( )`, `floordiv`, `mod`, `min(a, b)`,
-    `max(a, b)`."""
+    """A tensor dim: the integer-expression grammar (`parse_int_tokens`) over xDSL's tokens."""
+    return parse_int_tokens(_ParserTokens(parser))
 
-    def expr() -> IntExpr:
-        result = term()
-        while True:
-            if parser.parse_optional_punctuation("+") is not None:
-                result = result + term()
-            elif parser.parse_optional_punctuation("-") is not None:
-                result = result - term()
-            else:
-                return result
 
-    def term() -> IntExpr:
-        result = factor()
-        while True:
-            if parser.parse_optional_punctuation("*") is not None:
-                result = result * factor()
-            elif parser.parse_optional_keyword("floordiv") is not None:
-                result = result.floordiv(factor())
-            elif parser.parse_optional_keyword("mod") is not None:
-                result = result.mod(factor())
-            else:
-                return result
+class _ParserTokens:
+    """`IntTokens` over xDSL's attribute parser (so types and text share one grammar)."""
 
-    def factor() -> IntExpr:
-        if parser.parse_optional_punctuation("-") is not None:
-            return -factor()
-        if parser.parse_optional_punctuation("(") is not None:
-            inner = expr()
-            parser.parse_punctuation(")")
-            return inner
-        value = parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
-        if value is not None:
-            return IntExpr.const(value)
-        name = parser.parse_identifier(" in a tensor dim (an integer or a size symbol)")
-        if name in ("min", "max") and parser.parse_optional_punctuation("(") is not None:
-            a = expr()
-            parser.parse_punctuation(",")
-            b = expr()
-            parser.parse_punctuation(")")
-            return getattr(a, name)(b)
-        return IntExpr.sym(name)
+    def __init__(self, parser: AttrParser) -> None:
+        self.parser = parser
 
-    return expr()
+    def accept(self, symbol: str) -> bool:
+        if symbol in ("floordiv", "mod"):
+            return self.parser.parse_optional_keyword(symbol) is not None
+        return self.parser.parse_optional_punctuation(symbol) is not None  # type: ignore[arg-type]
+
+    def expect(self, symbol: str) -> None:
+        self.parser.parse_punctuation(symbol)  # type: ignore[arg-type]
+
+    def integer(self) -> int | None:
+        return self.parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
+
+    def name(self) -> str:
+        return self.parser.parse_identifier(" in a tensor dim (an integer or a size symbol)")

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Union
+from typing import NoReturn, Protocol, Union
 
 IntLike = Union["IntExpr", int, str]
 
@@ -304,67 +304,132 @@ class IntExprSyntaxError(ValueError):
     """Raised for malformed integer-expression text; the message names the offending token."""
 
 
+class IntTokens(Protocol):
+    """A token stream the integer-expression grammar reads: text (`parse_int_expr`) or xDSL's
+    attribute parser (tensor dims in types, `dialects/ax/tensor_type.py`)."""
+
+    def accept(self, symbol: str) -> bool:
+        """Consume `symbol` (punctuation or a keyword) when it comes next."""
+        ...
+
+    def expect(self, symbol: str) -> None:
+        """Consume `symbol`, or raise a syntax error naming it."""
+        ...
+
+    def integer(self) -> int | None:
+        """Consume a nonnegative integer literal when one comes next."""
+        ...
+
+    def name(self) -> str:
+        """Consume a symbol name (an identifier other than `floordiv` and `mod`), or raise."""
+        ...
+
+
+def parse_int_tokens(tokens: IntTokens) -> IntExpr:
+    """The integer-expression grammar, written once:
+
+        expr   := term (("+" | "-") term)*
+        term   := factor (("*" | "floordiv" | "mod") factor)*
+        factor := "-" factor | "(" expr ")" | INT | ("min" | "max") "(" expr "," expr ")" | NAME
+    """
+
+    def expr() -> IntExpr:
+        result = term()
+        while True:
+            if tokens.accept("+"):
+                result = result + term()
+            elif tokens.accept("-"):
+                result = result - term()
+            else:
+                return result
+
+    def term() -> IntExpr:
+        result = factor()
+        while True:
+            if tokens.accept("*"):
+                result = result * factor()
+            elif tokens.accept("floordiv"):
+                result = result.floordiv(factor())
+            elif tokens.accept("mod"):
+                result = result.mod(factor())
+            else:
+                return result
+
+    def factor() -> IntExpr:
+        if tokens.accept("-"):
+            return -factor()
+        if tokens.accept("("):
+            inner = expr()
+            tokens.expect(")")
+            return inner
+        value = tokens.integer()
+        if value is not None:
+            return IntExpr.const(value)
+        name = tokens.name()
+        if name in ("min", "max") and tokens.accept("("):
+            a = expr()
+            tokens.expect(",")
+            b = expr()
+            tokens.expect(")")
+            return getattr(a, name)(b)
+        return IntExpr.sym(name)
+
+    return expr()
+
+
+class _TextTokens:
+    """`IntTokens` over expression text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = [m.group(1) or m.group(2) or m.group(3) for m in _TOKEN.finditer(text)
+                       if m.group(1) or m.group(2) or m.group(3)]
+        self.pos = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def accept(self, symbol: str) -> bool:
+        if self.peek() == symbol:
+            self.pos += 1
+            return True
+        return False
+
+    def expect(self, symbol: str) -> None:
+        if not self.accept(symbol):
+            self.fail(f"expected {symbol}")
+
+    def integer(self) -> int | None:
+        tok = self.peek()
+        if tok is not None and tok.isdigit():
+            self.pos += 1
+            return int(tok)
+        return None
+
+    def name(self) -> str:
+        tok = self.peek()
+        if tok is None or not _NAME.fullmatch(tok) or tok in ("floordiv", "mod"):
+            self.fail("expected a term")
+        self.pos += 1
+        return tok  # type: ignore[return-value]
+
+    def fail(self, what: str) -> NoReturn:
+        tok = self.peek()
+        raise IntExprSyntaxError(f"in size expression '{self.text}': {what}, found "
+                                 f"{'end of text' if tok is None else repr(tok)}")
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
 @lru_cache(maxsize=1 << 16)
 def parse_int_expr(text: str) -> IntExpr:
     """Parse `M*N`, `2*i + 1`, `(K + 3) floordiv 4`, `min(i, N)`, ... into an IntExpr.
 
     Memoized: types hold their dims as text and are read far more often than written, and an
     IntExpr is immutable, so the same text may always give the same object."""
-    tokens = [(m.group(1) or m.group(2) or m.group(3)) for m in _TOKEN.finditer(text)
-              if (m.group(1) or m.group(2) or m.group(3))]
-    pos = 0
-
-    def peek() -> str | None:
-        return tokens[pos] if pos < len(tokens) else None
-
-    def take(expected: str | None = None) -> str:
-        nonlocal pos
-        tok = peek()
-        if tok is None or (expected is not None and tok != expected):
-            raise IntExprSyntaxError(
-                f"in size expression '{text}': expected {expected or 'a term'}, found "
-                f"{'end of text' if tok is None else repr(tok)}")
-        pos += 1
-        return tok
-
-    def expr() -> IntExpr:
-        result = term()
-        while peek() in ("+", "-"):
-            op = take()
-            result = result + term() if op == "+" else result - term()
-        return result
-
-    def term() -> IntExpr:
-        result = factor()
-        while peek() in ("*", "floordiv", "mod"):
-            op = take()
-            rhs = factor()
-            result = result * rhs if op == "*" else getattr(result, op)(rhs)
-        return result
-
-    def factor() -> IntExpr:
-        tok = take()
-        if tok == "-":
-            return -factor()
-        if tok == "(":
-            inner = expr()
-            take(")")
-            return inner
-        if tok.isdigit():
-            return IntExpr.const(int(tok))
-        if tok in ("min", "max") and peek() == "(":
-            take("(")
-            a = expr()
-            take(",")
-            b = expr()
-            take(")")
-            return getattr(a, tok)(b)
-        if re.fullmatch(r"[A-Za-z_][A-Za-z_0-9]*", tok) and tok not in ("floordiv", "mod"):
-            return IntExpr.sym(tok)
-        raise IntExprSyntaxError(f"in size expression '{text}': unexpected {tok!r}")
-
-    result = expr()
-    if peek() is not None:
-        raise IntExprSyntaxError(f"in size expression '{text}': unexpected {peek()!r}")
+    tokens = _TextTokens(text)
+    result = parse_int_tokens(tokens)
+    if tokens.peek() is not None:
+        tokens.fail("unexpected text after the expression")
     return result
-
