@@ -1,7 +1,7 @@
 """The verifier's corpus: identities it must prove and non-identities it must refute.
 
 Each case is two programs in the NumPy subset (docs/language.md) over the same parameters: a
-return expression, or a multi-line body ending in `return`. The tests (tests/test_verifier_*.py)
+return expression, or a multi-line body ending in `return`. The tests (tests/verifier/)
 and the benchmark (benchmarks/verifier.py) both read these lists. The non-identities are the
 mistakes a rewrite engine makes (wrong axes, off-by-one bounds, transposed operands, dtype changes,
 identities that hold only for special shapes, ...); families over axes or offsets are generated.

@@ -8,8 +8,8 @@ mistake (off-by-one slice, wrong axis, swapped operands, changed constant or op,
 Every verdict is checked: a proof must agree with the interpreter, run in exact (float64) mode at
 several sizes (all ones, unequal, random) on small-integer inputs; a disagreement is an UNSOUND
 PROOF. A refutation's counterexample must replay (the types differ, or the values differ at its
-sizes, inputs and index). Unknown is only counted. tests/test_verifier_fuzz.py and
-tests/test_verifier_property.py use the generator and the checks below.
+sizes, inputs and index). Unknown is only counted. tests/verifier/test_fuzz.py and
+tests/verifier/test_property.py use the generator and the checks below.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def upstream_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
 def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every pass a pipeline may name: xDSL's, then Axon's (an Axon name shadows an upstream one;
-    tests/test_axon_opt.py checks that none does)."""
+    tests/tools/test_axon_opt.py checks that none does)."""
     return upstream_passes() | get_all_passes()
 
 

@@ -1,5 +1,5 @@
 // The ax dialect's own syntax, every op of ALL_OPS: parse, print, and round trips through the
-// generic syntax. tests/test_axon_opt.py fails when an op of ALL_OPS is missing here.
+// generic syntax. tests/tools/test_axon_opt.py fails when an op of ALL_OPS is missing here.
 //
 // RUN: axon-opt %s | axon-opt | filecheck %s
 // RUN: AXON_ROUNDTRIP

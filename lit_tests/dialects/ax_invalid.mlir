@@ -1,6 +1,6 @@
 // Invalid ax IR: one diagnostic per chunk (chunks are split at the dashed separator lines), at
 // least one chunk for every op of ALL_OPS (its own verifier), then invalid types.
-// tests/test_axon_opt.py fails when an op of ALL_OPS is missing here. A chunk that verifies would
+// tests/tools/test_axon_opt.py fails when an op of ALL_OPS is missing here. A chunk that verifies would
 // print a `builtin.module`; the second RUN line fails the test if any does.
 //
 // RUN: axon-opt %s --split-input-file --verify-diagnostics --parsing-diagnostics | filecheck %s

@@ -21,7 +21,7 @@ from axon.dialects.ax import ALL_OPS
 from axon.tools import axon_main, axon_opt, embed
 from axon.tools.registry import get_all_dialects, get_all_passes, upstream_dialects, upstream_passes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent  # the venv's bin/, where the console scripts are installed
 
 T = "!ax.tensor<[M, K], f32>"

@@ -72,7 +72,8 @@ def caller(a: f32[4, N], b: f32[4, N]):
 
 
 def test_every_benchmark_program_parses():
-    programs = sorted((Path(__file__).parent.parent / "benchmarks" / "programs").glob("*.py"))
+    root = Path(__file__).resolve().parents[2]
+    programs = sorted((root / "benchmarks" / "programs").glob("*.py"))
     for path in programs:
         parse_file(path).verify()
 

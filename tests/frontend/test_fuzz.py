@@ -41,7 +41,7 @@ def main(a: f32[4, N], b: i32[N]):
     return gelu_tanh(h) ** 2, astype(b, f32) + iota([N], 0, f32), -h, maximum(h, 1)
 """,
 ]
-BENCHMARKS = sorted((Path(__file__).parent.parent / "benchmarks" / "programs").glob("*.py"))
+BENCHMARKS = sorted((Path(__file__).resolve().parents[2] / "benchmarks" / "programs").glob("*.py"))
 PROGRAMS = INLINE_PROGRAMS + [p.read_text() for p in BENCHMARKS]
 
 INSERTS = ["for ", "while ", "if ", "else:", "import ", "lambda ", "class ", "+=", "//", "%",
