@@ -78,7 +78,14 @@ def signature(func: FuncOp) -> list[TensorType]:
 
 
 def inline_function(func: FuncOp) -> list[Output]:
-    """The element of every result at index `$o<k>_<i>`, as a term."""
+    """The element of every result at index `$o<k>_<i>`, as a term.
+
+    Precondition, checked: `func` is straight-line, one block of form ops ending in
+    `func.return`. Loops (`scf.for`, the tiled level's loops) are not read yet; a function with
+    them is Unsupported, never misread."""
+    if len(func.body.blocks) != 1 or any(op.regions for op in func.body.block.ops):
+        raise Unsupported(f"@{func.sym_name.data}: the verifier reads straight-line functions "
+                          "(one block, no ops with regions)")
     inliner = _Inliner()
     check_size_names(func, inliner.form)
     ret = func.body.block.last_op
@@ -165,7 +172,8 @@ class _Inliner:
         inst = instantiate(self.form(op), index, fresh)
         local = dict(ranges)
         local.update((d.name, (d.lower, d.upper)) for d in inst.reduced)
-        reads = {r: (op.operands[r.operand], r.index, local) for r in form_reads(inst.body)}
+        reads: dict[Read, Demand] = {r: (op.operands[r.operand], r.index, local)
+                                     for r in form_reads(inst.body)}
         return _Plan(op, inst, local, reads)
 
     @staticmethod
