@@ -17,8 +17,9 @@ from __future__ import annotations
 import argparse
 import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 from xdsl.dialects.func import FuncOp
@@ -41,18 +42,24 @@ COMPARISONS = ("<", "<=", ">", ">=")
 #: size assignments a proof is checked at: all ones, unequal, and (added per pair) random ones
 SIZES = ({"M": 1, "N": 1, "K": 1}, {"M": 2, "N": 3, "K": 1}, {"M": 3, "N": 2, "K": 4})
 
-Tree = tuple
+#: a program tree: `(kind, *fields)`, where a field that is a tuple is a child tree and the others
+#: are strings and ints (see `shape` and `text` for each kind's fields)
+Node = tuple[Any, ...]
+Tree = Node
 Shape = tuple[str, ...]
+Path = tuple[int, ...]
+T = TypeVar("T")
 
 
 class Chooser:
     """The source of random choices: `random.Random` here, a hypothesis draw in the tests."""
 
-    def __init__(self, pick: Callable[[list], object]) -> None:
+    def __init__(self, pick: Callable[[list[Any]], Any]) -> None:
         self._pick = pick
 
-    def choice(self, options: list | tuple) -> object:
-        return self._pick(list(options))
+    def choice(self, options: Sequence[T]) -> T:
+        picked: T = self._pick(list(options))
+        return picked
 
     def coin(self) -> bool:
         return bool(self.choice([False, True]))
@@ -67,7 +74,7 @@ def broadcast(a: Shape, b: Shape) -> Shape | None:
     """NumPy broadcasting over symbolic dims (a dim broadcasts only when it is literally 1)."""
     if len(a) != len(b):
         return None
-    out = []
+    out: list[str] = []
     for p, q in zip(a, b, strict=True):
         if p != q and "1" not in (p, q):
             return None
@@ -84,8 +91,9 @@ def shape(t: Tree) -> Shape | None:
         return ("M", "N")
     if kind == "const":
         return shape(t[2])
-    kids = [shape(c) for c in t[1:] if isinstance(c, tuple)]
-    if any(k is None for k in kids):
+    maybe_kids = [shape(c) for c in t[1:] if isinstance(c, tuple)]
+    kids = [k for k in maybe_kids if k is not None]
+    if len(kids) != len(maybe_kids):
         return None
     if kind == "bin":
         return broadcast(kids[0], kids[1])
@@ -139,10 +147,13 @@ def text(t: Tree) -> str:
     if kind == "T":
         return f"{text(t[1])}.T"
     if kind == "flat":
-        return f"reshape({text(t[1])}, ({shape(t[1])[0]}*{shape(t[1])[1]},))"
+        s = shape(t[1])
+        assert s is not None, "text of an ill-shaped tree"
+        return f"reshape({text(t[1])}, ({s[0]}*{s[1]},))"
     if kind == "catsl":
         _, axis, part, a, b = t
         s = shape(a)
+        assert s is not None, "text of an ill-shaped tree"
         dims = [":"] * len(s)
         dims[axis] = f"0:{s[axis]}" if part == 0 else f"{s[axis]}:2*{s[axis]}"
         return f"concatenate([{text(a)}, {text(b)}], axis={axis})[{', '.join(dims)}]"
@@ -190,9 +201,9 @@ def _grow(ch: Chooser, depth: int) -> Tree:
     return ("flat", sub())
 
 
-def nodes(t: Tree) -> list[tuple[int, ...]]:
+def nodes(t: Tree) -> list[Path]:
     """Paths of every node (child positions)."""
-    out = [()]
+    out: list[Path] = [()]
     for i, child in enumerate(t):
         if isinstance(child, tuple):
             out.extend((i, *p) for p in nodes(child))
@@ -216,6 +227,7 @@ def mutate(t: Tree, ch: Chooser) -> Tree:
     path = ch.choice(nodes(t))
     node = at(t, path)
     kind = node[0]
+    new: Node
     if kind == "leaf":
         new = ("leaf", ch.choice(sorted(LEAVES)))
     elif kind == "slice":
@@ -259,7 +271,8 @@ def rewrite(t: Tree, ch: Chooser) -> Tree:
 
 
 def _rewrites(n: Tree) -> list[Tree]:
-    kind, out = n[0], []
+    kind = n[0]
+    out: list[Tree] = []
     if kind == "bin":
         _, op, a, b = n
         if op in ("+", "*", "maximum", "minimum"):
@@ -377,11 +390,8 @@ class Summary:
     refuted: int = 0
     unknown: int = 0
     unproved_rewrites: int = 0
-    unsound: list[str] | None = None
-    not_replayed: list[str] | None = None
-
-    def __post_init__(self) -> None:
-        self.unsound, self.not_replayed = [], []
+    unsound: list[str] = field(default_factory=list)
+    not_replayed: list[str] = field(default_factory=list)
 
     def line(self, seconds: float) -> str:
         return (f"pairs {self.pairs}: proved {self.proved}, refuted {self.refuted}, unknown "

@@ -33,13 +33,11 @@ class FormFunctions(InterpreterFunctions):
                     args: PythonValues) -> PythonValues:
         """The op's form over its operands, rounded once to the result dtype."""
         result_type = op.results[0].type
-        types = [v.type for v in op.operands]
-        if not isinstance(result_type, TensorType) or not all(
-                isinstance(t, TensorType) for t in types):
+        types = [v.type for v in op.operands if isinstance(v.type, TensorType)]
+        if not isinstance(result_type, TensorType) or len(types) != len(op.operands):
             raise InterpreterError(f"'{op.name}': a form op's operands and result must be "
                                    "!ax.tensor values")
-        widened = [self.arith.widen(x, t.dtype)  # type: ignore[union-attr]
-                   for x, t in zip(args, types, strict=True)]
+        widened = [self.arith.widen(x, t.dtype) for x, t in zip(args, types, strict=True)]
         value = evaluate_form_vectorized(generic_form(op), widened, self.sizes,
                                          result_type.dtype, exact=self.arith.exact)
         result = self.arith.store(value, result_type.dtype)

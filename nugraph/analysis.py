@@ -52,7 +52,10 @@ class ClassType:
     """The default analysis: a class's data is its tensor type."""
 
     def make(self, node: ENode, children: Sequence[TensorType]) -> TensorType:
-        return node_semantics(node, children).result_type
+        result = node_semantics(node, children).result_type
+        # `Semantics` types it as any attribute; an op over tensors (every e-graph op) makes one
+        assert isinstance(result, TensorType), f"'{node.op}' makes a non-tensor {result}"
+        return result
 
     def parameter(self, type_: TensorType) -> TensorType:
         return type_

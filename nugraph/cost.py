@@ -62,6 +62,8 @@ class RooflineCost:
 
     def _compute(self, node: ENode, types: tuple[TensorType, ...]) -> float:
         sem = node_semantics(node, types)
+        # `Semantics` types it as any attribute; an op over tensors (every e-graph op) makes one
+        assert isinstance(sem.result_type, TensorType), f"'{node.op}' makes a non-tensor"
         flops, nbytes = self.flops_and_bytes(sem.form, list(types), sem.result_type)
         roof = self._roofline
         peak = roof.matrix_flops if is_contraction(sem.form) else roof.vector_flops

@@ -137,7 +137,11 @@ class FloatCheck:
     # ---- preparation ----------------------------------------------------------------------------
     def _prepare(self) -> None:
         self.sizes = choose_sizes(self.original)
-        params = list(self.original.function_type.inputs.data)
+        params: list[TensorType] = []
+        for t in self.original.function_type.inputs.data:
+            # as `_draw` needs: the frontend and `ax` verifier only make !ax.tensor parameters
+            assert isinstance(t, TensorType), f"parameter type {t} is not an !ax.tensor"
+            params.append(t)
         self.result_dtypes = [t.dtype for t in self.original.function_type.outputs.data
                               if isinstance(t, TensorType)]
         if len(self.result_dtypes) != len(self.original.function_type.outputs.data):

@@ -61,7 +61,10 @@ class Term:
     def result_type(self, g: EGraph) -> TensorType:
         types = [c.result_type(g) if isinstance(c, Term) else g.type_of(c)
                  for c in self.children]
-        return node_semantics(ENode(self.op, self.attrs, ()), types).result_type
+        result = node_semantics(ENode(self.op, self.attrs, ()), types).result_type
+        # `Semantics` types it as any attribute; an op over tensors (every e-graph op) makes one
+        assert isinstance(result, TensorType), f"'{self.op}' makes a non-tensor {result}"
+        return result
 
 
 def term_function(g: EGraph, terms: Sequence[Term], leaves: Sequence[int], name: str) -> FuncOp:

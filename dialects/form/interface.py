@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.traits import OpTrait
@@ -65,7 +65,7 @@ class FormOp(Protocol):
         ...
 
 
-def has_form(op: object) -> bool:
+def has_form(op: object) -> TypeGuard[Operation]:
     """Is `op` an operation that states its meaning as a generic form? (A value's owner may be a
     block, for a block argument: that is no such op.)"""
     return isinstance(op, Operation) and op.has_trait(HasGenericForm)
