@@ -29,7 +29,7 @@ from axon.verifier.replay import replay
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
 #: changes: the obligation key includes it, so a persisted cache never serves an older verdict
-ENCODING_REVISION = 6
+ENCODING_REVISION = 7
 
 SMALL_DIM = 6
 #: how many distinct candidate size assignments are replayed before giving up
@@ -240,6 +240,9 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
             if result == z3.unknown:
                 return Unknown(f"shapes of result #{k}: z3 {solver.reason_unknown()}",
                                time.perf_counter() - start)
+    probed = _probe(a, b, enc, solver, rlimit, start)
+    if probed is not None:
+        return probed
     disjuncts = []
     for x, y in zip(out_a, out_b, strict=True):
         in_range = [z3.And(enc.int_var(n) >= 0, enc.int_var(n) < enc.int_expr(d, {}))
@@ -258,6 +261,30 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
     if result == z3.unknown:
         return Unknown(f"z3: {solver.reason_unknown()}", time.perf_counter() - start)
     return _refute(a, b, enc, solver, out_a, start)
+
+
+def _probe(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, rlimit: int | None,
+           start: float) -> Refuted | None:
+    """A cheap first look for a counterexample before the value query: one random input at
+    small sizes (each in [2, SMALL_DIM] where the premises allow; a size of 1 hides wrong axes).
+
+    Most wrong rewrites differ everywhere, and z3 takes far longer to find a model than the
+    interpreter takes to show a difference; the evidence is the same replay as for a model's
+    (`replay.replay`), so this path refutes exactly what replay would confirm."""
+    # a solver of its own, so the value query's resource limit (rlimit) is not spent here
+    sizing = z3.Solver(ctx=enc.ctx)
+    if rlimit is not None:
+        sizing.set("rlimit", max(1, rlimit))
+    sizing.add(*solver.assertions())
+    sizing.add(*(z3.And(v >= 2, v <= SMALL_DIM) for v in enc.sizes.values()))
+    if _check(sizing) != z3.sat:
+        return None
+    found = replay(a, b, _sizes(enc, sizing.model()), None, None, attempts=1)
+    if found is None:
+        return None
+    cex = Counterexample(found.sizes, found.output, found.index, found.inputs, found.value_a,
+                         found.value_b, exact=found.exact)
+    return Refuted(cex, time.perf_counter() - start)
 
 
 def _check(solver: z3.Solver) -> z3.CheckSatResult:
