@@ -25,6 +25,7 @@ import z3
 
 from axon.dialects.form.intexpr import Atom as IntAtom
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import FUNCTIONS
 from axon.verifier import terms as T
 
 #: sums over ranges of constant length up to this get the step instances of every point of the
@@ -196,21 +197,17 @@ class Encoder:
         fn = self._func(f"uf {a.fn}", 0, 1)
         value = fn(args[0])
         x = args[0]
-        if a.fn == "exp":
-            self._axiom(f"exp {_ids(value)}", value > zero)
-        elif a.fn == "sqrt":
-            self._axiom(f"sqrt {_ids(value)}", z3.Implies(x >= zero, z3.And(value >= zero,
-                                                                        value * value == x)))
-        elif a.fn == "rsqrt":
-            self._axiom(f"rsqrt {_ids(value)}", z3.Implies(x > zero, z3.And(value > zero,
-                                                                       value * value * x == 1)))
-        elif a.fn == "sigmoid":
-            self._axiom(f"sigmoid {_ids(value)}", z3.And(value > zero, value < 1))
-        if a.fn in ("sqrt", "rsqrt"):
-            # sqrt(t) * rsqrt(t) = 1 for t > 0: true of the real functions, and a product z3's
-            # nonlinear arithmetic does not find from the squares alone (x / sqrt(t) = x rsqrt(t))
-            other = self._func(f"uf {'rsqrt' if a.fn == 'sqrt' else 'sqrt'}", 0, 1)(x)
-            self._axiom(f"sqrt-rsqrt {_ids(x)}", z3.Implies(x > zero, value * other == 1))
+        spec = FUNCTIONS.get(a.fn)
+        if spec is not None and spec.facts is not None:
+            # the function's own facts (dialects/form/scalar.py), as ground instances at x
+            for k, (premise, conclusion) in enumerate(spec.facts(value, x)):
+                self._axiom(f"{a.fn} {k} {_ids(value)}",
+                            conclusion if premise is None else z3.Implies(premise, conclusion))
+        if spec is not None and spec.reciprocal is not None:
+            # f(x) * g(x) = 1 for x > 0: a product z3's nonlinear arithmetic does not find from
+            # the squares alone (x / sqrt(t) = x * rsqrt(t))
+            other = self._func(f"uf {spec.reciprocal}", 0, 1)(x)
+            self._axiom(f"reciprocal {_ids(x)}", z3.Implies(x > zero, value * other == 1))
         return value
 
     # ---- booleans -----------------------------------------------------------------------------

@@ -170,7 +170,15 @@ def call(fn: str, *args: ScalarLike, param: float | str | None = None) -> Call:
 # ---- the function table ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class ScalarFunction:
-    """One scalar function: arity, numpy meaning, and (for derived ones) its primitive expansion."""
+    """Everything about one scalar function, stated once: arity, numpy meaning, (for derived ones)
+    its primitive expansion, and what a prover may assume of it.
+
+    `facts(v, x)` lists true facts of the real function at one point, v = f(x), as
+    (premise, conclusion) pairs (premise None: unconditional), built with Python's operators so
+    that any term language with arithmetic and comparisons can instantiate them (the SMT encoder
+    passes z3 terms and asserts each as a ground instance). `reciprocal` names the function g
+    with f(x) * g(x) = 1 wherever x > 0. A primitive without facts is uninterpreted beyond
+    being a function."""
 
     name: str
     arity: int
@@ -180,6 +188,8 @@ class ScalarFunction:
     float_only: bool = False
     boolean_result: bool = False
     expansion: Callable[..., ScalarExpr] | None = field(default=None, repr=False)
+    facts: Callable[[Any, Any], list[tuple[Any, Any]]] | None = field(default=None, repr=False)
+    reciprocal: str | None = None
 
 
 def _sigmoid(x: Any) -> Any:
@@ -209,12 +219,15 @@ FUNCTIONS: dict[str, ScalarFunction] = {f.name: f for f in [
     ScalarFunction("abs", 1, np.abs),
     ScalarFunction("pow", 1, lambda x, p: np.power(x, p), has_param=True, float_only=True),
     # transcendental primitives (uninterpreted for the SMT encoder)
-    ScalarFunction("exp", 1, np.exp, float_only=True),
+    ScalarFunction("exp", 1, np.exp, float_only=True, facts=lambda v, x: [(None, v > 0)]),
     ScalarFunction("log", 1, np.log, float_only=True),
-    ScalarFunction("sqrt", 1, np.sqrt, float_only=True),
-    ScalarFunction("rsqrt", 1, lambda x: 1.0 / np.sqrt(x), float_only=True),
+    ScalarFunction("sqrt", 1, np.sqrt, float_only=True, reciprocal="rsqrt",
+                   facts=lambda v, x: [(x >= 0, v >= 0), (x >= 0, v * v == x)]),
+    ScalarFunction("rsqrt", 1, lambda x: 1.0 / np.sqrt(x), float_only=True, reciprocal="sqrt",
+                   facts=lambda v, x: [(x > 0, v > 0), (x > 0, v * v * x == 1)]),
     ScalarFunction("tanh", 1, np.tanh, float_only=True),
-    ScalarFunction("sigmoid", 1, _sigmoid, float_only=True),
+    ScalarFunction("sigmoid", 1, _sigmoid, float_only=True,
+                   facts=lambda v, x: [(None, v > 0), (None, v < 1)]),
     ScalarFunction("erf", 1, _erf, float_only=True),
     # derived functions: one expansion each
     ScalarFunction("relu", 1, lambda x: np.maximum(x, 0), expansion=lambda x: call("max", x, 0)),
