@@ -118,10 +118,11 @@ def make_data(rng: np.random.Generator, shape: Sequence[int], dtype: str, kind: 
         return rng.random(shape) < 0.5
     if dtype == "i32":
         lo, hi = {"unit": (-1, 1), "ties": (-2, 2), "positive": (1, 5)}.get(kind, (-5, 5))
-        values = rng.integers(lo, hi + 1, shape)
+        ints = rng.integers(lo, hi + 1, shape)
         if kind == "nonzero":
-            values = np.where(values == 0, 1, values)
-        return values.astype(np.int32)
+            ints = np.where(ints == 0, 1, ints)
+        return ints.astype(np.int32)
+    values: np.ndarray
     if kind == "positive":
         values = rng.integers(4, 17, shape) / 8.0
     elif kind == "nonzero":
@@ -312,7 +313,10 @@ def gen_slice(draw: Draw, dims: Dims) -> Case:
         start.append(IntExpr.const(lo))
         # a symbolic stop gives result dims like (M + 1) floordiv 2
         symbolic = isinstance(key, str) and dims.symbolic[key] and draw(st.booleans())
-        stop.append(IntExpr.sym(key) - (v - hi) if symbolic else IntExpr.const(hi))
+        if symbolic and isinstance(key, str):
+            stop.append(IntExpr.sym(key) - (v - hi))
+        else:
+            stop.append(IntExpr.const(hi))
     t, x = _operand(dims, _rng(draw), keys, draw(st.sampled_from(ALL_DTYPES)))
     return Case(SliceOp, [t], [x], {"start": start, "stop": stop, "step": step}, dims.values)
 
@@ -437,7 +441,7 @@ def check_case(case: Case) -> None:
     assert_agree(got, want, result_type.dtype, what)
 
 
-SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ---- tests --------------------------------------------------------------------------------------
@@ -447,7 +451,7 @@ def test_every_op_class_has_a_generator() -> None:
 
 
 @pytest.mark.parametrize("op_class", ALL_OPS, ids=lambda c: c.name)
-@settings(max_examples=40, **SETTINGS)
+@settings(SETTINGS, max_examples=40)
 @given(data=st.data(), dims=dims_strategy())
 def test_interpreter_agrees_with_naive(op_class: type[TensorOp], data: st.DataObject,
                                        dims: Dims) -> None:
@@ -456,7 +460,7 @@ def test_interpreter_agrees_with_naive(op_class: type[TensorOp], data: st.DataOb
 
 @pytest.mark.parametrize("op_class", [c for c in ALL_OPS if c is not GenericOp],
                          ids=lambda c: c.name)
-@settings(max_examples=12, **SETTINGS)
+@settings(SETTINGS, max_examples=12)
 @given(data=st.data(), dims=dims_strategy())
 def test_generic_form_evaluator_matches_kernel(op_class: type[TensorOp], data: st.DataObject,
                                                dims: Dims) -> None:
@@ -478,7 +482,7 @@ def test_generic_form_evaluator_matches_kernel(op_class: type[TensorOp], data: s
 
 @pytest.mark.parametrize("template", range(len(GENERIC_TEMPLATES)),
                          ids=lambda i: GENERIC_TEMPLATES[i][0][:40])
-@settings(max_examples=20, **SETTINGS)
+@settings(SETTINGS, max_examples=20)
 @given(data=st.data(), dims=dims_strategy())
 def test_hand_written_generic_forms(template: int, data: st.DataObject, dims: Dims) -> None:
     check_case(gen_generic(data.draw, dims, template))

@@ -33,6 +33,7 @@ from axon.dialects.ax import (
     SumOp,
     TensorType,
 )
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.form.dtypes import DTYPES
 from axon.interpreter import InterpreterError, find_kernel, run_function, run_module
 
@@ -155,7 +156,8 @@ def test_inputs_are_converted_to_the_parameter_storage_dtype() -> None:
     (ReduceMinOp, "bf16", np.inf), (SumOp, "i32", 0),
     (ReduceMaxOp, "i32", np.iinfo(np.int32).min), (ReduceMinOp, "i32", np.iinfo(np.int32).max),
 ])
-def test_empty_reductions_give_identities(cls: type, dtype: str, expected: float) -> None:
+def test_empty_reductions_give_identities(cls: type[TensorOp], dtype: str,
+                                          expected: float) -> None:
     func = function([t([2, "K"], dtype)], lambda args: [cls.make(args, axes=(1,))])
     (got,) = run_function(func, [np.zeros((2, 0), dtype=DTYPES[dtype].storage)])
     assert got.shape == (2,) and got.dtype == DTYPES[dtype].storage

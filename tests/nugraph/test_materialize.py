@@ -69,6 +69,7 @@ def stray_sizes(g: EGraph, term: Term, bound: frozenset[str]) -> set[str]:
             else:
                 types.append(g.type_of(c))
         sem = node_semantics(ENode(t.op, t.attrs, ()), types)
+        assert isinstance(sem.result_type, TensorType)
         used = set(sem.form.size_symbols())
         used |= {s for d in sem.result_type.shape for s in d.symbols()}
         return sem.result_type, stray | (used - bound)

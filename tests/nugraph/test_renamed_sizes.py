@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pytest
+from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS, Program, make_inputs, small_sizes
 from axon.frontend.numpy_subset import parse_source
@@ -34,8 +35,9 @@ def renamed(program: Program) -> tuple[str, dict[str, str]]:
     return source, names
 
 
-def optimize(source: str, name: str, sizes: dict[str, int]) -> tuple[Session, object]:
+def optimize(source: str, name: str, sizes: dict[str, int]) -> tuple[Session, FuncOp]:
     (func,) = [op for op in parse_source(source, f"<{name}>").ops]
+    assert isinstance(func, FuncOp)
     session = Session.from_function(func, RooflineCost("h200", sizes))
     session.run(BUDGET)
     return session, func

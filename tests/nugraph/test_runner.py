@@ -130,6 +130,7 @@ class Depth:
 
     def make(self, node: ENode, children: Sequence[Typed]) -> Typed:
         sem = node_semantics(node, [c.type for c in children])
+        assert isinstance(sem.result_type, TensorType)
         return Typed(sem.result_type, 1 + max((c.depth for c in children), default=0))
 
     def parameter(self, type_: TensorType) -> Typed:

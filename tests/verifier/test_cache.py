@@ -43,6 +43,7 @@ def test_persistence_round_trip(tmp_path) -> None:
     cache = ProofCache(path)
     proved = prove_equivalent(*functions(HARD), cache=cache)
     refuted = prove_equivalent(*functions(FALSE), cache=cache)
+    assert isinstance(proved, Proved) and isinstance(refuted, Refuted)
     cache.save()
     doc = json.loads(path.read_text())
     assert doc["format"] == "axon-proof-cache" and doc["version"] == 1 and len(doc["entries"]) == 2
@@ -91,6 +92,7 @@ def test_a_new_encoding_revision_does_not_reuse_old_verdicts(monkeypatch) -> Non
 
     cache = ProofCache()
     first = prove_equivalent(*functions(HARD), cache=cache)
+    assert isinstance(first, Proved)
     monkeypatch.setattr(prove, "ENCODING_REVISION", prove.ENCODING_REVISION + 1)
     again = prove_equivalent(*functions(HARD), cache=cache)
     assert isinstance(again, Proved) and not again.cached

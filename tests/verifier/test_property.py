@@ -35,8 +35,8 @@ def chooser(data: st.DataObject) -> Chooser:
     return Chooser(lambda options: data.draw(st.sampled_from(options)))
 
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                       HealthCheck.data_too_large])
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                           HealthCheck.data_too_large])
 
 
 def _judge(tree: tuple, other: tuple, data: st.DataObject) -> Proved | Refuted | None:
@@ -50,7 +50,7 @@ def _judge(tree: tuple, other: tuple, data: st.DataObject) -> Proved | Refuted |
     return verdict if isinstance(verdict, Proved | Refuted) else None
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(SETTINGS, max_examples=150)
 @given(st.data())
 def test_mutations_are_judged_soundly(data: st.DataObject) -> None:
     ch = chooser(data)
@@ -60,7 +60,7 @@ def test_mutations_are_judged_soundly(data: st.DataObject) -> None:
     _judge(tree, mutant, data)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(SETTINGS, max_examples=60)
 @given(st.data())
 def test_rewrites_are_never_refuted(data: st.DataObject) -> None:
     ch = chooser(data)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from axon.benchmarks.verifier_corpus import NON_IDENTITIES, Case, functions
+from axon.dialects.ax import TensorType
 from axon.interpreter import run_function
 from axon.verifier import Refuted, prove_equivalent
 from axon.verifier.replay import confirms
@@ -27,10 +28,14 @@ def test_non_identity_is_refuted_and_replays(case: Case) -> None:
     a, b = functions(case)
     assert all(v >= 1 for v in cex.sizes.values())
     if cex.by_type:  # refuted by types: the interpreter's results differ in shape or dtype
-        inputs = [np.ones(tuple(d.evaluate(cex.sizes) for d in t.shape))
-                  for t in a.function_type.inputs.data]
-        ra, rb = run_function(a, inputs, cex.sizes), run_function(b, inputs, cex.sizes)
-        assert ra[cex.output].shape == cex.shape_a and rb[cex.output].shape == cex.shape_b
+        inputs = []
+        for t in a.function_type.inputs.data:
+            assert isinstance(t, TensorType)
+            inputs.append(np.ones(tuple(d.evaluate(cex.sizes) for d in t.shape)))
+        results_a = run_function(a, inputs, cex.sizes)
+        results_b = run_function(b, inputs, cex.sizes)
+        assert results_a[cex.output].shape == cex.shape_a
+        assert results_b[cex.output].shape == cex.shape_b
         assert (cex.shape_a, cex.dtype_a) != (cex.shape_b, cex.dtype_b)
         return
     ra = run_function(a, cex.inputs, cex.sizes, exact=cex.exact)[cex.output]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from axon.dialects.ax import ALL_OPS, MatmulOp, TensorType
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.form.generic_form import FormError, GenericForm, loop
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Read, Reduced, call
@@ -13,7 +14,7 @@ from axon.tools.op_table import sample
 
 
 @pytest.mark.parametrize("op", ALL_OPS, ids=lambda op: op.name)
-def test_every_op_form_round_trips_through_text(op: type) -> None:
+def test_every_op_form_round_trips_through_text(op: type[TensorOp]) -> None:
     types, attrs = sample(op)
     form = op.semantics(types, attrs).form
     assert parse_form(str(form), form.num_operands) == form
