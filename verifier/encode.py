@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import z3
 
-from axon.dialects.form.intexpr import Atom as IntAtom
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import FUNCTIONS
 from axon.verifier import terms as T
@@ -86,25 +85,10 @@ class Encoder:
 
     # ---- integers -----------------------------------------------------------------------------
     def int_expr(self, e: IntExpr, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
-        total: z3.ArithRef = z3.IntVal(0, self.ctx)
-        for mono, c in e.terms:
-            term: z3.ArithRef = z3.IntVal(c, self.ctx)
-            for a in mono:
-                term = term * self._int_atom(a, env)
-            total = total + term
-        return z3.simplify(total)
+        def sym(name: str) -> z3.ArithRef:
+            return env[name] if name in env else self.int_var(name)
 
-    def _int_atom(self, a: IntAtom, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
-        if a.kind == "sym":
-            return env[a.name] if a.name in env else self.int_var(a.name)
-        x, y = (self.int_expr(arg, env) for arg in a.args)
-        if a.kind == "floordiv":
-            return x / y  # SMT-LIB div rounds down for positive divisors (sizes are >= 1)
-        if a.kind == "mod":
-            return x % y
-        if a.kind == "min":
-            return z3.If(x <= y, x, y)
-        return z3.If(x >= y, x, y)
+        return z3.simplify(e.fold(lambda c: z3.IntVal(c, self.ctx), sym, _int_atom))
 
     # ---- reals --------------------------------------------------------------------------------
     def poly(self, p: T.Poly, env: Mapping[str, z3.ArithRef] | None = None) -> z3.ArithRef:
@@ -144,7 +128,7 @@ class Encoder:
             self.declare_tensor(a.tensor, len(a.index), False)
             return self.tensors[a.tensor](*(self.int_expr(i, env) for i in a.index))
         if isinstance(a, T.IdxAtom):
-            return z3.ToReal(self._int_atom(a.atom, env))
+            return z3.ToReal(self.int_expr(a.expr, env))
         if isinstance(a, T.Fn):
             return self._fn(a, env)
         if isinstance(a, T.Select):
@@ -256,6 +240,16 @@ class Encoder:
                 env[p.var] = prev
                 step = self.poly(p.body, env)
                 self._axiom(key, p.fn(p.at, *args) == p.fn(prev, *args) + step)
+
+
+def _int_atom(kind: str, x: z3.ArithRef, y: z3.ArithRef) -> z3.ArithRef:
+    if kind == "floordiv":
+        return x / y  # SMT-LIB div rounds down for positive divisors (sizes are >= 1)
+    if kind == "mod":
+        return x % y
+    if kind == "min":
+        return z3.If(x <= y, x, y)
+    return z3.If(x >= y, x, y)
 
 
 def _ids(*exprs: z3.ExprRef) -> str:

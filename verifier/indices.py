@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from axon.dialects.form.intexpr import Atom, IntExpr
+from axon.dialects.form.intexpr import IntExpr
 from axon.verifier import terms as T
 from axon.verifier.terms import is_loop_var, nonneg
 
@@ -23,26 +23,19 @@ Ranges = Mapping[str, tuple[IntExpr, IntExpr]]  # var -> [lo, hi)
 
 def simplify(e: IntExpr, ranges: Ranges) -> IntExpr:
     """Rewrite floordiv/mod atoms whose remainder is provably in range; bottom-up."""
-    out = IntExpr.const(0)
-    for mono, c in e.terms:
-        term = IntExpr.const(c)
-        for a in mono:
-            term = term * _atom(a, ranges)
-        out = out + term
-    return out
+    return e.fold(IntExpr.const, IntExpr.sym,
+                  lambda kind, x, n: _atom(kind, x, n, ranges))
 
 
-def _atom(a: Atom, ranges: Ranges) -> IntExpr:
-    if a.kind == "sym":
-        return IntExpr.sym(a.name)
-    x, n = (simplify(arg, ranges) for arg in a.args)
-    if a.kind in ("floordiv", "mod") and len(n.terms) == 1 and n.terms[0][1] > 0:
+def _atom(kind: str, x: IntExpr, n: IntExpr, ranges: Ranges) -> IntExpr:
+    """`x kind n` with both already simplified; exact when the remainder is in range."""
+    if kind in ("floordiv", "mod") and len(n.terms) == 1 and n.terms[0][1] > 0:
         split = _split(x, n)
         if split is not None:
             q, r = split
             if _in_range(r, n, ranges):
-                return q if a.kind == "floordiv" else r
-    return getattr(x, a.kind)(n)
+                return q if kind == "floordiv" else r
+    return getattr(x, kind)(n)
 
 
 def _split(x: IntExpr, n: IntExpr) -> tuple[IntExpr, IntExpr] | None:

@@ -10,12 +10,13 @@ canonical form, a polynomial over *atoms* (symbols and the non-polynomial `floor
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import NoReturn, Protocol, Union
+from typing import NoReturn, Protocol, TypeVar, Union
 
 IntLike = Union["IntExpr", int, str]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -204,25 +205,41 @@ class IntExpr:
         return (self + den - 1).floordiv(den)
 
     # ---- evaluation ---------------------------------------------------------------------------
+    def fold(self, const: Callable[[int], T], sym: Callable[[str], T],
+             apply: Callable[[str, T, T], T]) -> T:
+        """The one traversal of an integer expression: its value in another domain (ints, z3
+        terms, simplified expressions) whose values add and multiply, given the value of a
+        constant, of a symbol, and of a `floordiv`/`mod`/`min`/`max` atom from its arguments'.
+
+        `evaluate` and `substitute` here, the verifier's range simplification and its z3
+        encoding are all folds."""
+        total = const(0)
+        for mono, coeff in self.terms:
+            term = const(coeff)
+            for atom in mono:
+                if atom.kind == "sym":
+                    value = sym(atom.name)
+                else:
+                    a, b = (arg.fold(const, sym, apply) for arg in atom.args)
+                    value = apply(atom.kind, a, b)
+                term = term * value  # type: ignore[operator]
+            total = total + term  # type: ignore[operator]
+        return total
+
     def evaluate(self, env: Mapping[str, int]) -> int:
         """The value under concrete bindings of every symbol; floordiv and mod round to -inf."""
-        total = 0
-        for mono, coeff in self.terms:
-            prod = coeff
-            for atom in mono:
-                prod *= _eval_atom(atom, env)
-            total += prod
-        return total
+        def sym(name: str) -> int:
+            if name not in env:
+                raise KeyError(f"no value for size symbol '{name}'")
+            return int(env[name])
+
+        return self.fold(int, sym, _eval_atom)
 
     def substitute(self, env: Mapping[str, IntLike]) -> IntExpr:
         """Replace symbols by expressions (or ints); unbound symbols stay."""
-        result = IntExpr.const(0)
-        for mono, coeff in self.terms:
-            prod = IntExpr.const(coeff)
-            for atom in mono:
-                prod = prod * _subst_atom(atom, env)
-            result = result + prod
-        return result
+        return self.fold(IntExpr.const,
+                         lambda n: IntExpr.lift(env[n]) if n in env else IntExpr.sym(n),
+                         lambda kind, a, b: getattr(a, kind)(b))
 
     # ---- printing -----------------------------------------------------------------------------
     def __str__(self) -> str:
@@ -276,24 +293,12 @@ def _atom_text(atom: Atom, in_product: bool) -> str:
     return text
 
 
-def _eval_atom(atom: Atom, env: Mapping[str, int]) -> int:
-    if atom.kind == "sym":
-        if atom.name not in env:
-            raise KeyError(f"no value for size symbol '{atom.name}'")
-        return int(env[atom.name])
-    a, b = (arg.evaluate(env) for arg in atom.args)
-    if atom.kind == "floordiv":
+def _eval_atom(kind: str, a: int, b: int) -> int:
+    if kind == "floordiv":
         return a // b
-    if atom.kind == "mod":
+    if kind == "mod":
         return a % b
-    return min(a, b) if atom.kind == "min" else max(a, b)
-
-
-def _subst_atom(atom: Atom, env: Mapping[str, IntLike]) -> IntExpr:
-    if atom.kind == "sym":
-        return IntExpr.lift(env[atom.name]) if atom.name in env else IntExpr.sym(atom.name)
-    a, b = (arg.substitute(env) for arg in atom.args)
-    return getattr(a, atom.kind)(b)
+    return min(a, b) if kind == "min" else max(a, b)
 
 
 # ---- parsing ----------------------------------------------------------------------------------
