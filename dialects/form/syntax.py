@@ -14,7 +14,7 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedInput, VisitError
 
 from axon.dialects.form.generic_form import FormError, GenericForm, LoopDim
-from axon.dialects.form.intexpr import IntExpr, parse_int_expr
+from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr, call
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -28,9 +28,36 @@ def _parser() -> Lark:
 
 @v_args(inline=True)
 class _ToForm(Transformer[Token, Any]):
-    # integer expressions: one grammar for every integer expression in the project
-    def iexpr(self, tok: Token) -> IntExpr:
-        return parse_int_expr(str(tok).strip())
+    # integer expressions
+    def iconst(self, tok: Token) -> IntExpr:
+        return IntExpr.const(int(tok))
+
+    def isym(self, tok: Token) -> IntExpr:
+        return IntExpr.sym(str(tok))
+
+    def ineg(self, a: IntExpr) -> IntExpr:
+        return -a
+
+    def iadd(self, a: IntExpr, b: IntExpr) -> IntExpr:
+        return a + b
+
+    def isub(self, a: IntExpr, b: IntExpr) -> IntExpr:
+        return a - b
+
+    def imul(self, a: IntExpr, b: IntExpr) -> IntExpr:
+        return a * b
+
+    def ifloordiv(self, a: IntExpr, b: IntExpr) -> IntExpr:
+        return a.floordiv(b)
+
+    def imod(self, a: IntExpr, b: IntExpr) -> IntExpr:
+        return a.mod(b)
+
+    def imin(self, a: IntExpr, b: IntExpr) -> IntExpr:
+        return a.min(b)
+
+    def imax(self, a: IntExpr, b: IntExpr) -> IntExpr:
+        return a.max(b)
 
     # scalars
     def number(self, tok: Token) -> Const:
