@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.ir import Attribute, ParametrizedAttribute, TypeAttribute
@@ -93,3 +94,6 @@ class _ParserTokens:
 
     def name(self) -> str:
         return self.parser.parse_identifier(" in a tensor dim (an integer or a size symbol)")
+
+    def fail(self, what: str) -> NoReturn:
+        self.parser.raise_error(f"{what} in a tensor dim")

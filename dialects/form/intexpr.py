@@ -329,6 +329,15 @@ class IntTokens(Protocol):
         """Consume a symbol name (an identifier other than `floordiv` and `mod`), or raise."""
         ...
 
+    def fail(self, what: str) -> NoReturn:
+        """Raise a syntax error at the current token saying `what` went wrong."""
+        ...
+
+
+MAX_INT_DEPTH = 64
+"""Most nested parentheses, unary minuses and min/max calls one integer expression may spell out
+(the grammar recurses only on these)."""
+
 
 def parse_int_tokens(tokens: IntTokens) -> IntExpr:
     """The integer-expression grammar, written once:
@@ -336,7 +345,10 @@ def parse_int_tokens(tokens: IntTokens) -> IntExpr:
         expr   := term (("+" | "-") term)*
         term   := factor (("*" | "floordiv" | "mod") factor)*
         factor := "-" factor | "(" expr ")" | INT | ("min" | "max") "(" expr "," expr ")" | NAME
+
+    It loops over sums and products and recurses only on nesting, which `MAX_INT_DEPTH` bounds.
     """
+    depth = 0
 
     def expr() -> IntExpr:
         result = term()
@@ -361,6 +373,16 @@ def parse_int_tokens(tokens: IntTokens) -> IntExpr:
                 return result
 
     def factor() -> IntExpr:
+        nonlocal depth
+        depth += 1
+        if depth > MAX_INT_DEPTH:
+            tokens.fail(f"integer expression nested deeper than {MAX_INT_DEPTH}")
+        try:
+            return nested_factor()
+        finally:
+            depth -= 1
+
+    def nested_factor() -> IntExpr:
         if tokens.accept("-"):
             return -factor()
         if tokens.accept("("):

@@ -52,12 +52,45 @@ def test_acc_only_in_finalizer_and_reads_in_range() -> None:
         GenericForm((loop("i", "N"),), Read(1, (IntExpr.sym("i"),)), 1)
 
 
-@pytest.mark.parametrize("text", [
-    "out[d0 < M] = ",
-    "out[d0 < M] = in0[d0",
-    "out[d0 < M] = frobnicate(in0[d0])",
-    "out[d0 < M] = add over r0 in [0, K of in0[r0]",
+@pytest.mark.parametrize(("text", "column", "what"), [
+    ("out[d0 < M] = ", 15, "expected a scalar expression, found end of form"),
+    ("out[d0 < M] = in0[d0", 21, "expected ',' or ']', found end of form"),
+    ("out[d0 < M] = frobnicate(in0[d0])", 15, "bad call of 'frobnicate': unknown scalar function"),
+    ("out[d0 < M] = add(in0[d0], bf16)", 15, "a dtype is only cast's last argument"),
+    ("out[d0 < M] = add over r0 in [0, K of in0[r0]", 36, "expected ')', found 'of'"),
+    ("out[d0 < M] = in0[d0] $ 1", 23, "unexpected character '$'"),
+    ("out[d0 < M] = in0[d0] in0[d0]", 23, "unexpected text after the form"),
 ])
-def test_malformed_form_text(text: str) -> None:
-    with pytest.raises(FormError):
+def test_malformed_form_text_names_the_column(text: str, column: int, what: str) -> None:
+    with pytest.raises(FormError) as error:
         parse_form(text, 1)
+    message = str(error.value)
+    assert message.startswith(f"malformed generic form at column {column}: "), message
+    assert what in message
+
+
+def test_deep_nesting_is_a_form_error_not_a_recursion_error() -> None:
+    depth = 5000
+    scalar = "(" * depth + "in0[d0]" + ")" * depth
+    with pytest.raises(FormError, match="nesting deeper than 64"):
+        parse_form(f"out[d0 < M] = {scalar}", 1)
+    index = "(" * depth + "d0" + ")" * depth
+    with pytest.raises(FormError, match="nested deeper than 64"):
+        parse_form(f"out[d0 < M] = in0[{index}]", 1)
+    calls = "exp(" * depth + "in0[d0]" + ")" * depth
+    with pytest.raises(FormError, match="nesting deeper than 64"):
+        parse_form(f"out[d0 < M] = {calls}", 1)
+
+
+def test_long_sums_are_bounded_by_tree_depth() -> None:
+    form = parse_form("out[d0 < M] = " + " + ".join(["in0[d0]"] * 60), 1)
+    assert str(form).count("in0[d0]") == 60
+    assert parse_form(str(form), 1) == form
+    with pytest.raises(FormError, match="nesting deeper than 64"):
+        parse_form("out[d0 < M] = " + " * ".join(["in0[d0]"] * 5000), 1)
+
+
+def test_moderate_nesting_round_trips() -> None:
+    text = "out[d0 < M] = " + "exp(" * 60 + "in0[((d0))]" + ")" * 60
+    form = parse_form(text, 1)
+    assert parse_form(str(form), 1) == form
