@@ -404,17 +404,19 @@ def parse_int_tokens(tokens: IntTokens) -> IntExpr:
     return expr()
 
 
-class _TextTokens:
-    """`IntTokens` over expression text."""
+class TokenList:
+    """`IntTokens` over a list of token texts; a subclass says how a failure reads (`fail`)."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens = [m.group(1) or m.group(2) or m.group(3) for m in _TOKEN.finditer(text)
-                       if m.group(1) or m.group(2) or m.group(3)]
+    #: identifiers that are syntax, never a size symbol
+    reserved: frozenset[str] = frozenset({"floordiv", "mod"})
+
+    def __init__(self, tokens: list[str]) -> None:
+        self.tokens = tokens
         self.pos = 0
 
-    def peek(self) -> str | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+    def peek(self, ahead: int = 0) -> str | None:
+        at = self.pos + ahead
+        return self.tokens[at] if at < len(self.tokens) else None
 
     def accept(self, symbol: str) -> bool:
         if self.peek() == symbol:
@@ -424,7 +426,7 @@ class _TextTokens:
 
     def expect(self, symbol: str) -> None:
         if not self.accept(symbol):
-            self.fail(f"expected {symbol}")
+            self.fail(f"expected {symbol!r}")
 
     def integer(self) -> int | None:
         tok = self.peek()
@@ -435,10 +437,22 @@ class _TextTokens:
 
     def name(self) -> str:
         tok = self.peek()
-        if tok is None or not _NAME.fullmatch(tok) or tok in ("floordiv", "mod"):
-            self.fail("expected a term")
+        if tok is None or not _NAME.fullmatch(tok) or tok in self.reserved:
+            self.fail("expected a name")
         self.pos += 1
-        return tok  # type: ignore[return-value]
+        return tok
+
+    def fail(self, what: str) -> NoReturn:
+        raise NotImplementedError
+
+
+class _TextTokens(TokenList):
+    """`IntTokens` over expression text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__([m.group(1) or m.group(2) or m.group(3) for m in _TOKEN.finditer(text)
+                          if m.group(1) or m.group(2) or m.group(3)])
+        self.text = text
 
     def fail(self, what: str) -> NoReturn:
         tok = self.peek()

@@ -31,7 +31,7 @@ from typing import NoReturn
 
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import FormError, GenericForm, LoopDim
-from axon.dialects.form.intexpr import IntExpr, parse_int_tokens
+from axon.dialects.form.intexpr import IntExpr, TokenList, parse_int_tokens
 from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr, call
 
 _CMP = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -48,19 +48,21 @@ _READ = re.compile(r"in(\d+)")
 
 MAX_DEPTH = 64
 """Deepest expression tree a form may spell out: nested parentheses, calls, unary minuses and
-chained binary operators each count a level. Forms are printed by
-Axon from one op's meaning and nest a few levels; the bound keeps the parser's recursion (five
-frames a level, plus `MAX_INT_DEPTH` levels of an integer expression inside) well inside Python's
-stack."""
+chained binary operators each count a level. Forms are printed by Axon from one op's meaning and
+nest a few levels; the bound keeps the parser's recursion (five frames a level, plus
+`MAX_INT_DEPTH` levels of an integer expression inside) well inside Python's stack."""
 
 
-class _FormTokens:
-    """The tokens of one form's text, with their columns; also the `IntTokens` the integer
-    grammar reads."""
+class _FormTokens(TokenList):
+    """The tokens of one form's text, with their kinds and columns; the integer grammar reads
+    them as a `TokenList`."""
+
+    reserved = _KEYWORDS
 
     def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens: list[tuple[str, str, int]] = []  # (kind, text, column)
+        texts: list[str] = []
+        self.kinds: list[str] = []
+        self.columns: list[int] = []
         pos = 0
         while pos < len(text):
             match = _TOKEN.match(text, pos)
@@ -69,18 +71,16 @@ class _FormTokens:
                                 f"character {text[pos]!r}: {text.strip()}")
             kind = match.lastgroup or ""
             if kind != "ws":
-                self.tokens.append((kind, match.group(), pos + 1))
+                texts.append(match.group())
+                self.kinds.append(kind)
+                self.columns.append(pos + 1)
             pos = match.end()
-        self.pos = 0
+        super().__init__(texts)
+        self.text = text
         self.depth = 0
 
-    # ---- the stream ---------------------------------------------------------------------------
-    def peek(self, ahead: int = 0) -> str | None:
-        at = self.pos + ahead
-        return self.tokens[at][1] if at < len(self.tokens) else None
-
     def kind(self) -> str | None:
-        return self.tokens[self.pos][0] if self.pos < len(self.tokens) else None
+        return self.kinds[self.pos] if self.pos < len(self.kinds) else None
 
     def take(self) -> str:
         token = self.peek()
@@ -93,10 +93,9 @@ class _FormTokens:
         """Raise a FormError at the next token, saying what was found there, or at the column of
         token `at` when the error is about what starts there."""
         if at is not None:
-            column, found = self.tokens[at][2], ""
+            column, found = self.columns[at], ""
         elif self.pos < len(self.tokens):
-            _, token, column = self.tokens[self.pos]
-            found = f", found {token!r}"
+            column, found = self.columns[self.pos], f", found {self.tokens[self.pos]!r}"
         else:
             column, found = len(self.text) + 1, ", found end of form"
         raise FormError(f"malformed generic form at column {column}: {what}{found}: "
@@ -114,31 +113,6 @@ class _FormTokens:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.fail(f"nesting deeper than {MAX_DEPTH}")
-
-    # ---- IntTokens ----------------------------------------------------------------------------
-    def accept(self, symbol: str) -> bool:
-        if self.peek() == symbol:
-            self.pos += 1
-            return True
-        return False
-
-    def expect(self, symbol: str) -> None:
-        if not self.accept(symbol):
-            self.fail(f"expected {symbol!r}")
-
-    def integer(self) -> int | None:
-        token = self.peek()
-        if token is not None and token.isdigit():
-            self.pos += 1
-            return int(token)
-        return None
-
-    def name(self) -> str:
-        token = self.peek()
-        if self.kind() != "name" or token in _KEYWORDS:
-            self.fail("expected a name")
-        self.pos += 1
-        return token  # type: ignore[return-value]
 
 
 def parse_form(text: str, num_operands: int) -> GenericForm:
