@@ -6,18 +6,32 @@ op the `file:line:col` it was parsed from; `LocatingParser` does the same, and `
 uses that location to turn a verifier exception into one located line plus the source line.
 Types and attributes that fail their own verification while being parsed become located parse
 errors in the same way.
+
+Three of xDSL's parse errors are reworded where MLIR's say more: a region left open (`expected '}'
+to close the region opened at L:C` rather than ` in block definition` at the end of the input), a
+value used but never defined (at its first use, not at the end of the input), and an empty input
+(an empty module, as `mlir-opt` prints, rather than `Could not parse entire input!`).
 """
 
 from __future__ import annotations
 
 import linecache
+import re
+from bisect import bisect_right
+from collections.abc import Iterable
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Attribute, Operation, TypeAttribute
-from xdsl.parser import Parser
+from xdsl.ir import Attribute, AttributeInvT, Operation, Region, SSAValue, TypeAttribute
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+
+#: xDSL's message when a block holds something that is neither an op nor a block label
+_NOT_AN_OP = " in block definition"
+#: xDSL's message when the input ends with values never defined (reported at the end)
+_UNDEFINED = "values used but not defined"
 
 
 class LocatingParser(Parser):
@@ -28,6 +42,60 @@ class LocatingParser(Parser):
         super().__init__(ctx, text, name)
         #: lines before this chunk under --split-input-file, so lines count from the file's start
         self.line_offset = line_offset
+        content = self.lexer.input.content
+        #: the offset where each line starts: an op's line is a bisection, not a rescan of the
+        #: text before it (xDSL's `Span.get_location`), which made parsing quadratic
+        self._line_starts = [0, *(m.end() for m in re.finditer("\n", content))]
+        #: where each value name was first used, to report one never defined at its use
+        self._first_use: dict[str, Span[str]] = {}
+
+    def line_col(self, pos: int) -> tuple[int, int]:
+        """The 1-based line (counted from the file's start) and column of offset `pos`."""
+        line = bisect_right(self._line_starts, pos)
+        return line + self.line_offset, pos - self._line_starts[line - 1] + 1
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        if allow_implicit_module and self._current_token.kind == MLIRTokenKind.EOF:
+            return ModuleOp([])  # nothing but whitespace and comments: an empty module
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as err:
+            if not err.msg.startswith(_UNDEFINED):
+                raise
+            names = sorted((n for n in self.forward_ssa_references if n in self._first_use),
+                           key=lambda n: self._first_use[n].start)
+            if not names:
+                raise
+            first, *others = names
+            more = f" (also never defined: {', '.join('%' + n for n in others)})" if (
+                others) else ""
+            raise ParseError(self._first_use[first],
+                             f"value %{first} is used but never defined{more}") from None
+
+    def resolve_operand(self, operand: UnresolvedOperand,
+                        type: AttributeInvT) -> SSAValue[AttributeInvT]:
+        name = operand.operand_name
+        if name not in self.ssa_values:
+            self._first_use.setdefault(name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_optional_region(self, arguments: Iterable[Parser.Argument] | None = None
+                              ) -> Region | None:
+        opening = self._current_token
+        try:
+            return super().parse_optional_region(arguments)
+        except ParseError as err:
+            if err.msg != _NOT_AN_OP or opening.kind != MLIRTokenKind.L_BRACE:
+                raise
+            line, col = self.line_col(opening.span.start)
+            here = self._current_token
+            if here.kind == MLIRTokenKind.EOF:
+                message = (f"expected '}}' to close the region opened at {line}:{col}; the input "
+                           "ends first")
+            else:
+                message = (f"expected an operation or '}}' to close the region opened at "
+                           f"{line}:{col}, found '{here.text}'")
+            raise ParseError(here.span, message) from None
 
     def _span_from(self, start: int) -> Span[str]:
         """The text from `start` to the last consumed token (without the whitespace after it)."""
@@ -57,9 +125,9 @@ class LocatingParser(Parser):
         except VerifyException as err:  # a custom-syntax op whose operand types break its rules
             raise ParseError(self._span_from(start.start), str(err)) from None
         if isinstance(op.location, UnknownLoc):
-            where = start.get_location()
-            op.location = FileLineColLoc(StringAttr(where.file), IntAttr(
-                where.line + self.line_offset), IntAttr(where.col))
+            line, col = self.line_col(start.start)
+            op.location = FileLineColLoc(StringAttr(self.lexer.input.name), IntAttr(line),
+                                         IntAttr(col))
         return op
 
 
