@@ -56,7 +56,7 @@ class Candidate:
 
 def size_symbols(g: EGraph) -> frozenset[str]:
     """Every size symbol some class's type mentions (loop variables must avoid them)."""
-    return frozenset(s for c in g.classes.values() for d in c.type.shape for s in d.symbols())
+    return g.size_symbols()
 
 
 @dataclass(frozen=True)

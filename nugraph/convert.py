@@ -16,6 +16,7 @@ from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.extract import Extraction
 from axon.nugraph.ops import op_class
+from axon.nugraph.traversal import postorder
 
 
 class ConvertError(ValueError):
@@ -71,21 +72,25 @@ def export_function(g: EGraph, extraction: Extraction, name: str,
             arg.name_hint = param_names[i]
     choice = extraction.chosen()
 
-    def emit(c: int) -> SSAValue:
-        c = g.find(c)
+    def operands(c: int) -> list[int]:
         if c in values:
-            return values[c]
+            return []
         node = g.nodes[choice[c]]
         if node.is_input:
             raise ConvertError(f"extracted program reads input class {c}, which is not among "
                                "the parameters")
-        operands = [emit(ch) for ch in node.children]
-        op = op_class(node.op).make(operands, **node.attr_dict())
-        block.add_op(op)
-        values[c] = op.results[0]
-        return values[c]
+        return [g.find(ch) for ch in node.children]
 
-    results = [emit(r) for r in extraction.roots]
+    roots = [g.find(r) for r in extraction.roots]
+    # operands before their users, in the order a recursive walk from the roots emits them
+    for c in postorder(roots, operands, on_cycle="raise"):
+        if c not in values:
+            node = g.nodes[choice[c]]
+            op = op_class(node.op).make([values[g.find(ch)] for ch in node.children],
+                                        **node.attr_dict())
+            block.add_op(op)
+            values[c] = op.results[0]
+    results = [values[r] for r in roots]
     block.add_op(ReturnOp(*results))
     return FuncOp(name, FunctionType.from_lists(param_types, [v.type for v in results]),
                   Region(block))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from axon.dialects.ax.tensor_type import TensorType
@@ -23,6 +24,12 @@ from axon.nugraph.union_find import UnionFind
 
 INPUT_PROOF = "input"
 CONGRUENCE = "congruence"
+
+
+@lru_cache(maxsize=65536)
+def type_symbols(type_: TensorType) -> frozenset[str]:
+    """The size symbols of a tensor type's dims (cached: reading dims parses them)."""
+    return frozenset(s for d in type_.shape for s in d.symbols())
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,11 @@ class EGraph:
     edges: list[UnionEdge] = field(default_factory=list)
     _memo: dict[ENode, int] = field(default_factory=dict)
     _dirty: bool = False
+    # derived from the above, kept up to date as the graph grows (asked for in inner loops)
+    _node_count: int = 0
+    _class_ids: list[int] | None = None
+    _symbols: set[str] = field(default_factory=set)
+    _frozen_symbols: frozenset[str] | None = None
 
     # ---- queries ------------------------------------------------------------------------------
     def find(self, cls: int) -> int:
@@ -92,7 +104,10 @@ class EGraph:
         return self._memo.get(self.canonical(node))
 
     def class_ids(self) -> list[int]:
-        return sorted(self.classes)
+        """The canonical class ids, ascending."""
+        if self._class_ids is None:
+            self._class_ids = sorted(self.classes)
+        return list(self._class_ids)
 
     def class_nodes(self, cls: int) -> list[int]:
         return self.classes[self.find(cls)].nodes
@@ -109,7 +124,14 @@ class EGraph:
 
     @property
     def num_nodes(self) -> int:
-        return sum(len(c.nodes) for c in self.classes.values())
+        return self._node_count
+
+    def size_symbols(self) -> frozenset[str]:
+        """Every size symbol some class's type mentions (a union joins classes of one type, so
+        these are the symbols of every class ever added)."""
+        if self._frozen_symbols is None:
+            self._frozen_symbols = frozenset(self._symbols)
+        return self._frozen_symbols
 
     # ---- growth -------------------------------------------------------------------------------
     def add_input(self, name: str, type_: TensorType, index: int | None = None) -> int:
@@ -142,8 +164,16 @@ class EGraph:
         self.nodes.append(node)
         self.node_class.append(cls)
         self.justification.append(justification)
-        self.classes[cls] = EClass(cls, self.analysis.type_of(data), data, [nid])
+        type_ = self.analysis.type_of(data)
+        self.classes[cls] = EClass(cls, type_, data, [nid])
         self._memo[node] = nid
+        self._node_count += 1
+        if self._class_ids is not None:
+            self._class_ids.append(cls)  # the newest id is the largest
+        new = type_symbols(type_) - self._symbols
+        if new:
+            self._symbols |= new
+            self._frozen_symbols = None
         return cls
 
     def record_proof(self, proof: Proof) -> None:
@@ -164,6 +194,7 @@ class EGraph:
         other = cb if root == ca else ca
         self.classes[root].data = data
         self.classes[root].nodes.extend(self.classes.pop(other).nodes)
+        self._class_ids = None
         self.edges.append(UnionEdge(a_node, b_node, reason))
         self._dirty = True
         return True
@@ -172,7 +203,9 @@ class EGraph:
         """Restore hash-consing and congruence after unions; returns the congruence unions made.
 
         A full pass over the nodes (simple, and fast enough at nu-graph sizes): recanonicalize every
-        node; two nodes that became identical are congruent, so their classes merge.
+        node; two nodes that became identical are congruent, so their classes merge. Passes repeat
+        until one merges nothing; only then are the congruent copies dropped from their classes
+        (a pass's own unions change canonical forms it has already recorded).
         """
         merges = 0
         while self._dirty:
@@ -190,6 +223,8 @@ class EGraph:
                         self.union(first, nid, CONGRUENCE)
                         merges += 1
             self._memo = memo
+            if self._dirty:
+                continue  # the pass's unions changed canonical forms: `memo` is not final yet
             for eclass in self.classes.values():
                 # keep one node per canonical form in each class (duplicates are congruent copies)
                 kept: list[int] = []
@@ -197,4 +232,5 @@ class EGraph:
                     if memo.get(self.canonical(self.nodes[nid])) == nid:
                         kept.append(nid)
                 eclass.nodes = kept
+            self._node_count = sum(len(c.nodes) for c in self.classes.values())
         return merges

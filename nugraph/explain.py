@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from axon.nugraph.egraph import CONGRUENCE, EGraph
+from axon.nugraph.traversal import Nested, run_nested
 
 
 @dataclass(frozen=True)
@@ -27,21 +28,27 @@ class Step:
     children: tuple[tuple[Step, ...], ...] = field(default=())
 
     def describe(self, g: EGraph, depth: int = 0) -> str:
-        pad = "  " * depth
-        why = self.reason if self.reason == CONGRUENCE else (
-            f"{self.reason} ({g.proofs[self.reason].move})")
-        text = f"{pad}{g.nodes[self.a].label()} == {g.nodes[self.b].label()} by {why}"
-        for chain in self.children:
-            for step in chain:
-                text += "\n" + step.describe(g, depth + 1)
-        return text
+        lines: list[str] = []
+        stack: list[tuple[Step, int]] = [(self, depth)]
+        while stack:
+            step, level = stack.pop()
+            why = step.reason if step.reason == CONGRUENCE else (
+                f"{step.reason} ({g.proofs[step.reason].move})")
+            lines.append(f"{'  ' * level}{g.nodes[step.a].label()} == "
+                         f"{g.nodes[step.b].label()} by {why}")
+            nested = [(s, level + 1) for chain in step.children for s in chain]
+            stack.extend(reversed(nested))
+        return "\n".join(lines)
 
     def proof_ids(self) -> set[str]:
         """Every proof this step relies on, including through congruence."""
-        ids = set() if self.reason == CONGRUENCE else {self.reason}
-        for chain in self.children:
-            for step in chain:
-                ids |= step.proof_ids()
+        ids: set[str] = set()
+        stack: list[Step] = [self]
+        while stack:
+            step = stack.pop()
+            if step.reason != CONGRUENCE:
+                ids.add(step.reason)
+            stack.extend(s for chain in step.children for s in chain)
         return ids
 
 
@@ -52,44 +59,55 @@ def explain(g: EGraph, a: int, b: int) -> list[Step]:
     """
     if g.class_of(a) != g.class_of(b):
         raise ValueError(f"e-nodes {a} and {b} are not equal in this graph")
-    return _chain(g, a, b, set())
+    return run_nested(_chain(g, _Edges(g), a, b, set()))
 
 
-def _chain(g: EGraph, a: int, b: int, active: set[tuple[int, int]]) -> list[Step]:
+class _Edges:
+    """The union edges by e-node, and the e-node each class was made with."""
+
+    def __init__(self, g: EGraph) -> None:
+        self.adjacency: dict[int, list[tuple[int, int]]] = {}
+        for i, e in enumerate(g.edges):
+            self.adjacency.setdefault(e.a, []).append((e.b, i))
+            self.adjacency.setdefault(e.b, []).append((e.a, i))
+        self.first: dict[int, int] = {}
+        for nid, c in enumerate(g.node_class):
+            self.first.setdefault(c, nid)
+
+
+def _chain(g: EGraph, edges: _Edges, a: int, b: int, active: set[tuple[int, int]]
+           ) -> Nested[list[Step]]:
+    """The steps from `a` to `b`; a congruence step not already being explained further up
+    (`active`, shared down the nesting: each call removes what it added) carries the chains
+    between its children's classes. Written for `run_nested`: programs nest deeply."""
     if a == b:
         return []
-    adjacency: dict[int, list[tuple[int, int]]] = {}
-    for i, e in enumerate(g.edges):
-        adjacency.setdefault(e.a, []).append((e.b, i))
-        adjacency.setdefault(e.b, []).append((e.a, i))
     previous: dict[int, tuple[int, int]] = {a: (a, -1)}
     queue = deque([a])
     while queue and b not in previous:
         n = queue.popleft()
-        for m, i in adjacency.get(n, []):
+        for m, i in edges.adjacency.get(n, []):
             if m not in previous:
                 previous[m] = (n, i)
                 queue.append(m)
     if b not in previous:
         raise ValueError(f"no recorded chain from e-node {a} to {b}")
+    added: list[tuple[int, int]] = []
     path: list[Step] = []
     n = b
     while n != a:
         p, i = previous[n]
         reason = g.edges[i].reason
-        children: tuple[tuple[Step, ...], ...] = ()
+        children: list[tuple[Step, ...]] = []
         if reason == CONGRUENCE and (p, n) not in active:
-            active = active | {(p, n)}
-            children = tuple(tuple(_class_chain(g, x, y, active))
-                             for x, y in zip(g.nodes[p].children, g.nodes[n].children,
-                                             strict=True) if x != y)
-        path.append(Step(p, n, reason, children))
+            active.add((p, n))
+            added.append((p, n))
+            for x, y in zip(g.nodes[p].children, g.nodes[n].children, strict=True):
+                if x != y:
+                    # between the first e-nodes ever added to the two (now equal) classes
+                    chain = yield _chain(g, edges, edges.first[x], edges.first[y], active)
+                    children.append(tuple(chain))
+        path.append(Step(p, n, reason, tuple(children)))
         n = p
+    active.difference_update(added)
     return list(reversed(path))
-
-
-def _class_chain(g: EGraph, ca: int, cb: int, active: set[tuple[int, int]]) -> list[Step]:
-    """A chain between the first e-nodes ever added to two (now equal) classes."""
-    na = next(i for i, c in enumerate(g.node_class) if c == ca)
-    nb = next(i for i, c in enumerate(g.node_class) if c == cb)
-    return _chain(g, na, nb, active)

@@ -12,11 +12,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from axon.nugraph.cost import NodeCost
 from axon.nugraph.egraph import EGraph
+from axon.nugraph.traversal import Cycle, postorder
 
 Choice = dict[int, int]  # canonical class id -> node id
 
@@ -53,28 +54,20 @@ def tree_costs(g: EGraph, cost: NodeCost) -> tuple[dict[int, float], Choice]:
 def reachable(g: EGraph, roots: Sequence[int], choice: Choice) -> list[int] | None:
     """Classes reached from roots under `choice`, children first; None on a cycle or a class
     without a choice."""
-    order: list[int] = []
-    state: dict[int, int] = {}  # 1 = on the stack, 2 = done
 
-    def visit(c: int) -> bool:
-        c = g.find(c)
-        s = state.get(c)
-        if s == 2:
-            return True
-        if s == 1 or c not in choice:
-            return False
-        state[c] = 1
-        for ch in g.nodes[choice[c]].children:
-            if not visit(ch):
-                return False
-        state[c] = 2
-        order.append(c)
-        return True
+    def children(c: int) -> list[int]:
+        if c not in choice:
+            raise _NoChoice
+        return [g.find(ch) for ch in g.nodes[choice[c]].children]
 
-    for r in roots:
-        if not visit(r):
-            return None
-    return order
+    try:
+        return postorder([g.find(r) for r in roots], children, on_cycle="raise")
+    except (Cycle, _NoChoice):
+        return None
+
+
+class _NoChoice(Exception):
+    """A reached class has no chosen e-node."""
 
 
 def dag_cost(g: EGraph, roots: Sequence[int], choice: Choice, cost: NodeCost) -> float:
@@ -96,28 +89,56 @@ def _freeze(g: EGraph, roots: Sequence[int], choice: Choice, cost: NodeCost) -> 
 #: sharing that no single switch pays for (two consumers moving onto one common subterm)
 PAIR_SEARCH_NODES = 150
 
+#: how far an incrementally summed cost may drift from the same cost summed afresh, relative to
+#: the program's cost (float sums in another order; the drift is some 1e-16 per term)
+_DRIFT = 1e-9
 
-def extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost,
-                 max_passes: int = 4) -> Extraction:
-    """The least-DAG-cost acyclic program for `roots` found by tree costs plus local search."""
-    _, choice = tree_costs(g, cost)
+#: asked between steps of the local search and of top-k; True stops them (the run's clock)
+Stop = Callable[[], bool]
+
+
+def _never() -> bool:
+    return False
+
+
+def extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost, max_passes: int = 4,
+                 stop: Stop = _never) -> Extraction:
+    """The least-DAG-cost acyclic program for `roots` found by tree costs plus local search;
+    when `stop()` turns true the search ends with the best program found so far."""
+    return _extract_best(g, roots, cost, max_passes, stop)[0]
+
+
+def _extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost, max_passes: int,
+                  stop: Stop) -> tuple[Extraction, Choice]:
+    """The best extraction, and the tree-cost choice it started from."""
+    _, tree_pick = tree_costs(g, cost)
+    choice = dict(tree_pick)
     roots = [g.find(r) for r in roots]
     current = dag_cost(g, roots, choice, cost)
     if math.isinf(current):
         raise ValueError("no finite program for the roots (a class without a finite node)")
     options = [(c, nid) for c in g.class_ids() for nid in g.class_nodes(c)]
-    pairs = len(options) <= PAIR_SEARCH_NODES
+    if len(options) <= PAIR_SEARCH_NODES:
+        choice = _pair_search(g, roots, cost, choice, current, options, max_passes, stop)
+    else:
+        choice = _switch_search(g, roots, cost, choice, current, options, max_passes, stop)
+    return _freeze(g, roots, choice, cost), tree_pick
+
+
+def _pair_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice, current: float,
+                 options: list[tuple[int, int]], max_passes: int, stop: Stop) -> Choice:
+    """Local search over every switch of one class and of two classes (small graphs)."""
     for _ in range(max_passes):
         improved = False
         for i, (c, nid) in enumerate(options):
+            if stop():
+                return choice
             if choice.get(c) == nid:
                 continue
             trial = {**choice, c: nid}
             value = dag_cost(g, roots, trial, cost)
             if value < current - 1e-15:
                 choice, current, improved = trial, value, True
-                continue
-            if not pairs:
                 continue
             for c2, nid2 in options[i + 1:]:
                 if c2 == c or trial.get(c2) == nid2:
@@ -129,27 +150,132 @@ def extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost,
                     break
         if not improved:
             break
-    return _freeze(g, roots, choice, cost)
+    return choice
 
 
-def extract_top_k(g: EGraph, roots: Sequence[int], cost: NodeCost, k: int) -> list[Extraction]:
-    """Up to k distinct programs, cheapest first: the best one and its one-class deviations."""
-    best = extract_best(g, roots, cost)
-    _, tree_pick = tree_costs(g, cost)
+def _switch_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice, current: float,
+                   options: list[tuple[int, int]], max_passes: int, stop: Stop) -> Choice:
+    """Local search over switches of one class (large graphs), with the same steps as summing
+    each trial's DAG cost afresh: a switch is summed afresh only when its incremental change
+    (`_Program.change`) says it may lower the cost."""
+    program = _Program(g, roots, choice, cost)
+    for _ in range(max_passes):
+        improved = False
+        for c, nid in options:
+            if stop():
+                return choice
+            if choice.get(c) == nid:
+                continue
+            change = program.change(c, nid)
+            if change is None or change >= _DRIFT * abs(current) - 1e-15:
+                continue
+            trial = {**choice, c: nid}
+            value = dag_cost(g, roots, trial, cost)
+            if value < current - 1e-15:
+                choice, current, improved = trial, value, True
+                program = _Program(g, roots, choice, cost)
+        if not improved:
+            break
+    return choice
+
+
+class _Program:
+    """The program an acyclic `choice` reaches from `roots`, held so that switching one class to
+    another e-node is priced by what it adds and what it drops, not by walking it all again.
+
+    A class is reached while some reached class's chosen e-node (or a root) reads it: `readers`
+    counts those reads. A switch of class c to e-node n reads n's children instead of the old
+    e-node's; the classes that come into reach and those whose readers all go are what changes.
+    The switch closes a cycle when c comes into reach from n's children; a reached class finished
+    before c in the children-first order (`position`) cannot read c, so the walk stops there."""
+
+    def __init__(self, g: EGraph, roots: list[int], choice: Choice, cost: NodeCost) -> None:
+        self.g, self.choice, self.cost = g, choice, cost
+        order = reachable(g, roots, choice)
+        assert order is not None, "the program to improve is acyclic"
+        self.position = {c: i for i, c in enumerate(order)}
+        self.readers: dict[int, int] = dict.fromkeys(order, 0)
+        for r in roots:
+            self.readers[r] += 1
+        for c in order:
+            for ch in self._reads(choice[c]):
+                self.readers[ch] += 1
+
+    def _reads(self, nid: int) -> list[int]:
+        return [self.g.find(ch) for ch in self.g.nodes[nid].children]
+
+    def change(self, c: int, nid: int) -> float | None:
+        """The cost change of choosing e-node `nid` for class `c`; None when that program is
+        cyclic or reaches a class without a choice."""
+        if c not in self.position:
+            return 0.0  # not part of the program
+        if self._closes_cycle(c, nid):
+            return None
+        delta = self.cost(self.g, nid) - self.cost(self.g, self.choice[c])
+        extra: dict[int, int] = {}  # change of each class's readers
+        work = self._reads(nid)
+        while work:  # what comes into reach
+            d = work.pop()
+            before = self.readers.get(d, 0) + extra.get(d, 0)
+            extra[d] = extra.get(d, 0) + 1
+            if before == 0:
+                if d not in self.choice:
+                    return None
+                delta += self.cost(self.g, self.choice[d])
+                work.extend(self._reads(self.choice[d]))
+        work = self._reads(self.choice[c])
+        while work:  # what goes out of reach
+            d = work.pop()
+            extra[d] = extra.get(d, 0) - 1
+            if self.readers.get(d, 0) + extra[d] == 0:
+                delta -= self.cost(self.g, self.choice[d])
+                work.extend(self._reads(self.choice[d]))
+        return delta
+
+    def _closes_cycle(self, c: int, nid: int) -> bool:
+        limit = self.position[c]
+        seen: set[int] = set()
+        work = self._reads(nid)
+        while work:
+            d = work.pop()
+            if d == c:
+                return True
+            if d in seen or self.position.get(d, limit) < limit or d not in self.choice:
+                continue
+            seen.add(d)
+            work.extend(self._reads(self.choice[d]))
+        return False
+
+
+def extract_top_k(g: EGraph, roots: Sequence[int], cost: NodeCost, k: int,
+                  stop: Stop = _never) -> list[Extraction]:
+    """Up to k distinct programs, cheapest first: the best one and its one-class deviations
+    (those priced before `stop()` turns true)."""
+    best, tree_pick = _extract_best(g, roots, cost, 4, stop)
     base = {**tree_pick, **best.chosen()}
-    seen = {best.choice}
-    found = [best]
+    program = _Program(g, list(best.roots), base, cost)
+    deviations: list[tuple[float, int, int]] = []  # (estimated cost, class, e-node)
     for c, chosen in best.choice:
         for nid in g.class_nodes(c):
-            if nid == chosen:
-                continue
-            trial = dict(base)
-            trial[c] = nid
-            if reachable(g, best.roots, trial) is None:
-                continue
-            e = _freeze(g, best.roots, trial, cost)
-            if e.choice not in seen:
-                seen.add(e.choice)
-                found.append(e)
+            if stop():
+                break
+            if nid != chosen:
+                change = program.change(c, nid)
+                if change is not None:
+                    deviations.append((best.cost + change, c, nid))
+    # only the deviations that can rank among the k cheapest are summed afresh
+    estimates = sorted([best.cost, *(d[0] for d in deviations)])
+    bound = estimates[min(k, len(estimates)) - 1] + 2 * _DRIFT * abs(best.cost)
+    seen = {best.choice}
+    found = [best]
+    for estimate, c, nid in deviations:
+        if estimate > bound:
+            continue
+        trial = dict(base)
+        trial[c] = nid
+        e = _freeze(g, best.roots, trial, cost)
+        if e.choice not in seen:
+            seen.add(e.choice)
+            found.append(e)
     found.sort(key=lambda e: e.cost)
     return found[:k]

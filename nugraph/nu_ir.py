@@ -16,6 +16,7 @@ referenced before its definition (the region is a graph region, see dialects/nu.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from xdsl.dialects.builtin import FileLineColLoc, FunctionType, IntAttr, StringAttr
@@ -31,7 +32,11 @@ from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
 from axon.nugraph.ops import op_class
 from axon.nugraph.prover import NumericRejection, Prover
 from axon.nugraph.term import Child, Term
+from axon.nugraph.traversal import Nested, postorder, run_nested
 from axon.verifier import Refuted, Unknown
+
+#: the most ops a read-back claim unfolds to (see `_Definitions.claim_depth`)
+MAX_CLAIM_NODES = 64
 
 
 def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = None) -> FuncOp:
@@ -79,22 +84,8 @@ def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = 
 
 def _class_order(g: EGraph) -> list[int]:
     """Classes children-first (depth-first over each class's nodes), cycles broken arbitrarily."""
-    order: list[int] = []
-    state: dict[int, int] = {}
-
-    def visit(c: int) -> None:
-        c = g.find(c)
-        if c in state:
-            return
-        state[c] = 1
-        for nid in g.class_nodes(c):
-            for ch in g.nodes[nid].children:
-                visit(ch)
-        order.append(c)
-
-    for c in g.class_ids():
-        visit(c)
-    return order
+    return postorder(g.class_ids(), lambda c: [g.find(ch) for nid in g.class_nodes(c)
+                                               for ch in g.nodes[nid].children])
 
 
 def read_graph(func_op: FuncOp, prover: Prover | None = None) -> tuple[EGraph, Imported]:
@@ -156,23 +147,26 @@ def _defining_nodes(classes: list[nu.ClassOp], block: Block) -> list[tuple[nu.Cl
     e-node whose children are already defined."""
     defined: set[SSAValue] = set()
     order: list[tuple[nu.ClassOp, SSAValue]] = []
+    args = set(block.args)
     pending = list(classes)
     while pending:
-        progressed = False
-        for cls_op in list(pending):
+        waiting: list[nu.ClassOp] = []  # pending after this pass, in order
+        for cls_op in pending:
             inputs = [v for v in cls_op.nodes if _is_input(v)]
             for v in inputs[:1] or list(cls_op.nodes):
                 owner = v.owner
-                if not has_form(owner) and v not in block.args:
+                if not has_form(owner) and v not in args:
                     raise GraphReadError(_located(cls_op, f"{_class_name(cls_op)}: operand "
                                                   f"{_node_name(v)} is neither an e-node of the "
                                                   "graph nor a parameter of the function"))
                 if not has_form(owner) or all(o in defined for o in owner.operands):
                     order.append((cls_op, v))
                     defined.add(cls_op.result)
-                    pending.remove(cls_op)
-                    progressed = True
                     break
+            else:
+                waiting.append(cls_op)
+        progressed = len(waiting) < len(pending)
+        pending = waiting
         if not progressed:
             cls_op = pending[0]
             raise GraphReadError(_located(cls_op, f"{_class_name(cls_op)}: no e-node of the class "
@@ -205,6 +199,47 @@ class _Definitions:
         return ENode.make(op.name, form_op(op).attrs(), tuple(self.g.find(self.class_id[o])
                                                      for o in op.operands))
 
+    def claim_depth(self, cls: SSAValue, operands: Sequence[SSAValue]) -> int:
+        """How deep a claim that `cls` equals an e-node over `operands` unfolds: everything (the
+        claim is then over the parameters) when that fits `MAX_CLAIM_NODES` ops, else the
+        deepest unfolding that does (at least one level). Terms are trees: in a deep program
+        that reuses values, unfolding everything would repeat them exponentially often."""
+        sizes: dict[tuple[SSAValue, int], tuple[int, bool]] = {}
+
+        def size(v: SSAValue, depth: int) -> Nested[tuple[int, bool]]:
+            """(ops of `expand(v, depth)`, whether only parameters are left as leaves)."""
+            if (v, depth) not in sizes:
+                definition = self.node[v]
+                if definition is None:
+                    sizes[v, depth] = (0, True)
+                elif depth == 0:
+                    sizes[v, depth] = (0, False)
+                else:
+                    total, complete = 1, True
+                    for o in definition[1]:
+                        n, c = yield size(o, depth - 1)
+                        total, complete = total + n, complete and c
+                        if total > MAX_CLAIM_NODES:
+                            break
+                    sizes[v, depth] = (total, complete)
+            return sizes[v, depth]
+
+        def claim(depth: int) -> Nested[tuple[int, bool]]:
+            total, complete = yield size(cls, depth)
+            total += 1
+            for o in operands:
+                n, c = yield size(o, depth - 1)
+                total, complete = total + n, complete and c
+            return total, complete
+
+        for depth in range(1, len(self.node) + 1):
+            total, complete = run_nested(claim(depth))
+            if total > MAX_CLAIM_NODES:
+                return max(depth - 1, 1)
+            if complete:
+                return depth  # deeper unfoldings are the same claim
+        return max(len(self.node), 1)
+
     def expand(self, cls: SSAValue, depth: int) -> Child:
         """The class's value with `depth` levels of defining e-nodes unfolded (parameters and the
         classes at that depth stay classes)."""
@@ -219,11 +254,13 @@ def _admit_member(g: EGraph, prover: Prover, defs: _Definitions, cls_op: nu.Clas
                   defining: SSAValue, other: SSAValue) -> None:
     """Prove e-node `other` equal to its class's defining e-node and merge it in on that proof.
 
-    The claim is over the parameters: both sides unfolded through defining e-nodes all the way.
-    When the solver cannot decide it in time, shallower unfoldings are tried, one level at a
-    time: a move's proof compared a consumer over its producers with a small term, so a shallow
-    claim often states it again, and one over more free classes is only stronger. A refutation
-    of the full claim is final (every shallower claim is stronger, hence false too).
+    The claim is over the parameters: both sides unfolded through defining e-nodes all the way
+    (or as deep as `MAX_CLAIM_NODES` ops allow: a claim over free classes). When the solver
+    cannot decide it in time, shallower unfoldings are tried, one level at a time: a move's proof
+    compared a consumer over its producers with a small term, so a shallow claim often states it
+    again, and one over more free classes is only stronger. A refutation of the first claim is
+    final (every shallower claim is stronger, hence false too; a first claim over free classes is
+    not unfolded further, which would pass `MAX_CLAIM_NODES`).
     """
     owner = other.owner
     if not has_form(owner) or defs.node[cls_op.result] is None:
@@ -239,8 +276,7 @@ def _admit_member(g: EGraph, prover: Prover, defs: _Definitions, cls_op: nu.Clas
         return original, Term(node.op, node.attrs, tuple(defs.expand(o, depth - 1)
                                                          for o in owner.operands))
 
-    full = len(defs.node)  # deeper than any chain of definitions: everything unfolded
-    original, candidate = claim(full)
+    original, candidate = claim(defs.claim_depth(cls_op.result, owner.operands))
     verdict, pid = prove_and_record(g, prover, "read-back", original, candidate,
                                     extra_leaves=True)
     depth = 1

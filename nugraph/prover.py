@@ -60,8 +60,7 @@ class Prover:
         a, b = self.obligation(g, original, candidate, extra_leaves)
         # sizes the obligation's parameters do not carry (a broadcast's `G` in gqa) are still the
         # program's own when some class of the graph has them in its type
-        stray = unbound_sizes(b) - {s for c in g.classes.values() for d in c.type.shape
-                                    for s in d.symbols()}
+        stray = unbound_sizes(b) - g.size_symbols()
         if stray:
             # a move built a form whose index maps use a loop variable it never bound: the solver
             # would read it as one more size, but no program with it could run

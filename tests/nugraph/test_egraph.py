@@ -92,3 +92,37 @@ def test_explain_refuses_unequal_nodes() -> None:
     b = g.add_input("b", f32("M"))
     with pytest.raises(ValueError, match="not equal"):
         explain(g, g.class_nodes(a)[0], g.class_nodes(b)[0])
+
+
+def test_rebuild_keeps_an_enode_whose_children_merge_during_the_pass() -> None:
+    # x + exp(x) = x and exp(x + exp(x)) = x + exp(x): exp(x) and exp(x + exp(x)) become one
+    # e-node in the pass that merges their children; it stays in the graph
+    g = EGraph()
+    x = g.add_input("x", f32("M"))
+    e = g.add(ENode.make("ax.exp", {}, (x,)), INPUT_PROOF)
+    a = g.add(ENode.make("ax.add", {}, (x, e)), INPUT_PROOF)
+    f = g.add(ENode.make("ax.exp", {}, (a,)), INPUT_PROOF)
+    pid = proof(g, "p1")
+    g.union(g.class_nodes(a)[0], g.class_nodes(x)[0], pid)
+    g.union(g.class_nodes(f)[0], g.class_nodes(a)[0], pid)
+    g.rebuild()
+    assert g.num_classes == 1 and g.num_nodes == 3
+    assert sorted(g.nodes[n].op for n in g.class_nodes(x)) == ["ax.add", "ax.exp", "input"]
+    assert g.lookup(ENode.make("ax.exp", {}, (x,))) == g.find(x)
+
+
+def test_explains_a_congruence_thousands_of_levels_deep() -> None:
+    # two chains exp(exp(...(a))) and exp(exp(...(b))) become equal once a = b
+    g = EGraph()
+    a, b = g.add_input("a", f32("M")), g.add_input("b", f32("M"))
+    ta, tb = a, b
+    for _ in range(3000):
+        ta = g.add(ENode.make("ax.exp", {}, (ta,)), INPUT_PROOF)
+        tb = g.add(ENode.make("ax.exp", {}, (tb,)), INPUT_PROOF)
+    g.union(g.class_nodes(a)[0], g.class_nodes(b)[0], proof(g, "p1", "first"))
+    top_a, top_b = g.class_nodes(ta)[0], g.class_nodes(tb)[0]
+    assert g.rebuild() == 3000
+    chain = explain(g, top_a, top_b)
+    assert chain[0].proof_ids() == {"p1"}
+    lines = chain[0].describe(g).splitlines()
+    assert len(lines) == 3001 and lines[-1].strip() == "a == b by p1 (first)"
