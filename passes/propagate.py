@@ -5,7 +5,7 @@ earlier `propagate{emit="graph"}`): build the nu-graph, propagate (every candida
 a proof, see `axon.nugraph.propagate`), and replace the function by what `emit` asks for:
 
 - `emit="best"` (default): the cheapest extracted program under the roofline cost of `device` at
-  `sizes` (symbols not given are 1024);
+  `sizes` (symbols not given are 1024; a name that is no size symbol of the program is an error);
 - `emit="graph"`: a function holding the whole `nu.graph` (classes' `best` marks the extraction);
 - `emit="top-k"`: the best program plus up to `top_k - 1` runners-up as `@<name>_k1`, `@<name>_k2`.
 
@@ -15,6 +15,11 @@ magnitude, its error against the exact (float64) result of the input program is 
 tolerance, or within a small factor of the input program's own error. A proof holds over the reals
 only; a candidate that fails the check is skipped for the next one in the cost ranking, and the
 input program is the last resort.
+
+Options are typed and checked when the pipeline is parsed (`axon.tools.pass_options`): a count
+below 1, an unknown `device` or `emit`, or `sizes` that are not `NAME=INTEGER` entries are errors
+before any work. A function whose search takes longer than a couple of seconds shows progress on
+stderr when the command has progress lines on (`axon.tools.progress`; `--quiet` turns them off).
 
 With `report=true`, stderr gets a progress line per iteration and then one summary line per
 function: candidates, proved, refuted, unknown, time, which limit (if any) cut the search, the
@@ -40,19 +45,21 @@ After `-p propagate`:
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
+from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from axon.dialects import nu
+from axon.dialects.ax.tensor_type import TensorType
 from axon.nugraph.convert import ConvertError
-from axon.nugraph.cost import RooflineCost
+from axon.nugraph.cost import DEFAULT_SIZE, RooflineCost
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.nu_ir import GraphReadError
 from axon.nugraph.propagate import Progress
@@ -60,36 +67,62 @@ from axon.nugraph.prover import Prover
 from axon.nugraph.runner import Budget, Report
 from axon.nugraph.session import Checked, Session
 from axon.targets.profiles import profile_names
+from axon.tools import progress
+from axon.tools.pass_options import CheckedPass, option
 
-EMITS = ("best", "graph", "top-k")
+#: one `sizes` entry: a size symbol and a positive integer
+SIZE_ENTRY = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*)\s*=\s*([0-9]+)\s*")
+
+
+def _sizes_problem(text: str) -> str | None:
+    """Why `text` is not a list of `NAME=INTEGER` entries (completing "sizes=... "), or None."""
+    for item in filter(str.strip, text.split(",")):
+        match = SIZE_ENTRY.fullmatch(item)
+        if match is None:
+            return (f"has the entry {item.strip()!r}, which is not NAME=INTEGER "
+                    '(e.g. sizes="M=1024,K=4096")')
+        if int(match[2]) < 1:
+            return f"gives {match[1]} the size {match[2]}; sizes are at least 1"
+    return None
+
+
+def _device_problem(name: str) -> str | None:
+    known = profile_names()
+    return None if name in known else f"is not a known device profile; known: {', '.join(known)}"
 
 
 @dataclass(frozen=True)
-class PropagatePass(ModulePass):
+class PropagatePass(CheckedPass):
     """Grow each function's nu-graph with proved reorderings and emit the best program(s)."""
 
     name = "propagate"
 
-    max_iterations: int = Budget.max_iterations
-    max_nodes: int = Budget.max_nodes
-    time_limit: float = Budget.time_limit_s
-    """Seconds for the whole search of one function."""
-    proof_timeout_ms: int = Budget.proof_timeout_ms
-    device: str = "h200"
-    sizes: str = ""
-    """Size bindings for the cost, e.g. "M=1024,K=4096"."""
-    emit: str = "best"
-    top_k: int = 3
-    report: bool = False
+    max_iterations: int = option(Budget.max_iterations, "propagation iterations per function",
+                                 at_least=1)
+    max_nodes: int = option(Budget.max_nodes, "e-nodes a function's graph may grow to",
+                            at_least=1)
+    time_limit: float = option(Budget.time_limit_s, "seconds for one function's whole search",
+                               above=0)
+    proof_timeout_ms: int = option(Budget.proof_timeout_ms, "milliseconds for one proof",
+                                   at_least=1)
+    device: str = option("h200", "the device whose roofline prices the programs",
+                         check=_device_problem, valid="a profile of targets/*/profiles/")
+    sizes: str = option("", f"size symbols' values for the cost; the others are {DEFAULT_SIZE}",
+                        check=_sizes_problem, valid="NAME=INTEGER entries joined by commas, "
+                        "e.g. \"M=1024,K=4096\"")
+    emit: Literal["best", "graph", "top-k"] = option(
+        "best", "the cheapest program, the whole nu-graph, or the top_k cheapest")
+    top_k: int = option(3, "programs that emit=\"top-k\" prints", at_least=1)
+    report: bool = option(False, "a line per iteration and a summary per function on stderr")
+
+    def size_bindings(self) -> dict[str, int]:
+        """`sizes` as a mapping (checked at construction)."""
+        return {m[1]: int(m[2]) for item in self.sizes.split(",") if item.strip()
+                for m in [SIZE_ENTRY.fullmatch(item)] if m is not None}
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.emit not in EMITS:
-            raise DiagnosticException(f"propagate: emit={self.emit!r} is not one of "
-                                      f"{', '.join(EMITS)}")
-        if self.device not in profile_names():
-            raise DiagnosticException(f"propagate: unknown device {self.device!r}; known: "
-                                      f"{', '.join(profile_names())}")
-        sizes = _parse_sizes(self.sizes)
+        sizes = self.size_bindings()
+        _check_size_names(sizes, op)
         budget = Budget(self.max_iterations, self.max_nodes, self.time_limit,
                         self.proof_timeout_ms)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
@@ -105,13 +138,16 @@ class PropagatePass(ModulePass):
                 raise DiagnosticException(str(err)) from None
             except ConvertError as err:
                 raise DiagnosticException(f"propagate: {err}") from None
-            report = session.run(budget, prover,
-                                 progress=_progress(func_op) if self.report else None)
-            emitted = (session.checked_top_k(self.top_k) if self.emit == "top-k"
-                       else [session.checked_best()])
+            name = session.imported.name
+            # report=true prints a line per iteration itself
+            with progress.step(f"propagate @{name}", shown=not self.report) as step:
+                report = session.run(budget, prover, progress=_report_lines(name) if self.report
+                                     else _progress_updates(step))
+                emitted = (session.checked_top_k(self.top_k) if self.emit == "top-k"
+                           else [session.checked_best()])
             best = emitted[0].extraction
             if self.report:
-                print(f"propagate: @{session.imported.name}: {session.graph.num_classes} "
+                print(f"propagate: @{name}: {session.graph.num_classes} "
                       f"classes, {session.graph.num_nodes} e-nodes; {report.summary()}; cost "
                       f"{session.input_cost() * 1e6:.2f}us -> {best.cost * 1e6:.2f}us; "
                       f"{_float_summary(emitted, len(session.float_rejected))}",
@@ -121,10 +157,25 @@ class PropagatePass(ModulePass):
             elif self.emit == "best":
                 Rewriter.replace_op(func_op, session.export(best))
             else:
-                new = [session.export(c.extraction, session.imported.name if i == 0
-                                      else f"{session.imported.name}_k{i}")
+                new = [session.export(c.extraction, name if i == 0 else f"{name}_k{i}")
                        for i, c in enumerate(emitted)]
                 Rewriter.replace_op(func_op, new)
+
+
+def _check_size_names(sizes: dict[str, int], module: ModuleOp) -> None:
+    """A `sizes` name that no tensor type of the program mentions is a mistake (a typo would
+    otherwise leave the real size at its default silently)."""
+    symbols = {s for o in module.walk() for v in (*o.operands, *o.results)
+               if isinstance(v.type, TensorType) for d in v.type.shape for s in d.symbols()}
+    symbols |= {s for o in module.walk() for r in o.regions for b in r.blocks for a in b.args
+                if isinstance(a.type, TensorType) for d in a.type.shape for s in d.symbols()}
+    unknown = sorted(set(sizes) - symbols)
+    if unknown:
+        have = ", ".join(sorted(symbols)) if symbols else "none (every dim is a number)"
+        raise DiagnosticException(
+            f"propagate: sizes names {', '.join(unknown)}, which "
+            f"{'is not a size symbol' if len(unknown) == 1 else 'are not size symbols'} of the "
+            f"program; its size symbols: {have}")
 
 
 def _float_summary(emitted: list[Checked], rejected: int) -> str:
@@ -137,24 +188,25 @@ def _float_summary(emitted: list[Checked], rejected: int) -> str:
     return f"{text}; {rejected} rejected for float error"
 
 
-def _parse_sizes(text: str) -> dict[str, int]:
-    sizes: dict[str, int] = {}
-    for item in filter(None, (s.strip() for s in text.split(","))):
-        name, _, value = item.partition("=")
-        if not value.strip().isdigit():
-            raise DiagnosticException(f"propagate: sizes entry {item!r} is not NAME=INTEGER")
-        sizes[name.strip()] = int(value)
-    return sizes
+def _iteration_line(report: Report, g: EGraph) -> str:
+    return (f"iteration {report.iterations}: {g.num_classes} classes, {g.num_nodes} e-nodes; "
+            f"{report.candidates} candidates, {report.proved} proved so far")
 
 
-def _progress(func_op: FuncOp) -> Progress:
-    """One stderr line per propagation iteration of `func_op`."""
-    name = func_op.sym_name.data
+def _report_lines(name: str) -> Progress:
+    """One stderr line per propagation iteration of `@name` (`report=true`)."""
 
     def show(report: Report, g: EGraph) -> None:
-        print(f"propagate: @{name}: iteration {report.iterations}: {g.num_classes} classes, "
-              f"{g.num_nodes} e-nodes; {report.candidates} candidates, {report.proved} proved "
-              f"so far ({report.elapsed():.1f}s)", file=sys.stderr, flush=True)
+        print(f"propagate: @{name}: {_iteration_line(report, g)} ({report.elapsed():.1f}s)",
+              file=sys.stderr, flush=True)
 
     return show
 
+
+def _progress_updates(step: progress.Step) -> Progress:
+    """Each iteration's state handed to the progress line of a long search."""
+
+    def update(report: Report, g: EGraph) -> None:
+        step.update(_iteration_line(report, g))
+
+    return update

@@ -12,7 +12,8 @@ over size symbols. The pass writes the verdict onto the marked function:
 and prints a report to stderr (one line per pair, then tried/proved/refuted/unknown and time).
 Unknown and inconsistent (assumptions no sizes satisfy) never count as proved. Options:
 `timeout_ms` (the budget of each pair's query), `cache` (a proof-cache file,
-read and written; empty for none).
+read and written; empty for none), `fail_on_refuted` (after annotating and reporting, fail with a
+diagnostic, so the command exits non-zero, when some pair is refuted).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
-from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from axon.tools.pass_options import CheckedPass, option
 from axon.verifier import ProofCache, Proved, Refuted, prove_equivalent
 
 MARK = "axon.equivalent_to"
@@ -34,13 +35,14 @@ ASSUME = "axon.assume"
 
 
 @dataclass(frozen=True)
-class VerifyEquivalencePass(ModulePass):
+class VerifyEquivalencePass(CheckedPass):
     """Prove or refute every marked pair of functions; annotate them and report."""
 
     name = "verify-equivalence"
 
-    timeout_ms: int = 10_000
-    cache: str = ""
+    timeout_ms: int = option(10_000, "milliseconds for one pair's solver query", at_least=1)
+    cache: str = option("", "a proof-cache file to read and write; empty for none")
+    fail_on_refuted: bool = option(False, "fail (a non-zero exit) when some pair is refuted")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         funcs = {f.sym_name.data: f for f in op.walk() if isinstance(f, FuncOp)}
@@ -48,6 +50,7 @@ class VerifyEquivalencePass(ModulePass):
         counts = {"proved": 0, "refuted": 0, "unknown": 0, "inconsistent": 0}
         start = time.perf_counter()
         lines = []
+        refuted = []
         for name, func in funcs.items():
             mark = func.attributes.get(MARK)
             if mark is None:
@@ -71,6 +74,7 @@ class VerifyEquivalencePass(ModulePass):
             elif isinstance(verdict, Refuted):
                 detail = str(verdict.counterexample)
                 func.attributes["axon.counterexample"] = StringAttr(detail)
+                refuted.append(f"@{name} vs @{other_name} ({detail})")
             else:
                 detail = verdict.reason
                 func.attributes["axon.reason"] = StringAttr(detail)
@@ -84,6 +88,8 @@ class VerifyEquivalencePass(ModulePass):
                      f"{counts['inconsistent']} in "
                      f"{time.perf_counter() - start:.3f}s")
         print("\n".join(lines), file=sys.stderr)
+        if self.fail_on_refuted and refuted:
+            raise PassFailedException(f"verify-equivalence: refuted: {'; '.join(refuted)}")
 
 
 def _assumptions(func: FuncOp) -> list[str]:

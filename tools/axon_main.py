@@ -1,34 +1,57 @@
-"""`axon`: the user-facing command. Today it parses a NumPy-subset program and prints its `ax` IR.
+"""`axon`: the user-facing command. It shows what Axon does: a NumPy-subset program's proved,
+cheaper equivalent (and, with other pipelines, any `axon-opt` pass on it).
 
-    axon                       # the built-in default benchmark, rmsnorm_matmul
-    axon softmax               # a packaged benchmark program, by name
+    axon                       # the demo: rmsnorm_matmul through propagate, the search reported
+    axon softmax               # a packaged benchmark program, by name: its ax IR
     axon path/to/prog.py       # any program file in the NumPy subset (docs/language.md)
+    axon - < prog.py           # the program on stdin
     axon --list                # the packaged benchmark names
-    axon gemm_sum_scale -p propagate   # run an axon-opt pipeline on it first
+    axon gemm_sum_scale -p propagate -o out.mlir   # an axon-opt pipeline, the result to a file
 
 Benchmark programs are looked up at run time in the installed package
-(`axon/benchmarks/programs/*.py`), so a new program file needs no change here.
+(`axon/benchmarks/programs/*.py`), so a new program file needs no change here. A step longer than
+a couple of seconds (a propagation) shows progress on stderr unless `--quiet`.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import os
+import sys
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from axon.tools.embed import parse_source, print_ir, run_pipeline
-from axon.tools.user_errors import UsageError, exit_on_user_error
+from xdsl.dialects.func import FuncOp
+
+from axon.tools import progress
+from axon.tools.embed import make_context, parse_pipeline, parse_source, print_ir
+from axon.tools.pass_options import PassOptionError
+from axon.tools.registry import PassNameError
+from axon.tools.user_errors import ArgumentParser, UsageError, exit_on_user_error
+from axon.tools.version import axon_version
 
 #: what `axon` runs with no argument
 DEFAULT_PROGRAM = "rmsnorm_matmul"
+#: the demo's pipeline: the proved search, its report on stderr (without the report: --quiet)
+DEMO_PIPELINE = "propagate{report=true}"
+QUIET_DEMO_PIPELINE = "propagate"
+#: the demo's last line, on stderr
+NEXT_STEPS = ("axon: next: `axon --list` names the other programs, "
+              "`axon softmax -p 'propagate{report=true}'` optimizes one, "
+              "`axon-opt --help` lists the passes and their options")
 
 DESCRIPTION = """\
-Parse a NumPy-subset tensor program and print its tensor-level (ax) IR.
-PROGRAM is a path to a .py file or the name of a packaged benchmark program
-(default: %(default)s). This version stops at the IR; emitting optimized NKI and
-Triton kernels from it is planned for later versions of this command."""
+Optimize a NumPy-subset tensor program. PROGRAM is a .py file in the NumPy subset
+(docs/language.md), the name of a packaged benchmark program (axon --list), or - for
+stdin. With -p, the axon-opt pass pipeline PIPELINE runs on it before it is printed.
+
+With no PROGRAM and no -p, axon runs the demo: the built-in program %(default)s
+through propagate (candidate reorderings, each admitted only on an SMT proof, then the
+cheapest under a roofline cost), the search reported on stderr, the cheaper program
+printed. This version stops at the tensor-level IR; emitting NKI and Triton kernels from
+it is planned for later versions of this command. MLIR input goes to axon-opt."""
 
 
 def benchmark_programs() -> dict[str, Traversable]:
@@ -39,8 +62,17 @@ def benchmark_programs() -> dict[str, Traversable]:
 
 
 def load_program(spec: str) -> tuple[str, str]:
-    """(source text, file name for diagnostics) of a program given as a path or benchmark name."""
+    """(source text, file name for diagnostics) of a program given as a path, a benchmark name,
+    or `-` (stdin)."""
+    if spec == "-":
+        return sys.stdin.read(), "<stdin>"
     path = Path(spec)
+    if path.is_dir():
+        raise UsageError(f"'{spec}' is a directory; axon reads one program: a .py file or a "
+                         "benchmark name")
+    if path.suffix == ".mlir":
+        raise UsageError(f"'{spec}' is MLIR; axon reads NumPy-subset programs (.py files and "
+                         f"benchmark names): run MLIR through `axon-opt {spec} -p PIPELINE`")
     if path.is_file():
         return path.read_text(), spec
     programs = benchmark_programs()
@@ -53,34 +85,76 @@ def load_program(spec: str) -> tuple[str, str]:
     raise UsageError(f"'{spec}' is neither a file nor a benchmark program{hint}")
 
 
-def run(argv: list[str] | None = None) -> None:
-    """Parse the command line and do what it asks (user errors propagate as exceptions)."""
-    parser = argparse.ArgumentParser(prog="axon", description=DESCRIPTION % {
-        "default": DEFAULT_PROGRAM}, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("program", nargs="?", default=DEFAULT_PROGRAM, metavar="PROGRAM",
-                        help="a .py program file or a benchmark name")
+def _parser() -> ArgumentParser:
+    parser = ArgumentParser(prog="axon", description=DESCRIPTION % {"default": DEFAULT_PROGRAM},
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("program", nargs="?", metavar="PROGRAM",
+                        help="a .py program file, a benchmark name, or - for stdin")
     parser.add_argument("--list", action="store_true", help="list the benchmark programs")
     parser.add_argument("--generic", action="store_true", help="print the IR in generic form")
     parser.add_argument("-p", "--passes", default="", metavar="PIPELINE",
                         help="an axon-opt pass pipeline to run before printing "
-                             "(e.g. propagate, or 'propagate{emit=graph}')")
-    args = parser.parse_args(argv)
+                             "(e.g. propagate, or 'propagate{emit=graph}'; axon-opt --help "
+                             "lists the passes and their options)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the IR to FILE instead of stdout (never the input file)")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress lines on stderr (and, in the demo, no report)")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an internal error")
+    parser.add_argument("--version", action="version", version=f"axon {axon_version()}")
+    return parser
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Parse the command line and do what it asks (user errors propagate as exceptions)."""
+    args = _parser().parse_args(argv)
     if args.list:
         print("\n".join(sorted(benchmark_programs())))
         return
-    text, filename = load_program(args.program)
+    demo = args.program is None and not args.passes
+    pipeline = (QUIET_DEMO_PIPELINE if args.quiet else DEMO_PIPELINE) if demo else args.passes
+    try:  # the pipeline is checked (pass names, options) before any work
+        passes = parse_pipeline(pipeline) if pipeline else None
+    except (PassNameError, PassOptionError) as err:
+        raise UsageError(str(err)) from None
+    except ValueError as err:  # bad pipeline syntax
+        raise UsageError(f"invalid pass pipeline '{pipeline}': {err}") from None
+    program = args.program or DEFAULT_PROGRAM
+    _check_output(args.output, program)
+    text, filename = load_program(program)
     module = parse_source(text, filename)
-    if args.passes:
-        try:
-            module = run_pipeline(module, args.passes)
-        except ValueError as err:  # bad pipeline syntax or an unknown pass
-            raise UsageError(f"invalid pass pipeline '{args.passes}': {err}") from None
-    print(print_ir(module, generic=args.generic), end="")
+    if not any(isinstance(op, FuncOp) for op in module.ops):
+        raise UsageError(f"{filename} defines no function: there is nothing to optimize")
+    if not args.quiet:
+        progress.enable("axon")
+    try:
+        if passes is not None:
+            with progress.step(f"-p {pipeline}"):
+                passes.apply(make_context(), module)
+    finally:
+        progress.disable()
+    text = print_ir(module, generic=args.generic)
+    if args.output is None:
+        print(text, end="", flush=True)
+    else:
+        with open(args.output, "w") as out:
+            out.write(text)
+    if demo and not args.quiet:
+        print(NEXT_STEPS, file=sys.stderr)
+
+
+def _check_output(output: str | None, program: str) -> None:
+    """`-o` must not name the input file: a failed run would otherwise lose the program."""
+    if output is not None and os.path.exists(output) and os.path.exists(program) and (
+            os.path.samefile(output, program)):
+        raise UsageError(f"refusing to overwrite the input file '{program}' with -o")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (`axon`)."""
-    exit_on_user_error("axon", lambda: run(argv))
+    args = sys.argv[1:] if argv is None else argv
+    exit_on_user_error("axon", lambda: run(args), debug="--debug" in args)
 
 
 if __name__ == "__main__":

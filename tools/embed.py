@@ -8,7 +8,9 @@ reach the caller instead:
 - `xdsl.utils.exceptions.VerifyException`: IR that fails verification (from a parse or a pass);
 - `axon.frontend.diagnostics.SourceError`: a NumPy-subset program the frontend rejects
   (`str()` is `file:line:col: error: ...`);
-- `ValueError`: an unknown pass, bad pass options or bad syntax in a pipeline string;
+- `ValueError`: an unknown pass (or one of xDSL's that does not take Axon IR), bad pass options
+  (`axon.tools.pass_options.PassOptionError`, raised before any pass runs) or bad syntax in a
+  pipeline string;
 - `axon.tools.user_errors.UsageError`: `parse_source` in an installation without the frontend.
 
 Example::
@@ -19,8 +21,9 @@ Example::
     module = embed.run_pipeline(module, "canonicalize,cse")
     print(embed.print_ir(module))
 
-`run_pipeline` rewrites the module in place (as MLIR's PassManager does) and returns it for
-chaining; clone first (`module.clone()`) to keep the original.
+`parse_pipeline` makes and checks a pipeline without running it (a bad pass name or option is a
+`ValueError` before any work); `run_pipeline` rewrites the module in place (as MLIR's PassManager
+does) and returns it for chaining; clone first (`module.clone()`) to keep the original.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError
 
 from axon.tools.locations import LocatingParser
-from axon.tools.registry import available_passes, register_dialects
+from axon.tools.registry import available_passes, check_pass_names, register_dialects
 from axon.tools.user_errors import UsageError
 
 
@@ -67,19 +70,26 @@ def parse_source(text: str, filename: str) -> ModuleOp:
     return module
 
 
-def run_pipeline(module: ModuleOp, pipeline: str, ctx: Context | None = None) -> ModuleOp:
-    """Run an `axon-opt -p` pipeline (`"canonicalize,cse"`, `"pass{opt=1}"`) on `module` in place,
-    verifying before the first pass and after each one; return `module`."""
+def parse_pipeline(pipeline: str) -> PassPipeline:
+    """The passes of an `axon-opt -p` pipeline string, made and checked (pass names, option types
+    and ranges) without running anything; applying it verifies the module before the first pass
+    and after each one. A ValueError says what is wrong."""
 
     def verify_between(_before: ModulePass | None, op: ModuleOp,
                        _after: ModulePass | None) -> None:
         op.verify()
 
     try:
-        passes = PassPipeline.parse_spec(available_passes(), pipeline, verify_between)
+        check_pass_names(pipeline)
+        return PassPipeline.parse_spec(available_passes(), pipeline, verify_between)
     except ArgSpecParseError as err:  # a BaseException in xDSL; callers expect a ValueError
         raise ValueError(str(err)) from None
-    passes.apply(ctx or make_context(), module)
+
+
+def run_pipeline(module: ModuleOp, pipeline: str, ctx: Context | None = None) -> ModuleOp:
+    """Run an `axon-opt -p` pipeline (`"canonicalize,cse"`, `"pass{opt=1}"`) on `module` in place,
+    verifying before the first pass and after each one; return `module`."""
+    parse_pipeline(pipeline).apply(ctx or make_context(), module)
     return module
 
 
