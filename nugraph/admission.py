@@ -16,6 +16,7 @@ runner counts.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from axon.nugraph.candidates import Candidate
 from axon.nugraph.egraph import EGraph, Proof
 from axon.nugraph.prover import NumericRejection, Prover, is_proved
 from axon.nugraph.term import Child, Term, insert_term, lookup_term
-from axon.verifier import Refuted, Verdict
+from axon.verifier import Refuted, Unknown, Verdict
 
 NODE_LIMIT = "node limit"
 TIME_LIMIT = "time limit"
@@ -54,6 +55,13 @@ class Limits:
     elapsed: Callable[[], float]
     """Seconds the run has taken so far."""
 
+    def out_of_time(self) -> bool:
+        return self.elapsed() > self.time_limit_s
+
+    def remaining_ms(self) -> int:
+        """Milliseconds left on the run's clock (at least 1)."""
+        return max(1, math.ceil((self.time_limit_s - self.elapsed()) * 1000))
+
 
 @dataclass(frozen=True)
 class Admission:
@@ -80,14 +88,18 @@ def admit(g: EGraph, prover: Prover, candidate: Candidate, limits: Limits, tried
     if lookup_term(g, term) == cls or (cls, term) in tried:
         return Admission(Outcome.KNOWN)
     tried.add((cls, term))
-    if limits.elapsed() > limits.time_limit_s:
+    if limits.out_of_time():
         return Admission(Outcome.TIME_LIMIT)
     if g.num_nodes + term.size() > limits.max_nodes:
         return Admission(Outcome.NODE_LIMIT)
     start = time.perf_counter()
+    # the solver's timeout never outlasts the run's clock
     verdict, pid = prove_and_record(g, prover, candidate.move, candidate.original, term,
-                                    candidate.extra_leaves)
+                                    candidate.extra_leaves,
+                                    min(prover.timeout_ms, limits.remaining_ms()))
     seconds = time.perf_counter() - start
+    if pid is None and isinstance(verdict, Unknown) and limits.out_of_time():
+        return Admission(Outcome.TIME_LIMIT, seconds=seconds)  # cut by the clock, not undecided
     if pid is None:
         return Admission(_rejection(verdict), seconds=seconds)
     merged, derived = enter(g, candidate.node, term, pid, candidate.derived)
@@ -95,10 +107,12 @@ def admit(g: EGraph, prover: Prover, candidate: Candidate, limits: Limits, tried
 
 
 def prove_and_record(g: EGraph, prover: Prover, move: str, original: Term, candidate: Term,
-                     extra_leaves: bool = False) -> tuple[Verdict | NumericRejection, str | None]:
-    """Ask `prover` whether `original == candidate`; on a proof, record it in `g` under a fresh
-    proof id. Returns the verdict and that id (None when nothing was proved)."""
-    verdict = prover(g, original, candidate, extra_leaves=extra_leaves)
+                     extra_leaves: bool = False, timeout_ms: int | None = None
+                     ) -> tuple[Verdict | NumericRejection, str | None]:
+    """Ask `prover` whether `original == candidate` (within `timeout_ms`, default the prover's
+    own); on a proof, record it in `g` under a fresh proof id. Returns the verdict and that id
+    (None when nothing was proved)."""
+    verdict = prover(g, original, candidate, extra_leaves=extra_leaves, timeout_ms=timeout_ms)
     if not is_proved(verdict):
         return verdict, None
     pid = fresh_proof_id(g)

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import FunctionType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.interface import form_op, has_form
-from axon.nugraph.eclass import ENode
+from axon.nugraph.eclass import Attrs, ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.extract import Extraction
 from axon.nugraph.ops import op_class
@@ -59,6 +59,28 @@ def import_function(g: EGraph, func_op: FuncOp) -> Imported:
     raise ConvertError(f"function '{func_op.sym_name.data}' ends without func.return")
 
 
+class OpBuilder:
+    """Builds the op of an e-node over given operands. The first op of each kind (op, properties,
+    operand types) is made by its class's `make`, which derives its result type from its
+    semantics; later ones are copies of it over their own operands: a large program repeats a
+    few kinds of op thousands of times, and deriving semantics is what building costs."""
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[str, Attrs, tuple[Attribute, ...]], Operation] = {}
+
+    def __call__(self, node: ENode, operands: Sequence[SSAValue]) -> Operation:
+        key = (node.op, node.attrs, tuple(v.type for v in operands))
+        first = self._made.get(key)
+        if first is None:
+            op: Operation = op_class(node.op).make(operands, **node.attr_dict())
+            if not op.regions:
+                self._made[key] = op
+            return op
+        copy = first.clone_without_regions(clone_operands=False, clone_name_hints=False)
+        copy.operands = tuple(operands)
+        return copy
+
+
 def export_function(g: EGraph, extraction: Extraction, name: str,
                     param_classes: Sequence[int], param_names: Sequence[str] | None = None
                     ) -> FuncOp:
@@ -82,12 +104,12 @@ def export_function(g: EGraph, extraction: Extraction, name: str,
         return [g.find(ch) for ch in node.children]
 
     roots = [g.find(r) for r in extraction.roots]
+    build = OpBuilder()
     # operands before their users, in the order a recursive walk from the roots emits them
     for c in postorder(roots, operands, on_cycle="raise"):
         if c not in values:
             node = g.nodes[choice[c]]
-            op = op_class(node.op).make([values[g.find(ch)] for ch in node.children],
-                                        **node.attr_dict())
+            op = build(node, [values[g.find(ch)] for ch in node.children])
             block.add_op(op)
             values[c] = op.results[0]
     results = [values[r] for r in roots]

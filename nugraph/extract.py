@@ -111,6 +111,7 @@ def extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost, max_passes: in
 def _extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost, max_passes: int,
                   stop: Stop) -> tuple[Extraction, Choice]:
     """The best extraction, and the tree-cost choice it started from."""
+    cost = _per_node(cost)
     _, tree_pick = tree_costs(g, cost)
     choice = dict(tree_pick)
     roots = [g.find(r) for r in roots]
@@ -247,10 +248,30 @@ class _Program:
         return False
 
 
+def _per_node(cost: NodeCost) -> NodeCost:
+    """`cost`, asked once per e-node (the graph does not change while it is extracted from)."""
+    known: dict[int, float] = {}
+
+    def node_cost(g: EGraph, nid: int) -> float:
+        value = known.get(nid)
+        if value is None:
+            value = known[nid] = cost(g, nid)
+        return value
+
+    return node_cost
+
+
 def extract_top_k(g: EGraph, roots: Sequence[int], cost: NodeCost, k: int,
                   stop: Stop = _never) -> list[Extraction]:
     """Up to k distinct programs, cheapest first: the best one and its one-class deviations
     (those priced before `stop()` turns true)."""
+    return extract_ranking(g, roots, cost, k, stop)[1]
+
+
+def extract_ranking(g: EGraph, roots: Sequence[int], cost: NodeCost, k: int,
+                    stop: Stop = _never) -> tuple[Extraction, list[Extraction]]:
+    """`extract_best` and `extract_top_k` at once (one search for the best program)."""
+    cost = _per_node(cost)
     best, tree_pick = _extract_best(g, roots, cost, 4, stop)
     base = {**tree_pick, **best.chosen()}
     program = _Program(g, list(best.roots), base, cost)
@@ -278,4 +299,4 @@ def extract_top_k(g: EGraph, roots: Sequence[int], cost: NodeCost, k: int,
             seen.add(e.choice)
             found.append(e)
     found.sort(key=lambda e: e.cost)
-    return found[:k]
+    return best, found[:k]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from axon.dialects.form.generic_form import LoopDim, instantiate
+from axon.dialects.form.generic_form import GenericForm, Instance, LoopDim, instantiate
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import (
     Call,
@@ -94,6 +94,17 @@ class NameSupply:
     def is_var(self, name: str) -> bool:
         return name in self.issued
 
+    @property
+    def position(self) -> int:
+        """How far the supply has counted (with `avoid`, what the next names will be)."""
+        return self._next
+
+    def take(self, names: Iterable[str], position: int) -> None:
+        """Issue `names` and move on to `position`: what the calls to `fresh` that issued them
+        from the current position did."""
+        self.issued.update(names)
+        self._next = position
+
 
 def _map_dims(dims: tuple[LoopDim, ...], fn: Callable[[IntExpr], IntExpr]
               ) -> tuple[LoopDim, ...]:
@@ -155,11 +166,35 @@ def node_expr(g: EGraph, node: ENode, index: tuple[IntExpr, ...], supply: NameSu
               ) -> ScalarExpr:
     """The value of `node` at output `index`, reads naming the node's child classes."""
     form = node_semantics(node, [g.type_of(c) for c in node.children]).form
-    inst = instantiate(form, index, supply.fresh)
+    inst = _instantiate(form, index, supply)
     body = map_reads(inst.body, lambda r: Read(g.find(node.children[r.operand]), r.index))
     if form.reduction is None:
         return body
     return Fold(form.reduction, inst.reduced, body, inst.finalize)
+
+
+#: instances by (form, index, the supply's state): a program of a few kinds of op composes the
+#: same forms at the same indices at site after site, and binding a form is the dear part
+_INSTANCES: dict[tuple[int, tuple[IntExpr, ...], int, frozenset[str]],
+                 tuple[GenericForm, Instance, tuple[str, ...], int]] = {}
+_MAX_INSTANCES = 4096
+
+
+def _instantiate(form: GenericForm, index: tuple[IntExpr, ...], supply: NameSupply) -> Instance:
+    """`instantiate(form, index, supply.fresh)`, remembered: on a repeat, the names the first
+    call took are taken from `supply` again, as that call would have."""
+    key = (id(form), index, supply.position, supply.avoid)
+    hit = _INSTANCES.get(key)
+    if hit is not None and hit[0] is form:
+        _, inst, names, position = hit
+        supply.take(names, position)
+        return inst
+    before = set(supply.issued)
+    inst = instantiate(form, index, supply.fresh)
+    if len(_INSTANCES) >= _MAX_INSTANCES:
+        _INSTANCES.clear()
+    _INSTANCES[key] = (form, inst, tuple(sorted(supply.issued - before)), supply.position)
+    return inst
 
 
 def output_dims(g: EGraph, cls: int, supply: NameSupply) -> tuple[LoopDim, ...]:

@@ -26,10 +26,9 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from axon.dialects import nu
 from axon.dialects.form.interface import form_op, has_form
 from axon.nugraph.admission import enter, prove_and_record
-from axon.nugraph.convert import ConvertError, Imported
+from axon.nugraph.convert import ConvertError, Imported, OpBuilder
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
-from axon.nugraph.ops import op_class
 from axon.nugraph.prover import NumericRejection, Prover
 from axon.nugraph.term import Child, Term
 from axon.nugraph.traversal import Nested, postorder, run_nested
@@ -47,6 +46,7 @@ def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = 
         arg.name_hint = name
     inner = Block()
     order = _class_order(g)
+    build = OpBuilder()
     placeholders: dict[int, SSAValue] = {}
     class_ops: dict[int, nu.ClassOp] = {}
     # forward references: create a placeholder class op per class first, fill operands after
@@ -62,8 +62,7 @@ def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = 
             if node.is_input:
                 operands.append(outer.args[dict(node.attrs)["index"]])
                 continue
-            enode = op_class(node.op).make([placeholders[ch] for ch in node.children],
-                                           **node.attr_dict())
+            enode = build(node, [placeholders[ch] for ch in node.children])
             enode.attributes[nu.PROOF_ATTR] = StringAttr(g.justification[nid])
             inner.add_op(enode)
             operands.append(enode.results[0])

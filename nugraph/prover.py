@@ -55,8 +55,10 @@ class Prover:
         return (term_function(g, [original], leaves, "original"),
                 term_function(g, [candidate], leaves, "candidate"))
 
-    def __call__(self, g: EGraph, original: Term, candidate: Term, extra_leaves: bool = False
-                 ) -> Verdict | NumericRejection:
+    def __call__(self, g: EGraph, original: Term, candidate: Term, extra_leaves: bool = False,
+                 timeout_ms: int | None = None) -> Verdict | NumericRejection:
+        """The verdict on `original == candidate`; the solver gets `timeout_ms` (default the
+        prover's own `timeout_ms`)."""
         a, b = self.obligation(g, original, candidate, extra_leaves)
         # sizes the obligation's parameters do not carry (a broadcast's `G` in gqa) are still the
         # program's own when some class of the graph has them in its type
@@ -68,7 +70,8 @@ class Prover:
                            "parameter binds", 0.0)
         if self.numeric_test and differs_numerically(a, b):
             return NumericRejection()
-        return self.decide(a, b, assumptions=self.assumptions, timeout_ms=self.timeout_ms,
+        return self.decide(a, b, assumptions=self.assumptions,
+                           timeout_ms=self.timeout_ms if timeout_ms is None else timeout_ms,
                            cache=self.cache)
 
 

@@ -7,7 +7,9 @@ site not visited before, and takes every candidate through `admission.admit` (a 
 propose at one site is one candidate, credited to the first). After each kind the graph is
 rebuilt. The run stops when an iteration joins no two classes (saturated, unless the scheduler
 still holds a ban: then the bans are lifted and the run goes on) or a limit of the `Budget` is
-reached; the `Report` says which and keeps one `Iteration` per iteration.
+reached; the `Report` says which and keeps one `Iteration` per iteration. The clock is read
+before every move proposes at a site and before every proof, whose solver timeout never
+outlasts it, so a run stops on time whether it proves much or nothing at all.
 
     runner = Runner(g, Budget(max_iterations=8, max_nodes=3000, time_limit_s=60))
     report = runner.run()
@@ -106,6 +108,9 @@ class Report:
     history: list[Iteration] = field(default_factory=list)
     stop_reason: str = ""
     seconds: float = 0.0
+    cut_after: list[str] = field(default_factory=list)
+    """Stages after the search that the time limit ended early (`Session`: "extraction",
+    "float check")."""
     _start: float = field(default_factory=time.perf_counter, repr=False)
 
     def _total(self, name: str) -> Any:
@@ -167,9 +172,16 @@ class Report:
         self.stop_reason = reason
         self.seconds = self.elapsed()
 
+    def cut(self, stage: str) -> None:
+        """Record that the time limit ended `stage` early."""
+        if stage not in self.cut_after:
+            self.cut_after.append(stage)
+
     def summary(self) -> str:
         moves = ", ".join(f"{k} {v}" for k, v in sorted(self.by_move.items()))
         cut = f"cut by the {self.stop_reason}" if self.limit_hit else self.stop_reason
+        if self.cut_after:
+            cut += f" (the time limit also cut {' and '.join(self.cut_after)} short)"
         return (f"{self.candidates} candidates: {self.proved} proved, {self.refuted} refuted "
                 f"({self.tested_out} by a numeric test), "
                 f"{self.unknown} unknown, {self.known} already present; admitted by move: "
@@ -274,6 +286,8 @@ class Runner:
                 report.history.append(record)
                 start = time.perf_counter()
                 for kind in SITE_KINDS:
+                    if limits.out_of_time():
+                        raise _Stop(TIME_LIMIT)
                     moves = [m for m in self.moves if m.site is kind]
                     if moves:
                         for site in list(kind.find_all(g, self._fenced)):
@@ -303,6 +317,9 @@ class Runner:
             if (move.name, key) in self._visited or not self.scheduler.allows(move.name,
                                                                                record.index):
                 continue
+            if limits.out_of_time():
+                # proposing is work too: a program with nothing to prove still runs out of time
+                raise _Stop(TIME_LIMIT)
             start = time.perf_counter()
             found = list(move.propose(g, site))
             record.move_seconds[move.name] = (record.move_seconds.get(move.name, 0.0)

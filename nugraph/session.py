@@ -10,20 +10,33 @@ The entry point the pass, the benchmark script and the tests share:
 `checked_best()` / `checked_top_k(k)` walk the same cost ranking but skip every program that fails
 the float-error check (`axon.nugraph.numerics`) against the input program, which is the fallback
 and always passes; what they return carries the measured error.
+
+After `run`, the budget's time limit holds for the whole session: extraction's local search and
+top-k stop at it with what they have, and past it the walk down the ranking checks no program
+after the first (the input program remains the fallback); `report.cut_after` names what it cut.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.func import FuncOp
 
 from axon.nugraph.convert import Imported, export_function, find_nodes, import_function
 from axon.nugraph.cost import NodeCost, RooflineCost
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.explain import Step, explain
-from axon.nugraph.extract import Extraction, dag_cost, extract_best, extract_top_k, reachable
+from axon.nugraph.extract import (
+    Extraction,
+    dag_cost,
+    extract_best,
+    extract_ranking,
+    extract_top_k,
+    reachable,
+)
 from axon.nugraph.nu_ir import graph_function, read_graph
 from axon.nugraph.numerics import FloatCheck, FloatError
 from axon.nugraph.propagate import propagate
@@ -56,9 +69,13 @@ class Session:
     cost: NodeCost = field(default_factory=RooflineCost)
     report: Report | None = None
     float_rejected: dict[tuple[tuple[int, int], ...], FloatError] = field(default_factory=dict)
+    _time_limit_s: float = field(default=math.inf, repr=False)
     _float_check: FloatCheck | None = field(default=None, repr=False)
     _float_errors: dict[tuple[tuple[int, int], ...], FloatError] = field(default_factory=dict,
                                                                          repr=False)
+    _spare: dict[tuple[tuple[int, int], ...], FuncOp] = field(default_factory=dict, repr=False)
+    """Programs exported for the float-error check that passed it, not yet handed out by
+    `export` (exporting a large program is as dear as checking it)."""
 
     @staticmethod
     def from_function(func_op: FuncOp, cost: NodeCost | None = None) -> Session:
@@ -92,8 +109,23 @@ class Session:
     def run(self, budget: Budget | None = None, prover: Prover | None = None,
             progress: Progress | None = None, scheduler: Scheduler | None = None) -> Report:
         """Propagate within `budget` (see `propagate`); the report is also `self.report`."""
+        budget = budget or Budget()
+        self._time_limit_s = budget.time_limit_s
+        self._spare.clear()
         self.report = propagate(self.graph, budget, prover, progress, scheduler)
         return self.report
+
+    def _clock(self, stage: str) -> Callable[[], bool]:
+        """Whether the run's time limit has passed (recording that it cut `stage` short)."""
+
+        def out_of_time() -> bool:
+            report = self.report
+            if report is None or report.elapsed() <= self._time_limit_s:
+                return False
+            report.cut(stage)
+            return True
+
+        return out_of_time
 
     def input_cost(self) -> float:
         """Cost of the program the graph was built from."""
@@ -102,10 +134,12 @@ class Session:
         return dag_cost(g, self.imported.results, choice, self.cost)
 
     def best(self) -> Extraction:
-        return extract_best(self.graph, self.imported.results, self.cost)
+        return extract_best(self.graph, self.imported.results, self.cost,
+                            stop=self._clock("extraction"))
 
     def top_k(self, k: int) -> list[Extraction]:
-        return extract_top_k(self.graph, self.imported.results, self.cost, k)
+        return extract_top_k(self.graph, self.imported.results, self.cost, k,
+                             stop=self._clock("extraction"))
 
     def input_extraction(self) -> Extraction:
         """The input program as an extraction. Where propagation merged classes of the input
@@ -126,17 +160,23 @@ class Session:
         """The float-error check of an extracted program against the input program (measured
         once per program)."""
         if self._float_check is None:
-            self._float_check = FloatCheck(self.export(self.input_extraction()))
+            original = self.input_extraction()
+            self._spare[original.choice] = self._export(original, None)
+            self._float_check = FloatCheck(self._spare[original.choice])
         if extraction.choice not in self._float_errors:
-            self._float_errors[extraction.choice] = self._float_check.measure(
-                self.export(extraction))
+            program = self._spare.pop(extraction.choice, None) or self._export(extraction, None)
+            error = self._float_check.measure(program)
+            self._float_errors[extraction.choice] = error
+            if error.ok:
+                self._spare[extraction.choice] = program
         return self._float_errors[extraction.choice]
 
     def checked_best(self) -> Checked:
         """The cheapest program that passes the float-error check: the best extraction, else the
         next in the cost ranking, else the input program."""
-        best = self.best()
-        ranking = [best, *(e for e in self.top_k(CHECK_DEPTH) if e.choice != best.choice)]
+        best, top = extract_ranking(self.graph, self.imported.results, self.cost, CHECK_DEPTH,
+                                    stop=self._clock("extraction"))
+        ranking = [best, *(e for e in top if e.choice != best.choice)]
         return self._checked(ranking, 1)[0]
 
     def checked_top_k(self, k: int) -> list[Checked]:
@@ -146,7 +186,10 @@ class Session:
 
     def _checked(self, ranking: list[Extraction], k: int) -> list[Checked]:
         kept: list[Checked] = []
-        for e in ranking:
+        out_of_time = self._clock("float check")
+        for i, e in enumerate(ranking):
+            if i > 0 and out_of_time():
+                break
             error = self.float_error(e)
             if not error.ok:
                 self.float_rejected[e.choice] = error
@@ -158,6 +201,14 @@ class Session:
         return kept
 
     def export(self, extraction: Extraction, name: str | None = None) -> FuncOp:
+        """The extracted program as a new function (named `name`, default the input's)."""
+        program = self._spare.pop(extraction.choice, None)
+        if program is None:
+            return self._export(extraction, name)
+        program.sym_name = StringAttr(name or self.imported.name)
+        return program
+
+    def _export(self, extraction: Extraction, name: str | None) -> FuncOp:
         return export_function(self.graph, extraction, name or self.imported.name,
                                self.imported.params, self.imported.param_names)
 

@@ -3,14 +3,23 @@ without recursion, and every limit of a run is honoured and reported."""
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import numpy as np
 from xdsl.dialects.func import FuncOp
 
+from axon.dialects.ax import TensorType
 from axon.frontend import api as ax
 from axon.interpreter import run_function
+from axon.nugraph.eclass import ENode
+from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.nu_ir import read_graph
-from axon.nugraph.runner import SATURATED, Budget
+from axon.nugraph.propagate import propagate
+from axon.nugraph.prover import Prover
+from axon.nugraph.runner import ITERATION_LIMIT, NODE_LIMIT, SATURATED, TIME_LIMIT, Budget
 from axon.nugraph.session import Session
+from axon.verifier import Unknown
 
 
 def chain(statements: int) -> FuncOp:
@@ -40,3 +49,69 @@ def test_a_chain_of_1200_statements_propagates_and_exports_the_same_program() ->
     g, imported = read_graph(s.graph_ir())
     assert (g.num_classes, g.num_nodes) == (s.graph.num_classes, s.graph.num_nodes)
     assert len(imported.results) == 1
+
+
+def chain_graph(statements: int) -> EGraph:
+    """The e-graph of `chain(statements)`, built e-node by e-node (no function to import)."""
+    g = EGraph()
+    y = g.add_input("x", TensorType(["N"], "f32"))
+    for i in range(1, statements + 1):
+        for op, value in (("ax.mul", 1.0001), ("ax.add", float(i % 7))):
+            c = g.add(ENode.make("ax.constant", {"dtype": "f32", "shape": (), "value": value}, ()),
+                      INPUT_PROOF)
+            y = g.add(ENode.make(op, {}, (y, c)), INPUT_PROOF)
+    return g
+
+
+def sums_of_matmuls(blocks: int) -> EGraph:
+    """`y = sum(y @ w, axis=1)` over a fresh `w` per block: each block offers the push
+    sum(x @ w) = x @ sum(w) to prove."""
+    g = EGraph()
+    y = g.add_input("x", TensorType(["M", "K"], "f32"))
+    for i in range(blocks):
+        w = g.add_input(f"w{i}", TensorType(["K", "K"], "f32"), i + 1)
+        mm = g.add(ENode.make("ax.matmul", {}, (y, w)), INPUT_PROOF)
+        total = g.add(ENode.make("ax.sum", {"axes": (1,), "keepdims": True}, (mm,)), INPUT_PROOF)
+        y = g.add(ENode.make("ax.mul", {}, (y, total)), INPUT_PROOF)
+    return g
+
+
+def test_the_time_limit_stops_a_run_that_only_proposes() -> None:
+    # 16,000 e-nodes and nothing to prove: the clock is read while candidates are generated
+    g = chain_graph(4000)
+    report = propagate(g, Budget(time_limit_s=0.2))
+    assert report.stop_reason == TIME_LIMIT and "cut by the time limit" in report.summary()
+    assert report.seconds < 1.0
+
+
+def test_the_time_limit_cuts_a_proof_short() -> None:
+    def slow(*args: Any, timeout_ms: int, **kwargs: Any) -> Unknown:
+        time.sleep(timeout_ms / 1000)
+        return Unknown("z3: timeout (forced)", timeout_ms / 1000)
+
+    g = sums_of_matmuls(3)
+    prover = Prover(timeout_ms=5_000, decide=slow, numeric_test=False)
+    report = propagate(g, Budget(time_limit_s=0.3), prover)
+    assert report.stop_reason == TIME_LIMIT and report.seconds < 1.0
+    # the proof the clock cut is not counted as undecided
+    assert report.unknown == 0
+
+
+def test_node_and_iteration_limits_stop_a_large_run_and_say_so() -> None:
+    g = sums_of_matmuls(200)
+    start = time.perf_counter()
+    report = propagate(g, Budget(max_nodes=g.num_nodes + 10))
+    assert report.stop_reason == NODE_LIMIT and g.num_nodes <= report.history[0].nodes
+    assert time.perf_counter() - start < 10.0
+    g = sums_of_matmuls(20)
+    report = propagate(g, Budget(max_iterations=1))
+    assert report.stop_reason == ITERATION_LIMIT and report.proved >= 20
+
+
+def test_a_session_past_its_time_limit_still_emits_a_checked_program() -> None:
+    s = Session.from_function(chain(300))
+    s.run(Budget(time_limit_s=0.0))
+    checked = s.checked_best()
+    assert s.report is not None and s.report.stop_reason == TIME_LIMIT
+    assert "extraction" in s.report.cut_after and "the time limit also cut" in s.report.summary()
+    assert checked.float_error.ok and checked.extraction.choice == s.input_extraction().choice
