@@ -55,9 +55,11 @@ def parse_mlir(text: str, name: str = "<string>", ctx: Context | None = None) ->
     return module
 
 
-def parse_source(text: str, filename: str) -> ModuleOp:
+def parse_source(text: str | bytes, filename: str) -> ModuleOp:
     """Parse a NumPy-subset program (see docs/language.md) into verified `ax` IR, one
-    `func.func` per `def`. Raises the frontend's located `SourceError` for a bad program."""
+    `func.func` per `def`. `text` is the program's text or its file's bytes (UTF-8, a leading
+    byte-order mark allowed). Raises the frontend's located `SourceError` for a bad program,
+    bytes that are not UTF-8 included."""
     try:
         from axon.frontend.numpy_subset import parse_source as frontend_parse_source
     except ModuleNotFoundError as err:

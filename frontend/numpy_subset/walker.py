@@ -3,6 +3,11 @@
 Values while walking are what the tracing API would see: `Tensor`s, Python numbers, size symbols
 (IntExpr), tuples and lists, dtype specs and builder functions. Every mistake becomes a
 `SourceError` at the node or operator that caused it.
+
+The walk never recurses on the program: each rule that needs the value of a sub-expression (or of
+an inlined function's body) is a generator that yields the request and receives the value, and
+`Walker.drive` runs those generators on an explicit stack. A flat sum of any length, a chain of
+unary minuses or a long chain of inlined calls costs heap, not Python stack.
 """
 
 from __future__ import annotations
@@ -10,12 +15,11 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NoReturn
 
-from lark import Token, Tree
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
@@ -25,9 +29,13 @@ from axon.frontend import builders
 from axon.frontend.builders import BUILDERS, METHODS, Scalar, Tensor
 from axon.frontend.diagnostics import SourceError, source_error
 from axon.frontend.graph import GraphBuilder, build_function
+from axon.frontend.numpy_subset.syntax import Node
+from axon.frontend.numpy_subset.tokens import Token
 from axon.frontend.specs import DTYPE_SPECS, DTypeSpec, TensorSpec
 
-Node = Tree | Token
+#: a step of the walk: yields what it needs (an expression as `(node, scope)`, or another task),
+#: receives its value, and returns its own value (see `Walker.drive`)
+Task = Generator[Any, Any, Any]
 
 _BINARY = {"+": builders.add, "-": builders.subtract, "*": builders.multiply,
            "/": builders.divide, "@": builders.matmul, "**": builders.power,
@@ -37,6 +45,7 @@ _NOT_IN_SUBSET = {"//": "floor division ('//') is not part of the Axon subset",
                   "%": "the modulo operator ('%') is not part of the Axon subset"}
 #: errors a builder raises for a user's mistake (ShapeError and size-expression errors)
 _USER_ERRORS = (ShapeError, ValueError, ZeroDivisionError, OverflowError)
+_DIM_OPERATORS = frozenset({"+", "-", "*"})
 
 
 class _AxNamespace:
@@ -51,9 +60,9 @@ class FunctionDef:
     """A `def` of the file: its parameters' specs and its statements."""
 
     name: str
-    node: Tree
+    node: Node
     params: list[tuple[str, TensorSpec]]
-    body: list[Tree]
+    body: list[Node]
     #: local name -> line of its first assignment (to report use before assignment)
     assigned: dict[str, int] = field(default_factory=dict)
 
@@ -75,13 +84,57 @@ class Walker:
         self.filename = filename
         self.defined: dict[str, FunctionDef] = {}
         self.all_defs: dict[str, int] = {}
+        # expression kinds whose value needs no sub-expression, and those that do (tasks)
+        self.leaves: dict[str, Callable[[Node, Scope], Any]] = {
+            "name": self.eval_name, "number": self.eval_number, "string": self.eval_string,
+            "true": self.eval_true, "false": self.eval_false, "none": self.eval_none,
+            "empty_tuple": self.eval_empty_tuple}
+        self.tasks: dict[str, Callable[[Node, Scope], Task]] = {
+            "tuple": self.eval_tuple, "list": self.eval_list, "unary": self.eval_unary,
+            "binop": self.eval_binop, "compare": self.eval_compare,
+            "attribute": self.eval_attribute, "subscript": self.eval_subscript,
+            "call": self.eval_call}
+
+    # ---- the explicit stack -------------------------------------------------------------------
+    def drive(self, task: Task) -> Any:
+        """Run `task` to its value, and on the way every task it asks for, on one explicit stack.
+
+        A task yields `(node, scope)` for the value of an expression (a leaf is evaluated at
+        once; any other kind starts its own task) or yields a task; either way the value comes
+        back as the result of its `yield`."""
+        stack = [task]
+        value: Any = None
+        while True:
+            try:
+                request = stack[-1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                if not stack:
+                    return done.value
+                value = done.value
+                continue
+            if type(request) is tuple:
+                node, scope = request
+                while node.kind == "paren":
+                    node = node.children[0]
+                leaf = self.leaves.get(node.kind)
+                if leaf is not None:
+                    value = leaf(node, scope)
+                    continue
+                rule = self.tasks.get(node.kind)
+                if rule is None:
+                    self.fail("this expression is not part of the Axon subset", node)
+                request = rule(node, scope)
+            stack.append(request)
+            value = None
 
     # ---- diagnostics ----------------------------------------------------------------------
-    def fail(self, message: str, where: Node) -> NoReturn:
+    def fail(self, message: str, where: Node | Token) -> NoReturn:
         line, column = _position(where)
         raise source_error(message, self.text, self.filename, line, column)
 
-    def guarded(self, where: Node, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def guarded(self, where: Node | Token, fn: Callable[..., Any], *args: Any,
+                **kwargs: Any) -> Any:
         """fn(*args, **kwargs), its user errors located at `where`."""
         try:
             return fn(*args, **kwargs)
@@ -91,15 +144,15 @@ class Walker:
             self.fail(str(err), where)
 
     # ---- the file -------------------------------------------------------------------------
-    def module(self, tree: Tree) -> ModuleOp:
+    def module(self, tree: Node) -> ModuleOp:
         """One func.func per top-level def, in order."""
-        stmts = [s for s in tree.children if isinstance(s, Tree)]
+        stmts: list[Node] = tree.children
         for stmt in stmts:
-            if stmt.data == "funcdef":
-                self.all_defs.setdefault(str(stmt.children[0]), _position(stmt)[0])
+            if stmt.kind == "funcdef":
+                self.all_defs.setdefault(str(stmt.children[0]), stmt.line)
         funcs = []
         for stmt in stmts:
-            if stmt.data == "funcdef":
+            if stmt.kind == "funcdef":
                 fdef = self.declare(stmt)
                 funcs.append(build_function(fdef.name, [s.bind({}) for _, s in fdef.params],
                                             partial(self.build, fdef),
@@ -112,18 +165,16 @@ class Walker:
                                   "file", small)
         return ModuleOp(funcs)
 
-    def declare(self, node: Tree) -> FunctionDef:
+    def declare(self, node: Node) -> FunctionDef:
         """Check a def's header: name, parameters and their annotations."""
         name_tok, params_node, _returns, suite = node.children
         name = str(name_tok)
         if name in self.defined:
             self.fail(f"function '{name}' is already defined on line "
-                      f"{_position(self.defined[name].node)[0]}", name_tok)
+                      f"{self.defined[name].node.line}", name_tok)
         params: list[tuple[str, TensorSpec]] = []
         seen: set[str] = set()
         for param in params_node.children if params_node is not None else []:
-            if not isinstance(param, Tree):
-                continue
             pname_tok, annotation = param.children
             pname = str(pname_tok)
             if pname in seen:
@@ -136,9 +187,9 @@ class Walker:
         body = list(_statements(suite))
         fdef = FunctionDef(name, node, params, body)
         for stmt in body:
-            if stmt.data == "assign":
+            if stmt.kind == "assign":
                 for target in _targets(stmt.children[0]):
-                    fdef.assigned.setdefault(str(target.children[0]), _position(target)[0])
+                    fdef.assigned.setdefault(str(target.children[0]), target.line)
         return fdef
 
     def build(self, fdef: FunctionDef, builder: GraphBuilder, args: list[SSAValue]
@@ -148,20 +199,20 @@ class Walker:
         scope = Scope(fdef, {p: Tensor(a, builder) for (p, _), a in zip(fdef.params, args,
                                                                        strict=True)},
                       {s: IntExpr.sym(s) for s in symbols})
-        value, where = self.run(scope)
+        value, where = self.drive(self.run(scope))
         return self.guarded(where, builders.as_results, value, builder, fdef.name)
 
     # ---- annotations ----------------------------------------------------------------------
-    def annotation(self, node: Tree, param: str) -> TensorSpec:
+    def annotation(self, node: Node, param: str) -> TensorSpec:
         """`dtype[dims]` (or `ax.dtype[dims]`) as a TensorSpec."""
         usage = f"the annotation of '{param}' must be dtype[dims], like bf16[M, K] or f32[]"
-        if node.data != "subscript":
+        if node.kind != "subscript":
             self.fail(usage, node)
         base, items = node.children
-        if base.data == "attribute" and base.children[0].data == "name" \
+        if base.kind == "attribute" and base.children[0].kind == "name" \
                 and str(base.children[0].children[0]) == "ax":
             dtype_tok = base.children[1]
-        elif base.data == "name":
+        elif base.kind == "name":
             dtype_tok = base.children[0]
         else:
             self.fail(usage, base)
@@ -169,27 +220,28 @@ class Walker:
         if dtype not in DTYPE_SPECS:
             self.fail(f"unknown dtype '{dtype}' in the annotation of '{param}'; expected one of "
                       f"{', '.join(DTYPE_SPECS)}{_suggest(dtype, DTYPE_SPECS)}", dtype_tok)
-        dim_nodes = [] if items is None else [c for c in items.children if isinstance(c, Tree)]
-        if len(dim_nodes) == 1 and dim_nodes[0].data == "empty_tuple":
+        dim_nodes = [] if items is None else list(items.children)
+        if len(dim_nodes) == 1 and dim_nodes[0].kind == "empty_tuple":
             dim_nodes = []
-        dims = tuple(self.dim(d, param) for d in dim_nodes)
+        dims = tuple(self.drive(self.dim(d, param)) for d in dim_nodes)
         return TensorSpec(dtype, dims)
 
-    def dim(self, node: Tree, param: str) -> IntExpr:
+    def dim(self, node: Node, param: str) -> Task:
         """A dim of an annotation: an integer, a size symbol, or + - * over them."""
-        kind = node.data
+        kind = node.kind
         if kind == "number" and re.fullmatch(r"\d+", str(node.children[0])):
             return IntExpr.const(int(str(node.children[0])))
         if kind == "name":
             return IntExpr.sym(str(node.children[0]))
         if kind == "paren":
-            return self.dim(node.children[0], param)
+            return (yield self.dim(node.children[0], param))
         if kind == "unary" and str(node.children[0]) == "-":
-            value = -self.dim(node.children[1], param)
-        elif kind == "binop" and str(node.children[1]) in "+-*":
+            value = -(yield self.dim(node.children[1], param))
+        elif kind == "binop" and str(node.children[1]) in _DIM_OPERATORS:
             a, op, b = node.children
-            lhs, rhs = self.dim(a, param), self.dim(b, param)
-            value = lhs + rhs if op == "+" else lhs - rhs if op == "-" else lhs * rhs
+            lhs = yield self.dim(a, param)
+            rhs = yield self.dim(b, param)
+            value = lhs + rhs if op.text == "+" else lhs - rhs if op.text == "-" else lhs * rhs
         else:
             self.fail(f"a dim in the annotation of '{param}' must be an integer, a size symbol or "
                       f"an expression of them with + - *", node)
@@ -198,21 +250,21 @@ class Walker:
         return value
 
     # ---- statements -----------------------------------------------------------------------
-    def run(self, scope: Scope) -> tuple[Any, Node]:
-        """Walk a body; the returned value and the return statement."""
+    def run(self, scope: Scope) -> Task:
+        """Walk a body; its value is the returned value and the return statement."""
         returned: tuple[Any, Node] | None = None
         for stmt in scope.function.body:
             if returned is not None:
                 self.fail("code after 'return' is not part of the Axon subset (it never runs)",
                           stmt)
-            kind = stmt.data
+            kind = stmt.kind
             if kind == "assign":
                 target, value_node = stmt.children
-                self.assign(target, self.eval(value_node, scope), scope, value_node)
+                self.assign(target, (yield (value_node, scope)), scope, value_node)
             elif kind == "return_stmt":
                 if stmt.children[1] is None:
                     self.fail("'return' needs a value: an Axon function returns tensors", stmt)
-                returned = (self.eval(stmt.children[1], scope), stmt)
+                returned = ((yield (stmt.children[1], scope)), stmt)
             elif kind == "augassign":
                 op = stmt.children[1]
                 self.fail(f"augmented assignment ('{op}') is not part of the Axon subset; write "
@@ -230,11 +282,11 @@ class Walker:
                       f"returns one or more tensors", scope.function.node.children[0])
         return returned
 
-    def assign(self, target: Tree, value: Any, scope: Scope, where: Node) -> None:
+    def assign(self, target: Node, value: Any, scope: Scope, where: Node) -> None:
         names = _targets(target)
         if not names:
             self.fail("only names can be assigned in the Axon subset", target)
-        if len(names) == 1 and target.data == "name":
+        if len(names) == 1 and target.kind == "name":
             scope.env[str(names[0].children[0])] = value
             return
         if not isinstance(value, tuple | list) or len(value) != len(names):
@@ -243,15 +295,8 @@ class Walker:
         for name, item in zip(names, value, strict=True):
             scope.env[str(name.children[0])] = item
 
-    # ---- expressions ----------------------------------------------------------------------
-    def eval(self, node: Node, scope: Scope) -> Any:
-        """The value of an expression node."""
-        method = getattr(self, f"eval_{node.data}", None) if isinstance(node, Tree) else None
-        if method is None:
-            self.fail("this expression is not part of the Axon subset", node)
-        return method(node, scope)
-
-    def eval_name(self, node: Tree, scope: Scope) -> Any:
+    # ---- expressions: leaves ----------------------------------------------------------------
+    def eval_name(self, node: Node, scope: Scope) -> Any:
         name = str(node.children[0])
         if name in scope.env:
             return scope.env[name]
@@ -277,60 +322,66 @@ class Walker:
         known = [*scope.env, *scope.sizes, *self.defined, *BUILDERS, *DTYPE_SPECS, "ax"]
         self.fail(f"unknown name '{name}'{_suggest(name, known)}", node)
 
-    def eval_number(self, node: Tree, scope: Scope) -> int | float:
+    def eval_number(self, node: Node, scope: Scope) -> int | float:
         text = str(node.children[0])
         return int(text) if text.isdigit() else float(text)
 
-    def eval_string(self, node: Tree, scope: Scope) -> NoReturn:
+    def eval_string(self, node: Node, scope: Scope) -> NoReturn:
         self.fail("string literals are not part of the Axon subset", node)
 
-    def eval_true(self, node: Tree, scope: Scope) -> bool:
+    def eval_true(self, node: Node, scope: Scope) -> bool:
         return True
 
-    def eval_false(self, node: Tree, scope: Scope) -> bool:
+    def eval_false(self, node: Node, scope: Scope) -> bool:
         return False
 
-    def eval_none(self, node: Tree, scope: Scope) -> None:
+    def eval_none(self, node: Node, scope: Scope) -> None:
         return None
 
-    def eval_empty_tuple(self, node: Tree, scope: Scope) -> tuple[()]:
+    def eval_empty_tuple(self, node: Node, scope: Scope) -> tuple[()]:
         return ()
 
-    def eval_paren(self, node: Tree, scope: Scope) -> Any:
-        return self.eval(node.children[0], scope)
+    # ---- expressions: tasks (each `yield (node, scope)` is the value of a sub-expression) -----
+    def eval_tuple(self, node: Node, scope: Scope) -> Task:
+        items = []
+        for child in node.children:
+            items.append((yield (child, scope)))
+        return tuple(items)
 
-    def eval_tuple(self, node: Tree, scope: Scope) -> tuple[Any, ...]:
-        return tuple(self.eval(c, scope) for c in node.children if c is not None)
+    def eval_list(self, node: Node, scope: Scope) -> Task:
+        items = []
+        for child in node.children:
+            items.append((yield (child, scope)))
+        return items
 
-    def eval_list(self, node: Tree, scope: Scope) -> list[Any]:
-        return [self.eval(c, scope) for c in node.children if c is not None]
-
-    def eval_unary(self, node: Tree, scope: Scope) -> Any:
+    def eval_unary(self, node: Node, scope: Scope) -> Task:
         op, operand = node.children
-        value = self.eval(operand, scope)
-        if str(op) == "-":
+        value = yield (operand, scope)
+        if op.text == "-":
             return self.guarded(op, builders.neg, value)
         if not isinstance(value, Tensor | int | float | IntExpr | Scalar):
             self.fail(f"unary '+' needs a tensor or a number, not {_describe(value)}", op)
         return value
 
-    def eval_binop(self, node: Tree, scope: Scope) -> Any:
+    def eval_binop(self, node: Node, scope: Scope) -> Task:
         a, op, b = node.children
-        if str(op) in _NOT_IN_SUBSET:
-            self.fail(_NOT_IN_SUBSET[str(op)], op)
-        lhs, rhs = self.eval(a, scope), self.eval(b, scope)
-        return self.guarded(op, _BINARY[str(op)], lhs, rhs)
+        if op.text in _NOT_IN_SUBSET:
+            self.fail(_NOT_IN_SUBSET[op.text], op)
+        lhs = yield (a, scope)
+        rhs = yield (b, scope)
+        return self.guarded(op, _BINARY[op.text], lhs, rhs)
 
-    def eval_compare(self, node: Tree, scope: Scope) -> Any:
+    def eval_compare(self, node: Node, scope: Scope) -> Task:
         if len(node.children) > 3:
             self.fail("chained comparisons are not part of the Axon subset", node.children[3])
         a, op, b = node.children
-        lhs, rhs = self.eval(a, scope), self.eval(b, scope)
-        return self.guarded(op, _BINARY[str(op)], lhs, rhs)
+        lhs = yield (a, scope)
+        rhs = yield (b, scope)
+        return self.guarded(op, _BINARY[op.text], lhs, rhs)
 
-    def eval_attribute(self, node: Tree, scope: Scope) -> Any:
+    def eval_attribute(self, node: Node, scope: Scope) -> Task:
         base_node, attr_tok = node.children
-        base, attr = self.eval(base_node, scope), str(attr_tok)
+        base, attr = (yield (base_node, scope)), attr_tok.text
         if base is AX:
             if attr in BUILDERS:
                 return BUILDERS[attr]
@@ -354,15 +405,25 @@ class Walker:
                       f"{_suggest(attr, known)}", attr_tok)
         self.fail(f"{_describe(base)} has no attribute '{attr}'", attr_tok)
 
-    def eval_subscript(self, node: Tree, scope: Scope) -> Any:
+    def eval_subscript(self, node: Node, scope: Scope) -> Task:
         base_node, items = node.children
-        base = self.eval(base_node, scope)
-        item_nodes = [] if items is None else [c for c in items.children if isinstance(c, Tree)]
+        base = yield (base_node, scope)
+        item_nodes: list[Node] = [] if items is None else items.children
         where = item_nodes[0] if item_nodes else node
         if not item_nodes:
             self.fail("an empty index '[]' is only allowed in a 0-d annotation like f32[]", node)
-        key_items = [self.index_item(c, scope) for c in item_nodes]
-        single = len(key_items) == 1 and items is not None and len(items.children) == 1
+        key_items: list[Any] = []
+        for item in item_nodes:
+            if item.kind == "ellipsis":
+                key_items.append(Ellipsis)
+            elif item.kind == "slice":
+                bounds = []
+                for bound in item.children:
+                    bounds.append(None if bound is None else (yield (bound, scope)))
+                key_items.append(slice(*bounds))
+            else:
+                key_items.append((yield (item, scope)))
+        single = len(key_items) == 1
         key = key_items[0] if single else tuple(key_items)
         if isinstance(base, Tensor):
             return self.guarded(where, builders.getitem, base, key)
@@ -375,20 +436,23 @@ class Walker:
             self.fail("a tensor type like f32[M] is only allowed as a parameter annotation", node)
         self.fail(f"{_describe(base)} cannot be indexed with {_describe(key)}", where)
 
-    def index_item(self, node: Tree, scope: Scope) -> Any:
-        if node.data == "ellipsis":
-            return Ellipsis
-        if node.data == "slice":
-            lo, hi, step = (None if c is None else self.eval(c, scope) for c in node.children)
-            return slice(lo, hi, step)
-        return self.eval(node, scope)
-
-    def eval_call(self, node: Tree, scope: Scope) -> Any:
+    def eval_call(self, node: Node, scope: Scope) -> Task:
         callee_node, arg_nodes = node.children
-        callee = self.eval(callee_node, scope)
-        args, kwargs = self.arguments(arg_nodes, scope)
+        callee = yield (callee_node, scope)
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for arg in [] if arg_nodes is None else arg_nodes.children:
+            if arg.kind == "kwarg":
+                key_tok, value_node = arg.children
+                if key_tok.text in kwargs:
+                    self.fail(f"keyword argument '{key_tok}' is repeated", key_tok)
+                kwargs[key_tok.text] = yield (value_node, scope)
+            else:
+                if kwargs:
+                    self.fail("a positional argument follows a keyword argument", arg)
+                args.append((yield (arg, scope)))
         if isinstance(callee, FunctionDef):
-            return self.inline(callee, args, kwargs, node)
+            return (yield self.inline(callee, args, kwargs, node))
         if not callable(callee) or isinstance(callee, DTypeSpec | _AxNamespace):
             self.fail(f"{_describe(callee)} is not a function", callee_node)
         name = getattr(callee, "__name__", "function")
@@ -399,24 +463,9 @@ class Walker:
             self.fail(f"wrong arguments to '{name}{signature}': {err}", node)
         return self.guarded(node, callee, *args, **kwargs)
 
-    def arguments(self, arg_nodes: Tree | None, scope: Scope) -> tuple[list[Any], dict[str, Any]]:
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for arg in [] if arg_nodes is None else [c for c in arg_nodes.children if c is not None]:
-            if arg.data == "kwarg":
-                key_tok, value_node = arg.children
-                if str(key_tok) in kwargs:
-                    self.fail(f"keyword argument '{key_tok}' is repeated", key_tok)
-                kwargs[str(key_tok)] = self.eval(value_node, scope)
-            else:
-                if kwargs:
-                    self.fail("a positional argument follows a keyword argument", arg)
-                args.append(self.eval(arg, scope))
-        return args, kwargs
-
     # ---- calls of earlier defs: inlined -----------------------------------------------------
     def inline(self, callee: FunctionDef, args: list[Any], kwargs: dict[str, Any],
-               node: Tree) -> Any:
+               node: Node) -> Task:
         """Walk callee's body with its parameters bound to the arguments (sizes unified)."""
         signature = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
                                        for p, _ in callee.params])
@@ -425,10 +474,10 @@ class Walker:
         except TypeError as err:
             self.fail(f"wrong arguments to '{callee.name}{signature}': {err}", node)
         sizes = self.unify(callee, bound.arguments, node)
-        value, _ = self.run(Scope(callee, dict(bound.arguments), sizes))
+        value, _ = yield self.run(Scope(callee, dict(bound.arguments), sizes))
         return value
 
-    def unify(self, callee: FunctionDef, arguments: dict[str, Any], node: Tree
+    def unify(self, callee: FunctionDef, arguments: dict[str, Any], node: Node
               ) -> dict[str, IntExpr]:
         """Size symbols of callee's annotations, read off the argument shapes."""
         sizes: dict[str, IntExpr] = {}
@@ -459,41 +508,34 @@ class Walker:
 
 
 # ---- tree helpers ------------------------------------------------------------------------------
-def _position(node: Node) -> tuple[int, int]:
-    if isinstance(node, Token):
-        return node.line or 1, node.column or 1
-    meta = node.meta
-    return (getattr(meta, "line", 1) or 1), (getattr(meta, "column", 1) or 1)
+def _position(where: Node | Token) -> tuple[int, int]:
+    return where.line, where.column
 
 
-def _small_statements(stmt: Tree) -> Iterator[Tree]:
-    if stmt.data == "simple_stmt":
-        yield from (c for c in stmt.children if isinstance(c, Tree))
+def _small_statements(stmt: Node) -> Iterator[Node]:
+    if stmt.kind == "simple_stmt":
+        yield from stmt.children
     else:
         yield stmt
 
 
-def _statements(suite: Tree) -> Iterator[Tree]:
+def _statements(suite: Node) -> Iterator[Node]:
     for child in suite.children:
-        if isinstance(child, Tree):
-            yield from _small_statements(child)
+        yield from _small_statements(child)
 
 
-def _is_docstring(stmt: Tree) -> bool:
-    return stmt.data == "expr_stmt" and isinstance(stmt.children[0], Tree) \
-        and stmt.children[0].data == "string"
+def _is_docstring(stmt: Node) -> bool:
+    return stmt.kind == "expr_stmt" and stmt.children[0].kind == "string"
 
 
-def _targets(target: Tree) -> list[Tree]:
+def _targets(target: Node) -> list[Node]:
     """The name nodes an assignment target binds; [] when it is not made of names."""
-    if target.data == "paren":
-        return _targets(target.children[0])
-    if target.data == "name":
+    while target.kind == "paren":
+        target = target.children[0]
+    if target.kind == "name":
         return [target]
-    if target.data == "tuple":
-        items = [c for c in target.children if c is not None]
-        if all(isinstance(c, Tree) and c.data == "name" for c in items):
-            return items
+    if target.kind == "tuple" and all(c.kind == "name" for c in target.children):
+        return list(target.children)
     return []
 
 
