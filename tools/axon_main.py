@@ -61,11 +61,11 @@ def benchmark_programs() -> dict[str, Traversable]:
             if p.name.endswith(".py") and p.is_file()}
 
 
-def load_program(spec: str) -> tuple[str, str]:
+def load_program(spec: str) -> tuple[str | bytes, str]:
     """(source text, file name for diagnostics) of a program given as a path, a benchmark name,
     or `-` (stdin)."""
     if spec == "-":
-        return sys.stdin.read(), "<stdin>"
+        return sys.stdin.buffer.read(), "<stdin>"
     path = Path(spec)
     if path.is_dir():
         raise UsageError(f"'{spec}' is a directory; axon reads one program: a .py file or a "
@@ -74,7 +74,7 @@ def load_program(spec: str) -> tuple[str, str]:
         raise UsageError(f"'{spec}' is MLIR; axon reads NumPy-subset programs (.py files and "
                          f"benchmark names): run MLIR through `axon-opt {spec} -p PIPELINE`")
     if path.is_file():
-        return path.read_text(), spec
+        return path.read_bytes(), spec
     programs = benchmark_programs()
     if spec in programs:
         return programs[spec].read_text(), str(programs[spec])

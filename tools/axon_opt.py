@@ -179,10 +179,10 @@ class AxonOptMain(xDSLOptMain):
                 "(a .py file name picks that frontend)") from err
 
     def _parse_python_source(self, stream: IO[bytes]) -> ModuleOp:
-        text = stream.read().decode()
+        text = stream.read()
         source_error = source_error_type()
         try:
-            return parse_source("\n" * self._chunk_line_offset + text, self.get_input_name())
+            return parse_source(b"\n" * self._chunk_line_offset + text, self.get_input_name())
         except Exception as err:
             if source_error is not None and isinstance(err, source_error):
                 raise SourceDiagnostic(str(err)) from None

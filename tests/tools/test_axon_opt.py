@@ -204,7 +204,8 @@ def test_source_errors_follow_the_diagnostics_flags(
     class SourceError(Exception):
         pass
 
-    def parse_source(text: str, filename: str) -> ModuleOp:
+    def parse_source(source: str | bytes, filename: str) -> ModuleOp:
+        text = source.decode() if isinstance(source, bytes) else source
         line = text.count("\n", 0, text.index("oops")) + 1
         raise SourceError(f"{filename}:{line}:5: error: unknown name 'oops'")
 
