@@ -9,7 +9,9 @@ program, `FloatCheck.measure` runs it on concrete inputs and compares:
   16..64 so a transposed dim or an `N mod 4` assumption still shows), never the sizes the cost model
   was given; values shrink until every tensor (and every `ax.generic` iteration domain) holds at
   most `MAX_ELEMENTS`. A concrete dim in a type is used as it is when at most `MAX_CONCRETE_DIM`;
-  a larger one skips the check, with the reason.
+  larger ones are scaled down with every constant they relate to (`shrink.plan`: the original
+  and each candidate are rewritten alike), and a program whose concrete dims do not scale down
+  skips the check, with the reason.
 - inputs: realistic magnitudes, drawn per seed (`DRAWS`): two standard-normal draws (activations)
   and one uniform in [0.5, 1.5] (positive, like gains, and inside the domain of log, sqrt and
   rsqrt); i32 inputs are small integers, i1 inputs random booleans. Every input is a value of its
@@ -43,6 +45,7 @@ from axon.dialects.ax import GenericOp, TensorType
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.interpreter import InterpreterError, run_function
+from axon.nugraph.shrink import IDENTITY, Shrink, Unshrinkable, plan
 
 #: A candidate may be this many times less accurate than the program it replaces. The dtype
 #: tolerances fit one rounding of a result; a program that rounds every intermediate (bf16 norms
@@ -99,6 +102,7 @@ class FloatCheck:
 
     def __init__(self, original: FuncOp) -> None:
         self.original = original
+        self.shrink: Shrink = IDENTITY
         self.skipped: str | None = None
         self.sizes: dict[str, int] = {}
         self.inputs: list[list[np.ndarray]] = []
@@ -117,8 +121,8 @@ class FloatCheck:
         try:
             # the original's own errors were measured on the same inputs
             errors = (self.original_errors if candidate is self.original
-                      else self._errors(candidate))
-        except (InterpreterError, _Skip) as err:
+                      else self._errors(self.shrink.apply(candidate)))
+        except (InterpreterError, Unshrinkable, _Skip) as err:
             return FloatError(False, reason=f"the program does not run at the check's sizes: "
                                             f"{err}")
         worst: FloatError | None = None
@@ -138,9 +142,13 @@ class FloatCheck:
 
     # ---- preparation ----------------------------------------------------------------------------
     def _prepare(self) -> None:
-        self.sizes = choose_sizes(self.original)
+        planned = plan([self.original], MAX_CONCRETE_DIM)
+        if isinstance(planned, str):
+            raise _Skip(f"its concrete dims do not scale down: {planned}")
+        self.shrink, (original,) = planned
+        self.sizes = choose_sizes(original)
         params: list[TensorType] = []
-        for t in self.original.function_type.inputs.data:
+        for t in original.function_type.inputs.data:
             # as `_draw` needs: the frontend and `ax` verifier only make !ax.tensor parameters
             assert isinstance(t, TensorType), f"parameter type {t} is not an !ax.tensor"
             params.append(t)
@@ -152,12 +160,12 @@ class FloatCheck:
             rng = np.random.default_rng(seed)
             inputs = [_draw(rng, dist, t, self.sizes) for t in params]
             try:
-                exact = run_function(self.original, inputs, self.sizes, exact=True)
+                exact = run_function(original, inputs, self.sizes, exact=True)
             except InterpreterError as err:
                 raise _Skip(f"the input program does not run at the check's sizes: {err}") from None
             self.inputs.append(inputs)
             self.references.append(exact)
-        self.original_errors = self._errors(self.original)
+        self.original_errors = self._errors(original)
 
     def _errors(self, func: FuncOp) -> list[float]:
         """Per result, the worst error over the draws of `func` run dtype-faithfully."""

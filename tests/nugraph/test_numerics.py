@@ -92,11 +92,15 @@ def test_sizes_are_small_distinct_and_capped() -> None:
     assert FloatCheck(gqa).skipped is None
 
 
-def test_a_large_concrete_dim_skips_the_check_with_the_reason() -> None:
+def test_a_large_concrete_dim_is_scaled_down_or_skips_the_check_with_the_reason() -> None:
     big = function("def f(x: f32[4096, K]):\n    return x * 2.0\n")
     check = FloatCheck(big)
+    assert check.skipped is None and check.inputs[0][0].shape[0] == 256
+    assert check.measure(function("def f(x: f32[4096, K]):\n    return x + x\n")).ok
+    square = function("def f(x: f32[4096]):\n    return reshape(x, (64, 64)) * 2.0\n")
+    check = FloatCheck(square)
     assert check.skipped is not None and "4096" in check.skipped
-    error = check.measure(big)
+    error = check.measure(square)
     assert error.ok and error.error is None
     assert error.describe() == f"float error not checked ({check.skipped})"
     small = FloatCheck(function("def f(x: f32[8, K]):\n    return x * 2.0\n"))
