@@ -22,10 +22,19 @@ func.func @row_scale(%x: !ax.tensor<[M, K], bf16>, %w: !ax.tensor<[K, N], bf16>,
   func.return %y : !ax.tensor<[M, N], bf16>
 }
 
-// A large concrete dim: the check does not run, and the report says why.
-// CHECK: propagate: @wide: {{.*}}; float error not checked (a concrete dim 4096 is larger than 256); 0 rejected for float error
+// A large concrete dim: the check runs with it scaled down (4096 -> 256, `nugraph/shrink.py`).
+// CHECK: propagate: @wide: {{.*}}; float error {{[0-9.]+e-[0-9]+}} (f32 tolerance 2e-05); 0 rejected for float error
 func.func @wide(%x: !ax.tensor<[4096, K], f32>, %w: !ax.tensor<[K, N], f32>) -> !ax.tensor<[4096], f32> {
   %y = ax.matmul %x, %w : (!ax.tensor<[4096, K], f32>, !ax.tensor<[K, N], f32>) -> !ax.tensor<[4096, N], f32>
   %s = ax.sum %y {axes = array<i64: 1>, keepdims = false} : (!ax.tensor<[4096, N], f32>) -> !ax.tensor<[4096], f32>
   func.return %s : !ax.tensor<[4096], f32>
+}
+
+// Concrete dims that no scaling keeps well-typed (4096 = 64 x 64): the check does not run, and
+// the report says why.
+// CHECK: propagate: @square: {{.*}}; float error not checked (its concrete dims do not scale down: {{.*}} breaks 'ax.reshape' {{.*}}); 0 rejected for float error
+func.func @square(%x: !ax.tensor<[4096], f32>, %w: !ax.tensor<[64, N], f32>) -> !ax.tensor<[64, N], f32> {
+  %r = ax.reshape %x {shape = ["64", "64"]} : (!ax.tensor<[4096], f32>) -> !ax.tensor<[64, 64], f32>
+  %y = ax.matmul %r, %w : (!ax.tensor<[64, 64], f32>, !ax.tensor<[64, N], f32>) -> !ax.tensor<[64, N], f32>
+  func.return %y : !ax.tensor<[64, N], f32>
 }
