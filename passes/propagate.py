@@ -75,20 +75,21 @@ SIZE_ENTRY = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*)\s*=\s*([0-9]+)\s*")
 
 
 def _sizes_problem(text: str) -> str | None:
-    """Why `text` is not a list of `NAME=INTEGER` entries (completing "sizes=... "), or None."""
+    """Why `text` is not a list of `NAME=INTEGER` entries, or None."""
     for item in filter(str.strip, text.split(",")):
         match = SIZE_ENTRY.fullmatch(item)
         if match is None:
-            return (f"has the entry {item.strip()!r}, which is not NAME=INTEGER "
+            return (f"sizes entry {item.strip()!r} is not NAME=INTEGER "
                     '(e.g. sizes="M=1024,K=4096")')
         if int(match[2]) < 1:
-            return f"gives {match[1]} the size {match[2]}; sizes are at least 1"
+            return (f"sizes entry {item.strip()!r} gives {match[1]} the size {match[2]}; sizes "
+                    "are at least 1")
     return None
 
 
 def _device_problem(name: str) -> str | None:
     known = profile_names()
-    return None if name in known else f"is not a known device profile; known: {', '.join(known)}"
+    return None if name in known else f"unknown device {name!r}; known: {', '.join(known)}"
 
 
 @dataclass(frozen=True)

@@ -27,13 +27,15 @@ from typing import Any, Literal, Self, get_args, get_origin, get_type_hints
 
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
+from xdsl.utils.exceptions import DiagnosticException
 
 #: the key of an option's `Option` in its dataclass field's metadata
 _KEY = "axon.option"
 
 
-class PassOptionError(ValueError):
-    """An option value outside its type or range; the message starts with the pass's name."""
+class PassOptionError(ValueError, DiagnosticException):
+    """An option value outside its type or range; the message starts with the pass's name. A
+    ValueError, as xDSL's own option errors are, and a diagnostic, as a pass's errors are."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Option:
     at_least: int | float | None = None
     above: int | float | None = None
     check: Callable[[Any], str | None] | None = None
-    """Returns why a value is not valid (completing "`name` ..."), or None when it is."""
+    """Returns why a value is not valid (the message after "pass: "), or None when it is."""
     valid: str = ""
     """The valid values in words, for a `check` (`"a known device profile"`)."""
 
@@ -129,7 +131,7 @@ class CheckedPass(ModulePass):
                 raise PassOptionError(f"{self.name}: {f.name} must be {words}, not {value}")
             problem = spec.check(value) if spec.check is not None else None
             if problem is not None:
-                raise PassOptionError(f"{self.name}: {f.name}={value!r} {problem}")
+                raise PassOptionError(f"{self.name}: {problem}")
 
 
 def describe_options(pass_class: type[ModulePass]) -> list[str]:

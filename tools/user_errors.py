@@ -73,6 +73,9 @@ def describe(err: BaseException) -> str | None:
         return "\n".join([text, *getattr(err, "__notes__", [])]).rstrip()
     if isinstance(err, OSError) and err.filename is not None:
         return f"error: cannot open '{err.filename}': {err.strerror}"
+    if isinstance(err, UnicodeDecodeError):  # an input read where no reader locates it
+        return (f"error: the input is not UTF-8 text (byte 0x{err.object[err.start]:02x} at "
+                f"offset {err.start})")
     return None
 
 

@@ -11,8 +11,8 @@
 // INT-FOR-FLOAT: func.func @sum_of_matmul(
 // TOPK: axon-opt: error: propagate: top_k must be an integer >= 1, not 0
 // ITER: axon-opt: error: propagate: max_iterations must be an integer >= 1, not 0
-// DEVICE: axon-opt: error: propagate: device='a100' is not a known device profile; known: h200, {{.*}}
-// SYNTAX: axon-opt: error: propagate: sizes='=5' has the entry '=5', which is not NAME=INTEGER (e.g. sizes="M=1024,K=4096")
+// DEVICE: axon-opt: error: propagate: unknown device 'a100'; known: h200, {{.*}}
+// SYNTAX: axon-opt: error: propagate: sizes entry '=5' is not NAME=INTEGER (e.g. sizes="M=1024,K=4096")
 // SYMBOL: axon-opt: error: propagate: sizes names Q, which is not a size symbol of the program; its size symbols: K, M, N
 func.func @sum_of_matmul(%x: !ax.tensor<[M, K], f32>, %w: !ax.tensor<[K, N], f32>) -> !ax.tensor<[M], f32> {
   %y = ax.matmul %x, %w : (!ax.tensor<[M, K], f32>, !ax.tensor<[K, N], f32>) -> !ax.tensor<[M, N], f32>

@@ -30,10 +30,10 @@ def test_an_integer_is_a_valid_float() -> None:
     ('max_iterations="many"', "propagate: max_iterations must be an integer >= 1, not 'many'"),
     ("report=1", "propagate: report must be true or false, not 1"),
     ('emit="bogus"', "propagate: emit must be one of best, graph, top-k, not 'bogus'"),
-    ('device="a100"', "propagate: device='a100' is not a known device profile; known: h200"),
-    ('sizes="=5"', "propagate: sizes='=5' has the entry '=5', which is not NAME=INTEGER"),
-    ('sizes="M=1,K"', "propagate: sizes='M=1,K' has the entry 'K', which is not NAME=INTEGER"),
-    ('sizes="M=0"', "propagate: sizes='M=0' gives M the size 0; sizes are at least 1"),
+    ('device="a100"', "propagate: unknown device 'a100'; known: h200, "),
+    ('sizes="=5"', "propagate: sizes entry '=5' is not NAME=INTEGER (e.g. sizes=\"M=1024"),
+    ('sizes="M=1,K"', "propagate: sizes entry 'K' is not NAME=INTEGER"),
+    ('sizes="M=0"', "propagate: sizes entry 'M=0' gives M the size 0; sizes are at least 1"),
 ])
 def test_bad_options_are_refused_when_the_pipeline_is_parsed(options: str, message: str) -> None:
     with pytest.raises(PassOptionError) as refused:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from axon.tools import axon_main, axon_opt, progress
+from axon.tools.user_errors import describe
 
 BIN = Path(sys.executable).parent
 T = "!ax.tensor<[M], f32>"
@@ -80,6 +81,15 @@ def test_python_piped_into_axon_opt_says_to_use_f_py() -> None:
     assert result.returncode == 1
     assert result.stderr.startswith("stdin:2:1: error: expected MLIR, but this looks like a "
                                     "NumPy-subset program: read it with -f py")
+
+
+def test_input_that_is_not_utf8_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.mlir").write_bytes(b"// ok\n\x80\n")
+    result = script("axon-opt", str(tmp_path / "bad.mlir"))
+    assert (result.returncode, result.stderr) == (
+        1, f"{tmp_path / 'bad.mlir'}:2:1: error: the input is not UTF-8 text (byte 0x80)\n")
+    undecodable = UnicodeDecodeError("utf-8", b"ab\xff", 2, 3, "invalid start byte")
+    assert describe(undecodable) == "error: the input is not UTF-8 text (byte 0xff at offset 2)"
 
 
 def test_lexer_message_names_the_character(tmp_path: Path,
