@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,6 +35,11 @@ class Extraction:
         return dict(self.choice)
 
 
+#: a tree cost too large for a float: a deep program that reuses values counts them once per use
+#: (10^300 and more); it stays finite, which is what says a class has a program at all
+_SATURATED = sys.float_info.max
+
+
 def tree_costs(g: EGraph, cost: NodeCost) -> tuple[dict[int, float], Choice]:
     """Per-class least tree cost and the node achieving it (fixed point over the whole graph)."""
     best: dict[int, float] = {c: math.inf for c in g.class_ids()}
@@ -44,7 +50,10 @@ def tree_costs(g: EGraph, cost: NodeCost) -> tuple[dict[int, float], Choice]:
         for c in g.class_ids():
             for nid in g.class_nodes(c):
                 node = g.nodes[nid]
-                total = cost(g, nid) + sum(best[g.find(ch)] for ch in node.children)
+                children = [best[g.find(ch)] for ch in node.children]
+                total = cost(g, nid) + sum(children)
+                if total == math.inf and math.inf not in children:
+                    total = _SATURATED
                 if total < best[c] - 1e-18:
                     best[c], pick[c] = total, nid
                     changed = True
@@ -103,8 +112,10 @@ def _never() -> bool:
 
 def extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost, max_passes: int = 4,
                  stop: Stop = _never) -> Extraction:
-    """The least-DAG-cost acyclic program for `roots` found by tree costs plus local search;
-    when `stop()` turns true the search ends with the best program found so far."""
+    """The least-DAG-cost acyclic program for `roots` found by tree costs plus local search.
+    The local search's first pass always completes (on large graphs it prices each switch
+    incrementally, so a pass is about linear in the graph); `stop()` turning true ends it
+    before any further pass."""
     return _extract_best(g, roots, cost, max_passes, stop)[0]
 
 
@@ -129,11 +140,11 @@ def _extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost, max_passes: i
 def _pair_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice, current: float,
                  options: list[tuple[int, int]], max_passes: int, stop: Stop) -> Choice:
     """Local search over every switch of one class and of two classes (small graphs)."""
-    for _ in range(max_passes):
+    for step in range(max_passes):
+        if step > 0 and stop():
+            break
         improved = False
         for i, (c, nid) in enumerate(options):
-            if stop():
-                return choice
             if choice.get(c) == nid:
                 continue
             trial = {**choice, c: nid}
@@ -160,11 +171,11 @@ def _switch_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice, 
     each trial's DAG cost afresh: a switch is summed afresh only when its incremental change
     (`_Program.change`) says it may lower the cost."""
     program = _Program(g, roots, choice, cost)
-    for _ in range(max_passes):
+    for step in range(max_passes):
+        if step > 0 and stop():
+            break
         improved = False
         for c, nid in options:
-            if stop():
-                return choice
             if choice.get(c) == nid:
                 continue
             change = program.change(c, nid)
@@ -276,14 +287,13 @@ def extract_ranking(g: EGraph, roots: Sequence[int], cost: NodeCost, k: int,
     base = {**tree_pick, **best.chosen()}
     program = _Program(g, list(best.roots), base, cost)
     deviations: list[tuple[float, int, int]] = []  # (estimated cost, class, e-node)
-    for c, chosen in best.choice:
-        for nid in g.class_nodes(c):
-            if stop():
-                break
-            if nid != chosen:
-                change = program.change(c, nid)
-                if change is not None:
-                    deviations.append((best.cost + change, c, nid))
+    others = [(c, nid) for c, chosen in best.choice for nid in g.class_nodes(c) if nid != chosen]
+    for c, nid in others:
+        if stop():
+            break
+        change = program.change(c, nid)
+        if change is not None:
+            deviations.append((best.cost + change, c, nid))
     # only the deviations that can rank among the k cheapest are summed afresh
     estimates = sorted([best.cost, *(d[0] for d in deviations)])
     bound = estimates[min(k, len(estimates)) - 1] + 2 * _DRIFT * abs(best.cost)

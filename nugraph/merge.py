@@ -39,6 +39,8 @@ from axon.nugraph.term import Term
 
 CONCAT = "ax.concat"
 SLICE = "ax.slice"
+#: the most e-nodes one merge takes (larger groups are merged in pieces of this size)
+MAX_GROUP = 8
 
 
 @dataclass(frozen=True)
@@ -98,8 +100,8 @@ def merge_groups(g: EGraph) -> Iterator[tuple[tuple[int, ...], int]]:
     states side by side. E-nodes that other moves derive (x @ (a @ b) next to x @ w, slices of a
     merged result, ...) would pair up anew after every iteration and multiply the graph; the
     merged computation itself is never merged again, and the runner looks at each group once, so
-    merging ends after one round per group. A group holds every such e-node, so q, k, v
-    projections of one x become one computation.
+    merging ends after one round per group. A group holds every such e-node (up to `MAX_GROUP`),
+    so q, k, v projections of one x become one computation.
     """
     groups: dict[tuple[str, object, int, tuple[int | None, ...]], list[int]] = {}
     for nid, node in enumerate(g.nodes):
@@ -122,8 +124,12 @@ def merge_groups(g: EGraph) -> Iterator[tuple[tuple[int, ...], int]]:
             if cls not in chosen and operand not in operands:
                 chosen[cls] = nid
                 operands.add(operand)
-        if len(chosen) >= 2:
-            yield tuple(chosen.values()), k
+        members = tuple(chosen.values())
+        # a weight shared by every layer of a deep model groups one e-node per layer: merged
+        # in groups of at most MAX_GROUP, or one concatenation would read them all
+        for start in range(0, len(members), MAX_GROUP):
+            if len(members[start:start + MAX_GROUP]) >= 2:
+                yield members[start:start + MAX_GROUP], k
 
 
 def build_merge(g: EGraph, nodes: tuple[int, ...], k: int) -> Merge | None:

@@ -5,11 +5,13 @@ Each iteration visits every kind of site in turn (`moves.sites.SITE_KINDS`: prod
 pairs, then groups of e-nodes), asks each move that looks at that kind what it proposes at each
 site not visited before, and takes every candidate through `admission.admit` (a term two moves
 propose at one site is one candidate, credited to the first). After each kind the graph is
-rebuilt. The run stops when an iteration joins no two classes (saturated, unless the scheduler
-still holds a ban: then the bans are lifted and the run goes on) or a limit of the `Budget` is
-reached; the `Report` says which and keeps one `Iteration` per iteration. The clock is read
-before every move proposes at a site and before every proof, whose solver timeout never
-outlasts it, so a run stops on time whether it proves much or nothing at all.
+rebuilt. A kind is listed again only where the graph changed since its last listing
+(`sites.Mark`), so a large program with little to prove is not scanned whole every iteration.
+The run stops when an iteration joins no two classes (saturated, unless the scheduler still holds
+a ban: then the bans are lifted and the run goes on) or a limit of the `Budget` is reached; the
+`Report` says which and keeps one `Iteration` per iteration. The clock is read before every move
+proposes at a site and before every proof, whose solver timeout never outlasts it, so a run
+stops on time whether it proves much or nothing at all.
 
     runner = Runner(g, Budget(max_iterations=8, max_nodes=3000, time_limit_s=60))
     report = runner.run()
@@ -36,7 +38,7 @@ from axon.nugraph.admission import (
 from axon.nugraph.candidates import Candidate
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.moves import Move, default_moves
-from axon.nugraph.moves.sites import SITE_KINDS
+from axon.nugraph.moves.sites import SITE_KINDS, Mark
 from axon.nugraph.prover import Prover
 from axon.nugraph.term import Term
 
@@ -274,6 +276,10 @@ class Runner:
     _visited: set[tuple[str, Hashable]] = field(default_factory=set, repr=False)
     _tried: Tried = field(default_factory=set, repr=False)
     _fenced: set[int] = field(default_factory=set, repr=False)
+    _marks: dict[type, Mark] = field(default_factory=dict, repr=False)
+    """Where the graph stood when each kind of site was last listed."""
+    _banned: bool = field(default=False, repr=False)
+    """Whether the scheduler has banned a move: its sites then wait, and are listed in full."""
 
     def run(self) -> Report:
         """Run to saturation or a limit; returns the report (also `self.report`)."""
@@ -290,7 +296,9 @@ class Runner:
                         raise _Stop(TIME_LIMIT)
                     moves = [m for m in self.moves if m.site is kind]
                     if moves:
-                        for site in list(kind.find_all(g, self._fenced)):
+                        since = None if self._banned else self._marks.get(kind)
+                        self._marks[kind] = Mark.of(g)
+                        for site in list(kind.find_all(g, self._fenced, since)):
                             self._visit(site, moves, record, prover, limits)
                     g.rebuild()
                 self._close(record, start)
@@ -327,6 +335,7 @@ class Runner:
             record.proposed[move.name] = record.proposed.get(move.name, 0) + len(found)
             if not self.scheduler.proposed(move.name, record.index, record.proposed[move.name]):
                 record.banned.append(move.name)
+                self._banned = True
                 continue
             self._visited.add((move.name, key))
             for candidate in found:

@@ -16,6 +16,9 @@ from axon.nugraph.moves.sites import PairSite
 from axon.nugraph.ops import node_semantics
 from axon.nugraph.term import Term
 
+#: producers with more operands than this are not pushed into
+MAX_ARITY = 4
+
 
 class PushMove:
     """The consumer pushed into its producer's operands."""
@@ -38,6 +41,8 @@ def pushes(g: EGraph, consumer: ENode, producers: Mapping[int, ENode]) -> list[T
         # which grows the graph without end; reductions are where pushing saves work
         return []
     ((p_cls, p),) = producers.items()
+    if len(p.children) > MAX_ARITY:
+        return []  # subsets and orders of a concatenation of many grow factorially
     want = g.type_of(g.lookup(consumer) or p_cls)
     out: list[Term] = []
     positions = range(len(p.children))

@@ -25,6 +25,32 @@ from axon.nugraph.ops import node_semantics
 from axon.nugraph.term import Term
 
 
+@dataclass(frozen=True)
+class Mark:
+    """A point in a graph's growth: how many e-nodes and union edges it had. The runner lists a
+    kind of site again only where the graph changed after the mark of its last listing (every
+    site listed then has been visited by every move, unless the scheduler banned one)."""
+
+    nodes: int
+    edges: int
+
+    @staticmethod
+    def of(g: EGraph) -> Mark:
+        return Mark(len(g.nodes), len(g.edges))
+
+    def changed(self, g: EGraph) -> set[int]:
+        """The classes whose sites may differ from what they were at the mark: those that
+        gained an e-node or took part in a union, and those holding an e-node over one of them
+        (its canonical form changed)."""
+        touched = {g.class_of(n) for n in range(self.nodes, len(g.nodes))}
+        touched |= {g.class_of(e.a) for e in g.edges[self.edges:]}
+        if not touched:
+            return touched
+        above = {c for c in g.class_ids() for nid in g.class_nodes(c)
+                 if any(g.find(ch) in touched for ch in g.nodes[nid].children)}
+        return touched | above
+
+
 @dataclass
 class PairSite:
     """Consumer e-node `consumer_id` with producer e-node `producers[c]` in operand class `c`."""
@@ -36,9 +62,10 @@ class PairSite:
     _composition: Composition | None = field(default=None, repr=False)
 
     @staticmethod
-    def find_all(g: EGraph, fenced: set[int]) -> Iterator[PairSite]:
+    def find_all(g: EGraph, fenced: set[int], since: Mark | None = None) -> Iterator[PairSite]:
         """Every consumer e-node with one producer e-node of one operand class, and two-operand
-        consumers with a reduction in each operand class.
+        consumers with a reduction in each operand class (with `since`, only consumers new
+        after the mark or over a class that changed after it: `Mark.changed`).
 
         Consumers in `fenced` classes (a merged computation, a concatenation made by a merge) are
         left alone: pushing the merged computation back into the concatenation only restates the
@@ -46,6 +73,7 @@ class PairSite:
         then re-derive the same values through concat/slice round trips without end. Their
         consumers (the slices, and epilogues reading the merged result) still propagate."""
         fenced_now = {g.find(c) for c in fenced}
+        changed = None if since is None else since.changed(g)
         reduces: dict[int, bool] = {}
 
         def is_reduction(nid: int) -> bool:
@@ -59,6 +87,9 @@ class PairSite:
             if g.find(c) in fenced_now:
                 continue
             for nid in list(g.class_nodes(c)):
+                if changed is not None and since is not None and nid < since.nodes and not any(
+                        g.find(ch) in changed for ch in g.nodes[nid].children):
+                    continue  # its sites are as they were at the mark
                 node = g.canonical(g.nodes[nid])
                 if node.is_input:
                     continue
@@ -126,9 +157,12 @@ class GroupSite:
     before any is admitted, so a group's key does not depend on the order they are looked at)."""
 
     @staticmethod
-    def find_all(g: EGraph, fenced: set[int]) -> Iterator[GroupSite]:
+    def find_all(g: EGraph, fenced: set[int], since: Mark | None = None) -> Iterator[GroupSite]:
         """Every group `merge.merge_groups` finds (fencing does not apply: only input e-nodes
-        are grouped)."""
+        are grouped); with `since`, none when no union happened after the mark (the groups
+        are then as they were)."""
+        if since is not None and len(g.edges) == since.edges:
+            return
         for nodes, position in merge_groups(g):
             yield GroupSite(nodes, position, tuple(g.canonical(g.nodes[n]) for n in nodes))
 

@@ -98,3 +98,13 @@ def test_roofline_cost_of_a_matmul() -> None:
     assert RooflineCost("h200", sizes)(g, g.class_nodes(mm)[0]) == expected
     with pytest.raises(ValueError, match="unknown device profile"):
         RooflineCost("nope")
+
+
+def test_a_deep_program_that_reuses_its_values_extracts() -> None:
+    # y = y + y, 1,500 times: its tree cost (each use counted) is 2^1500, past any float
+    g = EGraph()
+    y = g.add_input("x", M)
+    for _ in range(1500):
+        y = node(g, "ax.add", y, y)
+    best = extract_best(g, [y], table_cost)
+    assert best.cost == 1500.0 and len(best.choice) == 1501
