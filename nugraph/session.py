@@ -11,9 +11,10 @@ The entry point the pass, the benchmark script and the tests share:
 the float-error check (`axon.nugraph.numerics`) against the input program, which is the fallback
 and always passes; what they return carries the measured error.
 
-After `run`, the budget's time limit holds for the whole session: extraction's local search and
-top-k stop at it with what they have, and past it the walk down the ranking checks no program
-after the first (the input program remains the fallback); `report.cut_after` names what it cut.
+After `run`, the budget's time limit holds for the whole session: past it, extraction's local
+search ends after its first pass, top-k prices no more runners-up, and the walk down the ranking
+checks no program after the first (the input program remains the fallback); `report.cut_after`
+names what it cut short.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from axon.frontend import api as ax
 from axon.frontend.numpy_subset import parse_source
 from axon.interpreter import run_function
 from axon.nugraph.eclass import ENode
+from axon.nugraph.merge import merge_groups
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
 from axon.nugraph.nu_ir import read_graph
 from axon.nugraph.propagate import propagate
@@ -129,3 +130,18 @@ def test_a_session_past_its_time_limit_still_emits_a_checked_program() -> None:
     assert s.report.cut_after == ["extraction"]
     assert "the time limit also cut extraction short" in s.report.summary()
     assert checked.float_error.ok and checked.extraction.cost < s.input_cost()
+
+
+def test_a_weight_shared_by_every_layer_merges_in_small_groups() -> None:
+    # y = exp(y @ w) with one w for 40 layers: the matmuls differ only in y, one group of 40
+    g = EGraph()
+    y = g.add_input("x", TensorType(["K", "K"], "f32"))
+    w = g.add_input("w", TensorType(["K", "K"], "f32"), 1)
+    for _ in range(40):
+        y = g.add(ENode.make("ax.exp", {}, (g.add(ENode.make("ax.matmul", {}, (y, w)),
+                                                  INPUT_PROOF),)), INPUT_PROOF)
+    sizes = sorted(len(nodes) for nodes, _ in merge_groups(g))
+    assert sizes == [8, 8, 8, 8, 8]
+    start = time.perf_counter()
+    report = propagate(g, Budget(time_limit_s=3.0, max_iterations=2))
+    assert time.perf_counter() - start < 6.0 and report.candidates > 0
