@@ -14,8 +14,8 @@ from axon.frontend import api as ax
 from axon.frontend.numpy_subset import parse_source
 from axon.interpreter import run_function
 from axon.nugraph.eclass import ENode
-from axon.nugraph.merge import merge_groups
 from axon.nugraph.egraph import INPUT_PROOF, EGraph
+from axon.nugraph.merge import merge_groups
 from axon.nugraph.nu_ir import read_graph
 from axon.nugraph.propagate import propagate
 from axon.nugraph.prover import Prover
