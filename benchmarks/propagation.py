@@ -17,6 +17,7 @@ import statistics
 import sys
 from collections.abc import Sequence
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
@@ -31,11 +32,22 @@ HEADER = (f"{'program':22} {'tier':>4} {'classes':>7} {'e-nodes':>7} {'cands':>6
           f"{'ratio':>6}")
 
 
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """The options every propagation benchmark takes: the device and the search's limits."""
+    parser.add_argument("--device", default=DEFAULT_DEVICE, choices=profile_names())
+    parser.add_argument("--time-limit", type=float, default=Budget().time_limit_s)
+    parser.add_argument("--iterations", type=int, default=Budget().max_iterations)
+
+
+def first_function(module: ModuleOp) -> FuncOp:
+    """The first `func.func` of a parsed program."""
+    return next(op for op in module.walk() if isinstance(op, FuncOp))
+
+
 def run(name: str, device: str, budget: Budget) -> tuple[str, float]:
     """Propagate one program; returns its table row and its time."""
     program = PROGRAMS[name]
-    module = parse_source(program.source, str(program.source_path))
-    func_op = next(op for op in module.walk() if isinstance(op, FuncOp))
+    func_op = first_function(parse_source(program.source, str(program.source_path)))
     s = Session.with_sizes(func_op, device, program.default_sizes[0])
     report = s.run(budget)
     before, after = s.input_cost(), s.best().cost
@@ -50,9 +62,7 @@ def run(name: str, device: str, budget: Budget) -> tuple[str, float]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("programs", nargs="*", help="program names (default: all)")
-    parser.add_argument("--device", default=DEFAULT_DEVICE, choices=profile_names())
-    parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--iterations", type=int, default=Budget().max_iterations)
+    add_budget_options(parser)
     parser.add_argument("--max-nodes", type=int, default=Budget().max_nodes)
     args = parser.parse_args(argv)
     names = args.programs or list(PROGRAMS)
