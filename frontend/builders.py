@@ -382,9 +382,21 @@ def power(x: Operand, p: Operand) -> Any:
         raise ShapeError(f"the exponent must be a number, not {_describe(p)}")
     if not isinstance(x, Tensor):
         if _is_number(x):
-            return _fold_binary(operator.pow, x, p)
+            return _fold_binary(_fold_power, x, p)
         x = _tensor(x, "the base of '**'")
     return _emit(ax.PowOp, [x], x.builder, exponent=float(p))
+
+
+#: integer powers with a larger exponent fold in floats: `2 ** 2 ** 2 ** 2 ** 2 ** 2` is then an
+#: overflow error at once, not a multi-million-digit integer that takes minutes to compute
+_MAX_INTEGER_EXPONENT = 64
+
+
+def _fold_power(x: Number, p: Number) -> Number:
+    if isinstance(x, int) and isinstance(p, int) and p > _MAX_INTEGER_EXPONENT \
+            and builtins.abs(x) > 1:
+        return float(x) ** p
+    return x ** p
 
 
 def where(cond: Operand, a: Operand, b: Operand) -> Any:
