@@ -67,9 +67,7 @@ def parse_source(text: str | bytes, filename: str) -> ModuleOp:
             raise
         raise UsageError("the NumPy-subset frontend (axon.frontend.numpy_subset) is not available "
                          "in this installation") from None
-    module = frontend_parse_source(text, filename)
-    module.verify()
-    return module
+    return frontend_parse_source(text, filename)  # verified by the frontend
 
 
 def parse_pipeline(pipeline: str) -> PassPipeline:

@@ -8,7 +8,7 @@ interpreter, the naive evaluator and the SMT encoder.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
@@ -35,6 +35,18 @@ from axon.dialects.form.intexpr import IntExpr
 #: memo of `TensorOp.meaning`, cleared whole when full (a simple bound on memory)
 _MEANINGS: dict[tuple[Any, ...], Semantics] = {}
 _MEANINGS_LIMIT = 1 << 14
+
+
+def _memo_semantics(key: tuple[Any, ...], derive: Callable[[], Semantics]) -> Semantics:
+    """An op's semantics, keyed on its class, operand types and properties (all immutable), so
+    `make` and `meaning` derive each distinct one once."""
+    hit = _MEANINGS.get(key)
+    if hit is None:
+        hit = derive()
+        if len(_MEANINGS) >= _MEANINGS_LIMIT:
+            _MEANINGS.clear()
+        _MEANINGS[key] = hit
+    return hit
 
 
 # ---- attribute kinds: Python value <-> xDSL attribute ------------------------------------------
@@ -101,9 +113,10 @@ class TensorOp(IRDLOperation):
         unknown = set(attrs) - set(cls.ATTRS)
         if unknown:
             raise ShapeError(f"{cls.name}: unknown attribute(s) {', '.join(sorted(unknown))}")
-        sem = cls.semantics(types, attrs)
         props = {k: TO_ATTR[kind](attrs[k]) for k, kind in cls.ATTRS.items()
                  if attrs.get(k) is not None}
+        sem = _memo_semantics((cls, tuple(types), tuple(sorted(props.items()))),
+                              lambda: cls.semantics(types, attrs))
         return cls.create(operands=list(operands), result_types=[sem.result_type],
                           properties=props)
 
@@ -119,13 +132,8 @@ class TensorOp(IRDLOperation):
         they are all immutable attributes, and deriving a form re-runs shape inference)."""
         key = (type(self), tuple(v.type for v in self.operands),
                tuple(sorted((k, v) for k, v in self.properties.items() if k in self.ATTRS)))
-        hit = _MEANINGS.get(key)
-        if hit is None:
-            hit = type(self).semantics(self.tensor_types(), self.attrs())
-            if len(_MEANINGS) >= _MEANINGS_LIMIT:
-                _MEANINGS.clear()
-            _MEANINGS[key] = hit
-        return hit
+        return _memo_semantics(key, lambda: type(self).semantics(self.tensor_types(),
+                                                                 self.attrs()))
 
     def generic_form(self) -> GenericForm:
         """The generic form of this op instance."""

@@ -36,10 +36,15 @@ DTYPES: dict[str, DType] = {d.name: d for d in [
 ]}
 
 
+_DTYPE_ATTRS: dict[str, Attribute] = {
+    "f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(),
+    "i32": IntegerType(32), "i1": IntegerType(1)}
+
+
 def dtype_attr(name: str) -> Attribute:
-    """The xDSL builtin type for a dtype name."""
-    return {"f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(),
-            "i32": IntegerType(32), "i1": IntegerType(1)}[name]
+    """The xDSL builtin type for a dtype name (one shared instance each: attributes are
+    immutable values)."""
+    return _DTYPE_ATTRS[name]
 
 
 def dtype_name(attr: Attribute) -> str:
