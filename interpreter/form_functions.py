@@ -39,7 +39,8 @@ class FormFunctions(InterpreterFunctions):
                                    "!ax.tensor values")
         widened = [self.arith.widen(x, t.dtype) for x, t in zip(args, types, strict=True)]
         value = evaluate_form_vectorized(generic_form(op), widened, self.sizes,
-                                         result_type.dtype, exact=self.arith.exact)
+                                         result_type.dtype, exact=self.arith.exact,
+                                         where=op.name)
         result = self.arith.store(value, result_type.dtype)
         shape = eval_dims(result_type.shape, self.sizes, f"result of '{op.name}'")
         if result.shape != shape:

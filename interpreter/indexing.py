@@ -18,6 +18,11 @@ class InterpreterError(RuntimeError):
     """A program could not be run: bad inputs, an unbound size, an unsupported op."""
 
 
+class StrayReadError(InterpreterError):
+    """A read outside its operand at a point whose value is used: the program has no value
+    there (the interpreter never invents one)."""
+
+
 def bind_sizes(dims_per_param: Sequence[Sequence[IntExpr]], shapes: Sequence[Sequence[int]],
                sizes: Mapping[str, int] | None = None, what: str = "argument"
                ) -> dict[str, int]:

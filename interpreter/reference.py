@@ -54,6 +54,7 @@ from axon.dialects.form.scalar import Read
 from axon.interpreter.arithmetic import Arithmetic, arithmetic
 from axon.interpreter.indexing import (
     InterpreterError,
+    StrayReadError,
     eval_dims,
     eval_index,
     reduction_identity,
@@ -247,20 +248,23 @@ def _generic(op: TensorOp, operands: list[np.ndarray], sizes: Mapping[str, int],
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
     return evaluate_form_vectorized(op.generic_form(), _widen(op, operands, arith), sizes,
-                                    result_type.dtype, exact=arith.exact)
+                                    result_type.dtype, exact=arith.exact, where=op.name)
 
 
 # ---- vectorized generic forms -------------------------------------------------------------------
 def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
                              sizes: Mapping[str, int], dtype: str | None = None, *,
-                             exact: bool = False) -> np.ndarray:
+                             exact: bool = False, where: str = "generic form") -> np.ndarray:
     """Evaluate any generic form over index grids; operands are already in compute dtypes.
 
     Loop dims become broadcastable `arange` grids (parallel dims, then reduced dims). A reduced dim
     whose bounds depend on outer dims iterates over the bounding box of its range and a mask
     keeps the points inside; masked points contribute the reduction identity. Reads are gathers
-    through the index maps, clipped into range: a read that would fall outside is one a `select`
-    discards (concat-like forms), and numpy's `where` evaluates both branches. `dtype` names the
+    through the index maps. numpy's `where` evaluates both branches of a `select`, so a read a
+    `select` discards (a concat's other operand) is gathered clipped into range and its value
+    thrown away; a read outside its operand at a point whose value is used (inside the domain and
+    not discarded by a `select`) has no value, and raises an InterpreterError naming `where` (the
+    op), the read and the point: the oracle never invents a value. `dtype` names the
     result dtype (the caller rounds to it): for a float result, index values become its compute
     dtype so `acc / idx(K)` stays in float32 instead of promoting to float64; for an i32 result,
     empty max/min saturate at the int32 extremes. `exact=True` evaluates under exact arithmetic
@@ -300,22 +304,29 @@ def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
         empty = extent == 0
     full_shape = (*par_ext, *red_shape)
 
+    #: reads that fall outside their operand somewhere in the bounding box
+    strays: list[Read] = []
+
     def read(r: Read) -> Any:
         x = operands[r.operand]
         if x.ndim != len(r.index):
             raise InterpreterError(f"form reads {r} but operand #{r.operand} has rank {x.ndim}")
-        if x.size == 0 or 0 in full_shape:
-            # nothing is read: the domain is empty, or every read of an empty operand is guarded
-            return np.zeros(full_shape, dtype=x.dtype)
-        index = tuple(np.clip(eval_index(e, env), 0, n - 1) for e, n in zip(r.index, x.shape,
-                                                                           strict=True))
-        return x[index]
+        if 0 in full_shape:
+            return np.zeros(full_shape, dtype=x.dtype)  # an empty domain reads nothing
+        points = [np.asarray(eval_index(e, env)) for e in r.index]
+        if x.size == 0 or np.any(_outside(points, x.shape)):
+            strays.append(r)
+            if x.size == 0:
+                return np.zeros(full_shape, dtype=x.dtype)
+        return x[tuple(np.clip(p, 0, n - 1) for p, n in zip(points, x.shape, strict=True))]
 
     def index(expr: IntExpr) -> Any:
         value = eval_index(expr, env)
         return np.asarray(value, dtype=compute) if float_index and not np.isscalar(value) else value
 
     body = np.broadcast_to(np.asarray(scalar.evaluate(form.body, read, index)), full_shape)
+    if strays:
+        _check_reads(form, operands, env, mask, full_shape, index, where)
     if form.reduction is None:
         return body
     identity = reduction_identity(form.reduction, body.dtype,
@@ -338,3 +349,54 @@ def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
 
     return np.broadcast_to(np.asarray(scalar.evaluate(form.finalize, _no_read, fin_index, acc)),
                            tuple(par_ext))
+
+
+def _outside(points: Sequence[np.ndarray], shape: Sequence[int]) -> Any:
+    """Where an index (one broadcastable array per dim) falls outside `shape`."""
+    out: Any = False
+    for p, n in zip(points, shape, strict=True):
+        out = out | (p < 0) | (p >= n)
+    return out
+
+
+def _check_reads(form: GenericForm, operands: Sequence[np.ndarray], env: Mapping[str, Any],
+                 domain: Any, full_shape: tuple[int, ...], index: Callable[[IntExpr], Any],
+                 where: str) -> None:
+    """Raise on a read outside its operand at a point whose value is used.
+
+    A read's value is used where the point is in the (possibly triangular) domain and no
+    enclosing `select` discards it: walking the body from the root, a select's branches inherit
+    the points where its condition picks them. Conditions are evaluated again here, only for a
+    form with a read that leaves its operand somewhere (a concat's, or a wrong one)."""
+
+    def no_read(r: Read) -> Any:
+        # a condition's own reads are checked as reads of the select (their points are used)
+        x = operands[r.operand]
+        if x.size == 0:
+            return np.zeros(full_shape, dtype=x.dtype)
+        points = [np.asarray(eval_index(e, env)) for e in r.index]
+        return x[tuple(np.clip(p, 0, n - 1) for p, n in zip(points, x.shape, strict=True))]
+
+    stack: list[tuple[scalar.ScalarExpr, Any]] = [(form.body, domain)]
+    while stack:
+        expr, used = stack.pop()
+        if isinstance(expr, Read):
+            x = operands[expr.operand]
+            points = [np.asarray(eval_index(e, env)) for e in expr.index]
+            bad = np.broadcast_to(used & _outside(points, x.shape) if x.size else used,
+                                  full_shape)
+            if np.any(bad):
+                at = tuple(int(i) for i in np.argwhere(bad)[0])
+                names = [d.name for d in (*form.parallel, *form.reduced)]
+                point = ", ".join(f"{n} = {i}" for n, i in zip(names, at, strict=True))
+                values = tuple(int(np.broadcast_to(p, full_shape)[at]) for p in points)
+                raise StrayReadError(
+                    f"'{where}' reads {expr} outside operand #{expr.operand} of shape "
+                    f"{tuple(x.shape)}: {f'at {point} ' if point else ''}the index is {values}")
+            continue
+        if isinstance(expr, scalar.Call) and expr.fn == "select":
+            cond, then, other = expr.args
+            picked = np.asarray(scalar.evaluate(cond, no_read, index)).astype(bool)
+            stack.extend([(cond, used), (then, used & picked), (other, used & ~picked)])
+            continue
+        stack.extend((child, used) for child in expr.children())

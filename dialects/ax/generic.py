@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import TypeAttribute
 from xdsl.irdl import irdl_op_definition, prop_def, result_def, traits_def, var_operand_def
 from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError
@@ -22,6 +23,7 @@ from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import FormError
 from axon.dialects.form.interface import HasGenericForm, Semantics
+from axon.dialects.form.read_bounds import stray_read
 from axon.dialects.form.syntax import parse_form
 
 
@@ -52,3 +54,13 @@ class GenericOp(TensorOp):
                 raise ShapeError(f"form reads in{r.operand} with {len(r.index)} indices, but "
                                  f"operand #{r.operand} has rank {rank}")
         return Semantics(form, TensorType(form.output_shape, dtype))
+
+    def verify_(self) -> None:
+        """The form fits the operand types (`TensorOp.verify_`), and no read can leave its
+        operand (`read_bounds.stray_read`: whenever z3 finds sizes and a used point of the
+        domain that put an index outside its dim; reads it cannot decide are left to the
+        interpreter's check when it runs)."""
+        super().verify_()
+        stray = stray_read(self.generic_form(), [t.shape for t in self.tensor_types()])
+        if stray is not None:
+            raise VerifyException(f"'{self.name}': {stray}")

@@ -591,6 +591,24 @@ func.func @generic_operand(%x: !ax.tensor<[M], f32>) {
 
 // -----
 
+// generic: a read that leaves its operand (here at every point)
+func.func @generic_stray_read(%x: !ax.tensor<[4, 3], f32>) {
+  %r = ax.generic %x {form = "out[d0 < 4] = in0[d0, d0 + 5]", dtype = f32} : (!ax.tensor<[4, 3], f32>) -> !ax.tensor<[4], f32>
+  func.return
+}
+// CHECK: 'ax.generic': read in0[d0, d0 + 5] leaves operand #0: its index d0 + 5 in dim 1 reaches 5, outside [0, 3) (at d0 = 0)
+
+// -----
+
+// generic: a read that leaves its operand whatever the sizes (at d0 = N - 1)
+func.func @generic_stray_read_symbolic(%x: !ax.tensor<[N], f32>) {
+  %r = ax.generic %x {form = "out[d0 < N] = in0[d0 + 1]", dtype = f32} : (!ax.tensor<[N], f32>) -> !ax.tensor<[N], f32>
+  func.return
+}
+// CHECK: 'ax.generic': read in0[d0 + 1] leaves operand #0 for every size: its index d0 + 1 in dim 0 reaches 1, outside [0, N) (at N = 1, d0 = 0)
+
+// -----
+
 // a negative static dim
 func.func @negative_dim(%x: !ax.tensor<[M, -2], f32>) {
   func.return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -9,7 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from xdsl.dialects.arith import ConstantOp as ArithConstantOp
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i32
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Region, SSAValue
 
@@ -34,7 +35,7 @@ from axon.dialects.ax import (
     TensorType,
 )
 from axon.dialects.ax.op_base import TensorOp
-from axon.dialects.form.dtypes import DTYPES
+from axon.dialects.form.dtypes import DTYPES, dtype_attr
 from axon.interpreter import InterpreterError, find_kernel, run_function, run_module
 
 BF16 = ml_dtypes.bfloat16
@@ -298,3 +299,49 @@ def test_unsupported_op_is_named() -> None:
     func = FuncOp("f", ([], [i32]), Region(block))
     with pytest.raises(InterpreterError, match=r"unsupported op 'arith.constant'"):
         run_function(func, [])
+
+
+# ---- reads outside an operand -------------------------------------------------------------------
+def unverified_generic(form: str, operand: TensorType, result: TensorType) -> FuncOp:
+    """A function of one `ax.generic` built without verification (the op verifier rejects the
+    stray reads these tests run)."""
+    block = Block(arg_types=[operand])
+    op = GenericOp.create(operands=[block.args[0]], result_types=[result],
+                          properties={"form": StringAttr(form), "dtype": dtype_attr(result.dtype)})
+    block.add_ops([op, ReturnOp(op.results[0])])
+    return FuncOp("f", ([operand], [result]), Region(block))
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_read_outside_its_operand_is_an_error_never_a_clamped_value(exact: bool) -> None:
+    func = unverified_generic("out[d0 < M] = in0[d0, d0 + 5]", t([4, 3], "f32"), t(["M"], "f32"))
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with pytest.raises(InterpreterError, match=re.escape(
+            "'ax.generic' reads in0[d0, d0 + 5] outside operand #0 of shape (4, 3): at d0 = 0 "
+            "the index is (0, 5)")):
+        run_function(func, [x], {"M": 4}, exact=exact)
+
+
+def test_a_stray_read_in_a_reduction_is_named_with_its_point() -> None:
+    func = unverified_generic("out[d0 < 2] = add over r0 in [0, 4) of in0[d0, r0]",
+                              t([2, 3], "f32"), t([2], "f32"))
+    with pytest.raises(InterpreterError, match=re.escape(
+            "reads in0[d0, r0] outside operand #0 of shape (2, 3): at d0 = 0, r0 = 3")):
+        run_function(func, [np.ones((2, 3), np.float32)])
+
+
+def test_reads_a_select_discards_may_leave_their_operand() -> None:
+    # a concat reads in1 at d0 - 2 everywhere, and uses it only where d0 >= 2; a triangular
+    # reduction's bounding box reaches past the operand only outside its domain
+    concat = unverified_generic("out[d0 < 5] = select(idx(d0) < 2, in0[d0], in0[d0 - 2] * 10.0)",
+                                t([3], "f32"), t([5], "f32"))
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(run_function(concat, [x])[0], [1.0, 2.0, 10.0, 20.0, 30.0])
+    tri = unverified_generic("out[d0 < 3] = add over r0 in [d0, d0 + 1) of in0[r0]",
+                             t([3], "f32"), t([3], "f32"))
+    np.testing.assert_array_equal(run_function(tri, [x])[0], x)
+    used = unverified_generic("out[d0 < 5] = select(idx(d0) < 3, in0[d0], in0[d0 - 1])",
+                              t([3], "f32"), t([5], "f32"))
+    with pytest.raises(InterpreterError,
+                       match=r"reads in0\[d0 - 1\] .* at d0 = 4 the index is \(3,\)"):
+        run_function(used, [x])

@@ -18,6 +18,7 @@ from axon.nugraph.prover import differs_numerically
 from axon.nugraph.runner import Budget
 from axon.nugraph.session import Session
 from axon.nugraph.shrink import IDENTITY, Shrink, plan
+from axon.tools.embed import parse_mlir
 
 
 def function(fn: Callable[..., Any], *specs: ax.TensorSpec) -> FuncOp:
@@ -112,3 +113,22 @@ def test_every_dim_fits_the_test(max_dim: int) -> None:
     _, (small,) = planned([f], max_dim)
     dims = [int(d) for s in shapes(small) for d in s[4:-1].split(", ")]
     assert max(dims) <= max_dim and min(dims) >= 2
+
+
+def test_a_candidate_reading_outside_an_operand_is_rejected_by_the_pre_test() -> None:
+    # at the test's sizes (A = 3, B = 5) the candidate reads x[3] and x[4], which do not exist:
+    # where the original has a value the candidate has none, so it never reaches the solver
+    source = """
+func.func @f(%x: !ax.tensor<[A], f32>, %y: !ax.tensor<[B], f32>) -> !ax.tensor<[B], f32> {
+  func.return %y : !ax.tensor<[B], f32>
+}
+func.func @g(%x: !ax.tensor<[A], f32>, %y: !ax.tensor<[B], f32>) -> !ax.tensor<[B], f32> {
+  %r = ax.generic %x, %y {form = "out[d0 < B] = in0[d0] * 0.0 + in1[d0]", dtype = f32}
+      : (!ax.tensor<[A], f32>, !ax.tensor<[B], f32>) -> !ax.tensor<[B], f32>
+  func.return %r : !ax.tensor<[B], f32>
+}
+"""
+    module = parse_mlir(source, "stray.mlir")
+    f, g = (op for op in module.ops if isinstance(op, FuncOp))
+    assert differs_numerically(f, g)
+    assert not differs_numerically(f, f)
