@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from fractions import Fraction
 
 
 class OutOfTime(Exception):
@@ -26,12 +27,46 @@ class TooLarge(Exception):
 #: canonical text of one atom, and the monomials of one polynomial
 MAX_TERM_CHARS = 200_000
 MAX_MONOMIALS = 20_000
+#: the bits of a coefficient's numerator or denominator. Exact rationals grow with a program's
+#: length: `y = y * 1.0001 + c` multiplies by a 53-bit fraction per statement, so 10,000 of them
+#: would need coefficients of half a million bits, each step costlier than the last (and Python
+#: prints no integer over 4,300 digits). 8,192 bits (about 2,500 digits) holds 150 such steps.
+MAX_COEFFICIENT_BITS = 8_192
+#: how deep normalization may nest: a reduction built while normalizing another (a sum of sums,
+#: a select lifted out of a sum, a substitution below a binder) is one level of Python recursion
+#: (a handful of frames), so terms that nest deeper answer Unknown well inside Python's stack
+#: instead of failing on it; the verifier's benchmark and tests nest at most 9 levels
+MAX_NESTING = 64
 
 
 def check_size(size: int, limit: int, unit: str) -> None:
     """Raise `TooLarge` when a term's `size` exceeds `limit`."""
     if size > limit:
         raise TooLarge(f"a term grew past {limit} {unit}")
+
+
+def check_coefficient(value: Fraction) -> None:
+    """Raise `TooLarge` when a coefficient needs more than `MAX_COEFFICIENT_BITS` bits."""
+    if max(abs(value.numerator).bit_length(), value.denominator.bit_length()) \
+            > MAX_COEFFICIENT_BITS:
+        raise TooLarge(f"a coefficient grew past {MAX_COEFFICIENT_BITS} bits")
+
+
+_nesting = 0
+
+
+@contextmanager
+def nested() -> Iterator[None]:
+    """One level of normalization nesting; `TooLarge` past `MAX_NESTING` levels."""
+    global _nesting
+    if _nesting >= MAX_NESTING:
+        raise TooLarge(f"normalization nested deeper than {MAX_NESTING} levels (reductions "
+                       "inside reductions)")
+    _nesting += 1
+    try:
+        yield
+    finally:
+        _nesting -= 1
 
 
 #: how many ticks pass between two clock reads (a clock read per tick would cost more than the

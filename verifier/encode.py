@@ -57,7 +57,12 @@ class Encoder:
     _pending: list[_Pending] = field(default_factory=list)
     _axiom_keys: set[str] = field(default_factory=set)
     _ranks: dict[str, int] = field(default_factory=dict)
-    _memo: dict[T.Term, z3.ArithRef] = field(default_factory=dict)
+    #: encoded atoms and booleans, per environment of bound variables (the empty one first):
+    #: terms are DAGs, and each distinct term is encoded once per environment
+    _memos: dict[tuple[tuple[str, int], ...], dict[T.Term, z3.ExprRef]] = field(
+        default_factory=dict)
+    #: the powers of each base met in a high power (`_power`), by the base's z3 id
+    _powers: dict[int, list[z3.ArithRef]] = field(default_factory=dict)
 
     # ---- declarations -----------------------------------------------------------------------
     def int_var(self, name: str) -> z3.ArithRef:
@@ -91,25 +96,44 @@ class Encoder:
         return z3.simplify(e.fold(lambda c: z3.IntVal(c, self.ctx), sym, _int_atom))
 
     # ---- reals --------------------------------------------------------------------------------
+    def _memo(self, env: Mapping[str, z3.ArithRef]) -> dict[T.Term, z3.ExprRef]:
+        """The encodings made under `env` (z3 hash-conses terms: equal ids, equal terms)."""
+        key = tuple(sorted((name, value.get_id()) for name, value in env.items()))
+        return self._memos.setdefault(key, {})
+
     def poly(self, p: T.Poly, env: Mapping[str, z3.ArithRef] | None = None) -> z3.ArithRef:
         env = env or {}
-        memo = self._memo if not env else {}
+        memo = self._memo(env)
         self._encode_nested(p, env, memo)
         total: z3.ArithRef = z3.RealVal(0, self.ctx)
         for mono, c in p.terms:
             term: z3.ArithRef = z3.RealVal(f"{c.numerator}/{c.denominator}", self.ctx)
             for a, k in mono:
                 base = memo[a]
+                if abs(k) > UNROLL:
+                    # a high power (a polynomial of high degree): one product per power of this
+                    # base over the whole query, not one per occurrence
+                    power = self._power(base, abs(k))
+                    term = term * power if k > 0 else term / power
+                    continue
                 for _ in range(abs(k)):
                     term = term * base if k > 0 else term / base
             total = total + term
         return total
 
+    def _power(self, base: z3.ExprRef, k: int) -> z3.ArithRef:
+        """base ** k as a product, each power built from the one below it once."""
+        powers = self._powers.setdefault(base.get_id(), [base])
+        while len(powers) < k:
+            powers.append(powers[-1] * base)
+        return powers[k - 1]
+
     def _encode_nested(self, p: T.Poly, env: Mapping[str, z3.ArithRef],
-                       memo: dict[T.Term, z3.ArithRef]) -> None:
+                       memo: dict[T.Term, z3.ExprRef]) -> None:
         """Encode every atom of p into `memo`, nested atoms first, with an explicit stack: a
         term nested thousands deep (a long chain of activations) never recurses in Python, since
-        encoding an atom then finds its arguments' atoms already encoded."""
+        encoding an atom then finds its arguments' atoms already encoded (in the memo of the
+        same environment)."""
         stack = [a for mono, _ in p.terms for a, _ in mono if a not in memo]
         while stack:
             a = stack[-1]
@@ -196,7 +220,26 @@ class Encoder:
 
     # ---- booleans -----------------------------------------------------------------------------
     def bool(self, b: T.Bool, env: Mapping[str, z3.ArithRef] | None = None) -> z3.BoolRef:
+        """A boolean term in z3, its and / or / not operands first, on an explicit stack."""
         env = env or {}
+        memo = self._memo(env)
+        stack = [b]
+        while stack:
+            t = stack[-1]
+            if t in memo:
+                stack.pop()
+                continue
+            missing = [x for x in t.args if isinstance(x, T.Bool) and x not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            memo[t] = self._bool_node(t, env, memo)
+            stack.pop()
+        return memo[b]  # type: ignore[return-value]
+
+    def _bool_node(self, b: T.Bool, env: Mapping[str, z3.ArithRef],
+                   memo: Mapping[T.Term, z3.ExprRef]) -> z3.BoolRef:
+        """One boolean, its boolean operands already in `memo`."""
         if b.op == "const":
             return z3.BoolVal(bool(b.args[0]), self.ctx)
         if b.op == "cmp":
@@ -209,11 +252,11 @@ class Encoder:
             x = self.int_expr(e, env)  # type: ignore[arg-type]
             return x < 0 if op == "lt" else x <= 0 if op == "le" else x == 0
         if b.op == "and":
-            return z3.And(*(self.bool(x, env) for x in b.args))  # type: ignore[arg-type]
+            return z3.And(*(memo[x] for x in b.args))  # type: ignore[index]
         if b.op == "or":
-            return z3.Or(*(self.bool(x, env) for x in b.args))  # type: ignore[arg-type]
+            return z3.Or(*(memo[x] for x in b.args))  # type: ignore[index]
         if b.op == "not":
-            return z3.Not(self.bool(b.args[0], env))  # type: ignore[arg-type]
+            return z3.Not(memo[b.args[0]])  # type: ignore[index]
         if b.op == "read":
             tensor, index = b.args
             self.declare_tensor(tensor, len(index), True)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import z3
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import FuncOp, ReturnOp
 
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
@@ -25,6 +25,7 @@ from axon.verifier.cache import ProofCache
 from axon.verifier.encode import Encoder
 from axon.verifier.inline import Output, Unsupported, inline_function, signature
 from axon.verifier.replay import replay
+from axon.verifier.structure import shared_structure
 
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
@@ -150,7 +151,25 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
     if [str(t) for t in sig_a] != [str(t) for t in sig_b]:
         raise Unsupported(f"parameters differ: ({', '.join(map(str, sig_a))}) vs "
                           f"({', '.join(map(str, sig_b))})")
-    out_a, out_b = inline_function(a), inline_function(b)
+    shared = shared_structure(a, b)
+    if shared is not None:
+        # the same DAG of ops: equal by construction, once the premises are seen to hold
+        premises = _premises(a, b, sig_a, assumptions, rlimit, start)
+        if not isinstance(premises, tuple):
+            return premises
+        return Proved(shared[:16], time.perf_counter() - start)
+    try:
+        out_a, out_b = inline_function(a), inline_function(b)
+    except TooLarge:
+        # the normal forms outgrew their limits (a long chain's coefficients): no proof, but the
+        # interpreter may still show a difference
+        premises = _premises(a, b, sig_a, assumptions, rlimit, start)
+        if not isinstance(premises, tuple):
+            return premises
+        probed = _probe(a, b, *premises, rlimit, start)
+        if probed is not None:
+            return probed
+        raise
     if len(out_a) != len(out_b):
         raise Unsupported(f"result counts differ: {len(out_a)} vs {len(out_b)}")
     text = obligation_text(sig_a, out_a, out_b, assumptions)
@@ -180,16 +199,28 @@ def obligation_text(sig: Sequence[TensorType], out_a: Sequence[Output], out_b: S
 
 
 # ---- the z3 query --------------------------------------------------------------------------------
-def _size_constraints(enc: Encoder, sig: Sequence[TensorType], outs: Sequence[Output],
+def _size_constraints(enc: Encoder, sig: Sequence[TensorType], results: Sequence[TensorType],
                       assumptions: Sequence[str]) -> list[z3.BoolRef]:
     facts: list[z3.BoolRef] = []
-    dims = [d for t in sig for d in t.shape] + [d for o in outs for d in o.shape]
+    dims = [d for t in sig for d in t.shape] + [d for t in results for d in t.shape]
     for name in sorted({s for d in dims for s in d.symbols()}):
         facts.append(enc.int_var(name) >= 1)
     for d in dims:
         facts.append(enc.int_expr(d, {}) >= 0)
     facts.extend(_assumption(enc, text) for text in assumptions)
     return facts
+
+
+def _result_types(func: FuncOp) -> list[TensorType]:
+    """The types of the values `func` returns (what its outputs' terms are elements of)."""
+    ret = func.body.block.last_op if len(func.body.blocks) == 1 else None
+    if not isinstance(ret, ReturnOp):
+        raise Unsupported(f"@{func.sym_name.data} does not end in func.return")
+    types = [v.type for v in ret.arguments]
+    for k, t in enumerate(types):
+        if not isinstance(t, TensorType):
+            raise Unsupported(f"@{func.sym_name.data}: result #{k} is not an !ax.tensor")
+    return types  # type: ignore[return-value]
 
 
 def _assumption(enc: Encoder, text: str) -> z3.BoolRef:
@@ -201,16 +232,19 @@ def _assumption(enc: Encoder, text: str) -> z3.BoolRef:
     raise Unsupported(f"assumption '{text}' has no comparison (== != < <= > >=)")
 
 
-def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Output],
-            out_b: Sequence[Output], assumptions: tuple[str, ...], rlimit: int | None,
-            key: str, start: float) -> Verdict:
+def _premises(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
+              rlimit: int | None, start: float) -> tuple[Encoder, z3.Solver] | Verdict:
+    """The sizes the obligation ranges over, in a solver, once they are seen to exist and the
+    results' types to agree; else the verdict that settles it (Inconsistent premises, a
+    refutation by types, or Unknown). Only the types are read, not the terms."""
     enc = Encoder()
     solver = z3.Solver(ctx=enc.ctx)
     if rlimit is not None:
         solver.set("rlimit", max(1, rlimit))
-    outs = [*out_a, *out_b]
-    solver.add(*_size_constraints(enc, sig, outs, assumptions))
-    dims = [d for t in sig for d in t.shape] + [d for o in outs for d in o.shape]
+    types_a, types_b = _result_types(a), _result_types(b)
+    results = [*types_a, *types_b]
+    solver.add(*_size_constraints(enc, sig, results, assumptions))
+    dims = [d for t in sig for d in t.shape] + [d for t in results for d in t.shape]
     if assumptions or not all(T.nonneg(d) for d in dims):
         # an unsatisfiable premise would make every claim "hold"; say so instead
         result = _check(solver)
@@ -221,9 +255,11 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
         if result == z3.unknown:
             return Unknown(f"assumptions: z3 {solver.reason_unknown()}",
                            time.perf_counter() - start)
+    if len(types_a) != len(types_b):
+        raise Unsupported(f"result counts differ: {len(types_a)} vs {len(types_b)}")
     # results of different types (rank, dtype, then dims) are refuted by their types alone
-    for k, (x, y) in enumerate(zip(out_a, out_b, strict=True)):
-        if len(x.shape) != len(y.shape) or x.dtype != y.dtype:
+    for k, (x, y) in enumerate(zip(types_a, types_b, strict=True)):
+        if x.rank != y.rank or x.dtype != y.dtype:
             if _check(solver) != z3.sat:
                 return Unknown(f"types of result #{k}: z3 {solver.reason_unknown()}",
                                time.perf_counter() - start)
@@ -240,6 +276,16 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
             if result == z3.unknown:
                 return Unknown(f"shapes of result #{k}: z3 {solver.reason_unknown()}",
                                time.perf_counter() - start)
+    return enc, solver
+
+
+def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Output],
+            out_b: Sequence[Output], assumptions: tuple[str, ...], rlimit: int | None,
+            key: str, start: float) -> Verdict:
+    premises = _premises(a, b, sig, assumptions, rlimit, start)
+    if not isinstance(premises, tuple):
+        return premises
+    enc, solver = premises
     probed = _probe(a, b, enc, solver, rlimit, start)
     if probed is not None:
         return probed

@@ -39,7 +39,7 @@ from fractions import Fraction
 
 from axon.dialects.form.intexpr import IntExpr
 from axon.verifier import terms as T
-from axon.verifier.budget import tick
+from axon.verifier.budget import nested, tick
 from axon.verifier.terms import Bool, Fn, IdxAtom, Monomial, Poly, Prefix, Read, Reduce, Select, Sum
 
 _counter = itertools.count()
@@ -51,7 +51,9 @@ def fresh(prefix: str = T.INTERNAL + "t") -> str:
 
 
 # ---- structure helpers ---------------------------------------------------------------------------
-_heights: dict[str, int] = {}
+#: the binder height of each term seen (`height`), keyed by the term (its canonical text); bounded:
+#: cleared when full
+_heights: dict[T.Term, int] = {}
 
 
 def height(p: Poly) -> int:
@@ -59,69 +61,42 @@ def height(p: Poly) -> int:
     return max((_atom_height(a) for a in p.atoms()), default=0)
 
 
-def _atom_height(a: T.Term) -> int:
-    cached = _heights.get(a.key)
-    if cached is not None:
-        return cached
-    if isinstance(a, (Sum, Prefix, Reduce)):
-        h = 1 + height(a.body)
-    elif isinstance(a, Fn):
-        h = max((height(x) for x in a.args), default=0)
-    elif isinstance(a, Select):
-        h = max(height(a.a), height(a.b), _bool_height(a.cond))
-    else:
-        h = 0
-    _heights[a.key] = h
-    return h
-
-
-def _bool_height(b: Bool) -> int:
-    hs = [0]
-    for x in b.args:
-        if isinstance(x, Poly):
-            hs.append(height(x))
-        elif isinstance(x, Bool):
-            hs.append(_bool_height(x))
-    return max(hs)
+def _atom_height(root: T.Term) -> int:
+    """1 + the height of a reduction's body, for other terms the largest height inside them;
+    computed bottom-up on an explicit stack, each term once (terms nest as deep as programs are
+    long)."""
+    if len(_heights) >= _MEMO_LIMIT:
+        _heights.clear()
+    stack = [root]
+    while stack:
+        t = stack[-1]
+        if t in _heights:
+            stack.pop()
+            continue
+        inner = T.subterms(t)
+        missing = [x for x in inner if x not in _heights]
+        if missing:
+            stack.extend(missing)
+            continue
+        binder = 1 if isinstance(t, (Sum, Prefix, Reduce)) else 0
+        _heights[t] = binder + max((_heights[x] for x in inner), default=0)
+        stack.pop()
+    return _heights[root]
 
 
 def int_exprs(p: Poly) -> list[IntExpr]:
-    """Every integer expression in p (indices, idx atoms, bounds, prefix points), deep."""
+    """Every integer expression in p (indices, idx atoms, bounds, prefix points), deep: each
+    distinct term's once."""
     out: list[IntExpr] = []
-    for a in p.atoms():
-        out.extend(_atom_int_exprs(a))
-    return out
-
-
-def _atom_int_exprs(a: T.Term) -> list[IntExpr]:
-    if isinstance(a, Read):
-        return list(a.index)
-    if isinstance(a, IdxAtom):
-        return [a.expr]
-    if isinstance(a, Fn):
-        return [e for x in a.args for e in int_exprs(x)]
-    if isinstance(a, Select):
-        return [*_bool_int_exprs(a.cond), *int_exprs(a.a), *int_exprs(a.b)]
-    if isinstance(a, (Sum, Reduce)):
-        return [a.lo, a.hi, *int_exprs(a.body)]
-    if isinstance(a, Prefix):
-        return [a.at, *int_exprs(a.body)]
-    if isinstance(a, Bool):
-        return _bool_int_exprs(a)
-    return []
-
-
-def _bool_int_exprs(b: Bool) -> list[IntExpr]:
-    out: list[IntExpr] = []
-    for x in b.args:
-        if isinstance(x, IntExpr):
-            out.append(x)
-        elif isinstance(x, tuple):
-            out.extend(i for i in x if isinstance(i, IntExpr))
-        elif isinstance(x, Poly):
-            out.extend(int_exprs(x))
-        elif isinstance(x, Bool):
-            out.extend(_bool_int_exprs(x))
+    seen: set[T.Term] = set()
+    stack = list(p.atoms())
+    while stack:
+        t = stack.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        out.extend(T.int_parts(t))
+        stack.extend(T.subterms(t))
     return out
 
 
@@ -146,23 +121,15 @@ def subst(p: Poly, env: Mapping[str, IntExpr]) -> Poly:
     if hit is None:
         if len(_subst_memo) >= _MEMO_LIMIT:
             _subst_memo.clear()
-        hit = _subst_memo[key] = _subst(p, env)
+        hit = _subst_memo[key] = _Substitution(env).poly(p)
     return hit
 
 
-def _subst(p: Poly, env: Mapping[str, IntExpr]) -> Poly:
-    out = T.ZERO
-    for mono, c in p.terms:
-        term = T.const(c)
-        for a, k in mono:
-            if a.free & env.keys():
-                sub = subst_atom(a, env)
-                for _ in range(abs(k)):
-                    term = term * (sub if k > 0 else T.inv(sub))
-            else:
-                term = term * T.atom(a, k)
-        out = out + term
-    return out
+def subst_bool(b: Bool, env: Mapping[str, IntExpr]) -> Bool:
+    """`subst` for a boolean term."""
+    if not (b.free & env.keys()):
+        return b
+    return _Substitution(env).boolean(b)
 
 
 def _sub_int(e: IntExpr, env: Mapping[str, IntExpr]) -> IntExpr:
@@ -186,55 +153,120 @@ def _bound_env(var: str, body: Poly, env: Mapping[str, IntExpr]
     return var, body, inner
 
 
-def subst_atom(a: T.Term, env: Mapping[str, IntExpr]) -> Poly:
-    if isinstance(a, Read):
-        return T.atom(Read(a.tensor, tuple(_sub_int(i, env) for i in a.index)))
-    if isinstance(a, IdxAtom):
-        return T.idx(_sub_int(a.expr, env))
-    if isinstance(a, Fn):
-        args = tuple(subst(x, env) for x in a.args)
-        if a.fn == "exp":
-            return T.exp(args[0])
-        if a.fn == "log":
-            return T.log(args[0])
-        if a.fn == "inv":
-            return T.inv(args[0])
-        return T.apply(a.fn, *args)
-    if isinstance(a, Select):
-        return T.select(subst_bool(a.cond, env), subst(a.a, env), subst(a.b, env))
-    if isinstance(a, Sum):
-        var, body, inner = _bound_env(a.var, a.body, env)
-        return make_sum(var, _sub_int(a.lo, env), _sub_int(a.hi, env), subst(body, inner))
-    if isinstance(a, Prefix):
-        var, body, inner = _bound_env(a.var, a.body, env)
-        return make_prefix(var, subst(body, inner), _sub_int(a.at, env))
-    if isinstance(a, Reduce):
-        var, body, inner = _bound_env(a.var, a.body, env)
-        return make_reduce(a.kind, var, _sub_int(a.lo, env), _sub_int(a.hi, env),
-                           subst(body, inner))
-    raise TypeError(f"unknown atom {a!r}")
+class _Substitution:
+    """One environment substituted into a term DAG: every term that mentions a replaced
+    variable is rebuilt once, bottom-up on an explicit stack (terms nest as deep as programs
+    are long), through the canonicalizing constructors. Below a binder the environment changes,
+    so a reduction's body is substituted by `subst` (the recursion is as deep as reductions
+    nest, which `budget.nested` bounds)."""
 
+    def __init__(self, env: Mapping[str, IntExpr]) -> None:
+        self.env = env
+        self.atoms: dict[T.Term, Poly] = {}
+        self.bools: dict[Bool, Bool] = {}
 
-def subst_bool(b: Bool, env: Mapping[str, IntExpr]) -> Bool:
-    if not (b.free & env.keys()):
+    def poly(self, p: Poly) -> Poly:
+        self._run([a for a in p.atoms() if self._mentions(a)])
+        return self._rebuild(p)
+
+    def boolean(self, b: Bool) -> Bool:
+        self._run([b])
+        return self.bools[b]
+
+    def _mentions(self, t: T.Term | Poly) -> bool:
+        return bool(t.free & self.env.keys())
+
+    def _done(self, t: T.Term) -> bool:
+        return t in self.bools if isinstance(t, Bool) else t in self.atoms
+
+    def _run(self, roots: list[T.Term]) -> None:
+        stack = list(roots)
+        while stack:
+            t = stack[-1]
+            if self._done(t):
+                stack.pop()
+                continue
+            # a reduction's body is substituted under its own environment, by `subst`
+            inner = [] if isinstance(t, (Sum, Prefix, Reduce)) else T.subterms(t)
+            missing = [x for x in inner if self._mentions(x) and not self._done(x)]
+            if missing:
+                stack.extend(missing)
+                continue
+            tick()
+            if isinstance(t, Bool):
+                self.bools[t] = self._new_bool(t)
+            else:
+                self.atoms[t] = self._new_atom(t)
+            stack.pop()
+
+    def _rebuild(self, p: Poly) -> Poly:
+        """p with every atom that mentions a replaced variable replaced by its substitute."""
+        if not self._mentions(p):
+            return p
+        out = T.ZERO
+        for mono, c in p.terms:
+            term = T.const(c)
+            for a, k in mono:
+                if self._mentions(a):
+                    sub = self.atoms[a]
+                    for _ in range(abs(k)):
+                        term = term * (sub if k > 0 else T.inv(sub))
+                else:
+                    term = term * T.atom(a, k)
+            out = out + term
+        return out
+
+    def _sub_bool(self, b: Bool) -> Bool:
+        return self.bools[b] if self._mentions(b) else b
+
+    def _new_atom(self, a: T.Term) -> Poly:
+        env = self.env
+        if isinstance(a, Read):
+            return T.atom(Read(a.tensor, tuple(_sub_int(i, env) for i in a.index)))
+        if isinstance(a, IdxAtom):
+            return T.idx(_sub_int(a.expr, env))
+        if isinstance(a, Fn):
+            args = tuple(self._rebuild(x) for x in a.args)
+            if a.fn == "exp":
+                return T.exp(args[0])
+            if a.fn == "log":
+                return T.log(args[0])
+            if a.fn == "inv":
+                return T.inv(args[0])
+            return T.apply(a.fn, *args)
+        if isinstance(a, Select):
+            return T.select(self._sub_bool(a.cond), self._rebuild(a.a), self._rebuild(a.b))
+        if isinstance(a, Sum):
+            var, body, inner = _bound_env(a.var, a.body, env)
+            return make_sum(var, _sub_int(a.lo, env), _sub_int(a.hi, env), subst(body, inner))
+        if isinstance(a, Prefix):
+            var, body, inner = _bound_env(a.var, a.body, env)
+            return make_prefix(var, subst(body, inner), _sub_int(a.at, env))
+        if isinstance(a, Reduce):
+            var, body, inner = _bound_env(a.var, a.body, env)
+            return make_reduce(a.kind, var, _sub_int(a.lo, env), _sub_int(a.hi, env),
+                               subst(body, inner))
+        raise TypeError(f"unknown atom {a!r}")
+
+    def _new_bool(self, b: Bool) -> Bool:
+        env = self.env
+        if b.op == "cmp":
+            op, diff = b.args
+            return T.compare(op, self._rebuild(diff), T.ZERO)  # type: ignore[arg-type]
+        if b.op == "icmp":
+            op, e = b.args
+            return T.icompare(op, _sub_int(e, env))  # type: ignore[arg-type]
+        if b.op == "and":
+            return T.band(*(self._sub_bool(x) for x in b.args))  # type: ignore[arg-type]
+        if b.op == "or":
+            return T.bor(*(self._sub_bool(x) for x in b.args))  # type: ignore[arg-type]
+        if b.op == "not":
+            return T.bnot(self._sub_bool(b.args[0]))  # type: ignore[arg-type]
+        if b.op == "read":
+            tensor, index = b.args
+            assert isinstance(tensor, str) and isinstance(index, tuple)
+            return T.bread(tensor, tuple(_sub_int(i, env) for i in index))
         return b
-    if b.op == "cmp":
-        op, diff = b.args
-        return T.compare(op, subst(diff, env), T.ZERO)  # type: ignore[arg-type]
-    if b.op == "icmp":
-        op, e = b.args
-        return T.icompare(op, _sub_int(e, env))  # type: ignore[arg-type]
-    if b.op == "and":
-        return T.band(*(subst_bool(x, env) for x in b.args))  # type: ignore[arg-type]
-    if b.op == "or":
-        return T.bor(*(subst_bool(x, env) for x in b.args))  # type: ignore[arg-type]
-    if b.op == "not":
-        return T.bnot(subst_bool(b.args[0], env))  # type: ignore[arg-type]
-    if b.op == "read":
-        tensor, index = b.args
-        assert isinstance(tensor, str) and isinstance(index, tuple)
-        return T.bread(tensor, tuple(_sub_int(i, env) for i in index))
-    return b
 
 
 # ---- sums ----------------------------------------------------------------------------------------
@@ -290,7 +322,8 @@ def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = Tru
     if hit is None:
         if len(_sum_memo) >= _MEMO_LIMIT:
             _sum_memo.clear()
-        hit = _sum_memo[key] = _make_sum(var, lo, hi, body, flatten)
+        with nested():
+            hit = _sum_memo[key] = _make_sum(var, lo, hi, body, flatten)
     return hit
 
 
@@ -403,6 +436,11 @@ def prefix_difference(s: Sum) -> Poly:
 
 def make_prefix(var: str, body: Poly, at: IntExpr) -> Poly:
     """sum over var in [0, at) of body (signed for at < 0), linear in body."""
+    with nested():
+        return _make_prefix(var, body, at)
+
+
+def _make_prefix(var: str, body: Poly, at: IntExpr) -> Poly:
     out = T.ZERO
     for mono, c in body.terms:
         indep = tuple((a, k) for a, k in mono if var not in a.free)
@@ -540,6 +578,11 @@ def make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Po
     """max / min / mul over var in [lo, hi) of body: selects lifted, shifted and renamed like
     sums; max / min also move terms and positive factors free of var out and split their range
     at a select on var (`_order_reduce`)."""
+    with nested():
+        return _make_reduce(kind, var, lo, hi, body)
+
+
+def _make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Poly:
     lifted = _lift_select(var, body, lambda b: make_reduce(kind, var, lo, hi, b))
     if lifted is not None:
         return lifted

@@ -22,13 +22,20 @@ so the two namespaces are disjoint by construction and a size can never capture 
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from axon.dialects.form.intexpr import Atom as IntAtom
 from axon.dialects.form.intexpr import IntExpr
-from axon.verifier.budget import MAX_MONOMIALS, MAX_TERM_CHARS, check_size, tick
+from axon.verifier.budget import (
+    MAX_MONOMIALS,
+    MAX_TERM_CHARS,
+    check_coefficient,
+    check_size,
+    tick,
+)
 
 #: the first character of every verifier-internal variable; never part of an identifier
 INTERNAL = "$"
@@ -217,6 +224,55 @@ class Bool(Term):
         _init(self, f"{self.op}({text})", free)
 
 
+# ---- structure -----------------------------------------------------------------------------------
+# Terms are DAGs: a chain of statements shares each step's term among the later ones, and its
+# nesting grows with the program. Traversals go through these two functions with explicit stacks
+# and memos on terms (never by recursion on the nesting), so their cost is linear in the number of
+# distinct terms, not in the size of the tree they unfold to.
+def subterms(t: Term) -> list[Term]:
+    """The terms directly inside `t`: its boolean parts (a select's condition, the operands of
+    and / or / not) and the atoms of the polynomials it holds (function arguments, compared
+    differences, select branches, a reduction's body)."""
+    polys: list[Poly] = []
+    bools: list[Bool] = []
+    if isinstance(t, Fn):
+        polys.extend(t.args)
+    elif isinstance(t, Select):
+        bools.append(t.cond)
+        polys.extend((t.a, t.b))
+    elif isinstance(t, (Sum, Prefix, Reduce)):
+        polys.append(t.body)
+    elif isinstance(t, Bool):
+        for x in t.args:
+            if isinstance(x, Poly):
+                polys.append(x)
+            elif isinstance(x, Bool):
+                bools.append(x)
+    return [*bools, *(a for p in polys for mono, _ in p.terms for a, _ in mono)]
+
+
+def int_parts(t: Term) -> list[IntExpr]:
+    """The integer expressions `t` holds itself (not those of its subterms): a read's indices,
+    an integer atom, a reduction's bounds, a prefix's point, an integer comparison."""
+    if isinstance(t, Read):
+        return list(t.index)
+    if isinstance(t, IdxAtom):
+        return [t.expr]
+    if isinstance(t, (Sum, Reduce)):
+        return [t.lo, t.hi]
+    if isinstance(t, Prefix):
+        return [t.at]
+    if isinstance(t, Bool):
+        out: list[IntExpr] = []
+        for x in t.args:
+            if isinstance(x, IntExpr):
+                out.append(x)
+            elif isinstance(x, tuple):
+                out.extend(i for i in x if isinstance(i, IntExpr))
+        return out
+    return []
+
+
 # ---- polynomials ---------------------------------------------------------------------------------
 Monomial = tuple[tuple[Term, int], ...]
 
@@ -257,10 +313,32 @@ class Poly:
 
     def __add__(self, other: Poly) -> Poly:
         tick()
+        big, small = (self, other) if len(self.terms) >= len(other.terms) else (other, self)
+        if len(small.terms) <= _FEW_TERMS:
+            return big._insert(small)
         acc = dict(self.terms)
         for m, c in other.terms:
-            acc[m] = acc.get(m, Fraction(0)) + c
+            acc[m] = total = acc.get(m, Fraction(0)) + c
+            check_coefficient(total)
         return _poly(acc)
+
+    def _insert(self, few: Poly) -> Poly:
+        """self + few for a short `few`, its monomials placed into self's sorted ones by binary
+        search (a sum of n terms built one term at a time is then not n full re-sorts)."""
+        terms = list(self.terms)
+        for m, c in few.terms:
+            i = bisect.bisect_left(terms, _mono_sort_key((m, c)), key=_mono_sort_key)
+            if i < len(terms) and terms[i][0] == m:
+                total = terms[i][1] + c
+                check_coefficient(total)
+                if total:
+                    terms[i] = (m, total)
+                else:
+                    del terms[i]
+            else:
+                terms.insert(i, (m, c))
+        check_size(len(terms), MAX_MONOMIALS, "monomials")
+        return Poly(tuple(terms))
 
     def __neg__(self) -> Poly:
         return Poly(tuple((m, -c) for m, c in self.terms))
@@ -275,19 +353,43 @@ class Poly:
                 tick()
                 m = mono_mul(m1, m2)
                 acc[m] = acc.get(m, Fraction(0)) + c1 * c2
+        for total in acc.values():
+            check_coefficient(total)
         return _poly(acc)
 
     def scale(self, c: Fraction) -> Poly:
-        return _poly({m: k * c for m, k in self.terms})
+        acc = {m: k * c for m, k in self.terms}
+        for total in acc.values():
+            check_coefficient(total)
+        return _poly(acc)
+
+
+#: at most this many terms are added into a polynomial by insertion rather than a re-sort
+_FEW_TERMS = 16
 
 
 def _poly(acc: Mapping[Monomial, Fraction]) -> Poly:
+    """The canonical polynomial of `acc` (whose coefficients the caller has checked against
+    `MAX_COEFFICIENT_BITS`: sums and products are where coefficients grow)."""
     check_size(len(acc), MAX_MONOMIALS, "monomials")
     return Poly(tuple(sorted(((m, c) for m, c in acc.items() if c), key=_mono_sort_key)))
 
 
+#: the sort key of each monomial seen: a sum of n terms built one term at a time re-sorts its
+#: monomials n times (Timsort finds the already sorted runs), and spelling the keys out again
+#: each time would dominate; bounded, cleared when full
+_MONO_KEYS: dict[Monomial, str] = {}
+_MONO_KEYS_LIMIT = 100_000
+
+
 def _mono_sort_key(item: tuple[Monomial, Fraction]) -> str:
-    return "*".join(f"{a.key}^{p}" for a, p in item[0])
+    mono = item[0]
+    key = _MONO_KEYS.get(mono)
+    if key is None:
+        if len(_MONO_KEYS) >= _MONO_KEYS_LIMIT:
+            _MONO_KEYS.clear()
+        key = _MONO_KEYS[mono] = "*".join(f"{a.key}^{p}" for a, p in mono)
+    return key
 
 
 def mono_mul(m1: Monomial, m2: Monomial) -> Monomial:
@@ -399,40 +501,68 @@ def exp(p: Poly) -> Poly:
 def known_positive(a: Term) -> bool:
     """Atoms that are > 0 wherever they are evaluated: exp, size symbols (>= 1), a sum of a
     monomial of such atoms (with its positive coefficient) over a range evidently nonempty, and
-    the reciprocal of such a monomial."""
-    if known_nonzero(a):
-        return True
-    if isinstance(a, Sum) and nonneg(a.hi - a.lo - 1):
-        return _positive_monomial(a.body)
-    if isinstance(a, Fn) and a.fn == "inv":  # 1/p > 0 for p > 0
-        return _positive_monomial(a.args[0])
-    return False
+    the reciprocal of such a monomial (checked with a worklist: such atoms nest as deep as the
+    program is long)."""
+    pending, seen = [a], set()
+    while pending:
+        t = pending.pop()
+        if t in seen or known_nonzero(t):
+            continue
+        seen.add(t)
+        if isinstance(t, Sum) and nonneg(t.hi - t.lo - 1):
+            factors = _positive_factors(t.body)
+        elif isinstance(t, Fn) and t.fn == "inv":  # 1/p > 0 for p > 0
+            factors = _positive_factors(t.args[0])
+        else:
+            return False
+        if factors is None:
+            return False
+        pending.extend(factors)
+    return True
 
 
-def _positive_monomial(p: Poly) -> bool:
+def _positive_factors(p: Poly) -> list[Term] | None:
+    """The factors of p when p is one monomial with a positive coefficient (p > 0 when they all
+    are), else None."""
     if len(p.terms) != 1:
-        return False
+        return None
     (mono, c), = p.terms
-    return c > 0 and all(known_positive(x) for x, _ in mono)
+    return [x for x, _ in mono] if c > 0 else None
 
 
 def log(p: Poly) -> Poly:
     """log(c * prod a_i^k_i) = log(c) + sum k_i log(a_i) when c > 0 and every a_i is known
-    positive (the product rule of log holds for positive factors only), with log(exp(m)) = m;
-    any other argument stays uninterpreted."""
+    positive (the product rule of log holds for positive factors only), with log(exp(m)) = m
+    and log(1/q) = -log(q) (q split the same way, with a worklist); any other argument stays
+    uninterpreted."""
+    out = ZERO
+    work = [(p, Fraction(1))]
+    while work:
+        q, scale = work.pop()
+        split = _log_factors(q)
+        if split is None:
+            out = out + atom(Fn("log", (q,))).scale(scale)
+            continue
+        c, mono = split
+        if c != 1:
+            out = out + atom(Fn("log", (const(c),))).scale(scale)
+        for a, k in mono:
+            if isinstance(a, Fn) and a.fn == "exp":
+                out = out + a.args[0].scale(scale * k)
+            elif isinstance(a, Fn) and a.fn == "inv":  # log(1/q) = -log(q) for q > 0
+                work.append((a.args[0], -scale * k))
+            else:
+                out = out + atom(Fn("log", (atom(a),))).scale(scale * k)
+    return out
+
+
+def _log_factors(p: Poly) -> tuple[Fraction, Monomial] | None:
+    """(c, monomial) when p = c * monomial with c > 0 and every factor known positive."""
     if len(p.terms) == 1:
         (mono, c), = p.terms
         if c > 0 and mono and all(known_positive(a) for a, _ in mono):
-            out = ZERO if c == 1 else atom(Fn("log", (const(c),)))
-            for a, k in mono:
-                if isinstance(a, Fn) and a.fn == "exp":
-                    out = out + a.args[0].scale(Fraction(k))
-                elif isinstance(a, Fn) and a.fn == "inv":  # log(1/p) = -log(p) for p > 0
-                    out = out + log(a.args[0]).scale(Fraction(-k))
-                else:
-                    out = out + atom(Fn("log", (atom(a),))).scale(Fraction(k))
-            return out
-    return atom(Fn("log", (p,)))
+            return c, mono
+    return None
 
 
 def power(p: Poly, exponent: float) -> Poly:
