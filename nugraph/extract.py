@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -40,8 +41,27 @@ class Extraction:
 _SATURATED = sys.float_info.max
 
 
+#: graphs with at most this many e-nodes are small: their tree costs are a fixed point by passes,
+#: their local search also switches two classes at once (which finds sharing that no single
+#: switch pays for: two consumers moving onto one common subterm), and their top-k sums every
+#: runner-up that may rank afresh
+PAIR_SEARCH_NODES = 150
+
+
 def tree_costs(g: EGraph, cost: NodeCost) -> tuple[dict[int, float], Choice]:
-    """Per-class least tree cost and the node achieving it (fixed point over the whole graph)."""
+    """Per-class least tree cost and the node achieving it.
+
+    On small graphs, a fixed point by passes over the classes in id order (a tie goes to the
+    e-node that reached the least cost first). On large ones the passes would be as many as the
+    program is deep (a class improves through a newer class, visited after it), so classes are
+    finished in order of cost instead (Knuth's generalization of Dijkstra's algorithm): each
+    e-node is priced once, when its last child class is finished."""
+    if g.num_nodes <= PAIR_SEARCH_NODES:
+        return _tree_costs_by_passes(g, cost)
+    return _tree_costs_in_order(g, cost)
+
+
+def _tree_costs_by_passes(g: EGraph, cost: NodeCost) -> tuple[dict[int, float], Choice]:
     best: dict[int, float] = {c: math.inf for c in g.class_ids()}
     pick: Choice = {}
     changed = True
@@ -49,15 +69,47 @@ def tree_costs(g: EGraph, cost: NodeCost) -> tuple[dict[int, float], Choice]:
         changed = False
         for c in g.class_ids():
             for nid in g.class_nodes(c):
-                node = g.nodes[nid]
-                children = [best[g.find(ch)] for ch in node.children]
-                total = cost(g, nid) + sum(children)
-                if total == math.inf and math.inf not in children:
-                    total = _SATURATED
+                total = _total(cost(g, nid), [best[g.find(ch)] for ch in g.nodes[nid].children])
                 if total < best[c] - 1e-18:
                     best[c], pick[c] = total, nid
                     changed = True
     return best, pick
+
+
+def _tree_costs_in_order(g: EGraph, cost: NodeCost) -> tuple[dict[int, float], Choice]:
+    best: dict[int, float] = {c: math.inf for c in g.class_ids()}
+    pick: Choice = {}
+    readers: dict[int, list[int]] = {}  # class -> the e-nodes reading it, once per read
+    missing: dict[int, int] = {}  # e-node -> its reads of classes not finished yet
+    ready: list[tuple[float, int, int]] = []  # (tree cost, e-node, class)
+    for c in g.class_ids():
+        for nid in g.class_nodes(c):
+            children = [g.find(ch) for ch in g.nodes[nid].children]
+            missing[nid] = len(children)
+            for ch in children:
+                readers.setdefault(ch, []).append(nid)
+            if not children:
+                heapq.heappush(ready, (cost(g, nid), nid, c))
+    while ready:
+        total, nid, c = heapq.heappop(ready)
+        if c in pick:
+            continue
+        best[c], pick[c] = total, nid
+        for reader in readers.get(c, []):
+            missing[reader] -= 1
+            if missing[reader] == 0:
+                costs = [best[g.find(ch)] for ch in g.nodes[reader].children]
+                heapq.heappush(ready, (_total(cost(g, reader), costs), reader,
+                                       g.class_of(reader)))
+    return best, pick
+
+
+def _total(own: float, children: list[float]) -> float:
+    """An e-node's tree cost: its own and its children's (saturated, see `_SATURATED`)."""
+    total = own + sum(children)
+    if total == math.inf and math.inf not in children:
+        return _SATURATED
+    return total
 
 
 def reachable(g: EGraph, roots: Sequence[int], choice: Choice) -> list[int] | None:
@@ -94,9 +146,6 @@ def _freeze(g: EGraph, roots: Sequence[int], choice: Choice, cost: NodeCost) -> 
                       sum(cost(g, n) for _, n in kept))
 
 
-#: graphs with at most this many e-nodes also try switching two classes at once, which finds
-#: sharing that no single switch pays for (two consumers moving onto one common subterm)
-PAIR_SEARCH_NODES = 150
 
 #: how far an incrementally summed cost may drift from the same cost summed afresh, relative to
 #: the program's cost (float sums in another order; the drift is some 1e-16 per term)
@@ -133,7 +182,7 @@ def _extract_best(g: EGraph, roots: Sequence[int], cost: NodeCost, max_passes: i
     if len(options) <= PAIR_SEARCH_NODES:
         choice = _pair_search(g, roots, cost, choice, current, options, max_passes, stop)
     else:
-        choice = _switch_search(g, roots, cost, choice, current, options, max_passes, stop)
+        choice = _switch_search(g, roots, cost, choice, options, max_passes, stop)
     return _freeze(g, roots, choice, cost), tree_pick
 
 
@@ -165,11 +214,11 @@ def _pair_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice, cu
     return choice
 
 
-def _switch_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice, current: float,
+def _switch_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice,
                    options: list[tuple[int, int]], max_passes: int, stop: Stop) -> Choice:
-    """Local search over switches of one class (large graphs), with the same steps as summing
-    each trial's DAG cost afresh: a switch is summed afresh only when its incremental change
-    (`_Program.change`) says it may lower the cost."""
+    """Local search over switches of one class (large graphs), each priced and made by what it
+    changes (`_Program`): the pair search's trials sum the whole program afresh, which on a
+    graph of tens of thousands of e-nodes takes longer than the search that grew it."""
     program = _Program(g, roots, choice, cost)
     for step in range(max_passes):
         if step > 0 and stop():
@@ -179,13 +228,9 @@ def _switch_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice, 
             if choice.get(c) == nid:
                 continue
             change = program.change(c, nid)
-            if change is None or change >= _DRIFT * abs(current) - 1e-15:
-                continue
-            trial = {**choice, c: nid}
-            value = dag_cost(g, roots, trial, cost)
-            if value < current - 1e-15:
-                choice, current, improved = trial, value, True
-                program = _Program(g, roots, choice, cost)
+            if change is not None and change < -1e-15:
+                program.switch(c, nid)
+                improved = True
         if not improved:
             break
     return choice
@@ -193,24 +238,33 @@ def _switch_search(g: EGraph, roots: list[int], cost: NodeCost, choice: Choice, 
 
 class _Program:
     """The program an acyclic `choice` reaches from `roots`, held so that switching one class to
-    another e-node is priced by what it adds and what it drops, not by walking it all again.
+    another e-node is priced (and made) by what it adds and what it drops, not by walking it all
+    again.
 
     A class is reached while some reached class's chosen e-node (or a root) reads it: `readers`
     counts those reads. A switch of class c to e-node n reads n's children instead of the old
     e-node's; the classes that come into reach and those whose readers all go are what changes.
-    The switch closes a cycle when c comes into reach from n's children; a reached class finished
-    before c in the children-first order (`position`) cannot read c, so the walk stops there."""
+    The switch closes a cycle when c comes into reach from n's children; a reached class before
+    c in a children-first order (`position`) cannot read c, so that walk stops there. A switch
+    made keeps the order: what comes into reach is placed between its children and c (when its
+    children all come before c; else the order is taken afresh)."""
 
     def __init__(self, g: EGraph, roots: list[int], choice: Choice, cost: NodeCost) -> None:
-        self.g, self.choice, self.cost = g, choice, cost
-        order = reachable(g, roots, choice)
+        self.g, self.roots, self.choice, self.cost = g, roots, choice, cost
+        self.position: dict[int, float] = {}
+        self.readers: dict[int, int] = {}
+        self._walk()
+
+    def _walk(self) -> None:
+        """Take the order and the readers afresh."""
+        order = reachable(self.g, self.roots, self.choice)
         assert order is not None, "the program to improve is acyclic"
-        self.position = {c: i for i, c in enumerate(order)}
-        self.readers: dict[int, int] = dict.fromkeys(order, 0)
-        for r in roots:
+        self.position = {c: float(i) for i, c in enumerate(order)}
+        self.readers = dict.fromkeys(order, 0)
+        for r in self.roots:
             self.readers[r] += 1
         for c in order:
-            for ch in self._reads(choice[c]):
+            for ch in self._reads(self.choice[c]):
                 self.readers[ch] += 1
 
     def _reads(self, nid: int) -> list[int]:
@@ -221,10 +275,42 @@ class _Program:
         cyclic or reaches a class without a choice."""
         if c not in self.position:
             return 0.0  # not part of the program
+        found = self._effects(c, nid)
+        return None if found is None else found[0]
+
+    def switch(self, c: int, nid: int) -> None:
+        """Choose e-node `nid` for class `c` (a switch `change` priced)."""
+        found = self._effects(c, nid)
+        assert found is not None, "the switch keeps the program acyclic"
+        _, readers, came, went = found
+        for d, k in readers.items():
+            self.readers[d] = self.readers.get(d, 0) + k
+        for d in went:
+            del self.readers[d], self.position[d]
+        self.choice[c] = nid
+        limit = self.position[c]
+        arrived = set(came)
+        for d in postorder(came, lambda d: [ch for ch in self._reads(self.choice[d])
+                                            if ch in arrived]):
+            below = max((self.position[ch] for ch in self._reads(self.choice[d])), default=-1.0)
+            if below >= limit:
+                break
+            self.position[d] = below + (limit - below) / 2
+        else:
+            if all(self.position[ch] < limit for ch in self._reads(nid)):
+                return
+        self._walk()
+
+    def _effects(self, c: int, nid: int
+                 ) -> tuple[float, dict[int, int], list[int], list[int]] | None:
+        """(cost change, change of each class's readers, classes that come into reach, classes
+        that go out of it) of choosing `nid` for the reached class `c`; None when cyclic or a
+        class reached has no choice."""
         if self._closes_cycle(c, nid):
             return None
         delta = self.cost(self.g, nid) - self.cost(self.g, self.choice[c])
-        extra: dict[int, int] = {}  # change of each class's readers
+        extra: dict[int, int] = {}
+        came: list[int] = []
         work = self._reads(nid)
         while work:  # what comes into reach
             d = work.pop()
@@ -233,16 +319,19 @@ class _Program:
             if before == 0:
                 if d not in self.choice:
                     return None
+                came.append(d)
                 delta += self.cost(self.g, self.choice[d])
                 work.extend(self._reads(self.choice[d]))
+        went: list[int] = []
         work = self._reads(self.choice[c])
         while work:  # what goes out of reach
             d = work.pop()
             extra[d] = extra.get(d, 0) - 1
             if self.readers.get(d, 0) + extra[d] == 0:
+                went.append(d)
                 delta -= self.cost(self.g, self.choice[d])
                 work.extend(self._reads(self.choice[d]))
-        return delta
+        return delta, extra, came, went
 
     def _closes_cycle(self, c: int, nid: int) -> bool:
         limit = self.position[c]
@@ -294,14 +383,17 @@ def extract_ranking(g: EGraph, roots: Sequence[int], cost: NodeCost, k: int,
         change = program.change(c, nid)
         if change is not None:
             deviations.append((best.cost + change, c, nid))
-    # only the deviations that can rank among the k cheapest are summed afresh
-    estimates = sorted([best.cost, *(d[0] for d in deviations)])
-    bound = estimates[min(k, len(estimates)) - 1] + 2 * _DRIFT * abs(best.cost)
+    if g.num_nodes <= PAIR_SEARCH_NODES:
+        # every deviation that can rank among the k cheapest is summed afresh
+        estimates = sorted([best.cost, *(d[0] for d in deviations)])
+        bound = estimates[min(k, len(estimates)) - 1] + 2 * _DRIFT * abs(best.cost)
+        deviations = [d for d in deviations if d[0] <= bound]
+    else:
+        # the k - 1 cheapest by their incremental price (ties: in the order they were priced)
+        deviations = sorted(deviations, key=lambda d: d[0])[:k - 1]
     seen = {best.choice}
     found = [best]
-    for estimate, c, nid in deviations:
-        if estimate > bound:
-            continue
+    for _, c, nid in deviations:
         trial = dict(base)
         trial[c] = nid
         e = _freeze(g, best.roots, trial, cost)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
 from axon.dialects.ax import TensorType
+from axon.nugraph import extract
 from axon.nugraph.cost import RooflineCost
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
@@ -108,3 +110,42 @@ def test_a_deep_program_that_reuses_its_values_extracts() -> None:
         y = node(g, "ax.add", y, y)
     best = extract_best(g, [y], table_cost)
     assert best.cost == 1500.0 and len(best.choice) == 1501
+
+
+def random_graph(seed: int, size: int) -> tuple[EGraph, int]:
+    """`size` random unary and binary e-nodes over two inputs, with some classes merged (cycles
+    included); the root reads the last few."""
+    rng = random.Random(seed)
+    g = EGraph()
+    made = [g.add_input("x", M), g.add_input("y", M)]
+    for _ in range(size):
+        op = rng.choice(sorted(OP_COST.keys() - {"input", "ax.constant"}))
+        arity = 2 if op in ("ax.add", "ax.mul") else 1
+        made.append(node(g, op, *(rng.choice(made) for _ in range(arity))))
+    for _ in range(size // 10):
+        merge(g, rng.choice(made), rng.choice(made))
+    root = node(g, "ax.add", made[-1], made[-2])
+    return g, root
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_large_graphs_get_the_same_tree_costs_in_cost_order(seed: int) -> None:
+    g, _ = random_graph(seed, 300)
+    assert g.num_nodes > extract.PAIR_SEARCH_NODES
+    by_passes, _ = extract._tree_costs_by_passes(g, table_cost)
+    in_order, pick = extract._tree_costs_in_order(g, table_cost)
+    assert in_order == by_passes
+    for c, nid in pick.items():
+        assert g.class_of(nid) == c
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_switch_search_keeps_its_program_and_cost_in_step(seed: int) -> None:
+    g, root = random_graph(seed, 300)
+    _, tree_pick = tree_costs(g, table_cost)
+    start = extract.dag_cost(g, [root], tree_pick, table_cost)
+    best = extract_best(g, [root], table_cost)
+    # the cost it reports is the cost of the program it returns, summed afresh
+    assert best.cost == pytest.approx(extract.dag_cost(g, [root], best.chosen(), table_cost))
+    assert best.cost <= start + 1e-9
+    assert reachable(g, [root], best.chosen()) is not None
