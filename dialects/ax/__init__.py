@@ -53,6 +53,7 @@ from axon.dialects.ax.elementwise import (
 )
 from axon.dialects.ax.generic import GenericOp
 from axon.dialects.ax.op_base import TensorOp
+from axon.dialects.ax.per_signature import per_signature
 from axon.dialects.ax.structural import BroadcastToOp, ConcatOp, ReshapeOp, SliceOp, TransposeOp
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.interface import Semantics, register_dialect
@@ -63,6 +64,8 @@ ALL_OPS: tuple[type[TensorOp], ...] = (
     *ELEMENTWISE_OPS, ConstantOp, IotaOp, MatmulOp, *REDUCE_OPS, CumsumOp, *STRUCTURAL_OPS,
     GenericOp)
 
+for _op in ALL_OPS:
+    per_signature(_op)
 Ax = Dialect("ax", list(ALL_OPS), [TensorType])
 register_dialect(Ax)
 
