@@ -28,6 +28,8 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
+from axon.dialects.ax.per_signature import Parsed
+
 #: xDSL's message when a block holds something that is neither an op nor a block label
 _NOT_AN_OP = " in block definition"
 #: xDSL's message when the input ends with values never defined (reported at the end)
@@ -48,6 +50,8 @@ class LocatingParser(Parser):
         self._line_starts = [0, *(m.end() for m in re.finditer("\n", content))]
         #: where each value name was first used, to report one never defined at its use
         self._first_use: dict[str, Span[str]] = {}
+        #: what ax ops' text after their operands parses to (`dialects/ax/per_signature.py`)
+        self.signature_memo: dict[tuple[int, str], Parsed] = {}
 
     def line_col(self, pos: int) -> tuple[int, int]:
         """The 1-based line (counted from the file's start) and column of offset `pos`."""

@@ -19,7 +19,8 @@ from contextlib import contextmanager
 from io import StringIO
 from typing import Any
 
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 
 #: signatures of ops that passed their op verifier, cleared whole when full
@@ -36,6 +37,7 @@ def per_signature(op_class: type[Operation]) -> None:
     op_class.verify_ = _verified_once(op_class.verify_)  # type: ignore[method-assign, assignment]
     op_class.format_print = op_class.print  # type: ignore[attr-defined]
     op_class.print = _printed_once(op_class.print)  # type: ignore[method-assign, assignment]
+    op_class.parse = classmethod(_parsed_once(op_class.parse))  # type: ignore[method-assign, assignment]
     op_class._per_signature = True  # type: ignore[attr-defined]
 
 
@@ -100,6 +102,53 @@ def _printed_once(print_: Callable[[Any, Printer], None]) -> Callable[[Any, Prin
 
     print_op.__doc__ = print_.__doc__
     return print_op
+
+
+#: what a parser keeps per signature text: operand types, result types, properties, attributes
+Parsed = tuple[tuple[Attribute, ...], tuple[Attribute, ...], tuple[tuple[str, Attribute], ...],
+               tuple[tuple[str, Attribute], ...]]
+
+
+def _parsed_once(parse: Callable[[Parser], Operation]) -> Callable[[Any, Parser], Operation]:
+    """The class's format `parse`, run once per text after the operands on a parser that keeps
+    a `signature_memo` (`tools/locations.LocatingParser`: one per input, so type aliases and
+    dialects are the input's own). The text is the rest of the op's line (up to a trailing
+    `loc(...)`); a line whose op the format reads as exactly that text is remembered with the
+    types and attributes it gave, and a later op with the same text after its operands is
+    built from them. Anything else (a comment, an op over several lines) is parsed in full."""
+
+    def parse_op(cls: Any, parser: Parser) -> Operation:
+        memo: dict[tuple[int, str], Parsed] | None = getattr(parser, "signature_memo", None)
+        if memo is None:
+            return parse(parser)
+        start = parser.pos
+        names = parser.parse_optional_undelimited_comma_separated_list(
+            parser.parse_optional_unresolved_operand, parser.parse_unresolved_operand) or []
+        after = parser.pos
+        content = parser.lexer.input.content
+        assert isinstance(content, str)
+        end = content.find("\n", after)
+        line = content[after:end if end >= 0 else len(content)]
+        text = line.split(" loc(", 1)[0].rstrip()
+        key = (len(names), text)
+        known = memo.get(key) if "//" not in text else None
+        if known is not None:
+            operand_types, result_types, properties, attributes = known
+            parser._resume_from(after + len(text))  # noqa: SLF001 - the lexer's own API
+            operands = [parser.resolve_operand(n, t) for n, t in zip(names, operand_types,
+                                                                     strict=True)]
+            return cls.create(operands=operands, result_types=list(result_types),
+                              properties=dict(properties), attributes=dict(attributes))
+        parser._resume_from(start)  # noqa: SLF001
+        op = parse(parser)
+        if "//" not in text and content[after:parser.pos].rstrip() == text \
+                and len(op.operands) == len(names):
+            memo[key] = (tuple(v.type for v in op.operands), tuple(r.type for r in op.results),
+                         tuple(op.properties.items()), tuple(op.attributes.items()))
+        return op
+
+    parse_op.__doc__ = parse.__doc__
+    return parse_op
 
 
 def _suffix(op: Operation, print_: Callable[[Any, Printer], None]) -> str | None:

@@ -13,7 +13,8 @@ from xdsl.utils.exceptions import VerifyException
 from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.ax import ALL_OPS, AddOp
 from axon.dialects.ax.per_signature import unmemoized
-from axon.tools.embed import parse_mlir, parse_source, print_ir, run_pipeline
+from axon.tools.embed import make_context, parse_mlir, parse_source, print_ir, run_pipeline
+from axon.tools.locations import LocatingParser
 
 
 def texts(module: ModuleOp) -> list[str]:
@@ -56,3 +57,45 @@ def test_a_failing_signature_fails_every_time_and_a_passing_one_stays_passing() 
     last.detach()
     with pytest.raises(VerifyException, match="not a terminator"):
         module.verify()
+
+
+# TN and TS stand for the two tensor types (lines stay short)
+EDGES = """
+func.func @f(%x: TN, %y: TN) -> TN {
+  %0 = ax.add %x, %y : (TN, TN) -> TN
+  %1 = ax.add %0, %y : (TN, TN) -> TN loc("a.py":3:4)
+  %2 = ax.add %1, %y : (TN, TN) -> TN // note
+  %3 = ax.add %2, %y : (TN, TN)
+         -> TN
+  %4 = ax.constant {value = 2.0 : f64, shape = [], dtype = f32} : TS
+  %5 = ax.constant {value = 3.0 : f64, shape = [], dtype = f32} : TS
+  %6 = ax.constant {value = 2.0 : f64, shape = [], dtype = f32} : TS
+  %7 = ax.mul %3, %4 : (TN, TS) -> TN
+  %8 = ax.mul %7, %6 : (TN, TS) -> TN
+  %9 = ax.add %8, %y : (TN, TN) -> TN
+  %10 = ax.mul %9, %5 : (TN, TS) -> TN
+  func.return %10 : TN
+}
+""".replace("TN", "!ax.tensor<[N], f32>").replace("TS", "!ax.tensor<[], f32>")
+
+
+def parsed(text: str, memo: bool) -> ModuleOp:
+    parser = LocatingParser(make_context(), text, "t.mlir")
+    if not memo:
+        parser.signature_memo = None  # type: ignore[assignment]
+    module = parser.parse_module()
+    module.verify()
+    return module
+
+
+@pytest.mark.parametrize("name", ["edges", "rmsnorm_matmul", "gated_mlp", "rope"])
+def test_memoized_parsing_builds_the_ops_the_format_does(name: str) -> None:
+    if name == "edges":
+        text = EDGES
+    else:
+        module = parse_source(PROGRAMS[name].source, f"{name}.py")
+        run_pipeline(module, 'propagate{emit="top-k" top_k=3 max_iterations=2}')
+        text = print_ir(module)
+    fast, full = parsed(text, memo=True), parsed(text, memo=False)
+    assert texts(fast) == texts(full)
+    assert "loc(" in texts(fast)[2]
