@@ -15,6 +15,10 @@ from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr, IntExprSyntaxError
 
+#: memo of `TensorSpec.bind`, cleared whole when full
+_BOUND: dict[tuple[TensorSpec, tuple[tuple[str, int], ...]], TensorType] = {}
+_BOUND_LIMIT = 1 << 12
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -24,7 +28,17 @@ class TensorSpec:
     dims: tuple[IntExpr, ...]
 
     def bind(self, sizes: Mapping[str, int]) -> TensorType:
-        """The tensor type with the given size symbols replaced by integers."""
+        """The tensor type with the given size symbols replaced by integers (one instance per
+        spec and sizes: a model's layers repeat their parameters' specs)."""
+        key = (self, tuple(sorted(sizes.items())))
+        bound = _BOUND.get(key)
+        if bound is None:
+            if len(_BOUND) >= _BOUND_LIMIT:
+                _BOUND.clear()
+            bound = _BOUND[key] = self._bind(sizes)
+        return bound
+
+    def _bind(self, sizes: Mapping[str, int]) -> TensorType:
         dims = [d.substitute(sizes) for d in self.dims]
         for d in dims:
             if d.is_const and d.value < 0:

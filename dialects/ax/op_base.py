@@ -8,6 +8,7 @@ interpreter, the naive evaluator and the SMT encoder.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -51,18 +52,45 @@ def _memo_semantics(key: tuple[Any, ...], derive: Callable[[], Semantics]) -> Se
 
 # ---- attribute kinds: Python value <-> xDSL attribute ------------------------------------------
 def _ints(values: Sequence[int]) -> Attribute:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+    key = tuple(int(v) for v in values)
+    attr = _INTS.get(key)
+    if attr is None:
+        if len(_INTS) >= _MEANINGS_LIMIT:
+            _INTS.clear()
+        attr = _INTS[key] = DenseArrayBase.from_list(i64, key)
+    return attr
+
+
+_BOOLS = {False: BoolAttr.from_bool(False), True: BoolAttr.from_bool(True)}
 
 
 def _dims(values: Sequence[IntExpr | int | str]) -> Attribute:
     return ArrayAttr([StringAttr(str(IntExpr.lift(v))) for v in values])
 
 
+#: one DenseArray per tuple of ints (axes, permutations), cleared whole when full
+_INTS: dict[tuple[int, ...], Attribute] = {}
+#: one FloatAttr per value, as a program's constants repeat (building one is not cheap); keyed
+#: with the sign so that 0.0 and -0.0 stay apart, cleared whole when full
+_FLOATS: dict[tuple[float, bool], FloatAttr] = {}
+
+
+def _float(value: Any) -> FloatAttr:
+    v = float(value)
+    key = (v, math.copysign(1.0, v) < 0)
+    attr = _FLOATS.get(key)
+    if attr is None:  # a NaN never matches itself: a new one each time, which is right
+        if len(_FLOATS) >= _MEANINGS_LIMIT:
+            _FLOATS.clear()
+        attr = _FLOATS[key] = FloatAttr(v, f64)
+    return attr
+
+
 TO_ATTR: dict[str, Any] = {
     "int": lambda v: IntegerAttr(int(v), i64),
     "ints": _ints,
-    "float": lambda v: FloatAttr(float(v), f64),
-    "bool": lambda v: BoolAttr.from_bool(bool(v)),
+    "float": _float,
+    "bool": lambda v: _BOOLS[bool(v)],
     "dtype": dtype_attr,
     "dims": _dims,
     "text": StringAttr,

@@ -17,7 +17,7 @@ import inspect
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
@@ -456,7 +456,7 @@ class Walker:
         if not callable(callee) or isinstance(callee, DTypeSpec | _AxNamespace):
             self.fail(f"{_describe(callee)} is not a function", callee_node)
         name = getattr(callee, "__name__", "function")
-        signature = _plain(inspect.signature(callee))
+        signature = _signature(callee)
         try:
             signature.bind(*args, **kwargs)
         except TypeError as err:
@@ -537,6 +537,23 @@ def _targets(target: Node) -> list[Node]:
     if target.kind == "tuple" and all(c.kind == "name" for c in target.children):
         return list(target.children)
     return []
+
+
+def _signature(callee: Callable[..., Any]) -> inspect.Signature:
+    """The plain signature of a builder function or a bound method (derived once per function:
+    `inspect.signature` is slow next to the rest of a call)."""
+    func = getattr(callee, "__func__", None)
+    if func is None:
+        return _function_signature(callee, False)
+    return _function_signature(func, True)
+
+
+@lru_cache(maxsize=1024)
+def _function_signature(func: Callable[..., Any], bound: bool) -> inspect.Signature:
+    signature = _plain(inspect.signature(func))
+    if bound:  # a method's signature, seen through an instance: without `self`
+        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    return signature
 
 
 def _plain(signature: inspect.Signature) -> inspect.Signature:
