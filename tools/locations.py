@@ -26,9 +26,15 @@ from xdsl.ir import Attribute, AttributeInvT, Operation, Region, SSAValue, TypeA
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
-from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
 
 from axon.dialects.ax.per_signature import Parsed
+
+# xDSL 0.74 lexes a string literal with `"(?:[^"\\...]+|\\...)*"`: a `+` inside a `*`, which
+# backtracks exponentially on a quote never closed on its line (a 300-character line took
+# minutes). The same language without the nested quantifier fails in linear time.
+MLIRLexer._unescaped_characters_regex = re.compile(  # noqa: SLF001
+    r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
 
 #: xDSL's message when a block holds something that is neither an op nor a block label
 _NOT_AN_OP = " in block definition"

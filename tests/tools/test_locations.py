@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 from xdsl.utils.exceptions import ParseError
 from xdsl.utils.lexer import Location, Span
@@ -65,3 +67,19 @@ def test_undefined_value_is_reported_at_its_use() -> None:
 def test_empty_input_is_an_empty_module() -> None:
     for text in ("", "\n", "// only a comment\n"):
         assert embed.print_ir(embed.parse_mlir(text)) == "builtin.module {\n}\n"
+
+
+def test_a_string_never_closed_fails_at_once() -> None:
+    # xDSL's string-literal pattern backtracked exponentially here (found by the fuzz test: a
+    # comment's `//` mutated into `"/`); the diagnostic must come in well under the alarm
+    def hang(_signum: int, _frame: object) -> None:
+        raise TimeoutError("lexing an unclosed string took over 10 s")
+
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(10)
+    try:
+        err = parse_error('"/ RUN: axon-opt %s -p build-nugraph | filecheck %s' + " x" * 150)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert "closing string literal" in err.msg
