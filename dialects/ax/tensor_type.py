@@ -48,7 +48,10 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
         except ValueError as err:
             raise VerifyException(str(err)) from None
         for d in self.dims.data:
-            dim = parse_int_expr(d.data)
+            try:
+                dim = parse_int_expr(d.data)
+            except ValueError as err:
+                raise VerifyException(f"tensor dim '{d.data}': {err}") from None
             if dim.is_const and dim.value < 0:
                 raise VerifyException(f"tensor dim {dim} is negative")
 
@@ -93,7 +96,13 @@ class _ParserTokens:
         return self.parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
 
     def name(self) -> str:
-        return self.parser.parse_identifier(" in a tensor dim (an integer or a size symbol)")
+        # xDSL's bare identifiers may hold dots and dollars (`ax.add`); a size symbol may not
+        span = self.parser._current_token.span  # noqa: SLF001 - where the name starts
+        name = self.parser.parse_identifier(" in a tensor dim (an integer or a size symbol)")
+        if not name.isidentifier():
+            self.parser.raise_error(f"'{name}' is not a size symbol (a name of letters, digits "
+                                    "and '_') in a tensor dim", span.start, span.end)
+        return name
 
     def fail(self, what: str) -> NoReturn:
         self.parser.raise_error(f"{what} in a tensor dim")

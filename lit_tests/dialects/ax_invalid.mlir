@@ -639,3 +639,11 @@ func.func @builtin_tensor(%x: tensor<4xf32>) {
   func.return
 }
 // CHECK: tensor<4xf32> should be of base attribute ax.tensor
+
+// -----
+
+// a dim that is a dotted identifier, not a size symbol (found by the fuzz test)
+func.func @dotted_dim(%x: !ax.tensor<[M, N], bf16>) -> !ax.tensor<[ax.addM, N], bf16> {
+  func.return %x : !ax.tensor<[M, N], bf16>
+}
+// CHECK: {{.*}}ax_invalid.mlir:{{[0-9]+}}:59: error: 'ax.addM' is not a size symbol (a name of letters, digits and '_') in a tensor dim
