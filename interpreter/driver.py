@@ -5,7 +5,8 @@ contributes one `InterpreterFunctions` class: `AxFunctions` runs tensor ops thro
 (`reference.py`), `FormFunctions` evaluates the generic form of any other registered dialect's
 form ops, xDSL's own `scf` and `func` functions run loops (loop-carried values included),
 branches, calls and returns, and `ControlArithFunctions` the index and i1 scalars that steer them.
-A dialect with loops of its own adds one more class here.
+A dialect with loops of its own adds one more class here: `TileFunctions` runs tiled kernels
+(binding program ids and loop ivs in the run's sizes while they run).
 
 Size symbols are bound once per run, for every function the run calls: `func.call`'s verifier
 demands that a call's operand and result types equal the callee's, so a symbol names the same size
@@ -31,6 +32,7 @@ from axon.interpreter.arithmetic import arithmetic
 from axon.interpreter.ax_functions import AxFunctions
 from axon.interpreter.form_functions import form_functions
 from axon.interpreter.indexing import InterpreterError, bind_sizes
+from axon.interpreter.tile_functions import TileFunctions
 
 #: where a function outside any module looks its callees up: nowhere (built once, as building a
 #: module costs more than a small run; the interpreter only reads it)
@@ -88,6 +90,7 @@ def run_function(func_op: FuncOp, inputs: Sequence[np.ndarray],
     args = tuple(arith.store(a, t.dtype) for a, t in zip(arrays, param_types, strict=True))
     interpreter = Interpreter(_symbol_table(func_op))
     interpreter.register_implementations(AxFunctions(arith=arith, sizes=env))
+    interpreter.register_implementations(TileFunctions(arith=arith, sizes=env))
     others = form_functions(arith, env)
     if others is not None:
         interpreter.register_implementations(others)

@@ -148,22 +148,28 @@ class LocatedVerifyError(VerifyException):
 def locate_verify_error(err: VerifyException, module: ModuleOp) -> VerifyException:
     """The located form of `err` when its op can be found and has a file location, else `err`.
 
-    xDSL's exception does not name the failing op, so the op is found again: the first one, in
-    the verifier's own post-order, whose local checks fail with the same message."""
+    An exception that names its op (an `op` attribute, as a tile kernel's check of an op it
+    holds does) is located at that op. xDSL's own do not, so the op is found again: the first
+    one, in the verifier's own post-order, whose local checks fail with the same message."""
     message = str(err)
+    named = getattr(err, "op", None)
+    if isinstance(named, Operation) and isinstance(named.location, FileLineColLoc):
+        return _located(message, named.location)
     for op in module.walk(reverse=False, region_first=True):
         if not isinstance(op.location, FileLineColLoc):
             continue
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as local:
-            if str(local) != message:
-                continue
-            loc = op.location
-            filename, line, col = loc.filename.data, loc.line.data, loc.column.data
-            text = f"{filename}:{line}:{col}: error: {message}"
-            source_line = linecache.getline(filename, line).rstrip("\n")
-            if source_line:
-                text += f"\n{source_line}\n{' ' * (col - 1)}^"
-            return LocatedVerifyError(text)
+            if str(local) == message:
+                return _located(message, op.location)
     return err
+
+
+def _located(message: str, loc: FileLineColLoc) -> LocatedVerifyError:
+    filename, line, col = loc.filename.data, loc.line.data, loc.column.data
+    text = f"{filename}:{line}:{col}: error: {message}"
+    source_line = linecache.getline(filename, line).rstrip("\n")
+    if source_line:
+        text += f"\n{source_line}\n{' ' * (col - 1)}^"
+    return LocatedVerifyError(text)

@@ -49,6 +49,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     return {
         "ax": _lazy("axon.dialects.ax", "Ax"),
         "nu": _lazy("axon.dialects.nu", "Nu"),
+        "tile": _lazy("axon.dialects.tile", "Tile"),
     }
 
 

@@ -34,6 +34,9 @@ def per_signature(op_class: type[Operation]) -> None:
     """Memoize `op_class`'s op verifier and printing per signature (once per class)."""
     if getattr(op_class, "_per_signature", False):
         return
+    if op_class.get_irdl_definition().regions:  # type: ignore[attr-defined]
+        raise TypeError(f"{op_class.__name__} has regions: its verifier and text depend on "
+                        "more than its signature")
     op_class.verify_ = _verified_once(op_class.verify_)  # type: ignore[method-assign, assignment]
     op_class.format_print = op_class.print  # type: ignore[attr-defined]
     op_class.print = _printed_once(op_class.print)  # type: ignore[method-assign, assignment]

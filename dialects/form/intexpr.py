@@ -344,7 +344,10 @@ def parse_int_tokens(tokens: IntTokens) -> IntExpr:
 
         expr   := term (("+" | "-") term)*
         term   := factor (("*" | "floordiv" | "mod") factor)*
-        factor := "-" factor | "(" expr ")" | INT | ("min" | "max") "(" expr "," expr ")" | NAME
+        factor := "-" factor | "(" expr ")" | INT | FN "(" expr "," expr ")" | NAME
+        FN     := "min" | "max" | "ceildiv"
+
+    `ceildiv(a, b)` is `(a + b - 1) floordiv b` (as that prints), for a positive `b`.
 
     It loops over sums and products and recurses only on nesting, which `MAX_INT_DEPTH` bounds.
     """
@@ -393,7 +396,7 @@ def parse_int_tokens(tokens: IntTokens) -> IntExpr:
         if value is not None:
             return IntExpr.const(value)
         name = tokens.name()
-        if name in ("min", "max") and tokens.accept("("):
+        if name in ("min", "max", "ceildiv") and tokens.accept("("):
             a = expr()
             tokens.expect(",")
             b = expr()

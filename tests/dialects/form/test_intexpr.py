@@ -51,7 +51,8 @@ def test_unbound_symbol_names_it() -> None:
         IntExpr.sym("Q").evaluate({})
 
 
-@pytest.mark.parametrize("text", ["M +", "(M", "M ** 2", "3 floordiv", "min(M)", "M $ N"])
+@pytest.mark.parametrize("text", ["M +", "(M", "M ** 2", "3 floordiv", "min(M)", "M $ N",
+                                  "ceildiv(M)"])
 def test_malformed_text_is_reported(text: str) -> None:
     with pytest.raises(IntExprSyntaxError, match="size expression"):
         parse_int_expr(text)
@@ -78,3 +79,13 @@ def test_print_parse_round_trip_preserves_value(e: IntExpr, m: int, n: int, k: i
     parsed = parse_int_expr(str(e))
     assert parsed == e
     assert parsed.evaluate(env) == e.evaluate(env)
+
+
+@settings(max_examples=50, deadline=None)
+@given(a=st.integers(0, 50), b=st.integers(1, 9))
+def test_ceildiv_reads_as_the_floordiv_it_means(a: int, b: int) -> None:
+    # `ceildiv(M, BM)` is how a launch grid is written; it is (M + BM - 1) floordiv BM
+    expr = parse_int_expr("ceildiv(M, BM)")
+    assert expr == IntExpr.sym("M").ceildiv("BM")
+    assert expr.evaluate({"M": a, "BM": b}) == -(-a // b)
+    assert parse_int_expr(str(expr)) == expr
