@@ -18,6 +18,10 @@ class OutOfTime(Exception):
     """The query's time budget ran out (the verdict becomes Unknown)."""
 
 
+class Unsupported(ValueError):
+    """The function uses something the verifier cannot encode (the verdict becomes Unknown)."""
+
+
 class TooLarge(Exception):
     """A term outgrew the normalizer's size limits (the verdict becomes Unknown)."""
 

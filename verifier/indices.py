@@ -22,9 +22,33 @@ Ranges = Mapping[str, tuple[IntExpr, IntExpr]]  # var -> [lo, hi)
 
 
 def simplify(e: IntExpr, ranges: Ranges) -> IntExpr:
-    """Rewrite floordiv/mod atoms whose remainder is provably in range; bottom-up."""
-    return e.fold(IntExpr.const, IntExpr.sym,
-                  lambda kind, x, n: _atom(kind, x, n, ranges))
+    """Rewrite floordiv/mod atoms whose remainder is provably in range, bottom-up; then put
+    split indices back together (`recombine`)."""
+    return recombine(e.fold(IntExpr.const, IntExpr.sym,
+                            lambda kind, x, n: _atom(kind, x, n, ranges)))
+
+
+def recombine(e: IntExpr) -> IntExpr:
+    """`c*n*(x floordiv n) + c*(x mod n)` is `c*x`, for any n (it is the definition of floor
+    division and its remainder). A tiled kernel's index is split into a program's tile and the
+    place in it (`i = o floordiv BM`, `t = o mod BM`); its load at `i*BM + t` reads `o`."""
+    changed = True
+    while changed:
+        changed = False
+        terms = dict(e.terms)
+        for mono, c in e.terms:
+            if len(mono) != 1 or mono[0].kind != "mod":
+                continue
+            x, n = mono[0].args
+            whole = n * x.floordiv(n)
+            if len(whole.terms) != 1:
+                continue
+            (wmono, wcoeff), = whole.terms
+            if terms.get(wmono) == c * wcoeff:
+                e = e - IntExpr(((mono, c),)) - IntExpr(((wmono, c * wcoeff),)) + x * c
+                changed = True
+                break
+    return e
 
 
 def _atom(kind: str, x: IntExpr, n: IntExpr, ranges: Ranges) -> IntExpr:

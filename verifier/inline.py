@@ -18,20 +18,29 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 
 from axon.dialects.ax.tensor_type import TensorType
-from axon.dialects.form.generic_form import GenericForm, Instance, instantiate
+from axon.dialects.form.generic_form import GenericForm, Instance, LoopDim, instantiate
 from axon.dialects.form.interface import generic_form, has_form
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Call, Const, Index, Read, Reduced, ScalarExpr, expand
+from axon.dialects.form.scalar import (
+    Call,
+    Const,
+    Index,
+    Read,
+    Reduced,
+    ScalarExpr,
+    expand,
+    map_index,
+    substitute,
+)
 from axon.dialects.form.scalar import reads as form_reads
+from axon.dialects.tile import KernelOp
+from axon.verifier import kernels
 from axon.verifier import terms as T
+from axon.verifier.budget import Unsupported
 from axon.verifier.indices import Ranges, decide, simplify
 from axon.verifier.sums import fresh, make_reduce, make_sum
 
 Value = T.Poly | T.Bool
-
-
-class Unsupported(ValueError):
-    """The function uses something the verifier cannot encode (the verdict becomes Unknown)."""
 
 
 @dataclass(frozen=True)
@@ -80,12 +89,16 @@ def signature(func: FuncOp) -> list[TensorType]:
 def inline_function(func: FuncOp) -> list[Output]:
     """The element of every result at index `$o<k>_<i>`, as a term.
 
-    Precondition, checked: `func` is straight-line, one block of form ops ending in
-    `func.return`. Loops (`scf.for`, the tiled level's loops) are not read yet; a function with
-    them is Unsupported, never misread."""
-    if len(func.body.blocks) != 1 or any(op.regions for op in func.body.block.ops):
+    Precondition, checked: `func` is straight-line, one block of form ops and tiled kernels
+    (`kernels.py` says which it reads) ending in `func.return`. Loops (`scf.for`, loops inside
+    kernels) are not read yet; a function with them is Unsupported, never misread."""
+    if len(func.body.blocks) != 1 or any(op.regions and not isinstance(op, KernelOp)
+                                         for op in func.body.block.ops):
         raise Unsupported(f"@{func.sym_name.data}: the verifier reads straight-line functions "
-                          "(one block, no ops with regions)")
+                          "(one block, no ops with regions but tiled kernels)")
+    for op in func.body.block.ops:
+        if isinstance(op, KernelOp):
+            kernels.check_readable(op)
     inliner = _Inliner()
     check_size_names(func, inliner.form)
     ret = func.body.block.last_op
@@ -103,7 +116,9 @@ def inline_function(func: FuncOp) -> list[Output]:
     return outputs
 
 
-Demand = tuple[SSAValue, tuple[IntExpr, ...], Ranges]
+#: program ids of the kernel a value is read in, replaced by what they are at the element read
+ProgramEnv = tuple[tuple[str, IntExpr], ...]
+Demand = tuple[SSAValue, tuple[IntExpr, ...], Ranges, ProgramEnv]
 
 
 @dataclass
@@ -138,14 +153,22 @@ class _Inliner:
         return self.forms[op]
 
     def value(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> Value:
-        root = self._key(v, index, ranges)
+        root = self._key(v, index, ranges, ())
         plans: dict[tuple[int, str], _Plan] = {}
-        stack: list[Demand] = [(v, index, ranges)]
+        stack: list[Demand] = [(v, index, ranges, ())]
         while stack:
-            value, idx, rng = stack[-1]
-            key = self._key(value, idx, rng)
+            value, idx, rng, env = stack[-1]
+            key = self._key(value, idx, rng, env)
             if key in self.memo:
                 stack.pop()
+                continue
+            same = _same_element(value, idx, rng, env)
+            if same is not None:  # a kernel's input or result: another value's element
+                if self._key(*same) in self.memo:
+                    self.memo[key] = self.memo[self._key(*same)]
+                    stack.pop()
+                else:
+                    stack.append(same)
                 continue
             if isinstance(value, BlockArgument):
                 self.memo[key] = _parameter(value, _simplified(idx, rng))
@@ -153,7 +176,7 @@ class _Inliner:
                 continue
             plan = plans.get(key)
             if plan is None:
-                plan = plans[key] = self._plan(value, _simplified(idx, rng), rng)
+                plan = plans[key] = self._plan(value, _simplified(idx, rng), rng, env)
             missing = [d for d in plan.reads.values() if self._key(*d) not in self.memo]
             if missing:
                 stack.extend(missing)
@@ -163,22 +186,31 @@ class _Inliner:
             stack.pop()
         return self.memo[root]
 
-    def _plan(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> _Plan:
-        """Bind the producer's form at `index` and list the operand reads its body makes."""
+    def _plan(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges,
+              env: ProgramEnv) -> _Plan:
+        """Bind the producer's form at `index` (inside a kernel: its program ids replaced as
+        `env` says, indices simplified) and list the operand reads its body makes."""
         assert isinstance(v, OpResult)
         op = v.owner
         if not has_form(op):
             raise Unsupported(f"op '{op.name}' has no generic form")
         inst = instantiate(self.form(op), index, fresh)
         local = dict(ranges)
+        if env:
+            inst = _in_program(inst, dict(env))
         local.update((d.name, (d.lower, d.upper)) for d in inst.reduced)
-        reads: dict[Read, Demand] = {r: (op.operands[r.operand], r.index, local)
+        if env:
+            inst = Instance(inst.reduced, map_index(inst.body, lambda e: simplify(e, local)),
+                            inst.finalize)
+        reads: dict[Read, Demand] = {r: (op.operands[r.operand], r.index, local, env)
                                      for r in form_reads(inst.body)}
         return _Plan(op, inst, local, reads)
 
     @staticmethod
-    def _key(v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> tuple[int, str]:
-        return id(v), ", ".join(str(i) for i in _simplified(index, ranges))
+    def _key(v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges,
+             env: ProgramEnv) -> tuple[int, str]:
+        where = "; ".join(f"{p} = {e}" for p, e in env)
+        return id(v), ", ".join(str(i) for i in _simplified(index, ranges)) + f" | {where}"
 
     def _build(self, plan: _Plan) -> Value:
         form, inst = self.form(plan.op), plan.instance
@@ -203,6 +235,31 @@ class _Inliner:
 
 def _simplified(index: tuple[IntExpr, ...], ranges: Ranges) -> tuple[IntExpr, ...]:
     return tuple(simplify(i, ranges) for i in index)
+
+
+def _same_element(value: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges,
+                  env: ProgramEnv) -> Demand | None:
+    """The demand whose element this one is, for a value that only passes elements on: an
+    input of a kernel, read inside it, is the kernel's operand outside it; a kernel's result is
+    a stored tile's element in one program (`kernels.store_read`)."""
+    if isinstance(value, BlockArgument):
+        kernel = kernels.kernel_of_argument(value.owner.parent_op())
+        if kernel is None:
+            return None
+        return kernel.operands[value.index], index, ranges, ()
+    if isinstance(value, OpResult) and isinstance(value.owner, KernelOp):
+        found = kernels.store_read(value.owner, value.index, _simplified(index, ranges))
+        return found.value, found.tile_index, ranges, found.env
+    return None
+
+
+def _in_program(inst: Instance, env: dict[str, IntExpr]) -> Instance:
+    """An instance inside a kernel with its program ids replaced (they are free in the forms of
+    the kernel's ops, as sizes are; after `instantiate` no name of the form's own is left)."""
+    reduced = tuple(LoopDim(d.name, d.lower.substitute(env), d.upper.substitute(env))
+                    for d in inst.reduced)
+    finalize = None if inst.finalize is None else substitute(inst.finalize, env)
+    return Instance(reduced, substitute(inst.body, env), finalize)
 
 
 def _parameter(v: BlockArgument, index: tuple[IntExpr, ...]) -> Value:

@@ -19,6 +19,8 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
+from axon.dialects.tile import KernelOp
+from axon.verifier import kernels
 from axon.verifier import terms as T
 from axon.verifier.budget import OutOfTime, TooLarge, deadline, expired, remaining_ms
 from axon.verifier.cache import ProofCache
@@ -30,7 +32,7 @@ from axon.verifier.structure import shared_structure
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
 #: changes: the obligation key includes it, so a persisted cache never serves an older verdict
-ENCODING_REVISION = 9
+ENCODING_REVISION = 10
 
 SMALL_DIM = 6
 #: how many distinct candidate size assignments are replayed before giving up
@@ -151,6 +153,10 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
     if [str(t) for t in sig_a] != [str(t) for t in sig_b]:
         raise Unsupported(f"parameters differ: ({', '.join(map(str, sig_a))}) vs "
                           f"({', '.join(map(str, sig_b))})")
+    # a tiled kernel's proof holds for every tile size its assumptions admit
+    assumptions = tuple(sorted({*assumptions, *(text for f in (a, b) for op in f.walk()
+                                                if isinstance(op, KernelOp)
+                                                for text in kernels.assumptions(op))}))
     shared = shared_structure(a, b)
     if shared is not None:
         # the same DAG of ops: equal by construction, once the premises are seen to hold
