@@ -9,9 +9,15 @@ elements). The element of the result at `o` is then the stored tile's element at
 each program id replaced by `o floordiv B` (`StoreRead`); the inliner reads on from there, and
 a load at `p*B + t` reads the global tensor at `o` again (`indices.recombine`).
 
+A parallel loop over sub-tiles is one more split of the same kind: a store inside
+`tile.for {iv = "s", extent = "ceildiv(B, S)", kind = "parallel"}` at `p*B + s*S` with a tile
+extent of `S` writes element `o` from program `o floordiv B`, iteration `(o mod B) floordiv S`,
+at `(o mod B) mod S`, provided the kernel assumes `B mod S == 0` (else the last sub-tile of a
+block would reach into the next block, written by another program too).
+
 Read so far: kernels whose body is straight-line (loads, form ops on tiles, one store per
-result). Loops inside kernels are proved by induction (architecture.md) and are Unsupported
-here until that lands: never misread.
+result), possibly inside one level of parallel loops. Sequential loops are proved by induction
+(architecture.md) and are Unsupported here until that lands: never misread.
 """
 
 from __future__ import annotations
@@ -19,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.tile import ForOp, KernelOp, StoreOp, YieldOp
+from axon.dialects.tile import ForOp, KernelOp, StoreOp, parse_assumption
 from axon.verifier.budget import Unsupported
 
 
@@ -46,10 +52,11 @@ def assumptions(kernel: KernelOp) -> list[str]:
 def check_readable(kernel: KernelOp) -> None:
     """Unsupported unless the kernel's body is straight-line with one store per result."""
     stored: set[int] = set()
-    for op in kernel.body.block.ops:
-        if isinstance(op, ForOp):
-            raise Unsupported("loops inside a tile.kernel are not read by the verifier yet "
-                              "(a sequential loop needs its induction proof)")
+    for op, loop in _body_ops(kernel):
+        if isinstance(op, ForOp) and (loop is not None or op.loop_kind != "parallel"):
+            raise Unsupported("sequential loops and nested loops inside a tile.kernel are not "
+                              "read by the verifier yet (a sequential loop needs its "
+                              "induction proof)")
         if isinstance(op, StoreOp):
             k = op.result.value.data
             if k in stored:
@@ -62,34 +69,45 @@ def check_readable(kernel: KernelOp) -> None:
 
 def store_read(kernel: KernelOp, result: int, index: Sequence[IntExpr]) -> StoreRead:
     """Result #`result` of `kernel` at `index` (see the module docstring)."""
-    store = _store_of(kernel, result)
+    store, loop = _store_of(kernel, result)
     out = kernel.output_types()[result]
     tile = store.value.type
     assert isinstance(tile, TensorType)
-    pids = kernel.program_names()
-    grid = dict(zip(pids, kernel.grid_exprs(), strict=True))
+    # what each name the store's offsets may split by ranges over
+    extents = dict(zip(kernel.program_names(), kernel.grid_exprs(), strict=True))
+    if loop is not None:
+        extents[loop.iv.data] = loop.extent_expr()
+    divides = _divisibility(kernel)
     env: dict[str, IntExpr] = {}
     tile_index: list[IntExpr] = []
     for d, (off, extent, dim, o) in enumerate(zip(store.offset_exprs(), tile.shape, out.shape,
                                                   index, strict=True)):
+        where = f"tile.store of result #{result}, dim {d}"
         if off == IntExpr.const(0) and extent == dim:
             tile_index.append(o)
             continue
-        pid = _program_times(off, extent, pids)
-        if pid is None or pid in env:
-            raise Unsupported(f"tile.store of result #{result}: dim {d} is written at {off} "
-                              f"with a tile extent of {extent}; the verifier reads a program "
-                              "id times the tile extent, each program id in one dim")
-        if grid[pid] != dim.ceildiv(extent):
-            raise Unsupported(f"tile.store of result #{result}: program id {pid} ranges over "
-                              f"{grid[pid]}, not ceildiv({dim}, {extent}) tiles of dim {d}")
-        env[pid] = o.floordiv(extent)
-        tile_index.append(o.mod(extent))
-    for pid in pids:
-        if pid not in env and grid[pid] != IntExpr.const(1):
-            raise Unsupported(f"tile.store of result #{result}: program id {pid} ranges over "
-                              f"{grid[pid]} but splits no dim (its programs would write the "
-                              "same elements)")
+        split = _split_of(off, extent, extents)
+        if split is None or any(name in env for name, _ in split):
+            raise Unsupported(f"{where}: written at {off} with a tile extent of {extent}; the "
+                              "verifier reads p*B (+ s*S for a parallel loop's iv s) with the "
+                              "tile extent the last factor, each name in one dim")
+        place = o
+        for k, (name, factor) in enumerate(split):
+            whole = dim if k == 0 else split[k - 1][1]
+            if extents[name] != whole.ceildiv(factor):
+                raise Unsupported(f"{where}: {name} ranges over {extents[name]}, not "
+                                  f"ceildiv({whole}, {factor}) tiles")
+            if k > 0 and (whole, factor) not in divides:
+                raise Unsupported(f"{where}: sub-tiles of {factor} inside tiles of {whole} "
+                                  f"need the assumption '{whole} mod {factor} == 0'")
+            env[name] = place.floordiv(factor)
+            place = place.mod(factor)
+        tile_index.append(place)
+    for name, ext in extents.items():
+        if name not in env and ext != IntExpr.const(1):
+            raise Unsupported(f"tile.store of result #{result}: {name} ranges over {ext} but "
+                              "splits no dim (its programs or iterations would write the same "
+                              "elements)")
     return StoreRead(store.value, tuple(tile_index), tuple(sorted(env.items())))
 
 
@@ -98,18 +116,61 @@ def kernel_of_argument(owner: Operation | None) -> KernelOp | None:
     return owner if isinstance(owner, KernelOp) else None
 
 
-def _store_of(kernel: KernelOp, result: int) -> StoreOp:
-    for op in kernel.body.block.ops:
+def _body_ops(kernel: KernelOp) -> list[tuple[Operation, ForOp | None]]:
+    """The ops of a kernel's body and of its loops' bodies, each with the loop it is in."""
+    found: list[tuple[Operation, ForOp | None]] = []
+    work: list[tuple[Block, ForOp | None]] = [(kernel.body.block, None)]
+    while work:
+        block, loop = work.pop()
+        for op in block.ops:
+            found.append((op, loop))
+            if isinstance(op, ForOp):
+                work.append((op.body.block, op))
+    return found
+
+
+def _store_of(kernel: KernelOp, result: int) -> tuple[StoreOp, ForOp | None]:
+    for op, loop in _body_ops(kernel):
         if isinstance(op, StoreOp) and op.result.value.data == result:
-            return op
-        if isinstance(op, YieldOp):
-            break
+            return op, loop
     raise Unsupported(f"tile.kernel never stores result #{result}")
 
 
-def _program_times(offset: IntExpr, extent: IntExpr, pids: Sequence[str]) -> str | None:
-    """The program id p when `offset` is `p * extent`."""
-    for p in pids:
-        if offset == IntExpr.sym(p) * extent:
-            return p
+def _split_of(offset: IntExpr, extent: IntExpr, extents: dict[str, IntExpr]
+              ) -> list[tuple[str, IntExpr]] | None:
+    """`[(p, B)]` when `offset` is `p*B` and B is `extent`; `[(p, B), (s, S)]` when it is
+    `p*B + s*S` and S is `extent` (outer split first); else None."""
+    for outer in extents:
+        for factor in (extent, *_factors(offset, outer)):
+            rest = offset - IntExpr.sym(outer) * factor
+            if rest == IntExpr.const(0) and factor == extent:
+                return [(outer, factor)]
+            for inner in extents:
+                if inner != outer and rest == IntExpr.sym(inner) * extent:
+                    return [(outer, factor), (inner, extent)]
     return None
+
+
+def _factors(offset: IntExpr, name: str) -> list[IntExpr]:
+    """The coefficients of `name` in `offset` (a term `name * X` gives X)."""
+    found = []
+    for mono, coeff in offset.terms:
+        atoms = list(mono)
+        if any(a.kind == "sym" and a.name == name for a in atoms):
+            atoms.remove(next(a for a in atoms if a.kind == "sym" and a.name == name))
+            found.append(IntExpr(((tuple(atoms), coeff),)))
+    return found
+
+
+def _divisibility(kernel: KernelOp) -> set[tuple[IntExpr, IntExpr]]:
+    """The pairs (B, S) the kernel assumes `B mod S == 0` of."""
+    pairs = set()
+    for text in kernel.assumptions():
+        lhs, op, rhs = parse_assumption(text)
+        if op != "==" or rhs != IntExpr.const(0) or len(lhs.terms) != 1:
+            continue
+        (mono, coeff), = lhs.terms
+        if coeff == 1 and len(mono) == 1 and mono[0].kind == "mod":
+            whole, part = mono[0].args
+            pairs.add((whole, part))
+    return pairs
