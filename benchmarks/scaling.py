@@ -15,7 +15,8 @@ One row per program and size: the statements (lines of the function's body) and 
 parse to; seconds to parse
 (source to verified `ax` IR), to propagate (the `propagate` pass's work: build the nu-graph,
 search within the budget, extract, float-check and export the best program) and to print the
-result as MLIR text, and their total; the process's peak resident memory; and what the search
+result as MLIR text, and their total; seconds to read that text back (`axon-opt`'s MLIR path,
+verification included); the process's peak resident memory; and what the search
 did (e-nodes at the end, candidates, proved, which limit stopped it). Each row runs in a fresh
 process, so its peak memory is its own. The node budget is the input program's e-nodes plus
 `--growth` (the pass's fixed default of 2,000 e-nodes is smaller than a large program itself).
@@ -40,13 +41,14 @@ from axon.benchmarks.propagation import add_budget_options, first_function
 from axon.frontend.numpy_subset import parse_source
 from axon.nugraph.runner import Budget
 from axon.nugraph.session import Session
+from axon.tools.embed import parse_mlir
 
 DEFAULT_SIZES = (100, 1_000, 10_000)
 BLOCK_STATEMENTS = 12
 
 HEADER = (f"{'program':12} {'stmts':>6} {'ops':>6} {'parse s':>8} {'propagate s':>11} "
-          f"{'print s':>8} {'total s':>8} {'peak MB':>8} {'e-nodes':>8} {'cands':>6} "
-          f"{'proved':>6}  stop")
+          f"{'print s':>8} {'total s':>8} {'reread s':>9} {'peak MB':>8} {'e-nodes':>8} "
+          f"{'cands':>6} {'proved':>6}  stop")
 
 
 def chain_source(statements: int) -> str:
@@ -105,12 +107,15 @@ def measure(program: str, statements: int, device: str, budget: Budget, growth: 
     best = s.checked_best()
     Rewriter.replace_op(func_op, s.export(best.extraction))
     propagated = time.perf_counter()
-    Printer(stream=StringIO()).print_op(module)
+    text = StringIO()
+    Printer(stream=text).print_op(module)
     printed = time.perf_counter()
+    parse_mlir(text.getvalue(), f"{program}_{statements}.mlir")
+    reread = time.perf_counter() - printed
     stop = report.stop_reason + "".join(f", {stage} cut" for stage in report.cut_after)
     return {"program": program, "statements": len(source.splitlines()) - 1, "ops": ops,
             "parse": parsed - start, "propagate": propagated - parsed,
-            "print": printed - propagated, "total": printed - start,
+            "print": printed - propagated, "total": printed - start, "reread": reread,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "enodes": s.graph.num_nodes, "candidates": report.candidates,
             "proved": report.proved, "stop": stop}
@@ -118,7 +123,7 @@ def measure(program: str, statements: int, device: str, budget: Budget, growth: 
 
 def row(m: dict[str, Any]) -> str:
     return (f"{m['program']:12} {m['statements']:>6} {m['ops']:>6} {m['parse']:>8.2f} "
-            f"{m['propagate']:>11.2f} {m['print']:>8.2f} {m['total']:>8.2f} "
+            f"{m['propagate']:>11.2f} {m['print']:>8.2f} {m['total']:>8.2f} {m['reread']:>9.2f} "
             f"{m['peak_mb']:>8.0f} {m['enodes']:>8} {m['candidates']:>6} {m['proved']:>6}  "
             f"{m['stop']}")
 
