@@ -59,6 +59,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "propagate": _lazy("axon.passes.propagate", "PropagatePass"),
         "verify-equivalence": _lazy("axon.passes.verify_equivalence", "VerifyEquivalencePass"),
         "build-nugraph": _lazy("axon.passes.build_nugraph", "BuildNugraphPass"),
+        "tile": _lazy("axon.passes.tile", "TilePass"),
     }
 
 
