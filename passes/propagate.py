@@ -66,7 +66,7 @@ from axon.nugraph.propagate import Progress
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import Budget, Report
 from axon.nugraph.session import Checked, Session
-from axon.targets.profiles import profile_names
+from axon.targets.profiles import unknown_profile
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
 
@@ -88,8 +88,7 @@ def _sizes_problem(text: str) -> str | None:
 
 
 def _device_problem(name: str) -> str | None:
-    known = profile_names()
-    return None if name in known else f"unknown device {name!r}; known: {', '.join(known)}"
+    return unknown_profile(name, "device")
 
 
 @dataclass(frozen=True)

@@ -29,16 +29,11 @@ from xdsl.dialects.func import FuncOp
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from axon.dialects.tile import KernelOp
-from axon.targets.profiles import load_profile, profile_names
+from axon.targets.profiles import load_profile, unknown_profile
 from axon.tiling.profiles import row_constraints
 from axon.tiling.rows import BLOCK, NotTileable, row_inputs, row_kernel, row_size
 from axon.tools.pass_options import CheckedPass, option
 from axon.verifier import Proved, prove_equivalent
-
-
-def _profile_problem(name: str) -> str | None:
-    known = profile_names()
-    return None if name in known else f"unknown profile {name!r}; known: {', '.join(known)}"
 
 
 @dataclass(frozen=True)
@@ -48,7 +43,7 @@ class TilePass(CheckedPass):
     name = "tile"
 
     profile: str = option("h200", "the device profile whose limits the kernels meet",
-                          check=_profile_problem, valid="a profile of targets/*/profiles/")
+                          check=unknown_profile, valid="a profile of targets/*/profiles/")
     emit: Literal["best", "variants"] = option(
         "best", "best: a proved kernel replaces the function; variants: it is added beside it")
     timeout_ms: int = option(10_000, "milliseconds for one kernel's proof", at_least=1)

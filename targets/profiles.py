@@ -151,6 +151,13 @@ def profile_names() -> list[str]:
 
 
 @functools.cache
+def unknown_profile(name: str, what: str = "profile") -> str | None:
+    """None when `name` is a profile, else the message a pass option gives (`what` names the
+    option's role: a profile, a device)."""
+    known = profile_names()
+    return None if name in known else f"unknown {what} {name!r}; known: {', '.join(known)}"
+
+
 def load_profile(name: str) -> DeviceProfile:
     """The profile called `name`; ValueError listing the known ones when there is none."""
     paths = profile_paths()
