@@ -33,7 +33,7 @@ from axon.dialects.form.scalar import (
     substitute,
 )
 from axon.dialects.form.scalar import reads as form_reads
-from axon.dialects.tile import KernelOp
+from axon.dialects.tile import ForOp, KernelOp
 from axon.verifier import kernels
 from axon.verifier import terms as T
 from axon.verifier.budget import Unsupported
@@ -154,7 +154,7 @@ class _Inliner:
 
     def value(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> Value:
         root = self._key(v, index, ranges, ())
-        plans: dict[tuple[int, str], _Plan] = {}
+        plans: dict[tuple[int, str], _Plan | _LoopPlan] = {}
         stack: list[Demand] = [(v, index, ranges, ())]
         while stack:
             value, idx, rng, env = stack[-1]
@@ -176,7 +176,10 @@ class _Inliner:
                 continue
             plan = plans.get(key)
             if plan is None:
-                plan = plans[key] = self._plan(value, _simplified(idx, rng), rng, env)
+                plan = plans[key] = (
+                    _loop_plan(value, _simplified(idx, rng), rng, env)
+                    if isinstance(value, OpResult) and isinstance(value.owner, ForOp)
+                    else self._plan(value, _simplified(idx, rng), rng, env))
             missing = [d for d in plan.reads.values() if self._key(*d) not in self.memo]
             if missing:
                 stack.extend(missing)
@@ -212,7 +215,9 @@ class _Inliner:
         where = "; ".join(f"{p} = {e}" for p, e in env)
         return id(v), ", ".join(str(i) for i in _simplified(index, ranges)) + f" | {where}"
 
-    def _build(self, plan: _Plan) -> Value:
+    def _build(self, plan: _Plan | _LoopPlan) -> Value:
+        if isinstance(plan, _LoopPlan):
+            return plan.build({k: self.memo[self._key(*d)] for k, d in plan.reads.items()})
         form, inst = self.form(plan.op), plan.instance
 
         def read(r: Read) -> Value:
@@ -251,6 +256,41 @@ def _same_element(value: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges,
         found = kernels.store_read(value.owner, value.index, _simplified(index, ranges))
         return found.value, found.tile_index, ranges, found.env
     return None
+
+
+@dataclass
+class _LoopPlan:
+    """A sequential loop's carried value at one index: its start and its step at a bound
+    variable standing for the iteration (`kernels.accumulations`), folded by its kind."""
+
+    accumulation: kernels.Accumulation
+    binder: str
+    extent: IntExpr
+    reads: dict[str, Demand]
+
+    def build(self, terms: dict[str, Value]) -> Value:
+        start, step = terms["init"], terms["step"]
+        if isinstance(start, T.Bool) or isinstance(step, T.Bool):
+            raise Unsupported("a loop accumulating booleans")
+        kind = self.accumulation.kind
+        if kind == "add":
+            return start + make_sum(self.binder, IntExpr.const(0), self.extent, step)
+        folded = make_reduce(kind, self.binder, IntExpr.const(0), self.extent, step)
+        return T.apply(kind, start, folded)
+
+
+def _loop_plan(value: OpResult, index: tuple[IntExpr, ...], ranges: Ranges,
+               env: ProgramEnv) -> _LoopPlan:
+    loop = value.owner
+    assert isinstance(loop, ForOp)
+    acc = kernels.accumulations(loop)[value.index]
+    binder = fresh()
+    extent = loop.extent_expr().substitute(dict(env))
+    inside = dict(ranges)
+    inside[binder] = (IntExpr.const(0), extent)
+    step_env = tuple(sorted((*env, (loop.iv.data, IntExpr.sym(binder)))))
+    return _LoopPlan(acc, binder, extent, {"init": (acc.init, index, ranges, env),
+                                            "step": (acc.step, index, inside, step_env)})
 
 
 def _in_program(inst: Instance, env: dict[str, IntExpr]) -> Instance:

@@ -15,9 +15,17 @@ extent of `S` writes element `o` from program `o floordiv B`, iteration `(o mod 
 at `(o mod B) mod S`, provided the kernel assumes `B mod S == 0` (else the last sub-tile of a
 block would reach into the next block, written by another program too).
 
+A sequential loop is read when each value it carries accumulates: the body yields
+`acc (+) T(k)` with (+) an `ax.add`, `ax.max` or `ax.min` of the carried value and a tile `T`
+of its own type that depends on no carried value (only on the iteration `k` and on values from
+outside the loop). By induction on the iterations the result is then `init (+) T(0) (+) ...
+(+) T(E - 1)`: a sum (or max, min) over a bound variable standing for `k` (`accumulations`); a
+loop over K in steps of BK summing masked tiles then meets the untiled reduction through the
+normal forms' blocked-partition rule (`sums._blocked_partition`).
+
 Read so far: kernels whose body is straight-line (loads, form ops on tiles, one store per
-result), possibly inside one level of parallel loops. Sequential loops are proved by induction
-(architecture.md) and are Unsupported here until that lands: never misread.
+result), with top-level parallel loops over sub-tiles and sequential loops of accumulations.
+Other loops (nested, or carrying anything else) are Unsupported: never misread.
 """
 
 from __future__ import annotations
@@ -27,9 +35,10 @@ from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
 
+from axon.dialects.ax import AddOp, MaxOp, MinOp
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.tile import ForOp, KernelOp, StoreOp, parse_assumption
+from axon.dialects.tile import ForOp, KernelOp, StoreOp, YieldOp, parse_assumption
 from axon.verifier.budget import Unsupported
 
 
@@ -53,10 +62,14 @@ def check_readable(kernel: KernelOp) -> None:
     """Unsupported unless the kernel's body is straight-line with one store per result."""
     stored: set[int] = set()
     for op, loop in _body_ops(kernel):
-        if isinstance(op, ForOp) and (loop is not None or op.loop_kind != "parallel"):
-            raise Unsupported("sequential loops and nested loops inside a tile.kernel are not "
-                              "read by the verifier yet (a sequential loop needs its "
-                              "induction proof)")
+        if isinstance(op, ForOp) and loop is not None:
+            raise Unsupported("nested loops inside a tile.kernel are not read by the verifier "
+                              "yet")
+        if isinstance(op, ForOp) and op.loop_kind == "sequential":
+            accumulations(op)  # Unsupported unless each carried value accumulates
+            if any(isinstance(inner, StoreOp) for inner in op.body.block.ops):
+                raise Unsupported("a store inside a sequential loop is not read by the "
+                                  "verifier yet")
         if isinstance(op, StoreOp):
             k = op.result.value.data
             if k in stored:
@@ -109,6 +122,44 @@ def store_read(kernel: KernelOp, result: int, index: Sequence[IntExpr]) -> Store
                               "splits no dim (its programs or iterations would write the same "
                               "elements)")
     return StoreRead(store.value, tuple(tile_index), tuple(sorted(env.items())))
+
+
+@dataclass(frozen=True)
+class Accumulation:
+    """A carried value of a sequential loop: `init (+) step(0) (+) ... (+) step(E - 1)`."""
+
+    kind: str  # "add", "max" or "min"
+    init: SSAValue
+    step: SSAValue
+
+
+_ACCUMULATE: dict[type[Operation], str] = {AddOp: "add", MaxOp: "max", MinOp: "min"}
+
+
+def accumulations(loop: ForOp) -> list[Accumulation]:
+    """How each value a sequential loop carries accumulates; Unsupported when one does not."""
+    block = loop.body.block
+    carried = set(block.args)
+    depends: set[SSAValue] = set(block.args)  # values that read a carried value
+    for op in block.ops:
+        if any(v in depends for v in op.operands):
+            depends.update(op.results)
+    end = block.last_op
+    assert isinstance(end, YieldOp)
+    found = []
+    for k, (arg, init, value) in enumerate(zip(block.args, loop.inits, end.values,
+                                               strict=True)):
+        owner = value.owner
+        kind = next((k for cls, k in _ACCUMULATE.items() if type(owner) is cls), None)
+        operands = list(owner.operands) if isinstance(owner, Operation) else []
+        steps = [v for v in operands if v is not arg]
+        if (kind is None or len(operands) != 2 or len(steps) != 1
+                or steps[0].type != arg.type or steps[0] in depends or steps[0] in carried):
+            raise Unsupported(f"tile.for carries value #{k} as something other than an "
+                              "accumulation (acc + T, max(acc, T) or min(acc, T) with T of "
+                              "acc's type and free of carried values)")
+        found.append(Accumulation(kind, init, steps[0]))
+    return found
 
 
 def kernel_of_argument(owner: Operation | None) -> KernelOp | None:

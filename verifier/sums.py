@@ -337,6 +337,10 @@ def _make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool) -> 
         if lifted is not None:
             out = out + outside * lifted
             continue
+        blocks = _blocked_partition(var, lo, hi, dep)
+        if blocks is not None:
+            out = out + outside * blocks
+            continue
         split = _split_range(var, lo, hi, T.monomial_poly(dep),
                              lambda a, b, p: make_sum(var, a, b, p, flatten), operator.add)
         if split is not None:
@@ -360,6 +364,50 @@ def _make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool) -> 
             continue
         out = out + outside * T.atom(_canonical_sum(var, lo, hi, dep))
     return out
+
+
+def _blocked_partition(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Poly | None:
+    """Blocks of B over [0, K), each cut at K, summed over the ceildiv(K, B) blocks: the sum
+    over [0, K). A tiled reduction (a loop over K in steps of BK, each step summing its masked
+    tile) normalizes, through range splitting, to
+
+        sum over var in [0, ceildiv(K, B)) of
+            sel(K <= var*B, 0, sel(var*B + B <= K, sum over [var*B, var*B + B) of g,
+                                                    sum over [var*B, K) of g))
+
+    and the blocks [var*B, min(var*B + B, K)) partition [0, K) when B >= 1 and K >= 0 (both
+    follow from sizes >= 1 here, or the rule does not apply); g must not mention var."""
+    if lo != IntExpr.const(0) or len(dep) != 1 or dep[0][1] != 1:
+        return None
+    outer = dep[0][0]
+    if not isinstance(outer, T.Select) or outer.a != T.ZERO or len(hi.terms) != 1:
+        return None
+    (mono, coeff), = hi.terms
+    if coeff != 1 or len(mono) != 1 or mono[0].kind != "floordiv":
+        return None
+    top, block = mono[0].args
+    total = top - block + 1  # hi = (K + B - 1) floordiv B
+    if not (T.nonneg(block - 1) and T.nonneg(total)):
+        return None
+    start = IntExpr.sym(var) * block
+    inner = _single_atom(outer.b)
+    if (outer.cond != T.icompare("le", total - start) or not isinstance(inner, T.Select)
+            or inner.cond != T.icompare("le", start + block - total)):
+        return None
+    full, cut = _single_atom(inner.a), _single_atom(inner.b)
+    if not (isinstance(full, Sum) and isinstance(cut, Sum)
+            and (full.lo, full.hi) == (start, start + block) and (cut.lo, cut.hi) == (start, total)
+            and full.body_key == cut.body_key and var not in full.body.free):
+        return None
+    return make_sum(full.var, IntExpr.const(0), total, full.body)
+
+
+def _single_atom(p: Poly) -> T.Term | None:
+    """The atom p is (coefficient 1, power 1), if it is one."""
+    if len(p.terms) != 1:
+        return None
+    (mono, coeff), = p.terms
+    return mono[0][0] if coeff == 1 and len(mono) == 1 and mono[0][1] == 1 else None
 
 
 def _unit_offset(e: IntExpr, var: str) -> IntExpr | None:

@@ -600,11 +600,37 @@ def apply(fn: str, *args: Poly) -> Poly:
 def select(cond: Bool, a: Poly, b: Poly) -> Poly:
     if cond.op == "const":
         return a if cond.args[0] else b
-    if a == b:
-        return a
     if cond.op == "not":
         return select(cond.args[0], b, a)  # type: ignore[arg-type]
+    # a select nested in a branch on the same condition is decided there: two masked loads of
+    # one tile each split a sum's range, and their selects repeat each other's conditions
+    a, b = _decided(a, cond, True), _decided(b, cond, False)
+    if a == b:
+        return a
     return atom(Select(cond, a, b))
+
+
+def _decided(p: Poly, cond: Bool, value: bool) -> Poly:
+    """p with every select on `cond` among its atoms (and in their selects' branches, not
+    below any other kind of atom) replaced by the branch `value` picks."""
+    if not any(isinstance(x, Select) for mono, _ in p.terms for x, _ in mono):
+        return p
+    out = ZERO
+    for mono, c in p.terms:
+        term = const(c)
+        for x, k in mono:
+            if isinstance(x, Select):
+                if x.cond == cond:
+                    part = _decided(x.a if value else x.b, cond, value)
+                else:
+                    part = select(x.cond, _decided(x.a, cond, value),
+                                  _decided(x.b, cond, value))
+                for _ in range(abs(k)):
+                    term = term * (part if k > 0 else inv(part))
+            else:
+                term = term * atom(x, k)
+        out = out + term
+    return out
 
 
 # ---- booleans ------------------------------------------------------------------------------------
