@@ -40,6 +40,7 @@ QUIET_DEMO_PIPELINE = "propagate"
 #: the demo's last line, on stderr
 NEXT_STEPS = ("axon: next: `axon --list` names the other programs, "
               "`axon softmax -p 'propagate{report=true}'` optimizes one, "
+              "`axon softmax -p 'propagate,tile{profile=trn2}'` tiles it into a proved kernel, "
               "`axon-opt --help` lists the passes and their options")
 
 DESCRIPTION = """\
@@ -50,8 +51,9 @@ stdin. With -p, the axon-opt pass pipeline PIPELINE runs on it before it is prin
 With no PROGRAM and no -p, axon runs the demo: the built-in program %(default)s
 through propagate (candidate reorderings, each admitted only on an SMT proof, then the
 cheapest under a roofline cost), the search reported on stderr, the cheaper program
-printed. This version stops at the tensor-level IR; emitting NKI and Triton kernels from
-it is planned for later versions of this command. MLIR input goes to axon-opt."""
+printed. `-p 'propagate,tile'` goes on to tiled kernels (the tile dialect, each kernel
+proved); emitting NKI and Triton kernels from them is planned for later versions of this
+command. MLIR input goes to axon-opt."""
 
 
 def benchmark_programs() -> dict[str, Traversable]:

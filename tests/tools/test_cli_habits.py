@@ -224,9 +224,10 @@ def test_axon_shows_progress_unless_quiet(tmp_path: Path,
     program = str(write(tmp_path, "prog.py", PROGRAM))
     code, out, err = run_tool(axon_main.main, [program, "-p", "propagate"], capsys)
     assert code == 0 and "func.func @f" in out
-    lines = err.splitlines()
-    assert lines[0].startswith("axon: propagate @f: ") and lines[0].endswith("s)"), err
-    assert any(line.startswith("axon: propagate @f: done in ") for line in lines), err
+    # the pipeline's own step may speak first on a busy machine (10 ms is short)
+    inner = [line for line in err.splitlines() if line.startswith("axon: propagate @f: ")]
+    assert inner and inner[0].endswith("s)"), err
+    assert inner[-1].startswith("axon: propagate @f: done in "), err
     code, out, err = run_tool(axon_main.main, [program, "-p", "propagate", "--quiet"], capsys)
     assert (code, err) == (0, "") and "func.func @f" in out
 
