@@ -29,9 +29,10 @@ def simplify(e: IntExpr, ranges: Ranges) -> IntExpr:
 
 
 def recombine(e: IntExpr) -> IntExpr:
-    """`c*n*(x floordiv n) + c*(x mod n)` is `c*x`, for any n (it is the definition of floor
-    division and its remainder). A tiled kernel's index is split into a program's tile and the
-    place in it (`i = o floordiv BM`, `t = o mod BM`); its load at `i*BM + t` reads `o`."""
+    """`c*n*(x floordiv n) + c*(x mod n)` is `c*x` for n >= 1 (the definition of floor division
+    and its remainder; n is a size or a positive constant here). A tiled kernel's index is
+    split into a program's tile and the place in it (`i = o floordiv BM`, `t = o mod BM`); its
+    load at `i*BM + t` reads `o`."""
     changed = True
     while changed:
         changed = False
@@ -40,6 +41,8 @@ def recombine(e: IntExpr) -> IntExpr:
             if len(mono) != 1 or mono[0].kind != "mod":
                 continue
             x, n = mono[0].args
+            if not nonneg(n - 1):  # a divisor that may be 0 has no quotient to put back
+                continue
             whole = n * x.floordiv(n)
             if len(whole.terms) != 1:
                 continue

@@ -203,7 +203,7 @@ class _Substitution:
         """p with every atom that mentions a replaced variable replaced by its substitute."""
         if not self._mentions(p):
             return p
-        return substitute_atoms(p, lambda a: self.atoms[a] if self._mentions(a) else None)
+        return T.substitute_atoms(p, lambda a: self.atoms[a] if self._mentions(a) else None)
 
     def _sub_bool(self, b: Bool) -> Bool:
         return self.bools[b] if self._mentions(b) else b
@@ -277,24 +277,7 @@ def independent_select(p: Poly, var: str) -> Select | None:
 def replace_atom(p: Poly, old: T.Term, new: Poly) -> Poly:
     """p with every top-level occurrence of the atom `old` replaced by `new` (a negative power
     becomes a power of 1/new, which equals 1/old wherever old = new)."""
-    return substitute_atoms(p, lambda a: new if a == old else None)
-
-
-def substitute_atoms(p: Poly, substitute: Callable[[T.Term], Poly | None]) -> Poly:
-    """p with each top-level atom `a` for which `substitute(a)` gives a polynomial replaced by
-    it (a negative power by a power of its inverse); atoms it gives None for are kept."""
-    out = T.ZERO
-    for mono, c in p.terms:
-        term = T.const(c)
-        for a, k in mono:
-            sub = substitute(a)
-            if sub is None:
-                term = term * T.atom(a, k)
-                continue
-            for _ in range(abs(k)):
-                term = term * (sub if k > 0 else T.inv(sub))
-        out = out + term
-    return out
+    return T.substitute_atoms(p, lambda a: new if a == old else None)
 
 
 def _lift_select(var: str, body: Poly, build: Callable[[Poly], Poly]) -> Poly | None:

@@ -23,7 +23,7 @@ so the two namespaces are disjoint by construction and a size can never capture 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -598,37 +598,64 @@ def apply(fn: str, *args: Poly) -> Poly:
 
 
 def select(cond: Bool, a: Poly, b: Poly) -> Poly:
+    """cond ? a : b; a select on `cond` nested in a branch (`DECIDE_DEPTH` selects deep at
+    most) is decided there: two masked loads of one tile each split a sum's range, and their
+    selects repeat each other's conditions."""
     if cond.op == "const":
         return a if cond.args[0] else b
     if cond.op == "not":
         return select(cond.args[0], b, a)  # type: ignore[arg-type]
-    # a select nested in a branch on the same condition is decided there: two masked loads of
-    # one tile each split a sum's range, and their selects repeat each other's conditions
-    a, b = _decided(a, cond, True), _decided(b, cond, False)
+    return _select_node(cond, _decided(a, cond, True, DECIDE_DEPTH),
+                        _decided(b, cond, False, DECIDE_DEPTH))
+
+
+#: how many selects deep `select` looks into its branches for its own condition (a tile's masks
+#: nest two deep); deeper ones stay as they are, which is only less simplified, and the cost of
+#: a select stays bounded however deep selects nest
+DECIDE_DEPTH = 4
+
+
+def _select_node(cond: Bool, a: Poly, b: Poly) -> Poly:
+    """cond ? a : b with the branches taken as they are."""
+    if cond.op == "const":
+        return a if cond.args[0] else b
+    if cond.op == "not":
+        return _select_node(cond.args[0], b, a)  # type: ignore[arg-type]
     if a == b:
         return a
     return atom(Select(cond, a, b))
 
 
-def _decided(p: Poly, cond: Bool, value: bool) -> Poly:
-    """p with every select on `cond` among its atoms (and in their selects' branches, not
-    below any other kind of atom) replaced by the branch `value` picks."""
-    if not any(isinstance(x, Select) for mono, _ in p.terms for x, _ in mono):
+def _decided(p: Poly, cond: Bool, value: bool, depth: int) -> Poly:
+    """p with each select on `cond` among its atoms, and in their selects' branches down to
+    `depth` selects (not below any other kind of atom), replaced by the branch `value` picks."""
+    if depth == 0 or not any(isinstance(x, Select) for mono, _ in p.terms for x, _ in mono):
         return p
+
+    def decide(x: Term) -> Poly | None:
+        if not isinstance(x, Select):
+            return None
+        if x.cond == cond:
+            return _decided(x.a if value else x.b, cond, value, depth - 1)
+        return _select_node(x.cond, _decided(x.a, cond, value, depth - 1),
+                            _decided(x.b, cond, value, depth - 1))
+
+    return substitute_atoms(p, decide)
+
+
+def substitute_atoms(p: Poly, substitute: Callable[[Term], Poly | None]) -> Poly:
+    """p with each top-level atom `a` for which `substitute(a)` gives a polynomial replaced by
+    it (a negative power by a power of its inverse); atoms it gives None for are kept."""
     out = ZERO
     for mono, c in p.terms:
         term = const(c)
-        for x, k in mono:
-            if isinstance(x, Select):
-                if x.cond == cond:
-                    part = _decided(x.a if value else x.b, cond, value)
-                else:
-                    part = select(x.cond, _decided(x.a, cond, value),
-                                  _decided(x.b, cond, value))
-                for _ in range(abs(k)):
-                    term = term * (part if k > 0 else inv(part))
-            else:
-                term = term * atom(x, k)
+        for a, k in mono:
+            sub = substitute(a)
+            if sub is None:
+                term = term * atom(a, k)
+                continue
+            for _ in range(abs(k)):
+                term = term * (sub if k > 0 else inv(sub))
         out = out + term
     return out
 

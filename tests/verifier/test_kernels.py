@@ -160,11 +160,14 @@ def test_a_sequential_loop_that_does_not_accumulate_is_unknown() -> None:
     ("2*((a + b) floordiv BM)*BM + 2*((a + b) mod BM)", "2*a + 2*b"),
     ("(o floordiv BM)*BM + o mod BN", "(o floordiv BM)*BM + o mod BN"),
     ("(o floordiv BM)*BM + 2*(o mod BM)", "(o floordiv BM)*BM + 2*(o mod BM)"),
+    # a divisor that may be 0 (or negative) is left alone
+    ("(o floordiv (K - M))*(K - M) + o mod (K - M)",
+     "(o floordiv (K - M))*(K - M) + o mod (K - M)"),
 ])
 def test_split_indices_recombine(text: str, expected: str) -> None:
     assert recombine(parse_int_expr(text)) == parse_int_expr(expected)
     # and the recombined value is the same integer
-    env = {"o": 11, "a": 5, "b": 6, "BM": 3, "BN": 4, "K": 2}
+    env = {"o": 11, "a": 5, "b": 6, "BM": 3, "BN": 4, "K": 2, "M": 7}
     assert recombine(parse_int_expr(text)).evaluate(env) == parse_int_expr(text).evaluate(env)
 
 

@@ -12,7 +12,9 @@ import pytest
 from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 
+from axon.dialects.form.intexpr import IntExpr
 from axon.tools.embed import parse_source, run_pipeline
+from axon.verifier import terms as T
 
 
 def chain(name: str, statements: int, *, reordered: bool = False, period: int = 7) -> str:
@@ -53,3 +55,15 @@ def test_past_the_coefficient_limit_the_answer_is_unknown_not_proved(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert verdict(chain("f", 400), chain("g", 400, reordered=True)) == "unknown"
     assert "a coefficient grew past" in capsys.readouterr().err
+
+
+def test_deeply_nested_selects_build_without_recursion_on_their_depth() -> None:
+    # `select` decides nested selects on its own condition a bounded depth down only
+    x = T.atom(T.Read("a0", (IntExpr.sym("$o0_0"),)))
+    value = x
+    for i in range(600):  # a term's text stays under MAX_TERM_CHARS
+        cond = T.icompare("le", IntExpr.sym("$o0_0") - i)
+        value = T.select(cond, x * T.const(i), value)
+    assert isinstance(value, T.Poly) and len(value.terms) == 1
+    same = T.icompare("le", IntExpr.sym("$o0_0") - 599)
+    assert T.select(same, value, x) == T.select(same, x * T.const(599), x)
