@@ -30,7 +30,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from axon.dialects.tile import KernelOp
 from axon.targets.profiles import load_profile, unknown_profile
-from axon.tiling.profiles import row_constraints
+from axon.tiling.profiles import row_constraints, row_tile_space
 from axon.tiling.rows import BLOCK, NotTileable, row_inputs, row_kernel, row_size
 from axon.tools.pass_options import CheckedPass, option
 from axon.verifier import Proved, prove_equivalent
@@ -57,7 +57,7 @@ class TilePass(CheckedPass):
             try:
                 rows = row_size(func)
                 constraints = row_constraints(profile, BLOCK, row_inputs(func, rows))
-                kernel = row_kernel(func, constraints)
+                kernel = row_kernel(func, constraints, row_tile_space(profile))
             except NotTileable as err:
                 counts["not tileable"] += 1
                 print(f"tile: @{name}: not tileable: {err}", file=sys.stderr)

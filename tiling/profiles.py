@@ -32,3 +32,10 @@ def row_constraints(profile: DeviceProfile, block: str, row_inputs: Sequence[Ten
             row = product(t.shape[1:])
             found.append(f"{row}*{DTYPES[t.dtype].storage.itemsize} <= {int(usable.value)}")
     return sorted(set(found))
+
+
+def row_tile_space(profile: DeviceProfile) -> str:
+    """Where a row kernel's tiles live under `profile`: `sbuf` on a core whose profile gives an
+    SBUF (a NeuronCore), else `registers` (a GPU program's tile)."""
+    memory = profile.memory
+    return "sbuf" if memory is not None and memory.sbuf_bytes is not None else "registers"

@@ -36,10 +36,11 @@ class NotTileable(ValueError):
     """The function cannot be written as a row kernel; the message says why."""
 
 
-def row_kernel(func: FuncOp, constraints: Sequence[str] = ()) -> FuncOp:
+def row_kernel(func: FuncOp, constraints: Sequence[str], space: str) -> FuncOp:
     """`func` as one row kernel (see the module docstring), a new function named
     `<name>_rows` with the same signature; `constraints` join the kernel's assumptions (the
-    profile's limits on `BM` and on a row's bytes)."""
+    profile's limits on `BM` and on a row's bytes) and its tiles live in memory space
+    `space`."""
     name = func.sym_name.data
     params: list[TensorType] = list(func.function_type.inputs.data)  # type: ignore[arg-type]
     ret = func.body.block.last_op
@@ -57,7 +58,7 @@ def row_kernel(func: FuncOp, constraints: Sequence[str] = ()) -> FuncOp:
     values: dict[SSAValue, SSAValue] = {}
     for src, (arg, t) in zip(func.body.block.args, zip(body.args, params, strict=True),
                              strict=True):
-        values[src] = _load(body, arg, t, rows)
+        values[src] = _load(body, arg, t, rows, space)
     for op in func.body.block.ops:
         if op is ret:
             break
@@ -106,7 +107,7 @@ def row_inputs(func: FuncOp, rows: str) -> list[TensorType]:
             if isinstance(t, TensorType) and t.rank and t.shape[0] == IntExpr.sym(rows)]
 
 
-def _load(body: Block, arg: SSAValue, t: TensorType, rows: str) -> SSAValue:
+def _load(body: Block, arg: SSAValue, t: TensorType, rows: str, space: str) -> SSAValue:
     """A block of rows of a row-indexed input, or the whole of any other input."""
     if t.rank and t.shape[0] == IntExpr.sym(rows):
         offsets = [f"{PROGRAM}*{BLOCK}", *["0"] * (t.rank - 1)]
@@ -115,7 +116,7 @@ def _load(body: Block, arg: SSAValue, t: TensorType, rows: str) -> SSAValue:
         raise NotTileable(f"an input of type {t} spans the rows other than in its first dim")
     else:
         offsets, shape = ["0"] * t.rank, list(t.shape)
-    load = LoadOp.make([arg], offsets=offsets, shape=shape, pad=0.0, space="sbuf")
+    load = LoadOp.make([arg], offsets=offsets, shape=shape, pad=0.0, space=space)
     body.add_op(load)
     return load.results[0]
 

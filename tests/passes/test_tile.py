@@ -39,6 +39,7 @@ def test_row_local_programs_become_proved_row_kernels_that_compute_the_same(name
     kernel = kernel_of(func)
     assert kernel is not None and "axon.proof_id" in func.attributes
     assert "BM <= 128" in kernel.assumptions()  # a NeuronCore has 128 partitions
+    assert 'space = "sbuf"' in print_ir(module)
     assert f"tile: @{name}: row kernel proved" in capsys.readouterr().err
     # the printed kernel reads back, and runs as the program does, remainder blocks included
     again = parse_mlir(print_ir(module), "tiled.mlir")
@@ -63,6 +64,7 @@ def test_variants_keep_the_function_and_add_the_kernel_beside_it() -> None:
     assert isinstance(rows.attributes["axon.proof_id"], StringAttr)
     kernel = kernel_of(rows)
     assert kernel is not None and kernel.assumptions() == ["BM >= 1"]  # no limits for a GPU yet
+    assert 'space = "registers"' in print_ir(module)
 
 
 def test_a_function_that_is_not_row_local_is_refuted_and_kept(
