@@ -79,6 +79,16 @@ class Memory:
     """Banks per PSUM partition: at most this many accumulation groups in flight."""
     psum_bank_bytes: Quantity | None = None
     """Bytes of one PSUM bank in one partition."""
+    l2_bytes: Quantity | None = None
+    """GPU: the L2 cache every SM shares (serves re-reads of tiles before they reach HBM)."""
+    shared_per_core_bytes: Quantity | None = None
+    """GPU: shared memory of one SM, split among the programs resident on it."""
+    shared_per_program_bytes: Quantity | None = None
+    """GPU: the most shared memory one program (thread block) may allocate."""
+    registers_per_core_bytes: Quantity | None = None
+    """GPU: the register file of one SM, split among the programs resident on it."""
+    registers_per_program_bytes: Quantity | None = None
+    """GPU: the most register bytes one program (thread block) may hold."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,16 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Parallelism:
+    """How many programs of a launch run at once."""
+
+    cores: Quantity | None = None
+    """Cores that run programs side by side: SMs on a GPU, 1 for a profile of one NeuronCore."""
+    programs_per_core_max: Quantity | None = None
+    """GPU: the most programs (thread blocks) resident on one SM at once."""
+
+
+@dataclass(frozen=True)
 class DeviceProfile:
     """One device's hardware numbers, each with its source."""
 
@@ -103,6 +123,7 @@ class DeviceProfile:
     roofline: Roofline
     memory: Memory | None = None
     limits: Limits | None = None
+    parallelism: Parallelism | None = None
 
     def quantities(self) -> dict[str, Quantity]:
         """Every number of the profile by its dotted key (`roofline.matrix_flops`)."""

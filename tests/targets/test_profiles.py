@@ -206,3 +206,29 @@ def test_propagate_with_an_unknown_device_is_a_diagnostic() -> None:
     with pytest.raises(DiagnosticException,
                        match="propagate: unknown device 'nope'; known: h200, trn1, trn2"):
         embed.run_pipeline(module, 'propagate{device="nope"}')
+
+
+def test_h200_gives_the_on_chip_numbers_the_tiled_cost_model_needs() -> None:
+    h200 = load_profile("h200")
+    memory, parallelism = h200.memory, h200.parallelism
+    assert memory is not None and parallelism is not None
+    assert parallelism.cores is not None and parallelism.cores.value == 132
+    assert parallelism.programs_per_core_max is not None
+    assert parallelism.programs_per_core_max.value == 32
+    # 60 MiB of L2, 228 KiB of shared memory per SM (227 KiB per block), 64K 4-byte registers
+    assert memory.l2_bytes is not None and memory.l2_bytes.value == 60 << 20
+    assert memory.shared_per_core_bytes is not None
+    assert memory.shared_per_core_bytes.value == 228 << 10
+    assert memory.shared_per_program_bytes is not None
+    assert memory.shared_per_program_bytes.value == 227 << 10
+    assert memory.registers_per_core_bytes is not None
+    assert memory.registers_per_core_bytes.value == 65536 * 4
+    assert memory.partitions is None and memory.sbuf_bytes is None
+
+
+@pytest.mark.parametrize("name", ["trn1", "trn2"])
+def test_a_neuron_core_profile_is_one_core_without_a_cache(name: str) -> None:
+    profile = load_profile(name)
+    assert profile.parallelism is not None and profile.parallelism.cores is not None
+    assert profile.parallelism.cores.value == 1
+    assert profile.memory is not None and profile.memory.l2_bytes is None
