@@ -81,6 +81,8 @@ class Memory:
     """Bytes of one PSUM bank in one partition."""
     l2_bytes: Quantity | None = None
     """GPU: the L2 cache every SM shares (serves re-reads of tiles before they reach HBM)."""
+    l2_bytes_per_s: Quantity | None = None
+    """GPU: bandwidth from L2 to the SMs (every tile a program loads passes through it)."""
     shared_per_core_bytes: Quantity | None = None
     """GPU: shared memory of one SM, split among the programs resident on it."""
     shared_per_program_bytes: Quantity | None = None

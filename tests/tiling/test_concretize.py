@@ -1,0 +1,84 @@
+"""Concretization: the tile sizes a profile admits, checked against the kernel's assumptions and
+capacities, ranked by the tiled cost model, the best few kept."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import pytest
+
+from axon.targets.profiles import load_profile
+from axon.tiling import concretize as concretize_module
+from axon.tiling.concretize import concretize, parameter_values
+from axon.tiling.cost import KernelCost, KernelPlan
+
+H200, TRN2 = load_profile("h200"), load_profile("trn2")
+CUBE = {"M": 4096, "N": 4096, "K": 4096}
+
+
+def test_h200_candidates_are_powers_of_two_from_16_ranked_by_time(
+        tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16")
+    found = concretize(kernel, CUBE, H200, top_k=5)
+    assert len(found) == 5
+    for c in found:
+        assert c.cost.fits
+        for value in c.params.values():
+            assert value >= 16 and value & (value - 1) == 0
+    seconds = [c.cost.seconds for c in found]
+    assert seconds == sorted(seconds)
+    best = found[0].cost
+    assert best.hbm_bytes <= 1.2 * best.compulsory_bytes
+    assert parameter_values(KernelPlan.of(kernel), "BM", CUBE, H200) == [
+        16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+
+
+def test_only_candidates_meeting_the_assumptions_are_kept(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16", assume='"BM >= 1", "BN >= 1", "BK >= 1", '
+                                                 '"BK <= 32", "BM mod BN == 0"')
+    found = concretize(kernel, CUBE, H200, top_k=20)
+    assert found
+    assert all(c.params["BK"] <= 32 and c.params["BM"] % c.params["BN"] == 0 for c in found)
+    impossible = tile_kernels.matmul("bf16", assume='"BM >= 1", "BM >= 100000"')
+    assert concretize(impossible, CUBE, H200) == []
+
+
+def test_top_k_is_respected(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16")
+    one = concretize(kernel, CUBE, H200, top_k=1)
+    three = concretize(kernel, CUBE, H200)
+    assert len(one) == 1 and len(three) == 3
+    assert one[0] == three[0]
+
+
+def test_trn2_candidates_meet_the_partition_and_matmul_limits(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16", "sbuf", "psum")
+    sizes = {"M": 96, "N": 4096, "K": 4096}
+    plan = KernelPlan.of(kernel)
+    # BM is a tile's partition dim: at most 128, and 96 (the whole of M) is tried
+    assert parameter_values(plan, "BM", sizes, TRN2) == [1, 2, 4, 8, 16, 32, 64, 96, 128]
+    found = concretize(kernel, sizes, TRN2, top_k=10)
+    assert found
+    for c in found:
+        assert c.params["BM"] <= 128 and c.params["BK"] <= 128 and c.params["BN"] <= 512
+    best = found[0]
+    # one program for all 96 rows, the widest moving tile: w read once, x once per column
+    assert best.params["BM"] in (96, 128) and best.params["BN"] == 512
+    assert best.cost.hbm_bytes == 8 * 96 * 4096 * 2 + 4096 * 4096 * 2 + 96 * 4096 * 2
+
+
+def test_the_enumeration_is_bounded(tile_kernels: ModuleType,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    priced: list[dict[str, int]] = []
+    original = KernelPlan.cost
+
+    def counting(self: KernelPlan, sizes: dict[str, int], profile: object) -> KernelCost:
+        priced.append(dict(sizes))
+        return original(self, sizes, profile)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KernelPlan, "cost", counting)
+    monkeypatch.setattr(concretize_module, "MAX_COMBINATIONS", 40)
+    found = concretize(tile_kernels.matmul("bf16"), CUBE, H200)
+    assert 0 < len(priced) <= 40 and found
+    # the thinned lists keep their ends: the smallest and the largest block are still tried
+    assert {p["BM"] for p in priced} >= {16, 4096}

@@ -1,0 +1,123 @@
+"""The tiled cost model: HBM traffic under the tiling (re-reads across programs, served by L2 on
+a GPU only while the reused working set fits), on-chip capacity, flops and modeled time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import ModuleType
+
+import pytest
+
+from axon.targets.profiles import DeviceProfile, Quantity, load_profile
+from axon.tiling.cost import kernel_cost
+
+MiB = 1 << 20
+H200, TRN2 = load_profile("h200"), load_profile("trn2")
+
+
+def cube(n: int, **params: int) -> dict[str, int]:
+    return {"M": n, "N": n, "K": n, **params}
+
+
+@pytest.mark.parametrize(("profile", "space", "bm", "bn", "onchip"), [
+    (H200, "registers", 64, 64, 2 * 64 * 64 * 4),  # the sum takes x's registers
+    (TRN2, "sbuf", 128, 512, 2 * 512 * 4),  # per partition
+], ids=["h200", "trn2"])
+def test_an_elementwise_add_moves_its_compulsory_bytes(
+        tile_kernels: ModuleType, profile: DeviceProfile, space: str, bm: int, bn: int,
+        onchip: int) -> None:
+    kernel = tile_kernels.elementwise_add("f32", space)
+    cost = kernel_cost(kernel, {"M": 1024, "N": 1024, "BM": bm, "BN": bn}, profile)
+    assert cost.compulsory_bytes == 3 * 4 * MiB  # x and y read once, the sum written once
+    assert cost.hbm_bytes == cost.compulsory_bytes  # no tile is read twice
+    assert cost.programs == (1024 // bm) * (1024 // bn) and cost.fits
+    assert dict(cost.onchip_bytes) == {space: onchip}
+    assert cost.flops == 1024 * 1024
+
+
+@pytest.mark.parametrize(("n", "block"), [(256, 32), (100, 32), (96, 64)])
+def test_a_neuron_core_reloads_every_tile_each_time_a_program_needs_it(
+        tile_kernels: ModuleType, n: int, block: int) -> None:
+    kernel = tile_kernels.matmul("bf16", "sbuf", "psum")
+    cost = kernel_cost(kernel, cube(n, BM=block, BN=block, BK=block), TRN2)
+    tiles = -(-n // block)
+    # x is read once per column of programs, w once per row of them (remainder tiles clipped)
+    assert cost.hbm_bytes == tiles * n * n * 2 + tiles * n * n * 2 + n * n * 2
+    assert cost.compulsory_bytes == 3 * n * n * 2
+    assert cost.matrix_flops == 2 * (tiles * block) ** 3  # remainder tiles compute whole
+
+
+def test_the_4096_cube_matmul_on_h200_is_near_compulsory_when_l2_holds_the_reused_operand(
+        tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16")
+    cost = kernel_cost(kernel, cube(4096, BM=128, BN=128, BK=64), H200)
+    assert cost.compulsory_bytes == 96 * MiB
+    assert cost.hbm_bytes <= 1.2 * cost.compulsory_bytes
+    # two programs per SM (96 KiB of registers each): 1024 programs in 4 waves of 264
+    assert cost.programs == 1024 and cost.waves == 4
+    assert cost.onchip_bytes["registers"] == 2 * 128 * 128 * 2 + 2 * 128 * 64 * 2
+    assert cost.matrix_flops == 2 * 4096 ** 3
+    assert cost.seconds >= cost.matrix_flops / H200.roofline.matrix_flops.value
+
+
+def test_without_room_in_l2_the_reused_operand_comes_from_hbm_once_per_wave(
+        tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16")
+    # w of 128 MiB is more than L2's 60 MiB: every wave reads it again
+    wide = kernel_cost(kernel, {"M": 4096, "N": 16384, "K": 4096, "BM": 128, "BN": 128,
+                                "BK": 64}, H200)
+    assert wide.hbm_bytes > 1.2 * wide.compulsory_bytes
+    # the same 4096 cube on an H200 with an 8 MiB L2: w (32 MiB) no longer stays resident
+    assert H200.memory is not None
+    small = replace(H200, memory=replace(H200.memory, l2_bytes=Quantity(8 * MiB, "test")))
+    cost = kernel_cost(kernel, cube(4096, BM=128, BN=128, BK=64), small)
+    assert cost.hbm_bytes > 1.2 * cost.compulsory_bytes
+    # each of the 4 waves covers all of w's columns: 4 reads of w, x and the result once
+    assert cost.hbm_bytes == pytest.approx(4 * 32 * MiB + 32 * MiB + 32 * MiB, rel=0.05)
+
+
+def test_a_program_over_the_register_file_does_not_fit(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16")
+    cost = kernel_cost(kernel, cube(4096, BM=256, BN=256, BK=64), H200)
+    assert not cost.fits
+    assert cost.why_not == "registers needs 327680 bytes per program; h200 has 262144"
+
+
+def test_a_row_over_one_sbuf_partition_does_not_fit(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.row_softmax("sbuf")
+    fits = kernel_cost(kernel, {"M": 1024, "N": 8192, "BM": 128}, TRN2)
+    # in place: the block of rows, and one [BM, 1] column beside it
+    assert fits.fits and fits.onchip_bytes["sbuf"] == 8192 * 4 + 4
+    wide = kernel_cost(kernel, {"M": 1024, "N": 65536, "BM": 128}, TRN2)
+    assert not wide.fits and wide.why_not is not None
+    assert wide.why_not.startswith("sbuf needs ") and "per partition; trn2 has 212984" in (
+        wide.why_not)
+    tall = kernel_cost(kernel, {"M": 1024, "N": 512, "BM": 256}, TRN2)
+    assert tall.why_not == "a tile [256, 512] f32 in sbuf spans 256 partitions; the core has 128"
+
+
+def test_a_matmul_past_the_moving_free_limit_does_not_fit_on_trn2(
+        tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16", "sbuf", "psum")
+    cost = kernel_cost(kernel, cube(4096, BM=128, BN=1024, BK=128), TRN2)
+    assert cost.why_not == "ax.matmul moving free size 1024 > 512 on trn2"
+    good = kernel_cost(kernel, cube(4096, BM=128, BN=512, BK=128), TRN2)
+    # PSUM holds the accumulator and the product in fp32: 2 x 512 x 4 bytes a partition
+    assert good.fits and good.onchip_bytes["psum"] == 2 * 512 * 4
+    assert good.onchip_bytes["sbuf"] == 128 * 2 + 512 * 2
+
+
+def test_a_tile_in_a_space_the_profile_lacks_does_not_fit(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.elementwise_add("f32", "sbuf")
+    cost = kernel_cost(kernel, {"M": 256, "N": 256, "BM": 64, "BN": 64}, H200)
+    assert cost.why_not == ("a tile in space 'sbuf', which profile h200 does not have "
+                            "(registers, shared)")
+
+
+def test_a_grid_smaller_than_the_cores_leaves_them_idle(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.elementwise_add("f32")
+    one = kernel_cost(kernel, {"M": 4096, "N": 4096, "BM": 4096, "BN": 16}, H200)
+    many = kernel_cost(kernel, {"M": 4096, "N": 4096, "BM": 16, "BN": 16}, H200)
+    assert one.programs == 256 and many.programs == 256 * 256
+    # 256 programs on 132 SMs take two rounds: about 97% of the cores busy
+    assert one.seconds > many.seconds

@@ -1,0 +1,643 @@
+"""The cost of a tiled kernel at concrete sizes and tile sizes, under a device profile.
+
+`kernel_cost(kernel, sizes, profile)` counts what one launch of a `tile.kernel` moves and
+computes, what one program holds on chip, and how long the launch takes under the profile's
+roofline. `sizes` binds every size symbol and every tile parameter.
+
+**Programs and launch order.** The grid's programs are launched in row-major order (the last
+grid dim varies fastest; no kernel says grouped yet), `W` at a time: a *wave*. `W` is the
+profile's cores times the programs one core holds at once (on a GPU: limited by the SM's
+registers and shared memory over one program's peak use of each, and by the SM's
+`programs_per_core_max`; on a NeuronCore: one).
+
+**What a load reads.** A `tile.load` reads a tile of `shape` at `offsets`. Its *region* over a
+set of programs and loop iterations is, per dim of the operand, the tile's extent times the
+number of distinct values of the program ids and loop ivs that its offset in that dim uses,
+clipped to the operand's extent (so a remainder tile, or a tile wider than its tensor, counts
+only the elements that exist, and the region over the whole grid of an exactly covering tiling
+is the operand); the region is at most the number of distinct (id, iv) combinations times one
+clipped tile. This is exact when offsets are `id*B` (+ `iv*B'`) as the tilers write them; it
+ignores constant shifts (a halo) beyond the clip. A load inside loops runs once per iteration.
+
+**HBM traffic, no cache** (a profile without `memory.l2_bytes`: a NeuronCore): every execution
+of a load moves its (clipped) tile from HBM, every execution of a store writes its tile:
+`executions x region(all) / distinct (id, iv) combinations its offsets use`. For a matmul with a
+K loop that is `ceildiv(N, BN)*M*K*s + ceildiv(M, BM)*K*N*s + M*N*s_out`.
+
+**HBM traffic, with an L2** (a GPU). Three rules, in order:
+
+1. If the tiles one wave holds in flight at one loop iteration (every load's region over the
+   wave's programs, one iteration of each loop) exceed L2, nothing is shared: as with no cache.
+2. Otherwise the programs of one wave share what they read at the same time: a region is read
+   from HBM at most once per wave. A region's tile is read again by another program `R`
+   programs later in launch order, `R` the launch-order stride of the fastest-varying grid dim
+   its offsets do not use (none: no other program reads it). Between the first read and that
+   re-read the launch touches at most the bytes of `R + W` consecutive programs (every load
+   region and every store region over them). When those bytes fit in L2 the re-read is an L2
+   hit (an LRU cache keeps what was touched within its capacity) and the region costs its
+   distinct bytes over the launch, once.
+3. When they do not fit, the re-read misses (a cyclic sweep over more than an LRU cache holds
+   misses every time) and the region costs its distinct bytes per wave, summed over the waves.
+
+Loads of one operand with the same offsets and shape (up to the names of loop ivs of equal
+extent) are one region; an operand's traffic is at most its bytes under rules 1-2 (L2 holds
+it). Stores write back through L2: each store region's distinct bytes over the launch.
+
+`compulsory_bytes` is every input that some load reads, read once, plus every result, written
+once: what any kernel must move.
+
+**On chip.** Every tile-valued SSA value (a load, a `tile.full`, a compute op's result, a loop's
+carried values and results) lives in a memory space from its definition to its last use (a use
+inside a loop the value is defined outside of lasts until that loop ends). A compute op's result
+takes the buffer of an operand of its shape and dtype that dies at it (an accumulate in place),
+a loop's carried values the buffers of their inits; otherwise it lives in the accumulator space
+for a contraction (`psum` on a NeuronCore) and the compute space else (`sbuf`; `registers` on a
+GPU). `onchip_bytes` is each space's peak over one program: on a NeuronCore per partition (a
+tile's first dim spans the partitions; the rest is one partition's bytes; PSUM holds fp32, 4
+bytes an element), on a GPU per program. A candidate over a capacity does not fit (`fits` is
+False, `why_not` names the space, what it needs and what it has): spills are rejected, never
+priced. A NeuronCore tile's first dim is also at most the partition count, and an `ax.matmul`
+of tiles `[a, b] x [b, c]` has `a` at most the stationary free limit, `b` at most the partition
+count and `c` at most the moving free limit.
+
+**Flops** per execution of a compute op come from its generic form (`nugraph.cost`: the
+tensor level's count), times its executions; a contraction runs at the matrix peak, the rest at
+the vector peak. A remainder tile computes whole.
+
+**Time**: `overhead + max(hbm_bytes / bandwidth, loaded_bytes / l2_bandwidth, matrix_flops /
+matrix_peak + vector_flops / vector_peak) / efficiency`, where `loaded_bytes` is what every
+execution of every load brings on chip (on a GPU through L2, at `memory.l2_bytes_per_s`; the
+term is left out where the profile has no such rate), and `efficiency = P / (ceil(P / cores)
+* cores)` for `P` programs: the busiest core runs `ceil(P / cores)` of them at its share of the
+device's peaks (a tail wave or a grid smaller than the cores leaves cores idle). `overhead` is
+the profile's one launch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from xdsl.ir import Operation, SSAValue
+
+from axon.dialects.ax import MatmulOp, TensorType
+from axon.dialects.form.dtypes import DTYPES
+from axon.dialects.form.interface import form_op, has_form
+from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
+from axon.nugraph.cost import RooflineCost, is_contraction
+from axon.targets.profiles import DeviceProfile
+
+#: bytes of one PSUM element: NeuronCore matmuls accumulate in fp32 (../shared/reference/nki.md 3)
+PSUM_ELEMENT_BYTES = 4
+#: waves whose footprints are computed one by one; past this many, an even sample stands in
+EXACT_WAVES = 64
+
+
+@dataclass(frozen=True)
+class KernelCost:
+    """What one launch of a kernel costs at concrete sizes (see the module docstring)."""
+
+    hbm_bytes: float
+    """Modeled HBM traffic of the whole launch (reads and writes)."""
+    compulsory_bytes: float
+    """Every input the kernel reads, read once, and every result, written once."""
+    onchip_bytes: Mapping[str, int]
+    """Peak live bytes per memory space of one program (per partition on a NeuronCore)."""
+    programs: int
+    """The grid's size."""
+    flops: float
+    seconds: float
+    """Modeled time: roofline of traffic and flops over the parallelism's efficiency, plus one
+    launch's overhead."""
+    fits: bool
+    """Every on-chip tile fits its space (and the engines' tile limits) under the profile."""
+    why_not: str | None = None
+    """When it does not fit: which space or limit, needed against available."""
+    waves: int = 1
+    """Waves of `cores x programs per core` programs the launch runs in."""
+    matrix_flops: float = 0.0
+    """The part of `flops` done by contractions (at the matrix peak)."""
+    loaded_bytes: float = 0.0
+    """Bytes every execution of every load brings on chip (through L2 on a GPU)."""
+
+
+def kernel_cost(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfile
+                ) -> KernelCost:
+    """The cost of one launch of `kernel`; `sizes` binds every size symbol and every tile
+    parameter (`kernel.param_names()`)."""
+    return KernelPlan.of(kernel).cost(sizes, profile)
+
+
+@dataclass
+class _Access:
+    """A load (or a store) of an operand (a result): where and how much, in which loops."""
+
+    operand: int
+    extent: tuple[IntExpr, ...]
+    shape: tuple[IntExpr, ...]
+    itemsize: int
+    dim_vars: tuple[tuple[str, ...], ...]
+    """Per dim: the program ids and loop ivs its offset uses."""
+    loops: tuple[int, ...]
+    key: tuple[object, ...]
+    """Equal for accesses of one operand at the same offsets and shape."""
+
+    @property
+    def variables(self) -> frozenset[str]:
+        return frozenset(v for vs in self.dim_vars for v in vs)
+
+
+@dataclass
+class _Tile:
+    """One tile-valued SSA value: its type, where it lives, from when to when."""
+
+    type: TensorType
+    space: str | None
+    """A named space (a load's or a full's), or None: decided by the profile (see `role`)."""
+    role: str
+    """`compute`, `accumulator` (a contraction's result), or `space`."""
+    start: int
+    end: int = -1
+    alias: int | None = None
+    """The tile whose buffer this one takes (its space too)."""
+
+
+@dataclass
+class _Loop:
+    iv: str
+    extent: IntExpr
+    outer: tuple[int, ...]
+    start: int
+    end: int = -1
+
+
+@dataclass
+class _Compute:
+    op: Operation
+    loops: tuple[int, ...]
+
+
+@dataclass
+class KernelPlan:
+    """A kernel read once into what its cost needs, then priced at any sizes (`cost`)."""
+
+    grid: tuple[IntExpr, ...]
+    program_ids: tuple[str, ...]
+    inputs: tuple[TensorType, ...]
+    outputs: tuple[TensorType, ...]
+    loops: list[_Loop] = field(default_factory=list)
+    loads: list[_Access] = field(default_factory=list)
+    stores: list[_Access] = field(default_factory=list)
+    tiles: list[_Tile] = field(default_factory=list)
+    computes: list[_Compute] = field(default_factory=list)
+    matmuls: list[tuple[TensorType, TensorType]] = field(default_factory=list)
+
+    @staticmethod
+    def of(kernel: KernelOp) -> KernelPlan:
+        """Read `kernel`'s body (one walk, no recursion)."""
+        plan = KernelPlan(tuple(kernel.grid_exprs()), tuple(kernel.program_names()),
+                          tuple(kernel.input_types()), tuple(kernel.output_types()))
+        _Reader(plan, kernel).read()
+        return plan
+
+    # ---- pricing ------------------------------------------------------------------------------
+    def cost(self, sizes: Mapping[str, int], profile: DeviceProfile) -> KernelCost:
+        """The launch's cost with every size and tile parameter bound by `sizes`."""
+        env = {k: int(v) for k, v in sizes.items()}
+        grid = [max(g.evaluate(env), 0) for g in self.grid]
+        programs = math.prod(grid)
+        extents = self._loop_extents(env, grid)
+        onchip, why_not = self._onchip(env, profile)
+        counts = dict(zip(self.program_ids, grid, strict=True))
+        counts.update({loop.iv: extents[n] for n, loop in enumerate(self.loops)})
+
+        cores = _quantity(profile.parallelism.cores if profile.parallelism else None, 1)
+        per_core = self._programs_per_core(onchip, profile)
+        wave = max(cores * per_core, 1)
+        waves = -(-programs // wave) if programs else 0
+        memory = profile.memory
+        l2 = memory.l2_bytes.value if memory is not None and memory.l2_bytes else None
+        traffic = _Traffic(self, env, grid, counts, extents, wave)
+        hbm = traffic.uncached() if l2 is None else traffic.cached(l2)
+        loaded = sum(traffic.executed(a) for a in self.loads)
+
+        matrix, vector = self._flops(env, profile, programs, extents)
+        roof = profile.roofline
+        busy = -(-programs // cores) * cores if programs else 1
+        efficiency = programs / busy if programs else 1.0
+        l2_rate = memory.l2_bytes_per_s if memory is not None else None
+        work = max(hbm / roof.bytes_per_s.value,
+                   loaded / l2_rate.value if l2_rate is not None else 0.0,
+                   matrix / roof.matrix_flops.value + vector / roof.vector_flops.value)
+        seconds = roof.op_overhead_s.value + work / max(efficiency, 1e-12)
+        return KernelCost(hbm_bytes=float(hbm), compulsory_bytes=float(traffic.compulsory()),
+                          onchip_bytes=MappingProxyType(onchip), programs=programs,
+                          flops=float(matrix + vector), seconds=seconds,
+                          fits=why_not is None, why_not=why_not, waves=waves,
+                          matrix_flops=float(matrix), loaded_bytes=float(loaded))
+
+    def _loop_extents(self, env: dict[str, int], grid: Sequence[int]) -> list[int]:
+        """Each loop's trip count; an extent that uses a program id or an outer iv is taken at
+        the middle of its range (a typical program)."""
+        scope = dict(env)
+        scope.update({p: max(g - 1, 0) // 2 for p, g in zip(self.program_ids, grid,
+                                                               strict=True)})
+        found = []
+        for loop in self.loops:
+            extent = max(loop.extent.evaluate(scope), 0)
+            found.append(extent)
+            scope[loop.iv] = max(extent - 1, 0) // 2
+        return found
+
+    def _executions(self, loops: tuple[int, ...], programs: int, extents: Sequence[int]) -> int:
+        return programs * math.prod(extents[n] for n in loops)
+
+    def _flops(self, env: dict[str, int], profile: DeviceProfile, programs: int,
+               extents: Sequence[int]) -> tuple[float, float]:
+        counter = RooflineCost(profile, env)
+        matrix = vector = 0.0
+        for c in self.computes:
+            meaning = form_op(c.op).meaning()
+            types = [v.type for v in c.op.operands]
+            result = meaning.result_type
+            assert isinstance(result, TensorType)
+            flops, _ = counter.flops_and_bytes(meaning.form, types,  # type: ignore[arg-type]
+                                               result)
+            total = flops * self._executions(c.loops, programs, extents)
+            if is_contraction(meaning.form):
+                matrix += total
+            else:
+                vector += total
+        return matrix, vector
+
+    # ---- on chip ------------------------------------------------------------------------------
+    def _onchip(self, env: dict[str, int], profile: DeviceProfile
+                ) -> tuple[dict[str, int], str | None]:
+        """Peak live bytes per space of one program, and why it does not fit (or None)."""
+        spaces = _spaces(profile)
+        partitions = partition_count(profile)
+        compute, accumulator = ("sbuf", "psum") if partitions else ("registers", "registers")
+        why_not: str | None = None
+        resolved: list[str] = []
+        events: list[tuple[int, int, str, int]] = []
+        for tile in self.tiles:
+            if tile.alias is not None:
+                space = resolved[tile.alias]
+            elif tile.space is not None:
+                space = tile.space
+            else:
+                space = accumulator if tile.role == "accumulator" else compute
+            resolved.append(space)
+            shape = [max(d.evaluate(env), 0) for d in tile.type.shape]
+            itemsize = (PSUM_ELEMENT_BYTES if space == "psum"
+                        else DTYPES[tile.type.dtype].storage.itemsize)
+            if partitions and shape:
+                if shape[0] > partitions and why_not is None:
+                    why_not = (f"a tile {_shown(tile.type, shape)} in {space} spans "
+                               f"{shape[0]} partitions; the core has {partitions}")
+                nbytes = math.prod(shape[1:]) * itemsize
+            else:
+                nbytes = math.prod(shape) * itemsize
+            events.append((tile.start, 0, space, nbytes))
+            events.append((tile.end, 1, space, -nbytes))
+        peak: dict[str, int] = {}
+        live: dict[str, int] = {}
+        for _, _, space, delta in sorted(events):
+            live[space] = live.get(space, 0) + delta
+            peak[space] = max(peak.get(space, 0), live[space])
+        if spaces:
+            for space, need in sorted(peak.items()):
+                have = spaces.get(space)
+                if have is None:
+                    why_not = why_not or (f"a tile in space '{space}', which profile "
+                                          f"{profile.name} does not have ("
+                                          f"{', '.join(sorted(spaces))})")
+                elif need > have and why_not is None:
+                    unit = " per partition" if partitions else " per program"
+                    why_not = (f"{space} needs {need} bytes{unit}; {profile.name} has {have}")
+        return peak, why_not or self._engine_limits(env, profile)
+
+    def _engine_limits(self, env: dict[str, int], profile: DeviceProfile) -> str | None:
+        """A NeuronCore matmul's operand limits (see the module docstring)."""
+        limits = profile.limits
+        partitions = partition_count(profile)
+        if limits is None or not partitions:
+            return None
+        for lhs, rhs in self.matmuls:
+            if lhs.rank != 2 or rhs.rank != 2:
+                continue
+            a, b = (d.evaluate(env) for d in lhs.shape)
+            c = rhs.shape[1].evaluate(env)
+            for what, need, limit in [
+                    ("stationary free size", a, limits.matmul_stationary_free_max),
+                    ("contraction (partition) size", b, None),
+                    ("moving free size", c, limits.matmul_moving_free_max)]:
+                have = partitions if limit is None else int(limit.value)
+                if need > have:
+                    return f"ax.matmul {what} {need} > {have} on {profile.name}"
+        return None
+
+    def _programs_per_core(self, onchip: Mapping[str, int], profile: DeviceProfile) -> int:
+        """Programs one core holds at once: one on a NeuronCore; on a GPU as many as the SM's
+        registers and shared memory hold, at most its `programs_per_core_max`."""
+        parallelism, memory = profile.parallelism, profile.memory
+        most = _quantity(parallelism.programs_per_core_max if parallelism else None, 1)
+        if memory is None:
+            return most
+        for space, per_core in (("registers", memory.registers_per_core_bytes),
+                                ("shared", memory.shared_per_core_bytes)):
+            need = onchip.get(space, 0)
+            if per_core is not None and need > 0:
+                most = min(most, max(int(per_core.value) // need, 1))
+        return most
+
+
+class _Traffic:
+    """HBM bytes of one launch (see the module docstring for the rules)."""
+
+    def __init__(self, plan: KernelPlan, env: dict[str, int], grid: list[int],
+                 counts: dict[str, int], extents: list[int], wave: int) -> None:
+        self.plan, self.grid, self.counts, self.wave = plan, grid, counts, wave
+        self.programs = math.prod(grid)
+        self.extents = extents
+        self.inputs = [[max(d.evaluate(env), 0) for d in t.shape] for t in plan.inputs]
+        self.outputs = [[max(d.evaluate(env), 0) for d in t.shape] for t in plan.outputs]
+        self.shapes = {id(a): [max(d.evaluate(env), 0) for d in a.shape]
+                       for a in (*plan.loads, *plan.stores)}
+        self.strides = [math.prod(grid[k + 1:]) for k in range(len(grid))]
+
+    # ---- sizes --------------------------------------------------------------------------------
+    def operand_bytes(self, access: _Access, store: bool) -> int:
+        extent = (self.outputs if store else self.inputs)[access.operand]
+        return math.prod(extent) * access.itemsize
+
+    def region(self, access: _Access, counts: Mapping[str, int], store: bool = False) -> int:
+        """Distinct bytes `access` covers when each id and iv takes `counts[v]` values."""
+        extent = (self.outputs if store else self.inputs)[access.operand]
+        shape = self.shapes[id(access)]
+        box = one = access.itemsize
+        for d, vs in enumerate(access.dim_vars):
+            n = math.prod(counts[v] for v in vs)
+            box *= min(extent[d], n * shape[d])
+            one *= min(extent[d], shape[d])
+        return min(box, one * math.prod(counts[v] for v in access.variables))
+
+    def window(self, first: int, last: int, iterations: bool = True) -> dict[str, int]:
+        """Counts of the ids over programs [first, last) in launch order, and of the ivs (all
+        iterations, or one)."""
+        counts = {}
+        for pid, size, stride in zip(self.plan.program_ids, self.grid, self.strides,
+                                     strict=True):
+            span = (last - 1) // stride - first // stride + 1 if last > first else 0
+            counts[pid] = min(size, span)
+        for n, loop in enumerate(self.plan.loops):
+            counts[loop.iv] = self.extents[n] if iterations else min(self.extents[n], 1)
+        return counts
+
+    # ---- the rules ----------------------------------------------------------------------------
+    def compulsory(self) -> int:
+        read = {a.operand: self.operand_bytes(a, False) for a in self.plan.loads}
+        written = sum(math.prod(shape) * DTYPES[t.dtype].storage.itemsize
+                      for shape, t in zip(self.outputs, self.plan.outputs, strict=True))
+        return sum(read.values()) + written
+
+    def executed(self, access: _Access, store: bool = False) -> float:
+        """Bytes moved when every execution of `access` goes to HBM."""
+        combos = math.prod(self.counts[v] for v in access.variables)
+        if not combos:
+            return 0.0
+        runs = self.plan._executions(access.loops, self.programs, self.extents)
+        return runs * self.region(access, self.counts, store) / combos
+
+    def uncached(self) -> float:
+        return (sum(self.executed(a) for a in self.plan.loads)
+                + sum(self.executed(a, store=True) for a in self.plan.stores))
+
+    def cached(self, l2: float) -> float:
+        writes = sum(min(self.region(a, self.counts, True), self.operand_bytes(a, True))
+                     for a in _distinct(self.plan.stores))
+        first_wave = self.window(0, min(self.wave, self.programs), iterations=False)
+        in_flight = sum(self.region(a, first_wave) for a in _distinct(self.plan.loads))
+        if in_flight > l2:
+            return sum(self.executed(a) for a in self.plan.loads) + writes
+        reads: dict[int, float] = {}
+        touched: dict[int, float] = {}
+        for access in _distinct(self.plan.loads):
+            period = self.period(access)
+            if period is None or self.touched(period, touched) <= l2:
+                cost = float(self.region(access, self.counts))
+            else:
+                cost = self.per_wave(access)
+            reads[access.operand] = reads.get(access.operand, 0.0) + cost
+        total = 0.0
+        for operand, cost in reads.items():
+            nbytes = math.prod(self.inputs[operand]) * _itemsize(self.plan.inputs[operand])
+            total += min(cost, nbytes) if self.touched(0, touched) <= l2 else cost
+        return total + writes
+
+    def period(self, access: _Access) -> int | None:
+        """Programs between a program's read of a tile of `access` and the next program's
+        read of the same tile, in launch order; None when no other program reads it."""
+        strides = [s for pid, size, s in zip(self.plan.program_ids, self.grid, self.strides,
+                                             strict=True)
+                   if pid not in access.variables and size > 1]
+        return min(strides) if strides else None
+
+    def touched(self, period: int, memo: dict[int, float]) -> float:
+        """Distinct bytes (loads and stores) of `period + W` consecutive programs."""
+        if period not in memo:
+            counts = self.window(0, min(period + self.wave, self.programs))
+            found: dict[tuple[bool, int], float] = {}
+            for store, accesses in ((False, self.plan.loads), (True, self.plan.stores)):
+                for a in _distinct(accesses):
+                    key = (store, a.operand)
+                    found[key] = found.get(key, 0.0) + self.region(a, counts, store)
+            memo[period] = sum(min(v, self.operand_bytes(_first(self.plan, k), k[0]))
+                               for k, v in found.items())
+        return memo[period]
+
+    def per_wave(self, access: _Access) -> float:
+        """The region's distinct bytes summed over the waves (an even sample of the waves
+        when there are more than `EXACT_WAVES`)."""
+        waves = -(-self.programs // self.wave)
+        picked = range(waves) if waves <= EXACT_WAVES else sorted(
+            {round(n * (waves - 1) / (EXACT_WAVES - 1)) for n in range(EXACT_WAVES)})
+        total = 0.0
+        for w in picked:
+            start = w * self.wave
+            total += self.region(access, self.window(start, min(start + self.wave,
+                                                                self.programs)))
+        return total * waves / len(picked)
+
+
+def _distinct(accesses: Sequence[_Access]) -> list[_Access]:
+    seen: dict[tuple[object, ...], _Access] = {}
+    for a in accesses:
+        seen.setdefault(a.key, a)
+    return list(seen.values())
+
+
+def _first(plan: KernelPlan, key: tuple[bool, int]) -> _Access:
+    store, operand = key
+    return next(a for a in (plan.stores if store else plan.loads) if a.operand == operand)
+
+
+def _itemsize(t: TensorType) -> int:
+    return DTYPES[t.dtype].storage.itemsize
+
+
+def _quantity(q: object, default: int) -> int:
+    value = getattr(q, "value", None)
+    return default if value is None else int(value)
+
+
+def partition_count(profile: DeviceProfile) -> int:
+    """The partitions of a NeuronCore profile's on-chip memory; 0 for a profile without."""
+    memory = profile.memory
+    return int(memory.partitions.value) if memory is not None and memory.partitions else 0
+
+
+def _spaces(profile: DeviceProfile) -> dict[str, int]:
+    """Each memory space's capacity for one program (per partition on a NeuronCore); empty
+    when the profile gives none (every tile fits)."""
+    memory = profile.memory
+    if memory is None:
+        return {}
+    found: dict[str, int] = {}
+    sbuf = memory.sbuf_partition_usable_bytes or memory.sbuf_partition_bytes
+    for name, q in (("sbuf", sbuf), ("psum", memory.psum_partition_bytes),
+                    ("registers", memory.registers_per_program_bytes),
+                    ("shared", memory.shared_per_program_bytes)):
+        if q is not None:
+            found[name] = int(q.value)
+    return found
+
+
+def _shown(t: TensorType, shape: Sequence[int]) -> str:
+    return f"[{', '.join(map(str, shape))}] {t.dtype}"
+
+
+class _Reader:
+    """Walks a kernel's body in program order (loops flattened, no recursion) into a plan."""
+
+    def __init__(self, plan: KernelPlan, kernel: KernelOp) -> None:
+        self.plan, self.kernel = plan, kernel
+        self.tile_of: dict[SSAValue, int] = {}
+        self.args: dict[SSAValue, int] = {a: n for n, a in enumerate(kernel.body.block.args)}
+        self.uses: list[tuple[int, int, tuple[int, ...]]] = []
+        self.defined_in: list[tuple[int, ...]] = []
+        self.loop_ops: list[ForOp] = []
+        #: (tile, operand tile, position): the tile takes the operand's buffer if it dies there
+        self.in_place: list[tuple[int, int, int]] = []
+
+    def read(self) -> None:
+        stack: list[tuple[Iterator[Operation], int | None]] = [
+            (iter(self.kernel.body.block.ops), None)]
+        chain: list[int] = []
+        pos = 0
+        while stack:
+            ops, loop = stack[-1]
+            op = next(ops, None)
+            if op is None:
+                stack.pop()
+                if loop is not None:
+                    chain.pop()
+                    self.plan.loops[loop].end = pos
+                    for r, arg in zip(self.loop_ops[loop].results,
+                                      self.loop_ops[loop].body.block.args, strict=True):
+                        t = self.define(r, None, "compute", pos, tuple(chain))
+                        self.plan.tiles[t].alias = self.tile_of[arg]
+                    pos += 1
+                continue
+            loops = tuple(chain)
+            for v in op.operands:
+                if v in self.tile_of:
+                    self.uses.append((self.tile_of[v], pos, loops))
+            if isinstance(op, ForOp):
+                n = len(self.plan.loops)
+                self.plan.loops.append(_Loop(op.iv.data, op.extent_expr(), loops, pos))
+                self.loop_ops.append(op)
+                chain.append(n)
+                for arg, init in zip(op.body.block.args, op.inits, strict=True):
+                    t = self.define(arg, None, "compute", pos, tuple(chain))
+                    if init in self.tile_of:
+                        self.in_place.append((t, self.tile_of[init], pos))
+                stack.append((iter(op.body.block.ops), n))
+            else:
+                self.visit(op, pos, loops)
+            pos += 1
+        self.finish()
+
+    def define(self, value: SSAValue, space: str | None, role: str, pos: int,
+               loops: tuple[int, ...]) -> int:
+        assert isinstance(value.type, TensorType)
+        self.plan.tiles.append(_Tile(value.type, space, role, pos))
+        self.defined_in.append(loops)
+        self.tile_of[value] = len(self.plan.tiles) - 1
+        return self.tile_of[value]
+
+    def visit(self, op: Operation, pos: int, loops: tuple[int, ...]) -> None:
+        if isinstance(op, LoadOp):
+            self.plan.loads.append(self.access(op.source, op.offsets.data, op.shape.data,
+                                               loops, False))
+            self.define(op.result, op.space.data, "space", pos, loops)
+        elif isinstance(op, StoreOp):
+            tile = op.value.type
+            assert isinstance(tile, TensorType)
+            self.plan.stores.append(self.access(op.result.value.data, op.offsets.data,
+                                                tile.shape, loops, True))
+        elif isinstance(op, FullOp):
+            self.define(op.result, op.space.data, "space", pos, loops)
+        elif has_form(op) and not isinstance(op, YieldOp):
+            self.plan.computes.append(_Compute(op, loops))
+            if isinstance(op, MatmulOp):
+                lhs, rhs = (v.type for v in op.operands)
+                assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
+                self.plan.matmuls.append((lhs, rhs))
+            role = "accumulator" if is_contraction(form_op(op).meaning().form) else "compute"
+            for r in op.results:
+                if not isinstance(r.type, TensorType):
+                    continue
+                t = self.define(r, None, role, pos, loops)
+                operand = next((self.tile_of[v] for v in op.operands
+                                if v in self.tile_of and v.type == r.type), None)
+                if operand is not None:
+                    self.in_place.append((t, operand, pos))
+
+    def access(self, source: SSAValue | int, offsets: Sequence[object],
+               shape: Sequence[object], loops: tuple[int, ...], store: bool) -> _Access:
+        if isinstance(source, int):
+            operand, t = source, self.plan.outputs[source]
+        elif source in self.args:
+            operand, t = self.args[source], self.plan.inputs[self.args[source]]
+        else:
+            raise ValueError("'tile.load' reads something other than a kernel argument")
+        names = set(self.plan.program_ids) | {self.plan.loops[n].iv for n in loops}
+        offs = [IntExpr.lift(getattr(o, "data", o)) for o in offsets]  # type: ignore[arg-type]
+        dims = tuple(IntExpr.lift(getattr(d, "data", d)) for d in shape)  # type: ignore[arg-type]
+        # loops of one extent walk one range: an iv's name does not change the region
+        canon = {self.plan.loops[n].iv: IntExpr.sym(f"iv_{m}")
+                 for m, n in enumerate(loops)}
+        key = (store, operand, tuple(str(o.substitute(canon)) for o in offs),
+               tuple(str(d) for d in dims),
+               tuple(str(self.plan.loops[n].extent) for n in loops))
+        return _Access(operand, t.shape, dims, _itemsize(t),
+                       tuple(tuple(sorted(o.symbols() & names)) for o in offs), loops, key)
+
+    def finish(self) -> None:
+        """Each tile's last use (a use inside a loop the tile is defined outside of lasts to
+        that loop's end), then the in-place buffers: a tile takes an operand's buffer (and
+        space) when that operand dies where the tile is made."""
+        tiles, loops = self.plan.tiles, self.plan.loops
+        for tile in tiles:
+            tile.end = tile.start
+        for t, pos, use_loops in self.uses:
+            inside = [n for n in use_loops if n not in self.defined_in[t]]
+            tiles[t].end = max(tiles[t].end, loops[inside[0]].end if inside else pos)
+        for t, operand, pos in self.in_place:
+            if tiles[t].alias is None and tiles[operand].end == pos:
+                tiles[t].alias = operand
+                tiles[operand].end = pos - 1
