@@ -7,7 +7,8 @@ a proof, see `axon.nugraph.propagate`), and replace the function by what `emit` 
 - `emit="best"` (default): the cheapest extracted program under the roofline cost of `device` at
   `sizes` (symbols not given are 1024; a name that is no size symbol of the program is an error);
 - `emit="graph"`: a function holding the whole `nu.graph` (classes' `best` marks the extraction);
-- `emit="top-k"`: the best program plus up to `top_k - 1` runners-up as `@<name>_k1`, `@<name>_k2`.
+- `emit="top-k"`: the best program plus up to `top_k - 1` runners-up as `@<name>_k1`, `@<name>_k2`,
+  each marked `axon.variant_of = @<name>` (the `tile` pass tiles them all and keeps the best).
 
 Every emitted program (the best one, each top-k one, the one `emit="graph"` marks) passes the
 float-error check (`axon.nugraph.numerics`): run in its own dtype on small inputs of realistic
@@ -20,6 +21,9 @@ Options are typed and checked when the pipeline is parsed (`axon.tools.pass_opti
 below 1, an unknown `device` or `emit`, or `sizes` that are not `NAME=INTEGER` entries are errors
 before any work. A function whose search takes longer than a couple of seconds shows progress on
 stderr when the command has progress lines on (`axon.tools.progress`; `--quiet` turns them off).
+
+`cache` names a proof-cache file (`axon.verifier.cache`): proofs found in it are not redone, and
+the run's verdicts are written back, so a second run of the same program proves nothing again.
 
 With `report=true`, stderr gets a progress line per iteration and then one summary line per
 function: candidates, proved, refuted, unknown, time, which limit (if any) cut the search, the
@@ -45,19 +49,17 @@ After `-p propagate`:
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from typing import Literal
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException
 
 from axon.dialects import nu
-from axon.dialects.ax.tensor_type import TensorType
 from axon.nugraph.convert import ConvertError
 from axon.nugraph.cost import DEFAULT_SIZE, RooflineCost
 from axon.nugraph.egraph import EGraph
@@ -66,25 +68,11 @@ from axon.nugraph.propagate import Progress
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import Budget, Report
 from axon.nugraph.session import Checked, Session
+from axon.passes.sizes import SIZES_VALID, check_size_names, parse_sizes, sizes_problem
 from axon.targets.profiles import unknown_profile
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
-
-#: one `sizes` entry: a size symbol and a positive integer
-SIZE_ENTRY = re.compile(r"\s*([A-Za-z_][A-Za-z_0-9]*)\s*=\s*([0-9]+)\s*")
-
-
-def _sizes_problem(text: str) -> str | None:
-    """Why `text` is not a list of `NAME=INTEGER` entries, or None."""
-    for item in filter(str.strip, text.split(",")):
-        match = SIZE_ENTRY.fullmatch(item)
-        if match is None:
-            return (f"sizes entry {item.strip()!r} is not NAME=INTEGER "
-                    '(e.g. sizes="M=1024,K=4096")')
-        if int(match[2]) < 1:
-            return (f"sizes entry {item.strip()!r} gives {match[1]} the size {match[2]}; sizes "
-                    "are at least 1")
-    return None
+from axon.verifier.cache import ProofCache
 
 
 def _device_problem(name: str) -> str | None:
@@ -108,27 +96,27 @@ class PropagatePass(CheckedPass):
     device: str = option("h200", "the device whose roofline prices the programs",
                          check=_device_problem, valid="a profile of targets/*/profiles/")
     sizes: str = option("", f"size symbols' values for the cost; the others are {DEFAULT_SIZE}",
-                        check=_sizes_problem, valid="NAME=INTEGER entries joined by commas, "
-                        "e.g. \"M=1024,K=4096\"")
+                        check=sizes_problem, valid=SIZES_VALID)
     emit: Literal["best", "graph", "top-k"] = option(
         "best", "the cheapest program, the whole nu-graph, or the top_k cheapest")
     top_k: int = option(3, "programs that emit=\"top-k\" prints", at_least=1)
     report: bool = option(False, "a line per iteration and a summary per function on stderr")
+    cache: str = option("", "a proof-cache file to read and write; empty for none")
 
     def size_bindings(self) -> dict[str, int]:
         """`sizes` as a mapping (checked at construction)."""
-        return {m[1]: int(m[2]) for item in self.sizes.split(",") if item.strip()
-                for m in [SIZE_ENTRY.fullmatch(item)] if m is not None}
+        return parse_sizes(self.sizes)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         sizes = self.size_bindings()
-        _check_size_names(sizes, op)
+        check_size_names(sizes, op, "propagate")
         budget = Budget(self.max_iterations, self.max_nodes, self.time_limit,
                         self.proof_timeout_ms)
+        cache = ProofCache(self.cache or None)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
             cost = RooflineCost(self.device, sizes)
             # one prover reads a printed graph back (re-proving it) and grows it: one cache
-            prover = Prover(timeout_ms=budget.proof_timeout_ms)
+            prover = Prover(timeout_ms=budget.proof_timeout_ms, cache=cache)
             try:
                 if any(isinstance(o, nu.GraphOp) for o in func_op.walk()):
                     session = Session.from_graph_function(func_op, cost, prover)
@@ -159,23 +147,11 @@ class PropagatePass(CheckedPass):
             else:
                 new = [session.export(c.extraction, name if i == 0 else f"{name}_k{i}")
                        for i, c in enumerate(emitted)]
+                for runner_up in new[1:]:  # later passes (tile) know whose variant it is
+                    runner_up.attributes["axon.variant_of"] = SymbolRefAttr(name)
                 Rewriter.replace_op(func_op, new)
-
-
-def _check_size_names(sizes: dict[str, int], module: ModuleOp) -> None:
-    """A `sizes` name that no tensor type of the program mentions is a mistake (a typo would
-    otherwise leave the real size at its default silently)."""
-    symbols = {s for o in module.walk() for v in (*o.operands, *o.results)
-               if isinstance(v.type, TensorType) for d in v.type.shape for s in d.symbols()}
-    symbols |= {s for o in module.walk() for r in o.regions for b in r.blocks for a in b.args
-                if isinstance(a.type, TensorType) for d in a.type.shape for s in d.symbols()}
-    unknown = sorted(set(sizes) - symbols)
-    if unknown:
-        have = ", ".join(sorted(symbols)) if symbols else "none (every dim is a number)"
-        raise DiagnosticException(
-            f"propagate: sizes names {', '.join(unknown)}, which "
-            f"{'is not a size symbol' if len(unknown) == 1 else 'are not size symbols'} of the "
-            f"program; its size symbols: {have}")
+        if self.cache:
+            cache.save()
 
 
 def _float_summary(emitted: list[Checked], rejected: int) -> str:

@@ -1,92 +1,194 @@
-"""`tile`: tiled kernels for the functions of a module, each admitted only when proved.
+"""`tile`: tiled kernels for the programs of a module, each admitted only when proved.
 
-For each `func.func`, the pass proposes a tiled kernel (today: the row kernel of a row-local
-function, `tiling/rows.py`, the one-pass variant of row-wise normalizations), with the tile
-parameter's limits taken from the device profile (`tiling/profiles.py`) as assumptions, and asks
-the verifier to prove it equal to the function for every size and every tile size the
-assumptions admit. Options:
+For each program (a `func.func`, with the variants `propagate{emit="top-k"}` marked as its
+`axon.variant_of`), the pass proposes every tiling of every variant (`tiling/kernels.py`: blocks
+of rows, blocks of rows and columns, each with or without a sequential loop over a reduced dim,
+every op of the function fused into the one kernel), with the profile's limits as assumptions
+(`tiling/profiles.py`); the verifier proves each equal to its variant for every size and every
+tile size the assumptions admit (Unknown is never admitted); each proved kernel is priced at
+`sizes` by enumerating concrete tile sizes under the tiled cost model (`tiling/concretize.py`),
+and the cheapest is the best. Options:
 
-- `profile` (default `h200`): the device profile whose limits the kernels meet;
-- `emit="best"` (default): a proved kernel replaces the function's body; `emit="variants"`:
-  the function stays and the kernel is added beside it as `@<name>_rows`, marked
-  `axon.tiling_of = @<name>`.
+- `profile` (default `h200`): the device profile whose limits and cost the kernels meet;
+- `sizes`: size symbols' values for ranking (the others are 1024), as for `propagate`;
+- `emit="best"` (default): the best proved kernel replaces the program (its variants go);
+  `emit="variants"`: the program stays and every proved kernel is added beside it as
+  `@<variant>_<tiling>`, marked `axon.tiling_of = @<variant>`; `emit="top-k"`: the `top_k`
+  cheapest kernels, the first named as the program, the others `@<name>_t1`, ...;
+- `top_k`: kernels `emit="top-k"` prints, and concrete tile sizes kept per kernel;
+- `timeout_ms`: one proof's budget; `time_limit`: seconds for one program's whole search;
+- `cache`: a proof-cache file (read, then written back), as for `verify-equivalence`.
 
-Either way a proved kernel's function carries `axon.proof_id`. A report goes to stderr: one
-line per function (proved, rejected with the verifier's reason, or not tileable and why) and a
-summary with the time taken. Unknown is never admitted.
+Every emitted kernel carries `axon.proof_id`, `axon.tiling` (its kind) and `axon.tile_sizes`
+(the best concrete tile sizes at `sizes`, cheapest first, with their modeled time and HBM
+traffic). A report goes to stderr: a line per program (proposed, proved, refuted, unknown, not
+tileable, fused, the best kernel and its figures, the first rejection's reason) and a summary.
+A program with no proved kernel is left as it was.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from axon.dialects.tile import KernelOp
+from axon.dialects.ax.tensor_type import TensorType
+from axon.nugraph.cost import DEFAULT_SIZE
+from axon.passes.sizes import SIZES_VALID, check_size_names, parse_sizes, sizes_problem
 from axon.targets.profiles import load_profile, unknown_profile
-from axon.tiling.profiles import row_constraints, row_tile_space
-from axon.tiling.rows import BLOCK, NotTileable, row_inputs, row_kernel, row_size
+from axon.tiling.concretize import Candidate
+from axon.tiling.search import Proposal, Result, tile_program
+from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
-from axon.verifier import Proved, prove_equivalent
+from axon.verifier.cache import ProofCache
 
 
 @dataclass(frozen=True)
 class TilePass(CheckedPass):
-    """Propose a tiled kernel per function; keep those the verifier proves."""
+    """Propose tiled kernels per program; keep those the verifier proves; rank by cost."""
 
     name = "tile"
 
-    profile: str = option("h200", "the device profile whose limits the kernels meet",
+    profile: str = option("h200", "the device profile whose limits and cost the kernels meet",
                           check=unknown_profile, valid="a profile of targets/*/profiles/")
-    emit: Literal["best", "variants"] = option(
-        "best", "best: a proved kernel replaces the function; variants: it is added beside it")
+    sizes: str = option("", f"size symbols' values for ranking; the others are {DEFAULT_SIZE}",
+                        check=sizes_problem, valid=SIZES_VALID)
+    emit: Literal["best", "variants", "top-k"] = option(
+        "best", "best: the cheapest proved kernel replaces the program; variants: every proved "
+        "kernel beside it; top-k: the top_k cheapest")
+    top_k: int = option(3, "kernels emit=\"top-k\" prints, and tile sizes kept per kernel",
+                        at_least=1)
     timeout_ms: int = option(10_000, "milliseconds for one kernel's proof", at_least=1)
+    time_limit: float = option(60.0, "seconds for one program's whole search", above=0)
+    cache: str = option("", "a proof-cache file to read and write back")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         profile = load_profile(self.profile)
+        sizes = parse_sizes(self.sizes)
+        check_size_names(sizes, op, "tile")
+        cache = ProofCache(self.cache or None)
         start = time.perf_counter()
-        counts = {"proved": 0, "rejected": 0, "not tileable": 0}
-        for func in [f for f in op.ops if isinstance(f, FuncOp)]:
-            name = func.sym_name.data
-            try:
-                rows = row_size(func)
-                constraints = row_constraints(profile, BLOCK, row_inputs(func, rows))
-                kernel = row_kernel(func, constraints, row_tile_space(profile))
-            except NotTileable as err:
-                counts["not tileable"] += 1
-                print(f"tile: @{name}: not tileable: {err}", file=sys.stderr)
-                continue
-            verdict = prove_equivalent(kernel, func, timeout_ms=self.timeout_ms)
-            if not isinstance(verdict, Proved):
-                counts["rejected"] += 1
-                detail = getattr(verdict, "reason", None) or str(
-                    getattr(verdict, "counterexample", verdict.verdict))
-                print(f"tile: @{name}: row kernel rejected ({verdict.verdict}: {detail})",
-                      file=sys.stderr)
-                continue
-            counts["proved"] += 1
-            print(f"tile: @{name}: row kernel proved (proof {verdict.proof_id}, "
-                  f"{verdict.seconds:.2f} s) under {', '.join(_assumed(kernel))}",
-                  file=sys.stderr)
-            kernel.attributes["axon.proof_id"] = StringAttr(verdict.proof_id)
-            if self.emit == "best":
-                kernel.sym_name = StringAttr(name)
-                Rewriter.replace_op(func, kernel)
+        results: list[Result] = []
+        for funcs in _programs(op):
+            name = funcs[0].sym_name.data
+            with progress.step(f"tile @{name}") as step:
+                result = tile_program(
+                    funcs, profile, _all_sizes(funcs, sizes), timeout_ms=self.timeout_ms,
+                    time_limit_s=self.time_limit, top_k=self.top_k, cache=cache,
+                    progress=lambda p, done, total: step.update(
+                        f"{done}/{total} tilings, last {p.tiling.kind} of @{p.variant}: "
+                        f"{p.verdict}"))
+            results.append(result)
+            print(report_line(result), file=sys.stderr)
+            self._emit(funcs, result)
+        if self.cache:
+            cache.save()
+        print(summary_line(results, self.profile, time.perf_counter() - start), file=sys.stderr)
+
+    def _emit(self, funcs: Sequence[FuncOp], result: Result) -> None:
+        program = funcs[0]
+        name = program.sym_name.data
+        ranked = result.proved
+        chosen = ranked[:1] if self.emit == "best" else ranked[:self.top_k] \
+            if self.emit == "top-k" else ranked
+        kernels: list[FuncOp] = []
+        for index, proposal in enumerate(chosen):
+            assert proposal.kernel is not None
+            kernel = proposal.kernel.clone()
+            _annotate(kernel, proposal)
+            if self.emit == "variants":
+                kernel.attributes["axon.tiling_of"] = SymbolRefAttr(proposal.variant)
             else:
-                kernel.attributes["axon.tiling_of"] = SymbolRefAttr(name)
-                Rewriter.insert_op(kernel, InsertPoint.after(func))
-        tried = sum(counts.values())
-        print(f"tile: tried {tried}, proved {counts['proved']}, rejected {counts['rejected']}, "
-              f"not tileable {counts['not tileable']} in {time.perf_counter() - start:.2f} s "
-              f"(profile {self.profile})", file=sys.stderr)
+                kernel.sym_name = StringAttr(name if index == 0 else f"{name}_t{index}")
+                if index:
+                    kernel.attributes["axon.variant_of"] = SymbolRefAttr(name)
+            kernels.append(kernel)
+        if self.emit == "variants":
+            anchor = funcs[-1]
+            for kernel in reversed(kernels):
+                Rewriter.insert_op(kernel, InsertPoint.after(anchor))
+            return
+        if not kernels:
+            return
+        for variant in funcs[1:]:
+            Rewriter.erase_op(variant)
+        Rewriter.replace_op(program, kernels)
 
 
-def _assumed(kernel_func: FuncOp) -> list[str]:
-    return [text for op in kernel_func.walk() if isinstance(op, KernelOp)
-            for text in op.assumptions()]
+def _programs(module: ModuleOp) -> list[list[FuncOp]]:
+    """Each program's function followed by the variants marked `axon.variant_of` it."""
+    funcs = [f for f in module.ops if isinstance(f, FuncOp)]
+    by_name = {f.sym_name.data: [f] for f in funcs if "axon.variant_of" not in f.attributes}
+    for f in funcs:
+        of = f.attributes.get("axon.variant_of")
+        if isinstance(of, SymbolRefAttr) and of.root_reference.data in by_name:
+            by_name[of.root_reference.data].append(f)
+        elif of is not None:
+            by_name[f.sym_name.data] = [f]
+    return list(by_name.values())
+
+
+def _all_sizes(funcs: Sequence[FuncOp], given: dict[str, int]) -> dict[str, int]:
+    """`given`, and DEFAULT_SIZE for every other size symbol of the program's signature."""
+    symbols = {s for t in [*funcs[0].function_type.inputs.data,
+                           *funcs[0].function_type.outputs.data]
+               if isinstance(t, TensorType) for d in t.shape for s in d.symbols()}
+    return {s: given.get(s, DEFAULT_SIZE) for s in sorted(symbols)} | given
+
+
+def _annotate(kernel: FuncOp, proposal: Proposal) -> None:
+    kernel.attributes["axon.proof_id"] = StringAttr(proposal.proof_id)
+    kernel.attributes["axon.tiling"] = StringAttr(proposal.tiling.kind)
+    kernel.attributes["axon.tile_sizes"] = ArrayAttr(
+        [StringAttr(describe(c)) for c in proposal.candidates])
+
+
+def describe(candidate: Candidate) -> str:
+    """`BM=128 BN=128 BK=64: 0.213 ms, HBM 100.7 MB (1.00x compulsory)`."""
+    cost = candidate.cost
+    params = " ".join(f"{k}={v}" for k, v in candidate.params.items())
+    return (f"{params}: {cost.seconds * 1e3:.3f} ms, HBM {cost.hbm_bytes / 1e6:.1f} MB "
+            f"({cost.hbm_bytes / max(cost.compulsory_bytes, 1):.2f}x compulsory)")
+
+
+def report_line(result: Result) -> str:
+    """One program's line: counts, the best kernel, the first rejection's reason."""
+    counts = (f"{len(result.proposals)} proposed, {result.count('proved')} proved, "
+              f"{result.count('refuted')} refuted, {result.count('unknown')} unknown, "
+              f"{result.count('not tileable')} not tileable, "
+              f"{sum(p.fused for p in result.proved)} fused")
+    if result.unproposed:
+        counts += f", {result.unproposed} not tried (time limit)"
+    line = f"tile: @{result.program}: {counts} in {result.seconds:.2f} s"
+    ranked = result.proved
+    if ranked:
+        best = ranked[0]
+        sizes = describe(best.candidates[0]) if best.candidates else \
+            "no tile sizes fit at these sizes"
+        line += (f"; best {best.tiling.kind} of @{best.variant} (proof {best.proof_id}): "
+                 f"{sizes}")
+    else:
+        rejected = next((p for p in result.proposals if p.verdict != "proved" and p.reason),
+                        None)
+        line += "; no kernel proved" + (f" (first reason: {rejected.reason})" if rejected
+                                        else "")
+    return line
+
+
+def summary_line(results: Sequence[Result], profile: str, seconds: float) -> str:
+    tiled = sum(1 for r in results if r.proved)
+    total = {v: sum(r.count(v) for r in results)
+             for v in ("proved", "refuted", "unknown", "not tileable")}
+    fused = sum(p.fused for r in results for p in r.proved)
+    proposed = sum(len(r.proposals) for r in results)
+    return (f"tile: {tiled} of {len(results)} programs tiled; {proposed} tilings proposed, "
+            f"{total['proved']} proved ({fused} fused), {total['refuted']} refuted, "
+            f"{total['unknown']} unknown, {total['not tileable']} not tileable in "
+            f"{seconds:.2f} s (profile {profile})")

@@ -62,7 +62,11 @@ count and `c` at most the moving free limit.
 
 **Flops** per execution of a compute op come from its generic form (`nugraph.cost`: the
 tensor level's count), times its executions; a contraction runs at the matrix peak, the rest at
-the vector peak. A remainder tile computes whole.
+the vector peak. A remainder tile computes whole. On a NeuronCore an engine works on all
+its partitions at once, so an op on a tile over fewer takes as long as over all: its flops
+count scaled, for the time only, by `128 / P` for a result over `P` partitions, and by
+`128*128 / (K*M)` for a matmul whose stationary operand fills `K` rows and `M` columns of the
+array.
 
 **Time**: `overhead + max(hbm_bytes / bandwidth, loaded_bytes / l2_bandwidth, matrix_flops /
 matrix_peak + vector_flops / vector_peak) / efficiency`, where `loaded_bytes` is what every
@@ -224,14 +228,14 @@ class KernelPlan:
         hbm = traffic.uncached() if l2 is None else traffic.cached(l2)
         loaded = sum(traffic.executed(a) for a in self.loads)
 
-        matrix, vector = self._flops(env, profile, programs, extents)
+        matrix, vector, matrix_busy, vector_busy = self._flops(env, profile, programs, extents)
         roof = profile.roofline
         busy = -(-programs // cores) * cores if programs else 1
         efficiency = programs / busy if programs else 1.0
         l2_rate = memory.l2_bytes_per_s if memory is not None else None
         work = max(hbm / roof.bytes_per_s.value,
                    loaded / l2_rate.value if l2_rate is not None else 0.0,
-                   matrix / roof.matrix_flops.value + vector / roof.vector_flops.value)
+                   matrix_busy / roof.matrix_flops.value + vector_busy / roof.vector_flops.value)
         seconds = roof.op_overhead_s.value + work / max(efficiency, 1e-12)
         return KernelCost(hbm_bytes=float(hbm), compulsory_bytes=float(traffic.compulsory()),
                           onchip_bytes=MappingProxyType(onchip), programs=programs,
@@ -256,9 +260,11 @@ class KernelPlan:
         return programs * math.prod(extents[n] for n in loops)
 
     def _flops(self, env: dict[str, int], profile: DeviceProfile, programs: int,
-               extents: Sequence[int]) -> tuple[float, float]:
+               extents: Sequence[int]) -> tuple[float, float, float, float]:
+        """Matrix and vector flops, then the same as the engines' time counts them (with idle
+        partitions: `_lane_scale`)."""
         counter = RooflineCost(profile, env)
-        matrix = vector = 0.0
+        matrix = vector = matrix_busy = vector_busy = 0.0
         for c in self.computes:
             meaning = form_op(c.op).meaning()
             types = [v.type for v in c.op.operands]
@@ -267,11 +273,14 @@ class KernelPlan:
             flops, _ = counter.flops_and_bytes(meaning.form, types,  # type: ignore[arg-type]
                                                result)
             total = flops * self._executions(c.loops, programs, extents)
+            busy = total * _lane_scale(c.op, env, profile)
             if is_contraction(meaning.form):
                 matrix += total
+                matrix_busy += busy
             else:
                 vector += total
-        return matrix, vector
+                vector_busy += busy
+        return matrix, vector, matrix_busy, vector_busy
 
     # ---- on chip ------------------------------------------------------------------------------
     def _onchip(self, env: dict[str, int], profile: DeviceProfile
@@ -492,6 +501,28 @@ def _itemsize(t: TensorType) -> int:
 def _quantity(q: object, default: int) -> int:
     value = getattr(q, "value", None)
     return default if value is None else int(value)
+
+
+def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile) -> float:
+    """How much longer an op takes on a NeuronCore for leaving partitions idle: its engines
+    work on every partition at once, so a tile over P < 128 partitions takes as long as one over
+    128 (a vector op: its result's first dim; a matmul: its stationary operand `[K, M]` fills
+    K rows and M columns of the 128 x 128 array). 1 on a profile without partitions."""
+    partitions = partition_count(profile)
+    if not partitions:
+        return 1.0
+
+    def used(dim: IntExpr) -> int:
+        return min(max(dim.evaluate(env), 1), partitions)
+
+    if isinstance(op, MatmulOp):
+        lhs = op.operands[0].type
+        if isinstance(lhs, TensorType) and lhs.rank == 2:
+            return partitions * partitions / (used(lhs.shape[0]) * used(lhs.shape[1]))
+    result = op.results[0].type if op.results else None
+    if isinstance(result, TensorType) and result.rank:
+        return partitions / used(result.shape[0])
+    return float(partitions)
 
 
 def partition_count(profile: DeviceProfile) -> int:

@@ -1,41 +1,93 @@
-"""What a device profile asks of a kernel's tile parameters, as assumptions the proof carries.
+"""What a device profile asks of a kernel's tiles, as assumptions its proof carries.
 
-A row kernel's block of `BM` rows is laid out with its rows across a NeuronCore's partitions and
-each row along one partition's free dim: `BM` is at most the partition count, and one row of a
-row-indexed input must fit what a kernel may allocate in a partition. A profile without those
-numbers (a GPU's, today) adds nothing beyond `BM >= 1`; its limits (registers, shared memory,
-power-of-two blocks) are met when concrete tile sizes are enumerated.
+On a NeuronCore a tile is laid out with its first dim across the partitions and the rest along
+each partition's free dim (`../shared/reference/nki.md`). So every on-chip tile of a kernel
+gives, under the profile's numbers:
+
+- its first dim at most the partition count (`BM <= 128`);
+- with the other on-chip tiles of its memory space, at most what a kernel may allocate in one
+  partition: the sum over the SBUF tiles of their free dims' bytes (all counted as live at once,
+  which over-approximates a kernel that frees some early), and each PSUM accumulator within one
+  bank (PSUM accumulates in fp32: 4 bytes an element, whatever the tile's dtype);
+- for each `ax.matmul` of tiles `[a, b] x [b, c]`: the stationary operand's free size `a` and
+  the contraction `b` at most the matmul's stationary limits, the moving free size `c` at most
+  its moving limit.
+
+A dim that is a number is checked here; a symbolic one becomes an assumption, so a kernel that
+loads a whole dim is proved only for the sizes where it fits (and concretization drops it at
+the sizes where it does not). A profile without those numbers (a GPU's) adds nothing: its
+limits (registers, shared memory, power-of-two blocks) are met when concrete tile sizes are
+enumerated (`tiling.concretize`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from axon.dialects.ax import TensorType
+from axon.dialects.ax import MatmulOp, TensorType
 from axon.dialects.ax.shapes import product
 from axon.dialects.form.dtypes import DTYPES
-from axon.targets.profiles import DeviceProfile
+from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.tile import FullOp, KernelOp, LoadOp
+from axon.targets.profiles import DeviceProfile, Quantity
+from axon.tiling.kernels import NotTileable
+
+#: bytes of one PSUM element: NeuronCore matmuls accumulate in fp32
+PSUM_ELEMENT_BYTES = 4
 
 
-def row_constraints(profile: DeviceProfile, block: str, row_inputs: Sequence[TensorType]
-                    ) -> list[str]:
-    """Assumptions on `block` (and on the row length) for a row kernel under `profile`."""
+def tile_spaces(profile: DeviceProfile) -> tuple[str, str]:
+    """Where a kernel's tiles live under `profile`, and where a matmul's accumulator lives:
+    `sbuf` and `psum` on a core whose profile gives them (a NeuronCore), else `registers`
+    for both (a GPU program's tiles)."""
     memory = profile.memory
-    if memory is None:
-        return []
+    if memory is not None and memory.sbuf_bytes is not None:
+        return "sbuf", "psum" if memory.psum_bytes is not None else "sbuf"
+    return "registers", "registers"
+
+
+def kernel_constraints(profile: DeviceProfile, kernel: KernelOp) -> list[str]:
+    """The assumptions `kernel`'s tiles need under `profile` (see the module docstring);
+    NotTileable when a dim that is a number already breaks a limit."""
+    memory, limits = profile.memory, profile.limits
     found: list[str] = []
-    if memory.partitions is not None:
-        found.append(f"{block} <= {int(memory.partitions.value)}")
-    usable = memory.sbuf_partition_usable_bytes
-    if usable is not None:
-        for t in row_inputs:
-            row = product(t.shape[1:])
-            found.append(f"{row}*{DTYPES[t.dtype].storage.itemsize} <= {int(usable.value)}")
-    return sorted(set(found))
+    per_space: dict[str, list[IntExpr]] = {}
+    for op in kernel.walk():
+        if isinstance(op, (LoadOp, FullOp)):
+            tile = op.results[0].type
+            assert isinstance(tile, TensorType)
+            space = op.space.data
+            if memory is None or space not in ("sbuf", "psum") or tile.rank == 0:
+                continue
+            if memory.partitions is not None:
+                _at_most(found, tile.shape[0], memory.partitions, f"{op.name} partition dim")
+            itemsize = (PSUM_ELEMENT_BYTES if space == "psum"
+                        else DTYPES[tile.dtype].storage.itemsize)
+            row = product(tile.shape[1:]) * itemsize
+            if space == "psum" and memory.psum_bank_bytes is not None:
+                _at_most(found, row, memory.psum_bank_bytes, "a PSUM accumulator")
+            per_space.setdefault(space, []).append(row)
+        elif isinstance(op, MatmulOp) and limits is not None:
+            lhs, rhs = (v.type for v in op.operands)
+            assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
+            if lhs.rank == 2 and rhs.rank == 2:
+                for dim, limit in [(lhs.shape[0], limits.matmul_stationary_free_max),
+                                   (lhs.shape[1], memory.partitions if memory else None),
+                                   (rhs.shape[1], limits.matmul_moving_free_max)]:
+                    if limit is not None:
+                        _at_most(found, dim, limit, "a matmul operand")
+    usable = memory.sbuf_partition_usable_bytes if memory is not None else None
+    if usable is not None and per_space.get("sbuf"):
+        total = per_space["sbuf"][0]
+        for row in per_space["sbuf"][1:]:
+            total = total + row
+        _at_most(found, total, usable, "the SBUF tiles of one partition")
+    return sorted(set(found), key=found.index)
 
 
-def row_tile_space(profile: DeviceProfile) -> str:
-    """Where a row kernel's tiles live under `profile`: `sbuf` on a core whose profile gives an
-    SBUF (a NeuronCore), else `registers` (a GPU program's tile)."""
-    memory = profile.memory
-    return "sbuf" if memory is not None and memory.sbuf_bytes is not None else "registers"
+def _at_most(found: list[str], expr: IntExpr, limit: Quantity, what: str) -> None:
+    bound = int(limit.value)
+    if expr.is_const:
+        if expr.value > bound:
+            raise NotTileable(f"{what} needs {expr.value}, more than the profile's "
+                              f"{bound}")
+        return
+    found.append(f"{expr} <= {bound}")

@@ -1,16 +1,19 @@
 // RUN: axon-opt %s -p 'tile{profile=trn2}' 2>&1 | filecheck %s
 // RUN: axon-opt %s -p 'tile{profile=h200 emit="variants"}' 2>/dev/null | filecheck %s --check-prefix=VARIANTS
 
-// A row-local function becomes one kernel over blocks of BM rows, proved equal to it for every
-// size and every BM the profile admits (a NeuronCore: at most 128 partitions, a row within a
-// partition's bytes); the report says so. A function that is not row-local is refuted and kept.
+// Every tiling of a function is proposed (blocks of rows; blocks of rows and columns; each with
+// or without a loop over a reduced dim) and kept only when proved equal to it for every size and
+// every tile size the profile admits (a NeuronCore: at most 128 partitions, a row within a
+// partition's bytes), then priced at `sizes` under the tiled cost model. Softmax reduces over
+// its columns, so only blocks of whole rows are proved; on a NeuronCore the best block fills the
+// 128 partitions. A mean over the rows cannot be split across programs: the function is kept.
 
-// CHECK: tile: @softmax: row kernel proved (proof {{[0-9a-f]+}}, {{.*}} s) under BM >= 1, BM <= 128, N*4 <= 212984
-// CHECK: tile: @colnorm: row kernel rejected (refuted: {{.*}})
-// CHECK: tile: tried 2, proved 1, rejected 1, not tileable 0 in {{.*}} s (profile trn2)
+// CHECK: tile: @softmax: 2 proposed, 1 proved, 0 refuted, 0 unknown, 1 not tileable, 1 fused in {{.*}} s; best rows of @softmax (proof {{[0-9a-f]+}}): BM=128: {{.*}} ms, HBM 8.4 MB (1.00x compulsory)
+// CHECK: tile: @colnorm: 2 proposed, 0 proved, {{.*}}; no kernel proved (first reason: @colnorm: 'ax.mean' reduces over M, which is split across programs)
+// CHECK: tile: 1 of 2 programs tiled; 4 tilings proposed, 1 proved (1 fused), 0 refuted, 0 unknown, 3 not tileable in {{.*}} s (profile trn2)
 // CHECK-LABEL: func.func @softmax(
-// CHECK-SAME:    attributes {axon.proof_id = "{{[0-9a-f]+}}"}
-// CHECK:         tile.kernel %{{.*}} {program_ids = ["i"], grid = ["(BM + M - 1) floordiv BM"], params = ["BM"], assume = ["BM >= 1", "BM <= 128", "N*4 <= 212984"]}
+// CHECK-SAME:    attributes {axon.proof_id = "{{[0-9a-f]+}}", axon.tiling = "rows", axon.tile_sizes = ["BM=128: {{.*}}"
+// CHECK:         tile.kernel %{{.*}} {program_ids = ["i"], grid = ["(BM + M - 1) floordiv BM"], params = ["BM"], assume = ["BM >= 1", "BM <= 128", "4*N <= 212984"]}
 // CHECK:           tile.load %{{.*}} {offsets = ["BM*i", "0"], shape = ["BM", "N"]
 // CHECK:           ax.reduce_max %{{.*}} : (!ax.tensor<[BM, N], f32>) -> !ax.tensor<[BM, 1], f32>
 // CHECK:           tile.store %{{.*}} {result = 0 : i64, offsets = ["BM*i", "0"]} : !ax.tensor<[BM, N], f32>
@@ -21,7 +24,7 @@
 // VARIANTS-LABEL: func.func @softmax(
 // VARIANTS-NOT:     tile.kernel
 // VARIANTS-LABEL: func.func @softmax_rows(
-// VARIANTS-SAME:    attributes {axon.proof_id = "{{[0-9a-f]+}}", axon.tiling_of = @softmax}
+// VARIANTS-SAME:    attributes {axon.proof_id = "{{[0-9a-f]+}}", axon.tiling = "rows", axon.tile_sizes = [{{.*}}], axon.tiling_of = @softmax}
 // VARIANTS:         tile.kernel {{.*}} assume = ["BM >= 1"]
 
 func.func @softmax(%x: !ax.tensor<[M, N], f32>) -> !ax.tensor<[M, N], f32> {

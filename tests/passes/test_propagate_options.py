@@ -58,5 +58,5 @@ def test_every_option_is_documented() -> None:
     lines = describe_options(PropagatePass)
     assert [line.split("=")[0] for line in lines] == [
         "max_iterations", "max_nodes", "time_limit", "proof_timeout_ms", "device", "sizes",
-        "emit", "top_k", "report"]
+        "emit", "top_k", "report", "cache"]
     assert "top_k=3: programs that emit=\"top-k\" prints (an integer >= 1)" in lines

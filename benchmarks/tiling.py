@@ -1,0 +1,117 @@
+"""The symbolic phase on every benchmark program: propagate, then tile, per device profile.
+
+    python -m axon.benchmarks.tiling                        # all programs, h200 and trn2
+    python -m axon.benchmarks.tiling rmsnorm_matmul --profile h200
+
+For each profile and program, at the program's largest default shapes of
+../shared/design/benchmarks.md: propagation keeps its top 4 programs (`propagate{emit="top-k"}`),
+then every tiling of each is proposed, proved and priced (`axon.tiling.search`). One row per
+program: tilings proposed, proved, fused (proved kernels holding more than one op), the time of
+the whole phase with a cold proof cache and again with the cache it left (warm), the best
+kernel's kind, tile sizes, modeled HBM traffic against the compulsory traffic (every input read
+once, every output written once) and modeled time. The last lines give the median and the
+largest cold and warm times per profile (targets: median <= 10 s, max <= 60 s cold; <= 1 s warm)
+and a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.dialects.func import FuncOp
+
+from axon.benchmarks.suite import PROGRAMS, Program
+from axon.frontend.numpy_subset import parse_source
+from axon.targets.profiles import load_profile, profile_names
+from axon.tiling.search import Result, tile_program
+from axon.tools.embed import run_pipeline
+from axon.verifier.cache import ProofCache
+
+PROFILES = ("h200", "trn2")
+HEADER = (f"{'profile':7} {'program':22} {'proposed':>8} {'proved':>6} {'fused':>5} "
+          f"{'cold s':>7} {'warm s':>7} {'best':>9} {'tile sizes':>22} {'HBM MB':>9} "
+          f"{'x compul':>8} {'model ms':>9}")
+
+
+def symbolic_phase(program: Program, profile: str, cache_file: Path) -> tuple[Result, float]:
+    """Propagate then tile `program` at its largest default shapes under `profile`, with the
+    proof cache in `cache_file` (read, then written back); the result and the seconds taken."""
+    sizes = program.default_sizes[-1]
+    text = ",".join(f"{k}={v}" for k, v in sizes.items())
+    start = time.perf_counter()
+    module = parse_source(program.source, str(program.source_path))
+    run_pipeline(module, f'propagate{{emit="top-k" top_k=4 device={profile} sizes="{text}" '
+                         f'cache="{cache_file}"}}')
+    cache = ProofCache(cache_file)
+    result = tile_program(_program_functions(module, program.name), load_profile(profile),
+                          sizes, cache=cache)
+    cache.save()
+    return result, time.perf_counter() - start
+
+
+def _program_functions(module: ModuleOp, name: str) -> list[FuncOp]:
+    funcs = [f for f in module.ops if isinstance(f, FuncOp)]
+    main = [f for f in funcs if f.sym_name.data == name]
+    return main + [f for f in funcs if f.attributes.get("axon.variant_of") == SymbolRefAttr(name)]
+
+
+def row(profile: str, result: Result, cold: float, warm: float) -> str:
+    proved = result.proved
+    best = proved[0] if proved else None
+    kind, sizes, hbm, ratio, model = "-", "-", "-", "-", "-"
+    if best is not None:
+        kind = best.tiling.kind
+        if best.candidates:
+            cost = best.candidates[0].cost
+            sizes = " ".join(f"{k}={v}" for k, v in best.candidates[0].params.items())
+            hbm = f"{cost.hbm_bytes / 1e6:.1f}"
+            ratio = f"{cost.hbm_bytes / max(cost.compulsory_bytes, 1):.2f}"
+            model = f"{cost.seconds * 1e3:.3f}"
+        else:
+            sizes = "none fits"
+    fused = sum(p.fused for p in proved)
+    return (f"{profile:7} {result.program:22} {len(result.proposals):>8} {len(proved):>6} "
+            f"{fused:>5} {cold:>7.2f} {warm:>7.2f} {kind:>9} {sizes:>22} {hbm:>9} {ratio:>8} "
+            f"{model:>9}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("programs", nargs="*", choices=[[], *PROGRAMS], default=[],
+                        help="programs to run (default: all)")
+    parser.add_argument("--profile", action="append", choices=profile_names(),
+                        help="profiles to run (default: h200 and trn2)")
+    args = parser.parse_args(argv)
+    names = args.programs or list(PROGRAMS)
+    print(HEADER)
+    failures = 0
+    for profile in args.profile or PROFILES:
+        colds: list[float] = []
+        warms: list[float] = []
+        tiled = 0
+        for name in names:
+            with tempfile.TemporaryDirectory() as tmp:
+                cache_file = Path(tmp) / "proofs.json"
+                result, cold = symbolic_phase(PROGRAMS[name], profile, cache_file)
+                _, warm = symbolic_phase(PROGRAMS[name], profile, cache_file)
+            colds.append(cold)
+            warms.append(warm)
+            tiled += bool(result.proved)
+            print(row(profile, result, cold, warm), flush=True)
+        print(f"{profile}: {tiled} of {len(names)} programs tiled; cold median "
+              f"{statistics.median(colds):.2f} s, max {max(colds):.2f} s; warm median "
+              f"{statistics.median(warms):.2f} s, max {max(warms):.2f} s")
+        failures += len(names) - tiled
+    print(f"summary: {failures} program-profile pairs without a proved kernel")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

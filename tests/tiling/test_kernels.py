@@ -1,0 +1,134 @@
+"""Kernels of a function's tilings: what is built, what cannot be, what the profile assumes,
+and that the verifier tells a right kernel from a wrong one (its counterexample replays)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.func import FuncOp
+
+from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp
+from axon.interpreter import run_function
+from axon.targets.profiles import load_profile
+from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
+from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.tools.embed import parse_mlir
+from axon.verifier import Proved, Refuted, prove_equivalent
+
+T = "!ax.tensor<[M, K], f32>"
+W = "!ax.tensor<[K, N], f32>"
+Y = "!ax.tensor<[M, N], f32>"
+R = "!ax.tensor<[M], f32>"
+
+# rmsnorm then matmul in the order propagation finds: the scale after the matmul
+RMSNORM_MATMUL = f"""
+func.func @f(%x: {T}, %g: !ax.tensor<[K], f32>, %w: {W}) -> {Y} {{
+  %0 = ax.mul %x, %g : ({T}, !ax.tensor<[K], f32>) -> {T}
+  %1 = ax.matmul %0, %w : ({T}, {W}) -> {Y}
+  %2 = ax.generic %x {{form = "out[d0 < M] = add over r0 in [0, K) of in0[d0, r0] * in0[d0, r0]",
+                      dtype = f32}} : ({T}) -> {R}
+  %3 = ax.generic %1, %2 {{dtype = f32,
+      form = "out[d0 < M, d1 < N] = in0[d0, d1] * rsqrt(in1[d0] / idx(K) + 1e-06)"}}
+      : ({Y}, {R}) -> {Y}
+  func.return %3 : {Y}
+}}
+"""
+
+SOFTMAX_MATMUL = f"""
+func.func @f(%x: {T}, %w: {W}) -> {Y} {{
+  %m = ax.reduce_max %x {{axes = array<i64: 1>, keepdims = true}} : ({T}) -> !ax.tensor<[M, 1], f32>
+  %s = ax.sub %x, %m : ({T}, !ax.tensor<[M, 1], f32>) -> {T}
+  %e = ax.exp %s : ({T}) -> {T}
+  %y = ax.matmul %e, %w : ({T}, {W}) -> {Y}
+  func.return %y : {Y}
+}}
+"""
+
+
+def function(text: str) -> FuncOp:
+    (func,) = (op for op in parse_mlir(text, "f.mlir").ops if isinstance(op, FuncOp))
+    return func
+
+
+def kernel_op(func: FuncOp) -> KernelOp:
+    return next(op for op in func.walk() if isinstance(op, KernelOp))
+
+
+def test_the_tilings_of_a_matmul_epilogue_are_rows_and_blocks_with_and_without_a_k_loop() -> None:
+    kinds = [t.kind for t in tilings(function(RMSNORM_MATMUL))]
+    assert kinds == ["rows", "rows_k", "blocks", "blocks_k"]
+
+
+def test_the_k_loop_accumulates_the_matmul_and_the_sum_of_squares_and_is_proved() -> None:
+    func = function(RMSNORM_MATMUL)
+    tiled = tile_function(func, Tiling("M", "N", "K"), "sbuf", "psum")
+    kernel = kernel_op(tiled)
+    assert kernel.grid_exprs()[0].symbols() == {"M", "BM"}
+    (loop,) = (op for op in kernel.walk() if isinstance(op, ForOp))
+    assert len(loop.results) == 2  # the matmul's accumulator and the sum of squares
+    starts = [op for op in kernel.walk() if isinstance(op, FullOp)]
+    assert [op.space.data for op in starts] == ["psum", "sbuf"]
+    loads = [op for op in loop.walk() if isinstance(op, LoadOp)]
+    assert len(loads) == 3  # x, g and w are loaded a K block at a time, in the loop
+    verdict = prove_equivalent(tiled, func)
+    assert isinstance(verdict, Proved), verdict
+    rng = np.random.default_rng(1)
+    for sizes, blocks in [({"M": 5, "N": 3, "K": 7}, {"BM": 2, "BN": 2, "BK": 3}),
+                          ({"M": 1, "N": 1, "K": 1}, {"BM": 4, "BN": 2, "BK": 2})]:
+        inputs = [rng.uniform(0.5, 1.5, (sizes["M"], sizes["K"])),
+                  rng.uniform(0.5, 1.5, (sizes["K"],)),
+                  rng.uniform(0.5, 1.5, (sizes["K"], sizes["N"]))]
+        (want,) = run_function(func, inputs, sizes, exact=True)
+        (got,) = run_function(tiled, inputs, {**sizes, **blocks}, exact=True)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_wrong_accumulator_start_is_refuted_and_the_counterexample_replays() -> None:
+    func = function(RMSNORM_MATMUL)
+    tiled = tile_function(func, Tiling("M", "N", "K"), "sbuf", "psum")
+    start = next(op for op in tiled.walk() if isinstance(op, FullOp))
+    start.properties["value"] = FloatAttr(1.0, 64)
+    verdict = prove_equivalent(func, tiled)
+    assert isinstance(verdict, Refuted), verdict
+    cex = verdict.counterexample
+    (want,) = run_function(func, cex.inputs, cex.sizes, exact=True)
+    (got,) = run_function(tiled, cex.inputs, cex.sizes, exact=True)
+    assert not np.isclose(got[cex.index], want[cex.index])
+
+
+def test_a_max_that_feeds_the_loop_again_is_not_an_accumulation() -> None:
+    with pytest.raises(NotTileable, match="feeds the loop over it again"):
+        tile_function(function(SOFTMAX_MATMUL), Tiling("M", "N", "K"), "sbuf", "psum")
+    # without the loop the whole row is on chip: that kernel is proved
+    func = function(SOFTMAX_MATMUL)
+    assert isinstance(prove_equivalent(tile_function(func, Tiling("M", "N"), "sbuf", "psum"),
+                                       func), Proved)
+
+
+def test_a_reduction_across_split_blocks_is_not_tileable() -> None:
+    centred = function(f"""
+func.func @f(%x: {Y}) -> {Y} {{
+  %m = ax.mean %x {{axes = array<i64: 1>, keepdims = true}} : ({Y}) -> !ax.tensor<[M, 1], f32>
+  %y = ax.sub %x, %m : ({Y}, !ax.tensor<[M, 1], f32>) -> {Y}
+  func.return %y : {Y}
+}}
+""")
+    with pytest.raises(NotTileable, match="'ax.mean' reduces over N, which is split across"):
+        tile_function(centred, Tiling("M", "N"), "sbuf", "psum")
+    assert isinstance(prove_equivalent(tile_function(centred, Tiling("M"), "sbuf", "psum"),
+                                       centred), Proved)
+
+
+def test_a_neuroncore_profile_bounds_partitions_psum_banks_and_the_matmul() -> None:
+    trn2 = load_profile("trn2")
+    assert tile_spaces(trn2) == ("sbuf", "psum")
+    assert tile_spaces(load_profile("h200")) == ("registers", "registers")
+    tiled = tile_function(function(RMSNORM_MATMUL), Tiling("M", "N", "K"), *tile_spaces(trn2))
+    found = kernel_constraints(trn2, kernel_op(tiled))
+    for needed in ["BM <= 128", "BK <= 128", "BN <= 512", "4*BN <= 2048"]:
+        assert needed in found, found
+    assert kernel_constraints(load_profile("h200"), kernel_op(tiled)) == []
+    # a whole K row in one partition's free dim is bounded by what a partition holds
+    rows = tile_function(function(RMSNORM_MATMUL), Tiling("M"), *tile_spaces(trn2))
+    assert any("4*K" in c and "212984" in c for c in kernel_constraints(trn2, kernel_op(rows)))

@@ -1,0 +1,136 @@
+"""Tiling a program: every tiling of every variant proposed, proved, priced and ranked.
+
+A program arrives as its function and the variants propagation found equal to it (`propagate
+{emit="top-k"}` marks them `axon.variant_of`): the same computation in other orders, one of
+which may tile better (rmsnorm's scale moved after the matmul lets the K loop accumulate both
+the matmul and the sum of squares). For each variant and each of its tilings
+(`tiling.kernels.tilings`) a kernel is built, the profile's limits join its assumptions
+(`tiling.profiles`), and the verifier proves it equal to the variant for every size and tile
+size those assumptions admit; Unknown and Refuted are rejections with their reason. Each proved
+kernel is priced at the program's sizes by enumerating concrete tile sizes
+(`tiling.concretize`), and the kernels are ranked by their best candidate's modeled time.
+
+The search is bounded: a proof has `timeout_ms`, a program's whole search `time_limit_s` (what
+is left unproposed is counted, never silently dropped), and a progress callback hears of each
+proposal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.func import FuncOp
+
+from axon.dialects.tile import KernelOp
+from axon.targets.profiles import DeviceProfile
+from axon.tiling.concretize import Candidate, concretize
+from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
+from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.verifier import Proved, prove_equivalent
+from axon.verifier.cache import ProofCache
+
+
+@dataclass
+class Proposal:
+    """One tiling of one variant, and what became of it."""
+
+    variant: str
+    tiling: Tiling
+    kernel: FuncOp | None = None
+    verdict: str = "not tileable"  # "proved", "refuted", "unknown", "not tileable"
+    reason: str = ""
+    proof_id: str = ""
+    seconds: float = 0.0
+    candidates: list[Candidate] = field(default_factory=list)
+    source_ops: int = 0
+    """How many ops of the variant the kernel holds (all of them: a kernel is the whole
+    function)."""
+
+    @property
+    def fused(self) -> bool:
+        """The kernel holds more than one of the program's ops (their intermediates on chip)."""
+        return self.kernel is not None and self.source_ops > 1
+
+    def rank_key(self) -> tuple[float, float]:
+        """Proved kernels with a fitting candidate first, by modeled time then traffic."""
+        if not self.candidates:
+            return (float("inf"), float("inf"))
+        best = self.candidates[0].cost
+        return (best.seconds, best.hbm_bytes)
+
+
+@dataclass
+class Result:
+    """What tiling one program gave: its proposals, ranked proved ones first."""
+
+    program: str
+    proposals: list[Proposal]
+    unproposed: int
+    seconds: float
+
+    @property
+    def proved(self) -> list[Proposal]:
+        found = [p for p in self.proposals if p.verdict == "proved"]
+        return sorted(found, key=Proposal.rank_key)
+
+    def count(self, verdict: str) -> int:
+        return sum(1 for p in self.proposals if p.verdict == verdict)
+
+
+Progress = Callable[[Proposal, int, int], None]
+
+
+def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping[str, int],
+                 *, timeout_ms: int = 10_000, time_limit_s: float = 60.0, top_k: int = 3,
+                 cache: ProofCache | None = None, progress: Progress | None = None) -> Result:
+    """Propose, prove and price every tiling of `funcs` (a program and its variants, the
+    program first); see the module docstring."""
+    start = time.perf_counter()
+    space, accumulator_space = tile_spaces(profile)
+    plan: list[tuple[FuncOp, Tiling | None, str]] = []
+    for func in funcs:
+        try:
+            plan.extend((func, t, "") for t in tilings(func))
+        except NotTileable as err:
+            plan.append((func, None, str(err)))
+    proposals: list[Proposal] = []
+    for index, (func, tiling, why) in enumerate(plan):
+        if time.perf_counter() - start > time_limit_s:
+            return Result(funcs[0].sym_name.data, proposals, len(plan) - index,
+                          time.perf_counter() - start)
+        proposal = Proposal(func.sym_name.data, tiling or Tiling(""), reason=why)
+        if tiling is not None:
+            _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
+                   timeout_ms, top_k, cache)
+        proposals.append(proposal)
+        if progress is not None:
+            progress(proposal, index + 1, len(plan))
+    return Result(funcs[0].sym_name.data, proposals, 0, time.perf_counter() - start)
+
+
+def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProfile,
+           sizes: Mapping[str, int], space: str, accumulator_space: str, timeout_ms: int,
+           top_k: int, cache: ProofCache | None) -> None:
+    try:
+        draft = tile_function(func, tiling, space, accumulator_space)
+        kernel = tile_function(func, tiling, space, accumulator_space,
+                               kernel_constraints(profile, _kernel_op(draft)))
+    except NotTileable as err:
+        proposal.reason = str(err)
+        return
+    verdict = prove_equivalent(kernel, func, timeout_ms=timeout_ms, cache=cache)
+    proposal.kernel, proposal.seconds = kernel, verdict.seconds
+    proposal.source_ops = len(func.body.block.ops) - 1  # all but the return
+    proposal.verdict = verdict.verdict
+    if not isinstance(verdict, Proved):
+        proposal.reason = getattr(verdict, "reason", None) or str(
+            getattr(verdict, "counterexample", verdict.verdict))
+        return
+    proposal.proof_id = verdict.proof_id
+    proposal.candidates = concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+
+
+def _kernel_op(func: FuncOp) -> KernelOp:
+    return next(op for op in func.body.block.ops if isinstance(op, KernelOp))
