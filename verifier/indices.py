@@ -62,7 +62,33 @@ def _atom(kind: str, x: IntExpr, n: IntExpr, ranges: Ranges) -> IntExpr:
             q, r = split
             if _in_range(r, n, ranges):
                 return q if kind == "floordiv" else r
+    if kind in ("min", "max") and (_at_least(x, n) or _at_least(n, x)):
+        low, high = (n, x) if _at_least(x, n) else (x, n)
+        return low if kind == "min" else high
     return getattr(x, kind)(n)
+
+
+def _at_least(a: IntExpr, b: IntExpr) -> bool:
+    """a >= b where sizes >= 1 show it, each `c*B*(X floordiv B)` of a (c > 0, B >= 1) taken at
+    its least, `c*(X - B + 1)`: the blocks of a loop over ceildiv(N, B) reach past N, so
+    `min(ceildiv(N, B)*B, N)` is N (a prefix invariant at the loop's end)."""
+    low = IntExpr.const(0)
+    for mono, c in a.terms:
+        term = IntExpr(((mono, c),))
+        for atom in mono:
+            if c <= 0 or atom.kind != "floordiv":
+                continue
+            whole, block = atom.args
+            rest = list(mono)
+            rest.remove(atom)
+            if len(block.terms) == 1 and block.terms[0] == (tuple(rest), 1) and nonneg(block - 1):
+                term = (whole - block + 1) * c
+                break
+            if not rest and block.is_const and block.value >= 1 and c % block.value == 0:
+                term = (whole - block + 1) * (c // block.value)
+                break
+        low = low + term
+    return nonneg(low - b)
 
 
 def _split(x: IntExpr, n: IntExpr) -> tuple[IntExpr, IntExpr] | None:

@@ -33,7 +33,7 @@ from axon.dialects.form.scalar import (
     substitute,
 )
 from axon.dialects.form.scalar import reads as form_reads
-from axon.dialects.tile import ForOp, KernelOp
+from axon.dialects.tile import ForOp, KernelOp, invariant_forms
 from axon.verifier import kernels
 from axon.verifier import terms as T
 from axon.verifier.budget import Unsupported
@@ -86,12 +86,16 @@ def signature(func: FuncOp) -> list[TensorType]:
     return types  # type: ignore[return-value]
 
 
-def inline_function(func: FuncOp) -> list[Output]:
+def inline_function(func: FuncOp, inductive: frozenset[ForOp] = frozenset(), tag: str = ""
+                    ) -> list[Output]:
     """The element of every result at index `$o<k>_<i>`, as a term.
 
     Precondition, checked: `func` is straight-line, one block of form ops and tiled kernels
     (`kernels.py` says which it reads) ending in `func.return`. Loops (`scf.for`, loops inside
-    kernels) are not read yet; a function with them is Unsupported, never misread."""
+    kernels) are not read yet; a function with them is Unsupported, never misread. A loop that
+    states an invariant is read through it only when it is in `inductive`: the loops whose
+    induction obligations (`induction.py`) the caller has proved. `tag` keeps the atoms of
+    carried values apart when two functions are compared (each function its own)."""
     if len(func.body.blocks) != 1 or any(op.regions and not isinstance(op, KernelOp)
                                          for op in func.body.block.ops):
         raise Unsupported(f"@{func.sym_name.data}: the verifier reads straight-line functions "
@@ -99,7 +103,7 @@ def inline_function(func: FuncOp) -> list[Output]:
     for op in func.body.block.ops:
         if isinstance(op, KernelOp):
             kernels.check_readable(op)
-    inliner = _Inliner()
+    inliner = Inliner(inductive, tag=tag)
     check_size_names(func, inliner.form)
     ret = func.body.block.last_op
     if not isinstance(ret, ReturnOp):
@@ -116,35 +120,62 @@ def inline_function(func: FuncOp) -> list[Output]:
     return outputs
 
 
-#: program ids of the kernel a value is read in, replaced by what they are at the element read
+@dataclass(frozen=True, eq=False)
+class Def:
+    """Auxiliary tensor #`number` of a loop's `defs`: what an invariant reads that no SSA value
+    holds (one object per def and inliner, so it keys the memo by identity like a value)."""
+
+    loop: ForOp
+    number: int
+
+
+#: what a demand reads: an SSA value, or a def of a loop's invariant
+Target = SSAValue | Def
+#: program ids of the kernel a value is read in (and the ivs of the loops it is read in),
+#: replaced by what they are at the element read
 ProgramEnv = tuple[tuple[str, IntExpr], ...]
-Demand = tuple[SSAValue, tuple[IntExpr, ...], Ranges, ProgramEnv]
+Demand = tuple[Target, tuple[IntExpr, ...], Ranges, ProgramEnv]
 
 
 @dataclass
 class _Plan:
-    """One op's element at one index, before its operands' terms are known: the op's form bound
+    """One form's element at one index, before its operands' terms are known: the form bound
     at the index (`instantiate`: reduced dims under fresh binders), the ranges of every loop
     variable in scope, and the operand reads the body makes."""
 
-    op: Operation
+    form: GenericForm
     instance: Instance
     ranges: Ranges
     reads: dict[Read, Demand]
 
 
-class _Inliner:
+class Inliner:
     """Terms of values at symbolic indices, memoized by (value, index).
 
     The program is walked with an explicit stack of demands, never by recursion, so a chain of
     thousands of ops inlines without touching Python's recursion limit. A loop variable has one
     range wherever it occurs (output indices and fresh binders are unique), so the memo may ignore
     the ranges a demand comes with.
+
+    Loops that state an invariant: a carried value (the loop body's block argument) read where
+    the loop's iv is `K` is the value after K iterations: the start when K is 0, else the
+    invariant's form at K (`hypotheses`: the loops whose invariant may be assumed, the loop being
+    proved among them), or, where the invariant says nothing of it, an uninterpreted atom of K,
+    the program and the element. A loop's result is its carried value at K = extent, read so
+    only for the loops in `inductive` (their obligations proved).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, inductive: frozenset[ForOp] = frozenset(),
+                 hypotheses: frozenset[ForOp] = frozenset(), tag: str = "") -> None:
         self.memo: dict[tuple[int, str], Value] = {}
         self.forms: dict[Operation, GenericForm] = {}
+        self.inductive = inductive
+        self.hypotheses = hypotheses | inductive
+        self._stated: dict[ForOp, tuple[list[GenericForm], list[GenericForm | None]]] = {}
+        self._defs: dict[tuple[ForOp, int], Def] = {}
+        #: each loop's name in the atoms of its unstated carried values, by first use
+        self._loop_names: dict[ForOp, str] = {}
+        self.tag = tag
 
     def form(self, op: Operation) -> GenericForm:
         """The op's generic form, derived once per query (deriving it re-runs shape inference)."""
@@ -152,17 +183,18 @@ class _Inliner:
             self.forms[op] = generic_form(op)
         return self.forms[op]
 
-    def value(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges) -> Value:
-        root = self._key(v, index, ranges, ())
+    def value(self, v: Target, index: tuple[IntExpr, ...], ranges: Ranges,
+              env: ProgramEnv = ()) -> Value:
+        root = self._key(v, index, ranges, env)
         plans: dict[tuple[int, str], _Plan | _LoopPlan] = {}
-        stack: list[Demand] = [(v, index, ranges, ())]
+        stack: list[Demand] = [(v, index, ranges, env)]
         while stack:
             value, idx, rng, env = stack[-1]
             key = self._key(value, idx, rng, env)
             if key in self.memo:
                 stack.pop()
                 continue
-            same = _same_element(value, idx, rng, env)
+            same = self._same_element(value, idx, rng, env)
             if same is not None:  # a kernel's input or result: another value's element
                 if self._key(*same) in self.memo:
                     self.memo[key] = self.memo[self._key(*same)]
@@ -170,16 +202,30 @@ class _Inliner:
                 else:
                     stack.append(same)
                 continue
-            if isinstance(value, BlockArgument):
+            carried = self._carried(value)
+            if isinstance(value, BlockArgument) and carried is None:
                 self.memo[key] = _parameter(value, _simplified(idx, rng))
                 stack.pop()
                 continue
             plan = plans.get(key)
             if plan is None:
-                plan = plans[key] = (
-                    _loop_plan(value, _simplified(idx, rng), rng, env)
-                    if isinstance(value, OpResult) and isinstance(value.owner, ForOp)
-                    else self._plan(value, _simplified(idx, rng), rng, env))
+                if carried is not None:
+                    loop, number = carried
+                    if self.stated(loop)[1][number] is None:
+                        name = self._loop_names.setdefault(
+                            loop, f"{T.INTERNAL}c{self.tag}{len(self._loop_names)}")
+                        self.memo[key] = _unstated(loop, name, number, _simplified(idx, rng),
+                                                   env)
+                        stack.pop()
+                        continue
+                    plan = self.invariant_plan(loop, number, _simplified(idx, rng), rng, env)
+                elif isinstance(value, Def):
+                    plan = self._def_plan(value, _simplified(idx, rng), rng, env)
+                elif isinstance(value, OpResult) and isinstance(value.owner, ForOp):
+                    plan = _loop_plan(value, _simplified(idx, rng), rng, env)
+                else:
+                    plan = self._plan(value, _simplified(idx, rng), rng, env)
+                plans[key] = plan
             missing = [d for d in plan.reads.values() if self._key(*d) not in self.memo]
             if missing:
                 stack.extend(missing)
@@ -189,7 +235,74 @@ class _Inliner:
             stack.pop()
         return self.memo[root]
 
-    def _plan(self, v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges,
+    def plan_value(self, plan: _Plan) -> Value:
+        """The term of a plan built outside `value` (an invariant whose reads are redirected)."""
+        for demand in plan.reads.values():
+            self.value(*demand)
+        return self._build(plan)
+
+    # ---- loops with an invariant --------------------------------------------------------------
+    def stated(self, loop: ForOp) -> tuple[list[GenericForm], list[GenericForm | None]]:
+        """A loop's parsed defs and invariant forms."""
+        if loop not in self._stated:
+            kernel = loop.parent_op()
+            while kernel is not None and not isinstance(kernel, KernelOp):
+                kernel = kernel.parent_op()
+            if kernel is None:
+                raise Unsupported("a tile.for outside a tile.kernel")
+            self._stated[loop] = invariant_forms(kernel, loop)
+        return self._stated[loop]
+
+    def _carried(self, value: Target) -> tuple[ForOp, int] | None:
+        """(loop, number) when `value` is a carried value of a loop whose invariant is
+        assumed here; Unsupported for one of a loop whose invariant is not."""
+        if not isinstance(value, BlockArgument):
+            return None
+        loop = value.owner.parent_op()
+        if not isinstance(loop, ForOp):
+            return None
+        if loop not in self.hypotheses:
+            raise Unsupported("a carried value of a tile.for is read outside the reading of "
+                              "its loop (a loop whose invariant is not proved)")
+        return loop, value.index
+
+    def _operands(self, loop: ForOp) -> list[Target]:
+        """What an invariant form's `in<q>` reads: the kernel's inputs, the defs, the carried
+        values (block arguments, after as many iterations as the iv says)."""
+        kernel = loop.parent_op()
+        while not isinstance(kernel, KernelOp):
+            assert kernel is not None
+            kernel = kernel.parent_op()
+        defs = [self._defs.setdefault((loop, k), Def(loop, k))
+                for k in range(len(self.stated(loop)[0]))]
+        return [*kernel.body.block.args, *defs, *loop.body.block.args]
+
+    def invariant_plan(self, loop: ForOp, number: int, index: tuple[IntExpr, ...],
+                       ranges: Ranges, env: ProgramEnv,
+                       carried: Callable[[int], tuple[Target, ProgramEnv]] | None = None
+                       ) -> _Plan:
+        """Invariant #`number` of `loop` at `index`, its iv and program ids as `env` says; the
+        carried values it reads are read as `carried` says (by default: at the same env)."""
+        form = self.stated(loop)[1][number]
+        assert form is not None
+        operands = self._operands(loop)
+        first_carried = len(operands) - len(loop.body.block.args)
+
+        def operand(q: int) -> tuple[Target, ProgramEnv]:
+            if q >= first_carried and carried is not None:
+                return carried(q - first_carried)
+            return operands[q], env
+
+        return self._bind(form, index, ranges, env, operand)
+
+    def _def_plan(self, d: Def, index: tuple[IntExpr, ...], ranges: Ranges,
+                  env: ProgramEnv) -> _Plan:
+        operands = self._operands(d.loop)
+        return self._bind(self.stated(d.loop)[0][d.number], index, ranges, env,
+                          lambda q: (operands[q], env))
+
+    # ---- plans --------------------------------------------------------------------------------
+    def _plan(self, v: Target, index: tuple[IntExpr, ...], ranges: Ranges,
               env: ProgramEnv) -> _Plan:
         """Bind the producer's form at `index` (inside a kernel: its program ids replaced as
         `env` says, indices simplified) and list the operand reads its body makes."""
@@ -197,7 +310,12 @@ class _Inliner:
         op = v.owner
         if not has_form(op):
             raise Unsupported(f"op '{op.name}' has no generic form")
-        inst = instantiate(self.form(op), index, fresh)
+        return self._bind(self.form(op), index, ranges, env, lambda q: (op.operands[q], env))
+
+    @staticmethod
+    def _bind(form: GenericForm, index: tuple[IntExpr, ...], ranges: Ranges, env: ProgramEnv,
+              operand: Callable[[int], tuple[Target, ProgramEnv]]) -> _Plan:
+        inst = instantiate(form, index, fresh)
         local = dict(ranges)
         if env:
             inst = _in_program(inst, dict(env))
@@ -205,12 +323,14 @@ class _Inliner:
         if env:
             inst = Instance(inst.reduced, map_index(inst.body, lambda e: simplify(e, local)),
                             inst.finalize)
-        reads: dict[Read, Demand] = {r: (op.operands[r.operand], r.index, local, env)
-                                     for r in form_reads(inst.body)}
-        return _Plan(op, inst, local, reads)
+        reads: dict[Read, Demand] = {}
+        for r in form_reads(inst.body):
+            target, read_env = operand(r.operand)
+            reads[r] = (target, r.index, local, read_env)
+        return _Plan(form, inst, local, reads)
 
     @staticmethod
-    def _key(v: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges,
+    def _key(v: Target, index: tuple[IntExpr, ...], ranges: Ranges,
              env: ProgramEnv) -> tuple[int, str]:
         where = "; ".join(f"{p} = {e}" for p, e in env)
         return id(v), ", ".join(str(i) for i in _simplified(index, ranges)) + f" | {where}"
@@ -218,7 +338,7 @@ class _Inliner:
     def _build(self, plan: _Plan | _LoopPlan) -> Value:
         if isinstance(plan, _LoopPlan):
             return plan.build({k: self.memo[self._key(*d)] for k, d in plan.reads.items()})
-        form, inst = self.form(plan.op), plan.instance
+        form, inst = plan.form, plan.instance
 
         def read(r: Read) -> Value:
             return self.memo[self._key(*plan.reads[r])]
@@ -237,25 +357,58 @@ class _Inliner:
             return acc
         return _scalar(expand(inst.finalize), _no_read, {}, acc, plan.ranges)
 
+    def _same_element(self, value: Target, index: tuple[IntExpr, ...], ranges: Ranges,
+                      env: ProgramEnv) -> Demand | None:
+        """The demand whose element this one is, for a value that only passes elements on: an
+        input of a kernel, read inside it, is the kernel's operand outside it; a kernel's result
+        is a stored tile's element in one program (`kernels.store_read`); the result of a loop
+        with a proved invariant is its carried value after all its iterations, and a carried
+        value after no iteration is the loop's start."""
+        if isinstance(value, BlockArgument):
+            parent = value.owner.parent_op()
+            kernel = kernels.kernel_of_argument(parent)
+            if kernel is not None:
+                return kernel.operands[value.index], index, ranges, ()
+            if isinstance(parent, ForOp) and parent in self.hypotheses:
+                iv = parent.iv.data
+                if dict(env).get(iv) == IntExpr.const(0):
+                    outside = tuple((n, e) for n, e in env if n != iv)
+                    return parent.inits[value.index], index, ranges, outside
+            return None
+        if isinstance(value, OpResult) and isinstance(value.owner, KernelOp):
+            found = kernels.store_read(value.owner, value.index, _simplified(index, ranges))
+            return found.value, found.tile_index, ranges, found.env
+        if isinstance(value, OpResult) and isinstance(value.owner, ForOp):
+            loop = value.owner
+            if loop.invariant is None:
+                return None
+            if loop not in self.inductive:
+                raise Unsupported("tile.for states an invariant whose induction obligations are "
+                                  "not proved")
+            iv = loop.iv.data
+            end = loop.extent_expr().substitute(dict(env))
+            at_end = tuple(sorted((*((n, e) for n, e in env if n != iv), (iv, end))))
+            return loop.body.block.args[value.index], index, ranges, at_end
+        return None
+
+
+def _unstated(loop: ForOp, name: str, number: int, index: tuple[IntExpr, ...],
+              env: ProgramEnv) -> Value:
+    """Carried value #`number` of a loop whose invariant says nothing of it, after as many
+    iterations as `env` gives its iv: an uninterpreted function of the iteration count, the
+    program and the element (any value at all, so whatever is proved of the others holds for
+    the value the loop computes). `name` is the loop's, one per loop and function."""
+    where = dict(env)
+    kernel = loop.parent_op()
+    while not isinstance(kernel, KernelOp):
+        assert kernel is not None
+        kernel = kernel.parent_op()
+    point = [where.get(p, IntExpr.sym(p)) for p in kernel.program_names()]
+    return T.atom(T.Read(f"{name}_{number}", (where[loop.iv.data], *point, *index)))
+
 
 def _simplified(index: tuple[IntExpr, ...], ranges: Ranges) -> tuple[IntExpr, ...]:
     return tuple(simplify(i, ranges) for i in index)
-
-
-def _same_element(value: SSAValue, index: tuple[IntExpr, ...], ranges: Ranges,
-                  env: ProgramEnv) -> Demand | None:
-    """The demand whose element this one is, for a value that only passes elements on: an
-    input of a kernel, read inside it, is the kernel's operand outside it; a kernel's result is
-    a stored tile's element in one program (`kernels.store_read`)."""
-    if isinstance(value, BlockArgument):
-        kernel = kernels.kernel_of_argument(value.owner.parent_op())
-        if kernel is None:
-            return None
-        return kernel.operands[value.index], index, ranges, ()
-    if isinstance(value, OpResult) and isinstance(value.owner, KernelOp):
-        found = kernels.store_read(value.owner, value.index, _simplified(index, ranges))
-        return found.value, found.tile_index, ranges, found.env
-    return None
 
 
 @dataclass
@@ -295,8 +448,11 @@ def _loop_plan(value: OpResult, index: tuple[IntExpr, ...], ranges: Ranges,
 
 def _in_program(inst: Instance, env: dict[str, IntExpr]) -> Instance:
     """An instance inside a kernel with its program ids replaced (they are free in the forms of
-    the kernel's ops, as sizes are; after `instantiate` no name of the form's own is left)."""
-    reduced = tuple(LoopDim(d.name, d.lower.substitute(env), d.upper.substitute(env))
+    the kernel's ops, as sizes are; after `instantiate` no name of the form's own is left).
+    Reduced dims' bounds are simplified once substituted: an invariant's prefix
+    `[0, min(k*BN, N))` at the loop's end `k = ceildiv(N, BN)` is `[0, N)`."""
+    reduced = tuple(LoopDim(d.name, simplify(d.lower.substitute(env), {}),
+                            simplify(d.upper.substitute(env), {}))
                     for d in inst.reduced)
     finalize = None if inst.finalize is None else substitute(inst.finalize, env)
     return Instance(reduced, substitute(inst.body, env), finalize)

@@ -23,9 +23,13 @@ outside the loop). By induction on the iterations the result is then `init (+) T
 loop over K in steps of BK summing masked tiles then meets the untiled reduction through the
 normal forms' blocked-partition rule (`sums._blocked_partition`).
 
+A sequential loop that states an invariant is read through it instead, once its induction
+obligations are proved (`induction.py`): its result is the invariant after all its iterations.
+
 Read so far: kernels whose body is straight-line (loads, form ops on tiles, one store per
-result), with top-level parallel loops over sub-tiles and sequential loops of accumulations.
-Other loops (nested, or carrying anything else) are Unsupported: never misread.
+result), with top-level parallel loops over sub-tiles and sequential loops of accumulations or
+with a proved invariant. Other loops (nested, or carrying anything else) are Unsupported: never
+misread.
 """
 
 from __future__ import annotations
@@ -66,7 +70,8 @@ def check_readable(kernel: KernelOp) -> None:
             raise Unsupported("nested loops inside a tile.kernel are not read by the verifier "
                               "yet")
         if isinstance(op, ForOp) and op.loop_kind == "sequential":
-            accumulations(op)  # Unsupported unless each carried value accumulates
+            if op.invariant is None:
+                accumulations(op)  # Unsupported unless each carried value accumulates
             if any(isinstance(inner, StoreOp) for inner in op.body.block.ops):
                 raise Unsupported("a store inside a sequential loop is not read by the "
                                   "verifier yet")
@@ -138,6 +143,9 @@ _ACCUMULATE: dict[type[Operation], str] = {AddOp: "add", MaxOp: "max", MinOp: "m
 
 def accumulations(loop: ForOp) -> list[Accumulation]:
     """How each value a sequential loop carries accumulates; Unsupported when one does not."""
+    if loop.invariant is not None:
+        raise Unsupported("tile.for states an invariant: it is read through it, not as an "
+                          "accumulation")
     block = loop.body.block
     carried = set(block.args)
     depends: set[SSAValue] = set(block.args)  # values that read a carried value
@@ -157,7 +165,7 @@ def accumulations(loop: ForOp) -> list[Accumulation]:
                 or steps[0].type != arg.type or steps[0] in depends or steps[0] in carried):
             raise Unsupported(f"tile.for carries value #{k} as something other than an "
                               "accumulation (acc + T, max(acc, T) or min(acc, T) with T of "
-                              "acc's type and free of carried values)")
+                              "acc's type and free of carried values), and states no invariant")
         found.append(Accumulation(kind, init, steps[0]))
     return found
 

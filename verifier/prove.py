@@ -19,12 +19,13 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
-from axon.dialects.tile import KernelOp
-from axon.verifier import kernels
+from axon.dialects.tile import ForOp, KernelOp
+from axon.verifier import induction, kernels
 from axon.verifier import terms as T
 from axon.verifier.budget import OutOfTime, TooLarge, deadline, expired, remaining_ms
 from axon.verifier.cache import ProofCache
 from axon.verifier.encode import Encoder
+from axon.verifier.induction import NotInductive
 from axon.verifier.inline import Output, Unsupported, inline_function, signature
 from axon.verifier.replay import replay
 from axon.verifier.structure import shared_structure
@@ -32,7 +33,7 @@ from axon.verifier.structure import shared_structure
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
 #: changes: the obligation key includes it, so a persisted cache never serves an older verdict
-ENCODING_REVISION = 12
+ENCODING_REVISION = 13
 
 SMALL_DIM = 6
 #: how many distinct candidate size assignments are replayed before giving up
@@ -165,7 +166,12 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
             return premises
         return Proved(shared[:16], time.perf_counter() - start)
     try:
-        out_a, out_b = inline_function(a), inline_function(b)
+        inductive = [_inductive_loops(f, sig_a, assumptions, rlimit) for f in (a, b)]
+    except NotInductive as err:
+        return _not_inductive(a, b, sig_a, assumptions, rlimit, start, err)
+    try:
+        out_a, out_b = (inline_function(a, inductive[0], "a"),
+                        inline_function(b, inductive[1], "b"))
     except TooLarge:
         # the normal forms outgrew their limits (a long chain's coefficients): no proof, but the
         # interpreter may still show a difference
@@ -189,6 +195,80 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
     if cache is not None and isinstance(verdict, (Proved, Refuted)):
         cache.put(key, _to_cache(verdict))
     return verdict
+
+
+def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
+                     rlimit: int | None) -> frozenset[ForOp]:
+    """The loops of `func`'s kernels that state an invariant, each with its induction
+    obligations proved (`induction.py`), in program order (a loop's obligations may read the
+    results of the loops before it); NotInductive at the first obligation not proved."""
+    proved: set[ForOp] = set()
+    for kernel in (op for op in func.walk() if isinstance(op, KernelOp)):
+        kernels.check_readable(kernel)
+        for loop in induction.stated_loops(kernel):
+            for ob in induction.obligations(kernel, loop, frozenset(proved)):
+                _discharge(func, sig, assumptions, rlimit, ob)
+            proved.add(loop)
+    return frozenset(proved)
+
+
+def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
+               rlimit: int | None, ob: induction.Obligation) -> None:
+    """Prove one obligation (z3 unsat of its negation, under the sizes' constraints and the
+    assumptions); NotInductive with z3's sizes (small ones first) where it is false or z3 gives
+    up."""
+    enc = Encoder()
+    solver = z3.Solver(ctx=enc.ctx)
+    if rlimit is not None:
+        solver.set("rlimit", max(1, rlimit))
+    solver.add(*_size_constraints(enc, sig, _result_types(func), assumptions))
+    in_range = [z3.And(enc.int_var(n) >= 0, enc.int_var(n) < enc.int_expr(e, {}))
+                for n, e in zip(ob.index, ob.extents, strict=True)]
+    x, y = ob.loop_value, ob.invariant
+    if isinstance(x, T.Bool) or isinstance(y, T.Bool):
+        differ = _as_bool(enc, x) != _as_bool(enc, y)
+    else:
+        differ = enc.poly(x) != enc.poly(y)
+    enc.close()
+    solver.add(*enc.axioms)
+    solver.add(*in_range, differ)
+    where = f"@{func.sym_name.data}: tile.for {{iv = \"{ob.iv}\"}}: {ob.what} is not proved"
+    result = _check(solver)
+    if result == z3.unsat:
+        return
+    if result == z3.unknown:
+        raise NotInductive(f"{where} (z3: {solver.reason_unknown()})")
+    solver.push()
+    solver.add(*(v <= SMALL_DIM for v in enc.sizes.values()))
+    if _check(solver) != z3.sat:
+        solver.pop()
+        _check(solver)
+    sizes = _sizes(enc, solver.model())
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
+    # a model is a candidate only (sums and exp are uninterpreted there), as for any query
+    raise NotInductive(f"{where}: z3 finds a candidate counterexample at {shown}", sizes)
+
+
+def _not_inductive(a: FuncOp, b: FuncOp, sig: Sequence[TensorType],
+                   assumptions: tuple[str, ...], rlimit: int | None, start: float,
+                   err: NotInductive) -> Verdict:
+    """A loop whose invariant is not proved is not read, so no proof; a wrong kernel is still
+    refuted where the interpreter shows the two functions differ: at the sizes where the
+    obligation failed (a kernel that breaks its own invariant there usually differs there),
+    else at small random ones. Otherwise Unknown, naming the obligation."""
+    premises = _premises(a, b, sig, assumptions, rlimit, start)
+    if not isinstance(premises, tuple):
+        return premises
+    if err.sizes is not None:
+        found = replay(a, b, err.sizes, None, None)
+        if found is not None:
+            cex = Counterexample(found.sizes, found.output, found.index, found.inputs,
+                                 found.value_a, found.value_b, exact=found.exact)
+            return Refuted(cex, time.perf_counter() - start)
+    probed = _probe(a, b, *premises, rlimit, start)
+    if probed is not None:
+        return probed
+    return Unknown(str(err), time.perf_counter() - start)
 
 
 def obligation_text(sig: Sequence[TensorType], out_a: Sequence[Output], out_b: Sequence[Output],

@@ -22,12 +22,14 @@
 - range splitting: a select on `var < m` splits the range at m (`_split_range`), so a sum or
   max over a concat is the sum or max of the parts and a masked (causal) row sum is a sum over
   the unmasked range;
-- max / min order rules on nonempty ranges (`_order_reduce`): terms free of var move out
-  (max(x + c) = max(x) + c), positive scales move out and negative ones turn max into min.
+- max / min order rules (`_order_reduce`): terms free of var move out (max(x + c) =
+  max(x) + c, on every range: an empty one's -inf stays -inf), and on nonempty ranges positive
+  scales move out and negative ones turn max into min.
 
 Each step is an identity of finite sums over the integers, valid for every extent including empty
-ranges (`count` and the guards keep empty ranges at 0); the max / min rules hold on nonempty
-ranges and are guarded by lo < hi where that is not evident. Substitution is capture-avoiding.
+ranges (`count` and the guards keep empty ranges at 0); the max / min rules other than the
+shift hold on nonempty ranges and are guarded by lo < hi where that is not evident.
+Substitution is capture-avoiding.
 """
 
 from __future__ import annotations
@@ -215,14 +217,7 @@ class _Substitution:
         if isinstance(a, IdxAtom):
             return T.idx(_sub_int(a.expr, env))
         if isinstance(a, Fn):
-            args = tuple(self._rebuild(x) for x in a.args)
-            if a.fn == "exp":
-                return T.exp(args[0])
-            if a.fn == "log":
-                return T.log(args[0])
-            if a.fn == "inv":
-                return T.inv(args[0])
-            return T.apply(a.fn, *args)
+            return T.fn_of(a.fn, tuple(self._rebuild(x) for x in a.args))
         if isinstance(a, Select):
             return T.select(self._sub_bool(a.cond), self._rebuild(a.a), self._rebuild(a.b))
         if isinstance(a, Sum):
@@ -614,6 +609,12 @@ def _make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> P
     if lifted is not None:
         return lifted
     if kind in ("max", "min"):
+        indep = Poly(tuple((m, c) for m, c in body.terms if var not in _mono_free(m)))
+        if indep.terms and len(indep.terms) < len(body.terms):
+            # the shift holds on an empty range too: the interpreter's max over one is -inf
+            # (min: +inf), which a finite shift leaves as it is; so no guard, and a max over a
+            # range that may be empty still meets its shifted self
+            return indep + make_reduce(kind, var, lo, hi, body - indep)
         rewritten = _order_reduce(kind, var, lo, hi, body)
         if rewritten is not None:
             return _nonempty_or(lo, hi, rewritten, lambda: _reduce_atom(kind, var, lo, hi, body))
@@ -655,8 +656,8 @@ def _le(x: IntExpr, y: IntExpr) -> Bool:
 def _order_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> Poly | None:
     """max / min over a nonempty range [lo, hi), rewritten by one order identity, or None:
 
-    - shift: red(D + I) = red(D) + I for the terms I free of var (adding a constant preserves
-      order, so the maximizer of D + I maximizes D);
+    - a body free of var is its own max / min (the shift, red(D + I) = red(D) + I for the
+      terms I free of var, is `_make_reduce`'s: it holds on empty ranges too);
     - scale: red(g P D) = g P red'(D) for the leading coefficient g of D (and, for a single
       monomial, its factors P free of var and known positive): multiplying by g P > 0 preserves
       order, by g P < 0 reverses it, so red' is red for g > 0 and the other one for g < 0;
@@ -671,8 +672,6 @@ def _order_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> 
     dep = body - indep
     if not dep.terms:
         return indep
-    if indep.terms:
-        return indep + make_reduce(kind, var, lo, hi, dep)
     lead = dep.terms[0][1]
     positive: list[tuple[T.Term, int]] = []
     if len(dep.terms) == 1:
@@ -698,8 +697,9 @@ def _split_range(var: str, lo: IntExpr, hi: IntExpr, body: Poly,
 
     On [lo, hi) with m <= lo (or hi <= m) the select has one value throughout; otherwise
     lo < m < hi and the range is the union of two nonempty ranges, on each of which the select
-    has one value. For sums every case also holds on empty ranges (all are 0); max / min callers
-    guard with lo < hi. Each split removes one select atom, so repeated splitting ends."""
+    has one value (and so has every occurrence of its condition, `T.assume`). For sums every
+    case also holds on empty ranges (all are 0); max / min callers guard with lo < hi. Each split
+    removes one select atom, so repeated splitting ends."""
     for a in sorted(body.atoms(), key=lambda t: t.key):
         if not isinstance(a, Select):
             continue
@@ -707,8 +707,10 @@ def _split_range(var: str, lo: IntExpr, hi: IntExpr, body: Poly,
         if point is None:
             continue
         m, below_true = point
-        below = replace_atom(body, a, a.a if below_true else a.b)
-        above = replace_atom(body, a, a.b if below_true else a.a)
+        # the condition is decided everywhere in the body, not only in this select: a tile's
+        # mask repeats its load's guard inside an exp
+        below = T.assume(body, a.cond, below_true)
+        above = T.assume(body, a.cond, not below_true)
         both = combine(reduce(lo, m, below), reduce(m, hi, above))
         return T.select(_le(m, lo), reduce(lo, hi, above),
                         T.select(_le(hi, m), reduce(lo, hi, below), both))

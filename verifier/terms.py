@@ -597,6 +597,105 @@ def apply(fn: str, *args: Poly) -> Poly:
     return atom(Fn(fn, tuple(args)))
 
 
+def fn_of(fn: str, args: tuple[Poly, ...]) -> Poly:
+    """The canonical term of the scalar function `fn` at `args`, through the constructor its kind
+    has (exp, log and inv normalize; the rest are `apply`'s)."""
+    if fn == "exp":
+        return exp(args[0])
+    if fn == "log":
+        return log(args[0])
+    if fn == "inv":
+        return inv(args[0])
+    return apply(fn, *args)
+
+
+def assume(p: Poly, cond: Bool, value: bool) -> Poly:
+    """p where `cond` is known to have `value`: `cond` is decided wherever it occurs, inside
+    function arguments, select branches and other conditions (`c and cond` becomes `c` for
+    True), not only where a select on it is an atom of p. A sum split at `var < m` decides a
+    tile's mask on each side, and the mask also guards the tile's load inside an exp (a
+    remainder tile of an online softmax). Reductions inside are left as they are (deciding there
+    is only more simplification). Each distinct term is rebuilt once, on an explicit stack."""
+    return _Assumption(cond, value).poly(p)
+
+
+class _Assumption:
+    """One condition decided through a term DAG (see `assume`)."""
+
+    def __init__(self, cond: Bool, value: bool) -> None:
+        self.cond, self.value = cond, value
+        self.atoms: dict[Term, Poly | None] = {}  # None: unchanged
+        self.bools: dict[Bool, Bool] = {}
+
+    def poly(self, p: Poly) -> Poly:
+        self._run(list(p.atoms()))
+        return self._rebuild(p)
+
+    def _rebuild(self, p: Poly) -> Poly:
+        if all(self.atoms.get(a) is None for a in p.atoms()):
+            return p
+        return substitute_atoms(p, lambda a: self.atoms.get(a))
+
+    def _skipped(self, t: Term) -> bool:
+        """Terms the condition cannot occur in: reductions, leaves, and terms lacking one of
+        its loop variables."""
+        return (isinstance(t, (Sum, Prefix, Reduce, Read, IdxAtom))
+                or not self.cond.free <= t.free)
+
+    def _done(self, t: Term) -> bool:
+        return t in self.bools if isinstance(t, Bool) else t in self.atoms
+
+    def _run(self, roots: list[Term]) -> None:
+        stack = list(roots)
+        while stack:
+            t = stack[-1]
+            if self._done(t):
+                stack.pop()
+                continue
+            if self._skipped(t) and t != self.cond:
+                if isinstance(t, Bool):
+                    self.bools[t] = t
+                else:
+                    self.atoms[t] = None
+                stack.pop()
+                continue
+            missing = [x for x in subterms(t) if not self._done(x)]
+            if missing:
+                stack.extend(missing)
+                continue
+            if isinstance(t, Bool):
+                self.bools[t] = self._bool(t)
+            else:
+                self.atoms[t] = self._atom(t)
+            stack.pop()
+
+    def _bool(self, b: Bool) -> Bool:
+        if b == self.cond:
+            return bconst(self.value)
+        if b.op in ("and", "or", "not"):
+            args = [self.bools[x] for x in b.args]  # type: ignore[index]
+            if b.op == "not":
+                return bnot(args[0])
+            return band(*args) if b.op == "and" else bor(*args)
+        if b.op == "cmp":
+            op, diff = b.args
+            assert isinstance(diff, Poly) and isinstance(op, str)
+            new = self._rebuild(diff)
+            return b if new is diff else compare(op, new, ZERO)
+        return b
+
+    def _atom(self, a: Term) -> Poly | None:
+        if isinstance(a, Fn):
+            args = tuple(self._rebuild(x) for x in a.args)
+            return None if args == a.args else fn_of(a.fn, args)
+        if isinstance(a, Select):
+            cond, x, y = self.bools[a.cond], self._rebuild(a.a), self._rebuild(a.b)
+            if cond is a.cond and x is a.a and y is a.b:
+                return None
+            return select(cond, x, y)
+        return None
+
+
 def select(cond: Bool, a: Poly, b: Poly) -> Poly:
     """cond ? a : b; a select on `cond` nested in a branch (`DECIDE_DEPTH` selects deep at
     most) is decided there: two masked loads of one tile each split a sum's range, and their

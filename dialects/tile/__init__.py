@@ -10,7 +10,7 @@ from xdsl.ir import Dialect
 
 from axon.dialects.ax.per_signature import per_signature
 from axon.dialects.form.interface import register_dialect
-from axon.dialects.tile.kernel import ForOp, KernelOp, YieldOp, parse_assumption
+from axon.dialects.tile.kernel import ForOp, KernelOp, YieldOp, invariant_forms, parse_assumption
 from axon.dialects.tile.memory import FullOp, LoadOp, StoreOp
 
 ALL_OPS = (KernelOp, ForOp, YieldOp, LoadOp, FullOp, StoreOp)
@@ -20,4 +20,4 @@ Tile = Dialect("tile", list(ALL_OPS), [])
 register_dialect(Tile)
 
 __all__ = ["ALL_OPS", "ForOp", "FullOp", "KernelOp", "LoadOp", "StoreOp", "Tile", "YieldOp",
-           "parse_assumption"]
+           "invariant_forms", "parse_assumption"]

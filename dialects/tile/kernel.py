@@ -18,6 +18,19 @@ result is written by exactly one program (the interpreter checks it).
 
 `tile.for` runs its body `extent` times, sequentially with the iteration bound to `iv` and the
 carried values passed on (an accumulator), or as `parallel` iterations that carry nothing.
+A sequential loop may state what its carried values are after `iv` iterations (`invariant`,
+one form text per carried value, "" for none), reading the kernel's inputs, auxiliary tensors
+of them (`defs`) and the carried values themselves:
+
+    %m, %l = tile.for %m0, %l0 {iv = "k", extent = "ceildiv(N, BN)",
+        invariant = ["", "out[t0 < BM, t1 < 1] = add over r in [0, min(k*BN, N)) of
+                          exp(select(idx(i*BM + t0) < idx(M), in0[i*BM + t0, r], 0.0)
+                              - in1[t0, 0])"]}
+
+In a form of `invariant`, `in0` ... are the kernel's inputs, then the tensors `defs` define,
+then the carried values (after `iv` iterations); a form of `defs` reads the inputs and the defs
+before it. The verifier proves the loop by induction on it (`verifier/induction.py`); the
+interpreter ignores it.
 
 Names are scoped: an offset may use the sizes of the kernel's inputs, its tile parameters, its
 program ids and the ivs of the loops around it; the kernel's verifier checks every op it holds.
@@ -45,8 +58,10 @@ from xdsl.traits import IsolatedFromAbove, IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects.ax import TensorType
+from axon.dialects.form.generic_form import FormError, GenericForm
 from axon.dialects.form.interface import generic_form, has_form
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.syntax import parse_form
 
 #: the comparisons an assumption may use, longest first (so `<=` is not read as `<`)
 COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
@@ -98,17 +113,24 @@ class ForOp(IRDLOperation):
     iv = prop_def(StringAttr)
     extent = prop_def(StringAttr)
     kind = opt_prop_def(StringAttr)
+    invariant = opt_prop_def(ArrayAttr[StringAttr])
+    defs = opt_prop_def(ArrayAttr[StringAttr])
     outputs = var_result_def(TensorType)
     body = region_def("single_block")
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$inits attr-dict `:` functional-type($inits, $outputs) $body"
 
     def __init__(self, inits: Sequence[SSAValue], iv: str, extent: Any, body: Region,
-                 kind: str = "sequential") -> None:
+                 kind: str = "sequential", invariant: Sequence[str] | None = None,
+                 defs: Sequence[str] = ()) -> None:
         props: dict[str, Attribute] = {"iv": StringAttr(iv),
                                        "extent": StringAttr(str(IntExpr.lift(extent)))}
         if kind != "sequential":
             props["kind"] = StringAttr(kind)
+        if invariant is not None:
+            props["invariant"] = _strings(invariant)
+        if defs:
+            props["defs"] = _strings(defs)
         super().__init__(operands=[inits], result_types=[[v.type for v in inits]],
                          regions=[body], properties=props)
 
@@ -118,6 +140,14 @@ class ForOp(IRDLOperation):
 
     def extent_expr(self) -> IntExpr:
         return IntExpr.lift(self.extent.data)
+
+    def invariant_texts(self) -> list[str] | None:
+        """The stated invariant, one form text per carried value ("" where none), or None."""
+        return None if self.invariant is None else [s.data for s in self.invariant.data]
+
+    def def_texts(self) -> list[str]:
+        """The forms of the auxiliary tensors the invariant reads."""
+        return [] if self.defs is None else [s.data for s in self.defs.data]
 
     def verify_(self) -> None:
         if self.loop_kind not in LOOP_KINDS:
@@ -131,6 +161,12 @@ class ForOp(IRDLOperation):
             raise VerifyException(f"'tile.for': extent: {err}") from None
         if self.loop_kind == "parallel" and self.inits:
             raise VerifyException("'tile.for': a parallel loop carries no values")
+        stated = self.invariant_texts()
+        if stated is not None and len(stated) != len(self.inits):
+            raise VerifyException(f"'tile.for': {len(stated)} invariant form(s) for "
+                                  f"{len(self.inits)} carried value(s) (one each, \"\" for none)")
+        if self.defs is not None and stated is None:
+            raise VerifyException("'tile.for': defs without an invariant to read them")
         init_types = [v.type for v in self.inits]
         if [r.type for r in self.outputs] != init_types:
             raise VerifyException("'tile.for': results must have the types of the carried "
@@ -271,6 +307,74 @@ def _scoped_ops(block: Block, bound: frozenset[str] | set[str]
                                  "and this op has regions", op)
 
 
+def invariant_forms(kernel: KernelOp, loop: ForOp) -> tuple[list[GenericForm],
+                                                             list[GenericForm | None]]:
+    """The forms of a loop's `defs` and `invariant` (None where a carried value has none),
+    parsed with their operands numbered as the dialect says: the kernel's inputs, the defs (those
+    before a def, all of them in an invariant), then the carried values. FormError when one does
+    not parse or reads an operand with the wrong rank."""
+    ranks = [t.rank for t in kernel.input_types()]
+    defs: list[GenericForm] = []
+    for k, text in enumerate(loop.def_texts()):
+        form = _parse_checked(text, ranks, f"def #{k}")
+        defs.append(form)
+        ranks.append(len(form.parallel))
+    ranks.extend(v.type.rank for v in loop.inits)  # type: ignore[attr-defined]
+    stated: list[GenericForm | None] = []
+    for k, text in enumerate(loop.invariant_texts() or []):
+        stated.append(_parse_checked(text, ranks, f"invariant #{k}") if text else None)
+    return defs, stated
+
+
+def _parse_checked(text: str, ranks: list[int], what: str) -> GenericForm:
+    try:
+        form = parse_form(text, len(ranks))
+    except FormError as err:
+        raise FormError(f"{what}: {err}") from None
+    for r in form.reads():
+        if len(r.index) != ranks[r.operand]:
+            raise FormError(f"{what} reads in{r.operand} with {len(r.index)} indices, but it "
+                            f"has rank {ranks[r.operand]}")
+    return form
+
+
+def _check_invariant(kernel: KernelOp, loop: ForOp, bound: frozenset[str]) -> None:
+    """A loop's invariant and defs parse, read what exists at the right ranks, use only names in
+    scope (the loop's iv among them: the number of iterations done), each invariant form has the
+    shape of its carried value and reads only the carried values stated before it or stated
+    nowhere."""
+    where = "'tile.for'"
+    if loop.invariant is None:
+        return  # (defs without an invariant are the op's own error)
+    if loop.loop_kind != "sequential":
+        raise VerifyException(f"{where}: only a sequential loop states an invariant")
+    try:
+        defs, stated = invariant_forms(kernel, loop)
+    except FormError as err:
+        raise VerifyException(f"{where}: {err}") from None
+    inside = bound | {loop.iv.data}
+    first_carried = len(kernel.inputs) + len(defs)
+    for k, form in enumerate(stated):
+        # acyclic, so each invariant is a term: a carried value before it, or one without one
+        for r in [] if form is None else form.reads():
+            j = r.operand - first_carried
+            if j >= k and stated[j] is not None:
+                raise VerifyException(f"{where}: invariant #{k} reads carried value #{j}, "
+                                      "whose invariant is not before it")
+    for k, form in enumerate(defs):
+        _within(form.size_symbols(), inside, f"{where} def #{k}")
+    for k, (form, value) in enumerate(zip(stated, loop.inits, strict=True)):
+        if form is None:
+            continue
+        _within(form.size_symbols(), inside, f"{where} invariant #{k}")
+        t = value.type
+        assert isinstance(t, TensorType)
+        if form.output_shape != t.shape:
+            raise VerifyException(f"{where}: invariant #{k} has shape "
+                                  f"[{', '.join(map(str, form.output_shape))}], the carried "
+                                  f"value {t}")
+
+
 def _check_scoped(kernel: KernelOp, op: Operation, bound: frozenset[str]) -> None:
     """An op inside `kernel` uses only names in scope; a store writes one of its results."""
     from axon.dialects.tile.memory import StoreOp
@@ -294,6 +398,7 @@ def _check_scoped(kernel: KernelOp, op: Operation, bound: frozenset[str]) -> Non
         return
     if isinstance(op, ForOp):
         _within(op.extent_expr().symbols(), bound, f"{where} extent {op.extent_expr()}")
+        _check_invariant(kernel, op, bound)
         return
     if has_form(op):
         _within(generic_form(op).size_symbols(), bound, where)
