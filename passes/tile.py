@@ -39,7 +39,6 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from axon.dialects.ax.tensor_type import TensorType
 from axon.nugraph.cost import DEFAULT_SIZE
 from axon.passes.sizes import SIZES_VALID, check_size_names, parse_sizes, sizes_problem
 from axon.targets.profiles import load_profile, unknown_profile
@@ -65,7 +64,7 @@ class TilePass(CheckedPass):
         "kernel beside it; top-k: the top_k cheapest")
     top_k: int = option(3, "kernels emit=\"top-k\" prints, and tile sizes kept per kernel",
                         at_least=1)
-    timeout_ms: int = option(10_000, "milliseconds for one kernel's proof", at_least=1)
+    timeout_ms: int = option(5_000, "milliseconds for one kernel's proof", at_least=1)
     time_limit: float = option(60.0, "seconds for one program's whole search", above=0)
     cache: str = option("", "a proof-cache file to read and write back")
 
@@ -80,7 +79,7 @@ class TilePass(CheckedPass):
             name = funcs[0].sym_name.data
             with progress.step(f"tile @{name}") as step:
                 result = tile_program(
-                    funcs, profile, _all_sizes(funcs, sizes), timeout_ms=self.timeout_ms,
+                    funcs, profile, sizes, timeout_ms=self.timeout_ms,
                     time_limit_s=self.time_limit, top_k=self.top_k, cache=cache,
                     progress=lambda p, done, total: step.update(
                         f"{done}/{total} tilings, last {p.tiling.kind} of @{p.variant}: "
@@ -135,14 +134,6 @@ def _programs(module: ModuleOp) -> list[list[FuncOp]]:
     return list(by_name.values())
 
 
-def _all_sizes(funcs: Sequence[FuncOp], given: dict[str, int]) -> dict[str, int]:
-    """`given`, and DEFAULT_SIZE for every other size symbol of the program's signature."""
-    symbols = {s for t in [*funcs[0].function_type.inputs.data,
-                           *funcs[0].function_type.outputs.data]
-               if isinstance(t, TensorType) for d in t.shape for s in d.symbols()}
-    return {s: given.get(s, DEFAULT_SIZE) for s in sorted(symbols)} | given
-
-
 def _annotate(kernel: FuncOp, proposal: Proposal) -> None:
     kernel.attributes["axon.proof_id"] = StringAttr(proposal.proof_id)
     kernel.attributes["axon.tiling"] = StringAttr(proposal.tiling.kind)
@@ -164,6 +155,8 @@ def report_line(result: Result) -> str:
               f"{result.count('refuted')} refuted, {result.count('unknown')} unknown, "
               f"{result.count('not tileable')} not tileable, "
               f"{sum(p.fused for p in result.proved)} fused")
+    if result.count("skipped"):
+        counts += f", {result.count('skipped')} skipped after a timeout"
     if result.unproposed:
         counts += f", {result.unproposed} not tried (time limit)"
     line = f"tile: @{result.program}: {counts} in {result.seconds:.2f} s"

@@ -7,12 +7,14 @@ the matmul and the sum of squares). For each variant and each of its tilings
 (`tiling.kernels.tilings`) a kernel is built, the profile's limits join its assumptions
 (`tiling.profiles`), and the verifier proves it equal to the variant for every size and tile
 size those assumptions admit; Unknown and Refuted are rejections with their reason. Each proved
-kernel is priced at the program's sizes by enumerating concrete tile sizes
+kernel is priced at the program's sizes (1024 where none is given, as propagation prices
+them) by enumerating concrete tile sizes
 (`tiling.concretize`), and the kernels are ranked by their best candidate's modeled time.
 
 The search is bounded: a proof has `timeout_ms`, a program's whole search `time_limit_s` (what
-is left unproposed is counted, never silently dropped), and a progress callback hears of each
-proposal.
+is left unproposed is counted, never silently dropped); once a tiling's proof runs out of time
+on one variant, the same tiling of the later variants is skipped (counted, with the reason);
+a progress callback hears of each proposal.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects.func import FuncOp
 
+from axon.dialects.ax import TensorType
 from axon.dialects.tile import KernelOp
+from axon.nugraph.cost import DEFAULT_SIZE
 from axon.targets.profiles import DeviceProfile
 from axon.tiling.concretize import Candidate, concretize
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
@@ -39,7 +43,7 @@ class Proposal:
     variant: str
     tiling: Tiling
     kernel: FuncOp | None = None
-    verdict: str = "not tileable"  # "proved", "refuted", "unknown", "not tileable"
+    verdict: str = "not tileable"  # "proved", "refuted", "unknown", "not tileable", "skipped"
     reason: str = ""
     proof_id: str = ""
     seconds: float = 0.0
@@ -58,7 +62,8 @@ class Proposal:
         if not self.candidates:
             return (float("inf"), float("inf"))
         best = self.candidates[0].cost
-        return (best.seconds, best.hbm_bytes)
+        # times within the model's resolution tie; then the least traffic wins
+        return (float(f"{best.seconds:.3g}"), best.hbm_bytes)
 
 
 @dataclass
@@ -83,11 +88,12 @@ Progress = Callable[[Proposal, int, int], None]
 
 
 def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping[str, int],
-                 *, timeout_ms: int = 10_000, time_limit_s: float = 60.0, top_k: int = 3,
+                 *, timeout_ms: int = 5_000, time_limit_s: float = 60.0, top_k: int = 3,
                  cache: ProofCache | None = None, progress: Progress | None = None) -> Result:
     """Propose, prove and price every tiling of `funcs` (a program and its variants, the
     program first); see the module docstring."""
     start = time.perf_counter()
+    sizes = all_sizes(funcs[0], sizes)
     space, accumulator_space = tile_spaces(profile)
     plan: list[tuple[FuncOp, Tiling | None, str]] = []
     for func in funcs:
@@ -96,14 +102,21 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         except NotTileable as err:
             plan.append((func, None, str(err)))
     proposals: list[Proposal] = []
+    gave_up: set[str] = set()  # tilings whose proof ran out of time on some variant
     for index, (func, tiling, why) in enumerate(plan):
         if time.perf_counter() - start > time_limit_s:
             return Result(funcs[0].sym_name.data, proposals, len(plan) - index,
                           time.perf_counter() - start)
         proposal = Proposal(func.sym_name.data, tiling or Tiling(""), reason=why)
-        if tiling is not None:
+        if tiling is not None and tiling.kind in gave_up:
+            proposal.verdict = "skipped"
+            proposal.reason = (f"the {tiling.kind} kernel of an earlier variant ran out of "
+                               "time; the variants are the same computation")
+        elif tiling is not None:
             _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
                    timeout_ms, top_k, cache)
+            if proposal.verdict == "unknown" and _timed_out(proposal.reason):
+                gave_up.add(tiling.kind)
         proposals.append(proposal)
         if progress is not None:
             progress(proposal, index + 1, len(plan))
@@ -130,6 +143,18 @@ def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProf
         return
     proposal.proof_id = verdict.proof_id
     proposal.candidates = concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+
+
+def all_sizes(func: FuncOp, given: Mapping[str, int]) -> dict[str, int]:
+    """`given`, and DEFAULT_SIZE (as propagation prices them) for every other size symbol of
+    the function's signature."""
+    symbols = {s for t in [*func.function_type.inputs.data, *func.function_type.outputs.data]
+               if isinstance(t, TensorType) for d in t.shape for s in d.symbols()}
+    return {s: given.get(s, DEFAULT_SIZE) for s in sorted(symbols)} | dict(given)
+
+
+def _timed_out(reason: str) -> bool:
+    return reason.startswith("out of time") or "canceled" in reason
 
 
 def _kernel_op(func: FuncOp) -> KernelOp:

@@ -60,7 +60,7 @@ def test_row_local_programs_become_proved_kernels_that_compute_the_same(name: st
     assert 'space = "sbuf"' in print_ir(module)
     err = capsys.readouterr().err
     assert f"tile: @{name}: " in err and "; best " in err
-    blocks = {"BM": 3, "BN": 2} if "BN" in kernel.param_names() else {"BM": 3}
+    blocks = {p: 3 for p in kernel.param_names()}
     run_both(original, module, name, [({"M": 7, "N": 5}, blocks), ({"M": 4, "N": 6}, blocks),
                                       ({"M": 1, "N": 3}, {k: 2 for k in blocks}),
                                       ({"M": 9, "N": 1}, {k: 1 for k in blocks})])

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import FloatAttr, ModuleOp
 from xdsl.dialects.func import FuncOp
 
+from axon.dialects.ax import TensorType
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp
 from axon.interpreter import run_function
 from axon.targets.profiles import load_profile
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
-from axon.tools.embed import parse_mlir
+from axon.tools.embed import parse_mlir, print_ir
 from axon.verifier import Proved, Refuted, prove_equivalent
 
 T = "!ax.tensor<[M, K], f32>"
@@ -69,6 +70,7 @@ def test_the_k_loop_accumulates_the_matmul_and_the_sum_of_squares_and_is_proved(
     assert len(loop.results) == 2  # the matmul's accumulator and the sum of squares
     starts = [op for op in kernel.walk() if isinstance(op, FullOp)]
     assert [op.space.data for op in starts] == ["psum", "sbuf"]
+    assert all(op.value.value.data == 0.0 for op in starts)
     loads = [op for op in loop.walk() if isinstance(op, LoadOp)]
     assert len(loads) == 3  # x, g and w are loaded a K block at a time, in the loop
     verdict = prove_equivalent(tiled, func)
@@ -97,13 +99,64 @@ def test_a_wrong_accumulator_start_is_refuted_and_the_counterexample_replays() -
     assert not np.isclose(got[cex.index], want[cex.index])
 
 
-def test_a_max_that_feeds_the_loop_again_is_not_an_accumulation() -> None:
-    with pytest.raises(NotTileable, match="feeds the loop over it again"):
-        tile_function(function(SOFTMAX_MATMUL), Tiling("M", "N", "K"), "sbuf", "psum")
-    # without the loop the whole row is on chip: that kernel is proved
+def run_both(func: FuncOp, tiled: FuncOp,
+             shapes: list[tuple[dict[str, int], dict[str, int]]]) -> None:
+    rng = np.random.default_rng(2)
+    for sizes, blocks in shapes:
+        inputs = [rng.normal(size=tuple(d.evaluate(sizes) for d in t.shape))
+                  for t in func.function_type.inputs.data if isinstance(t, TensorType)]
+        (want,) = run_function(func, inputs, sizes, exact=True)
+        (got,) = run_function(tiled, inputs, {**sizes, **blocks}, exact=True)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+SHAPES = [({"M": 5, "N": 7, "K": 6}, {"BM": 2, "BN": 3, "BK": 4}),
+          ({"M": 1, "N": 1, "K": 1}, {"BM": 2, "BN": 2, "BK": 2}),
+          ({"M": 3, "N": 9, "K": 9}, {"BM": 3, "BN": 1, "BK": 3})]
+
+
+def test_a_max_that_feeds_a_sum_is_one_loop_after_the_other() -> None:
+    # the max over K in a first loop; the sum and the matmul of exp(x - max) in a second
     func = function(SOFTMAX_MATMUL)
-    assert isinstance(prove_equivalent(tile_function(func, Tiling("M", "N"), "sbuf", "psum"),
-                                       func), Proved)
+    tiled = tile_function(func, Tiling("M", "N", "K"), "sbuf", "psum")
+    loops = [op for op in tiled.walk() if isinstance(op, ForOp)]
+    assert [loop.iv.data for loop in loops] == ["k", "k1"]
+    assert [len(loop.results) for loop in loops] == [1, 1]
+    run_both(func, tiled, SHAPES)
+    # the max's tiles are masked by repeating the tile's first element, never by -inf
+    assert "inf" not in print_ir(ModuleOp([tiled.clone()]))
+
+
+def test_a_row_normalization_reduces_in_a_first_pass_and_writes_in_a_parallel_one() -> None:
+    func = function(f"""
+func.func @f(%x: {Y}, %g: !ax.tensor<[N], f32>) -> {Y} {{
+  %s = ax.generic %x {{form = "out[d0 < M] = add over r0 in [0, N) of in0[d0, r0] * in0[d0, r0]",
+                      dtype = f32}} : ({Y}) -> !ax.tensor<[M], f32>
+  %y = ax.generic %x, %s, %g {{dtype = f32,
+      form = "out[d0 < M, d1 < N] = in0[d0, d1] * rsqrt(in1[d0] / idx(N) + 1e-06) * in2[d1]"}}
+      : ({Y}, !ax.tensor<[M], f32>, !ax.tensor<[N], f32>) -> {Y}
+  func.return %y : {Y}
+}}
+""")
+    assert [t.kind for t in tilings(func)] == ["rows", "blocks", "rows_multipass"]
+    tiled = tile_function(func, Tiling("M", None, "N", write_pass=True), "sbuf", "psum")
+    first, write = (op for op in tiled.walk() if isinstance(op, ForOp))
+    assert first.loop_kind == "sequential" and write.loop_kind == "parallel"
+    assert isinstance(prove_equivalent(tiled, func), Proved)
+    run_both(func, tiled, SHAPES)
+
+
+def test_a_mean_accumulates_its_sum_and_divides_after_the_loop() -> None:
+    func = function(f"""
+func.func @f(%x: {Y}) -> {Y} {{
+  %m = ax.mean %x {{axes = array<i64: 1>, keepdims = true}} : ({Y}) -> !ax.tensor<[M, 1], f32>
+  %y = ax.sub %x, %m : ({Y}, !ax.tensor<[M, 1], f32>) -> {Y}
+  func.return %y : {Y}
+}}
+""")
+    tiled = tile_function(func, Tiling("M", None, "N", write_pass=True), "sbuf", "psum")
+    assert isinstance(prove_equivalent(tiled, func), Proved)
+    run_both(func, tiled, SHAPES)
 
 
 def test_a_reduction_across_split_blocks_is_not_tileable() -> None:

@@ -1,0 +1,51 @@
+"""The search over a program's tilings: bounded by its budgets, counting what it skips."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.dialects.func import FuncOp
+
+from axon.targets.profiles import load_profile
+from axon.tiling import search
+from axon.tools.embed import parse_mlir
+from axon.verifier import Unknown
+
+T = "!ax.tensor<[M, N], f32>"
+ADD = f"""
+func.func @f(%x: {T}, %y: {T}) -> {T} {{
+  %z = ax.add %x, %y : ({T}, {T}) -> {T}
+  func.return %z : {T}
+}}
+"""
+
+
+def program(copies: int) -> list[FuncOp]:
+    return [next(op for op in parse_mlir(ADD, "f.mlir").ops if isinstance(op, FuncOp))
+            for _ in range(copies)]
+
+
+def test_a_tiling_that_ran_out_of_time_is_skipped_for_the_later_variants(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def out_of_time(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:
+        calls.append(kernel.sym_name.data)
+        return Unknown("out of time: the query's budget of 1 ms ran out before a verdict", 0.0)
+
+    monkeypatch.setattr(search, "prove_equivalent", out_of_time)
+    result = search.tile_program(program(3), load_profile("h200"), {"M": 64, "N": 64})
+    assert calls == ["f_rows", "f_blocks"]  # once per tiling, not once per variant
+    assert [p.verdict for p in result.proposals] == ["unknown", "unknown", *["skipped"] * 4]
+    assert "ran out of time" in result.proposals[-1].reason
+
+
+def test_the_time_limit_leaves_the_rest_counted_as_not_tried() -> None:
+    result = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                                 time_limit_s=1e-9)
+    assert result.proposals == [] and result.unproposed == 4
+
+
+def test_sizes_not_given_are_priced_at_1024() -> None:
+    result = search.tile_program(program(1), load_profile("h200"), {"M": 8})
+    best = result.proved[0].candidates[0]
+    assert best.cost.compulsory_bytes == 3 * 8 * 1024 * 4
