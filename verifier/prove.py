@@ -63,6 +63,15 @@ class Counterexample:
         """Refuted by the results' types (shape or dtype) at `sizes`, not by values."""
         return self.shape_a is not None
 
+    def shows_in(self, a: FuncOp, b: FuncOp) -> bool:
+        """Whether the interpreter, run exactly on this counterexample's inputs and sizes, gives
+        `a` and `b` different values at its output and index: a check anyone can repeat."""
+        from axon.interpreter import run_function
+
+        want = run_function(a, self.inputs, self.sizes, exact=True)[self.output]
+        got = run_function(b, self.inputs, self.sizes, exact=True)[self.output]
+        return not np.isclose(got[self.index], want[self.index])
+
     def __str__(self) -> str:
         dims = ", ".join(f"{k}={v}" for k, v in sorted(self.sizes.items())) or "no sizes"
         if self.shape_a is not None:
