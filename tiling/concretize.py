@@ -7,9 +7,10 @@ Values tried for each tile parameter `P` (`kernel.param_names()`):
 - the dims `P` tiles are the extents of the operand (or result) dims where a load's or a
   store's tile has `P` as its dim; `P` need not exceed the smallest power of two covering the
   largest of them (a bigger tile only adds padding);
-- on a GPU profile (no partitions): powers of two from 16 up to that cover (Triton's blocks are
-  powers of two, `tl.arange` needs it, and `tl.dot` needs dims of at least 16), or the cover
-  alone when it is below 16;
+- on a GPU profile (no partitions): powers of two up to that cover (Triton's blocks are powers
+  of two: `tl.arange` needs it), from 16 for a parameter in the dims of a contraction's operand
+  (`tl.dot` needs dims of at least 16; the cover alone when it is below 16), from 1 otherwise
+  (a row kernel's block of rows may be a single row);
 - on a NeuronCore profile: powers of two from 1 up to the cover, and the exact extents of the
   dims `P` tiles (a whole dim, no remainder); a parameter that is the first dim of an on-chip
   tile stops at the partition count. The matmul and PSUM limits, and every capacity, are checked
@@ -30,14 +31,17 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from axon.dialects.ax import TensorType
+from axon.dialects.form.interface import form_op
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import KernelOp, parse_assumption
+from axon.nugraph.cost import is_contraction
 from axon.targets.profiles import DeviceProfile
 from axon.tiling.cost import KernelCost, KernelPlan, partition_count
 
 #: the most combinations of tile parameters priced for one kernel
 MAX_COMBINATIONS = 1024
-#: the smallest block a GPU candidate takes (tl.dot's minimum dim)
+#: the smallest block of a contraction's operand on a GPU (tl.dot's minimum dim)
 GPU_MIN_BLOCK = 16
 
 
@@ -88,12 +92,22 @@ def parameter_values(plan: KernelPlan, name: str, sizes: Mapping[str, int],
     cover = 1 << max(largest - 1, 0).bit_length()
     partitions = partition_count(profile)
     if not partitions:
-        low = min(GPU_MIN_BLOCK, cover)
+        low = min(GPU_MIN_BLOCK if _in_a_contraction(plan, name) else 1, cover)
         return [1 << e for e in range(low.bit_length() - 1, cover.bit_length())]
     found = {1 << e for e in range(cover.bit_length())} | extents
     if any(tile.type.shape and tile.type.shape[0] == param for tile in plan.tiles):
         found = {v for v in found if v <= partitions} or {partitions}
     return sorted(found)
+
+
+def _in_a_contraction(plan: KernelPlan, name: str) -> bool:
+    """Whether `name` is in the dims of an operand of a contraction (a `tl.dot` on a GPU)."""
+    for compute in plan.computes:
+        if is_contraction(form_op(compute.op).meaning().form) and any(
+                name in d.symbols() for v in compute.op.operands
+                if isinstance(v.type, TensorType) for d in v.type.shape):
+            return True
+    return False
 
 
 def _thinned(values: list[int]) -> list[int]:

@@ -53,7 +53,8 @@ takes the buffer of an operand of its shape and dtype that dies at it (an accumu
 a loop's carried values the buffers of their inits; otherwise it lives in the accumulator space
 for a contraction (`psum` on a NeuronCore) and the compute space else (`sbuf`; `registers` on a
 GPU). `onchip_bytes` is each space's peak over one program: on a NeuronCore per partition (a
-tile's first dim spans the partitions; the rest is one partition's bytes; PSUM holds fp32, 4
+tile's first dim spans the partitions, the rest is one partition's bytes; a vector that is not
+a block of rows lies along one partition, `across_partitions`; PSUM holds fp32, 4
 bytes an element), on a GPU per program. A candidate over a capacity does not fit (`fits` is
 False, `why_not` names the space, what it needs and what it has): spills are rejected, never
 priced. A NeuronCore tile's first dim is also at most the partition count, and an `ax.matmul`
@@ -198,12 +199,15 @@ class KernelPlan:
     tiles: list[_Tile] = field(default_factory=list)
     computes: list[_Compute] = field(default_factory=list)
     matmuls: list[tuple[TensorType, TensorType]] = field(default_factory=list)
+    row_block: str | None = None
+    """The tile parameter of the grid's first dim (the block of rows), if one."""
 
     @staticmethod
     def of(kernel: KernelOp) -> KernelPlan:
         """Read `kernel`'s body (one walk, no recursion)."""
         plan = KernelPlan(tuple(kernel.grid_exprs()), tuple(kernel.program_names()),
-                          tuple(kernel.input_types()), tuple(kernel.output_types()))
+                          tuple(kernel.input_types()), tuple(kernel.output_types()),
+                          row_block=row_block(kernel))
         _Reader(plan, kernel).read()
         return plan
 
@@ -303,7 +307,7 @@ class KernelPlan:
             shape = [max(d.evaluate(env), 0) for d in tile.type.shape]
             itemsize = (PSUM_ELEMENT_BYTES if space == "psum"
                         else DTYPES[tile.type.dtype].storage.itemsize)
-            if partitions and shape:
+            if partitions and shape and across_partitions(tile.type, self.row_block):
                 if shape[0] > partitions and why_not is None:
                     why_not = (f"a tile {_shown(tile.type, shape)} in {space} spans "
                                f"{shape[0]} partitions; the core has {partitions}")
@@ -523,6 +527,24 @@ def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile) -
     if isinstance(result, TensorType) and result.rank:
         return partitions / used(result.shape[0])
     return float(partitions)
+
+
+def row_block(kernel: KernelOp) -> str | None:
+    """The tile parameter in the extent of the kernel's first grid dim (`BM` of
+    `ceildiv(M, BM)`), when exactly one is."""
+    grid = kernel.grid_exprs()
+    found = grid[0].symbols() & set(kernel.param_names()) if grid else set()
+    return next(iter(found)) if len(found) == 1 else None
+
+
+def across_partitions(tile: TensorType, rows: str | None) -> bool:
+    """Whether a NeuronCore tile lays its first dim across the partitions: a tile of rank 2 or
+    more does, and a vector does when it is a block of rows (one value per row, as a row sum);
+    any other vector (a weight along the columns, broadcast over the rows) lies along one
+    partition's free dim."""
+    if tile.rank >= 2:
+        return True
+    return tile.rank == 1 and rows is not None and tile.shape[0] == IntExpr.sym(rows)
 
 
 def partition_count(profile: DeviceProfile) -> int:

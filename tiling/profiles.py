@@ -4,7 +4,8 @@ On a NeuronCore a tile is laid out with its first dim across the partitions and 
 each partition's free dim (`../shared/reference/nki.md`). So every on-chip tile of a kernel
 gives, under the profile's numbers:
 
-- its first dim at most the partition count (`BM <= 128`);
+- its first dim at most the partition count (`BM <= 128`), unless it is a vector that is not
+  a block of rows (a weight along the columns: one partition holds it);
 - with the other on-chip tiles of its memory space, at most what a kernel may allocate in one
   partition: the sum over the SBUF tiles of their free dims' bytes (all counted as live at once,
   which over-approximates a kernel that frees some early), and each PSUM accumulator within one
@@ -28,6 +29,7 @@ from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import FullOp, KernelOp, LoadOp
 from axon.targets.profiles import DeviceProfile, Quantity
+from axon.tiling.cost import across_partitions, row_block
 from axon.tiling.kernels import NotTileable
 
 #: bytes of one PSUM element: NeuronCore matmuls accumulate in fp32
@@ -50,6 +52,7 @@ def kernel_constraints(profile: DeviceProfile, kernel: KernelOp) -> list[str]:
     memory, limits = profile.memory, profile.limits
     found: list[str] = []
     per_space: dict[str, list[IntExpr]] = {}
+    rows = row_block(kernel)
     for op in kernel.walk():
         if isinstance(op, (LoadOp, FullOp)):
             tile = op.results[0].type
@@ -57,11 +60,15 @@ def kernel_constraints(profile: DeviceProfile, kernel: KernelOp) -> list[str]:
             space = op.space.data
             if memory is None or space not in ("sbuf", "psum") or tile.rank == 0:
                 continue
-            if memory.partitions is not None:
-                _at_most(found, tile.shape[0], memory.partitions, f"{op.name} partition dim")
             itemsize = (PSUM_ELEMENT_BYTES if space == "psum"
                         else DTYPES[tile.dtype].storage.itemsize)
-            row = product(tile.shape[1:]) * itemsize
+            if across_partitions(tile, rows):
+                if memory.partitions is not None:
+                    _at_most(found, tile.shape[0], memory.partitions,
+                             f"{op.name} partition dim")
+                row = product(tile.shape[1:]) * itemsize
+            else:  # a vector along one partition
+                row = product(tile.shape) * itemsize
             if space == "psum" and memory.psum_bank_bytes is not None:
                 _at_most(found, row, memory.psum_bank_bytes, "a PSUM accumulator")
             per_space.setdefault(space, []).append(row)
