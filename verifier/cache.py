@@ -31,6 +31,9 @@ class ProofCache:
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
+        if self.path is not None and not self.path.parent.is_dir():
+            # said before any proof is done, not when the verdicts are written back
+            raise FileNotFoundError(2, "its folder does not exist", str(self.path))
         self.entries: dict[str, dict[str, Any]] = {}
         self.hits = 0
         self.misses = 0

@@ -3,6 +3,9 @@ and running out of time or resources gives Unknown, never Proved."""
 
 import json
 import warnings
+from pathlib import Path
+
+import pytest
 
 from axon.benchmarks.verifier_corpus import IDENTITIES, NON_IDENTITIES, functions
 from axon.verifier import ProofCache, Proved, Refuted, Unknown, prove_equivalent
@@ -109,3 +112,8 @@ def test_an_internal_verifier_failure_is_unknown_never_proved(monkeypatch) -> No
     verdict = prove_equivalent(*functions(HARD))
     assert isinstance(verdict, Unknown)
     assert verdict.reason.startswith("internal verifier error") and "capture" in verdict.reason
+
+
+def test_a_cache_file_in_a_missing_folder_is_refused_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="its folder does not exist"):
+        ProofCache(tmp_path / "missing" / "proofs.json")
