@@ -21,7 +21,8 @@ longest list is thinned (every other value dropped, its smallest and largest kep
 product fits; 3 or 4 parameters of 8-13 values each stay within a second or two. Each
 combination is kept only if every assumption of the kernel holds at it (`parse_assumption`,
 evaluated with the sizes) and the cost model says it fits; the kept ones are ranked by modeled
-seconds, then HBM bytes, then the values themselves (so the order is deterministic).
+seconds (within 5% a tie), then fewer programs, then HBM bytes, then the values themselves (so
+the order is deterministic).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ from axon.nugraph.cost import is_contraction
 from axon.targets.profiles import DeviceProfile
 from axon.tiling.cost import KernelCost, KernelPlan, partition_count
 
+#: modeled times within this factor rank as equal
+TIME_BAND = 1.05
 #: the most combinations of tile parameters priced for one kernel
 MAX_COMBINATIONS = 1024
 #: the smallest block of a contraction's operand on a GPU (tl.dot's minimum dim)
@@ -74,8 +77,16 @@ def concretize(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfil
         cost = plan.cost(env, profile)
         if cost.fits:
             found.append(Candidate(dict(zip(names, combo, strict=True)), cost))
-    found.sort(key=lambda c: (c.cost.seconds, c.cost.hbm_bytes, tuple(c.params.values())))
+    found.sort(key=_rank)
     return found[:top_k]
+
+
+def _rank(c: Candidate) -> tuple[int, int, float, tuple[int, ...]]:
+    """Modeled times within 5% of each other tie (the model's resolution); then fewer programs
+    win (each has an overhead the model does not count: a one-element program is never
+    better than a full tile), then less traffic, then the values themselves."""
+    band = math.floor(math.log(max(c.cost.seconds, 1e-15)) / math.log(TIME_BAND))
+    return (band, c.cost.programs, c.cost.hbm_bytes, tuple(c.params.values()))
 
 
 def parameter_values(plan: KernelPlan, name: str, sizes: Mapping[str, int],

@@ -67,7 +67,9 @@ the vector peak. A remainder tile computes whole. On a NeuronCore an engine work
 its partitions at once, so an op on a tile over fewer takes as long as over all: its flops
 count scaled, for the time only, by `128 / P` for a result over `P` partitions, and by
 `128*128 / (K*M)` for a matmul whose stationary operand fills `K` rows and `M` columns of the
-array.
+array. On a GPU a program's 128 threads (4 warps) work in lock step: an op other than a matmul
+over E elements takes as long as over `ceil(E / 128) * 128` (so one-element programs are not
+free).
 
 **Time**: `overhead + max(hbm_bytes / bandwidth, loaded_bytes / l2_bandwidth, matrix_flops /
 matrix_peak + vector_flops / vector_peak) / efficiency`, where `loaded_bytes` is what every
@@ -513,8 +515,12 @@ def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile) -
     128 (a vector op: its result's first dim; a matmul: its stationary operand `[K, M]` fills
     K rows and M columns of the 128 x 128 array). 1 on a profile without partitions."""
     partitions = partition_count(profile)
-    if not partitions:
-        return 1.0
+    if not partitions:  # a GPU program: its threads work in lock step over the tile
+        result = op.results[0].type if op.results else None
+        if not isinstance(result, TensorType) or isinstance(op, MatmulOp):
+            return 1.0
+        elements = max(math.prod(d.evaluate(env) for d in result.shape), 1)
+        return -(-elements // GPU_PROGRAM_LANES) * GPU_PROGRAM_LANES / elements
 
     def used(dim: IntExpr) -> int:
         return min(max(dim.evaluate(env), 1), partitions)
@@ -527,6 +533,11 @@ def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile) -
     if isinstance(result, TensorType) and result.rank:
         return partitions / used(result.shape[0])
     return float(partitions)
+
+
+#: the threads of one GPU program (Triton's default `num_warps=4`, 32 threads a warp): an
+#: elementwise op over fewer elements leaves the rest idle
+GPU_PROGRAM_LANES = 128
 
 
 def row_block(kernel: KernelOp) -> str | None:
