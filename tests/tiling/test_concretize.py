@@ -82,3 +82,15 @@ def test_the_enumeration_is_bounded(tile_kernels: ModuleType,
     assert 0 < len(priced) <= 40 and found
     # the thinned lists keep their ends: the smallest and the largest block are still tried
     assert {p["BM"] for p in priced} >= {16, 4096}
+
+
+def test_a_gpu_elementwise_block_may_be_small_but_the_best_fills_a_program(
+        tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.elementwise_add("bf16")
+    sizes = {"M": 4096, "N": 4096}
+    # no dot: a block may be one row; the dims of a dot's operands start at 16 (above)
+    assert parameter_values(KernelPlan.of(kernel), "BM", sizes, H200)[0] == 1
+    best = concretize(kernel, sizes, H200, top_k=1)[0]
+    # 128 threads work in lock step, and equal times go to fewer programs: never a sliver
+    assert best.params["BM"] * best.params["BN"] >= 128
+    assert best.cost.programs <= 4096 * 4096 // 128
