@@ -17,7 +17,8 @@ and the cheapest is the best. Options:
   cheapest kernels, the first named as the program, the others `@<name>_t1`, ...;
 - `top_k`: kernels `emit="top-k"` prints, and concrete tile sizes kept per kernel;
 - `timeout_ms`: one proof's budget; `time_limit`: seconds for one program's whole search;
-- `cache`: a proof-cache file (read, then written back), as for `verify-equivalence`.
+- `cache`: a proof-cache file (read, then written back), as for `verify-equivalence`;
+- `report=true`: a line per proposed tiling too (its verdict, and the reason of a rejection).
 
 Every emitted kernel carries `axon.proof_id`, `axon.tiling` (its kind) and `axon.tile_sizes`
 (the best concrete tile sizes at `sizes`, cheapest first, with their modeled time and HBM
@@ -67,6 +68,7 @@ class TilePass(CheckedPass):
     timeout_ms: int = option(5_000, "milliseconds for one kernel's proof", at_least=1)
     time_limit: float = option(60.0, "seconds for one program's whole search", above=0)
     cache: str = option("", "a proof-cache file to read and write back")
+    report: bool = option(False, "a line per proposed tiling (its verdict and reason) on stderr")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         profile = load_profile(self.profile)
@@ -85,6 +87,9 @@ class TilePass(CheckedPass):
                         f"{done}/{total} tilings, last {p.tiling.kind} of @{p.variant}: "
                         f"{p.verdict}"))
             results.append(result)
+            if self.report:
+                for proposal in result.proposals:
+                    print(proposal_line(result.program, proposal), file=sys.stderr)
             print(report_line(result), file=sys.stderr)
             self._emit(funcs, result)
         if self.cache:
@@ -147,6 +152,17 @@ def describe(candidate: Candidate) -> str:
     params = " ".join(f"{k}={v}" for k, v in candidate.params.items())
     return (f"{params}: {cost.seconds * 1e3:.3f} ms, HBM {cost.hbm_bytes / 1e6:.1f} MB "
             f"({cost.hbm_bytes / max(cost.compulsory_bytes, 1):.2f}x compulsory)")
+
+
+def proposal_line(program: str, proposal: Proposal) -> str:
+    """One tiling's line: which, of which variant, its verdict and why (`report=true`)."""
+    line = (f"tile: @{program}: {proposal.tiling.kind or '-'} of @{proposal.variant}: "
+            f"{proposal.verdict}")
+    if proposal.verdict == "proved":
+        best = describe(proposal.candidates[0]) if proposal.candidates else \
+            "no tile sizes fit at these sizes"
+        return f"{line} (proof {proposal.proof_id}, {proposal.seconds:.2f} s): {best}"
+    return f"{line}: {proposal.reason}" if proposal.reason else line
 
 
 def report_line(result: Result) -> str:
