@@ -16,6 +16,11 @@ Values tried for each tile parameter `P` (`kernel.param_names()`):
   tile stops at the partition count. The matmul and PSUM limits, and every capacity, are checked
   by the cost model (`fits`), which rejects what exceeds them.
 
+On a GPU with an L2 a kernel over a 2-D grid also gets a launch order, `GROUP_M` in
+`GROUP_SIZES` (1: row-major; G: groups of G rows, Triton's GROUP_SIZE_M swizzle), tried for
+the `ORDERED` best candidates in row-major order and ranked again with them: it changes what a
+wave shares in L2, never a result.
+
 The enumeration is bounded: when the product of the lists exceeds `MAX_COMBINATIONS`, the
 longest list is thinned (every other value dropped, its smallest and largest kept) until the
 product fits; 3 or 4 parameters of 8-13 values each stay within a second or two. Each
@@ -38,8 +43,12 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import KernelOp, parse_assumption
 from axon.nugraph.cost import is_contraction
 from axon.targets.profiles import DeviceProfile
-from axon.tiling.cost import KernelCost, KernelPlan, partition_count
+from axon.tiling.cost import GROUP, KernelCost, KernelPlan, partition_count
 
+#: the launch orders tried for a 2-D grid on a GPU: row-major (1), and groups of rows
+GROUP_SIZES = (1, 4, 8, 16)
+#: the best row-major candidates whose launch orders are tried
+ORDERED = 16
 #: modeled times within this factor rank as equal
 TIME_BAND = 1.05
 #: the most combinations of tile parameters priced for one kernel
@@ -63,6 +72,7 @@ def concretize(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfil
     plan = KernelPlan.of(kernel)
     names = kernel.param_names()
     values = [parameter_values(plan, name, sizes, profile) for name in names]
+
     while math.prod(len(v) for v in values) > MAX_COMBINATIONS:
         longest = max(range(len(values)), key=lambda n: len(values[n]))
         if len(values[longest]) <= 2:
@@ -78,6 +88,14 @@ def concretize(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfil
         if cost.fits:
             found.append(Candidate(dict(zip(names, combo, strict=True)), cost))
     found.sort(key=_rank)
+    memory = profile.memory
+    if len(plan.grid) == 2 and memory is not None and memory.l2_bytes is not None:
+        # the launch order, for the best tile sizes in row-major order (their ranking may
+        # change: a grouped order can keep in L2 what row-major re-reads)
+        ordered = [Candidate({**c.params, GROUP: g},
+                             plan.cost({**sizes, **c.params, GROUP: g}, profile))
+                   for c in found[:max(ORDERED, top_k)] for g in GROUP_SIZES]
+        found = sorted(ordered, key=_rank)
     return found[:top_k]
 
 

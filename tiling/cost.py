@@ -5,8 +5,11 @@ computes, what one program holds on chip, and how long the launch takes under th
 roofline. `sizes` binds every size symbol and every tile parameter.
 
 **Programs and launch order.** The grid's programs are launched in row-major order (the last
-grid dim varies fastest; no kernel says grouped yet), `W` at a time: a *wave*. `W` is the
-profile's cores times the programs one core holds at once (on a GPU: limited by the SM's
+grid dim varies fastest), or, for a 2-D grid whose sizes bind `GROUP_M` to G > 1, in groups of
+G rows with the row id fastest within a group (Triton's GROUP_SIZE_M swizzle: a wave then
+shares a few rows' tiles of one operand and a few columns' of the other), `W` at a time: a
+*wave*. The order changes no result (every program writes its own block), only what L2 keeps.
+`W` is the profile's cores times the programs one core holds at once (on a GPU: limited by the SM's
 registers and shared memory over one program's peak use of each, and by the SM's
 `programs_per_core_max`; on a NeuronCore: one).
 
@@ -382,7 +385,11 @@ class _Traffic:
         self.outputs = [[max(d.evaluate(env), 0) for d in t.shape] for t in plan.outputs]
         self.shapes = {id(a): [max(d.evaluate(env), 0) for d in a.shape]
                        for a in (*plan.loads, *plan.stores)}
-        self.strides = [math.prod(grid[k + 1:]) for k in range(len(grid))]
+        self.group = max(int(env.get(GROUP, 1)), 1) if len(grid) == 2 else 1
+        if self.group > 1:  # the first dim fastest within a group, then the second
+            self.strides = [1, min(self.group, grid[0])]
+        else:
+            self.strides = [math.prod(grid[k + 1:]) for k in range(len(grid))]
 
     # ---- sizes --------------------------------------------------------------------------------
     def operand_bytes(self, access: _Access, store: bool) -> int:
@@ -404,13 +411,42 @@ class _Traffic:
         """Counts of the ids over programs [first, last) in launch order, and of the ivs (all
         iterations, or one)."""
         counts = {}
-        for pid, size, stride in zip(self.plan.program_ids, self.grid, self.strides,
-                                     strict=True):
-            span = (last - 1) // stride - first // stride + 1 if last > first else 0
-            counts[pid] = min(size, span)
+        if self.group > 1:
+            counts.update(self.grouped_window(first, last))
+        else:
+            for pid, size, stride in zip(self.plan.program_ids, self.grid, self.strides,
+                                         strict=True):
+                span = (last - 1) // stride - first // stride + 1 if last > first else 0
+                counts[pid] = min(size, span)
         for n, loop in enumerate(self.plan.loops):
             counts[loop.iv] = self.extents[n] if iterations else min(self.extents[n], 1)
         return counts
+
+    def grouped_window(self, first: int, last: int) -> dict[str, int]:
+        """Distinct values of the two program ids over programs [first, last) launched in
+        groups of `group` rows (Triton's GROUP_SIZE_M order): within a group the row id varies
+        fastest, then the column id. Exact: the rows of the groups touched add up, the columns
+        are the union of each group's run of columns."""
+        rows_total, cols_total = self.grid
+        per_group = self.group * cols_total
+        rows = 0
+        runs: list[tuple[int, int]] = []
+        for g in range(first // per_group, (last - 1) // per_group + 1 if last > first else 0):
+            height = min(self.group, rows_total - g * self.group)
+            lo = max(first, g * per_group) - g * per_group
+            hi = min(last, g * per_group + height * cols_total) - g * per_group
+            if hi <= lo:
+                continue
+            rows += min(height, hi - lo)
+            runs.append((lo // height, (hi - 1) // height))
+        cols = 0
+        reach = -1
+        for lo, hi in sorted(runs):
+            if hi > reach:
+                cols += hi - max(lo, reach + 1) + 1
+                reach = hi
+        row_id, col_id = self.plan.program_ids
+        return {row_id: min(rows, rows_total), col_id: min(cols, cols_total)}
 
     # ---- the rules ----------------------------------------------------------------------------
     def compulsory(self) -> int:
@@ -538,6 +574,11 @@ def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile) -
 #: the threads of one GPU program (Triton's default `num_warps=4`, 32 threads a warp): an
 #: elementwise op over fewer elements leaves the rest idle
 GPU_PROGRAM_LANES = 128
+
+
+#: the launch-order parameter a candidate may bind: programs of a 2-D grid launched in groups
+#: of this many rows (Triton's GROUP_SIZE_M swizzle), 1 (or unbound) for row-major order
+GROUP = "GROUP_M"
 
 
 def row_block(kernel: KernelOp) -> str | None:

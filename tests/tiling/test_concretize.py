@@ -10,7 +10,7 @@ import pytest
 from axon.targets.profiles import load_profile
 from axon.tiling import concretize as concretize_module
 from axon.tiling.concretize import concretize, parameter_values
-from axon.tiling.cost import KernelCost, KernelPlan
+from axon.tiling.cost import KernelCost, KernelPlan, kernel_cost
 
 H200, TRN2 = load_profile("h200"), load_profile("trn2")
 CUBE = {"M": 4096, "N": 4096, "K": 4096}
@@ -23,8 +23,9 @@ def test_h200_candidates_are_powers_of_two_from_16_ranked_by_time(
     assert len(found) == 5
     for c in found:
         assert c.cost.fits
-        for value in c.params.values():
-            assert value >= 16 and value & (value - 1) == 0
+        assert c.params["GROUP_M"] in (1, 4, 8, 16)  # the launch order, priced too
+        for name, value in c.params.items():
+            assert name == "GROUP_M" or (value >= 16 and value & (value - 1) == 0)
     seconds = [c.cost.seconds for c in found]
     assert seconds == sorted(seconds)
     best = found[0].cost
@@ -79,7 +80,9 @@ def test_the_enumeration_is_bounded(tile_kernels: ModuleType,
     monkeypatch.setattr(KernelPlan, "cost", counting)
     monkeypatch.setattr(concretize_module, "MAX_COMBINATIONS", 40)
     found = concretize(tile_kernels.matmul("bf16"), CUBE, H200)
-    assert 0 < len(priced) <= 40 and found
+    # 40 tile-size combinations, then 4 launch orders for each of the best 16
+    assert 0 < len(priced) <= 40 + 16 * 4 and found
+    assert sum("GROUP_M" not in p for p in priced) <= 40
     # the thinned lists keep their ends: the smallest and the largest block are still tried
     assert {p["BM"] for p in priced} >= {16, 4096}
 
@@ -94,3 +97,18 @@ def test_a_gpu_elementwise_block_may_be_small_but_the_best_fills_a_program(
     # 128 threads work in lock step, and equal times go to fewer programs: never a sliver
     assert best.params["BM"] * best.params["BN"] >= 128
     assert best.cost.programs <= 4096 * 4096 // 128
+
+
+def test_a_grouped_launch_order_keeps_the_reused_operand_in_l2(tile_kernels: ModuleType) -> None:
+    # x @ w with w (128 MiB) beyond L2: row-major order re-reads it from HBM every wave;
+    # programs in groups of 8 rows share a few of w's columns at a time
+    kernel = tile_kernels.matmul("bf16")
+    sizes = {"M": 4096, "N": 16384, "K": 4096, "BM": 128, "BN": 128, "BK": 64}
+    row_major = kernel_cost(kernel, {**sizes, "GROUP_M": 1}, H200)
+    grouped = kernel_cost(kernel, {**sizes, "GROUP_M": 8}, H200)
+    assert row_major.hbm_bytes > 5 * row_major.compulsory_bytes
+    assert grouped.hbm_bytes <= 1.2 * grouped.compulsory_bytes
+    assert row_major.flops == grouped.flops  # the order changes no work
+    best = concretize(kernel, {"M": 4096, "N": 16384, "K": 4096}, H200, top_k=1)[0]
+    assert best.params["GROUP_M"] > 1
+    assert best.cost.hbm_bytes <= 1.2 * best.cost.compulsory_bytes

@@ -9,7 +9,7 @@ from types import ModuleType
 import pytest
 
 from axon.targets.profiles import DeviceProfile, Quantity, load_profile
-from axon.tiling.cost import kernel_cost
+from axon.tiling.cost import KernelPlan, _Traffic, kernel_cost
 
 MiB = 1 << 20
 H200, TRN2 = load_profile("h200"), load_profile("trn2")
@@ -121,3 +121,25 @@ def test_a_grid_smaller_than_the_cores_leaves_them_idle(tile_kernels: ModuleType
     assert one.programs == 256 and many.programs == 256 * 256
     # 256 programs on 132 SMs take two rounds: about 97% of the cores busy
     assert one.seconds > many.seconds
+
+
+@pytest.mark.parametrize(("rows", "cols", "group"), [(5, 7, 2), (8, 3, 3), (4, 4, 8), (9, 1, 4)])
+def test_a_grouped_window_counts_the_ids_the_swizzled_programs_have(
+        tile_kernels: ModuleType, rows: int, cols: int, group: int) -> None:
+    # Triton's GROUP_SIZE_M order, program by program, against the counts the model uses
+    def ids(pid: int) -> tuple[int, int]:
+        per_group = group * cols
+        first_row = (pid // per_group) * group
+        height = min(rows - first_row, group)
+        return first_row + (pid % per_group) % height, (pid % per_group) // height
+
+    kernel = tile_kernels.elementwise_add("f32")
+    sizes = {"M": rows, "N": cols, "BM": 1, "BN": 1, "GROUP_M": group}
+    plan = KernelPlan.of(kernel)
+    traffic = _Traffic(plan, sizes, [rows, cols], {"i": rows, "j": cols}, [], 1)
+    total = rows * cols
+    for first in range(total):
+        for last in range(first + 1, total + 1):
+            seen = [ids(p) for p in range(first, last)]
+            want = {"i": len({r for r, _ in seen}), "j": len({c for _, c in seen})}
+            assert traffic.grouped_window(first, last) == want, (first, last)
