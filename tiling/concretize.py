@@ -93,7 +93,7 @@ def concretize(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfil
         # the launch order, for the best tile sizes in row-major order (their ranking may
         # change: a grouped order can keep in L2 what row-major re-reads)
         ordered = [Candidate({**c.params, GROUP: g},
-                             plan.cost({**sizes, **c.params, GROUP: g}, profile))
+                             plan.cost({**sizes, **c.params}, profile, group=g))
                    for c in found[:max(ORDERED, top_k)] for g in GROUP_SIZES]
         found = sorted(ordered, key=_rank)
     return found[:top_k]

@@ -5,7 +5,7 @@ computes, what one program holds on chip, and how long the launch takes under th
 roofline. `sizes` binds every size symbol and every tile parameter.
 
 **Programs and launch order.** The grid's programs are launched in row-major order (the last
-grid dim varies fastest), or, for a 2-D grid whose sizes bind `GROUP_M` to G > 1, in groups of
+grid dim varies fastest), or, for a 2-D grid priced with `group` G > 1, in groups of
 G rows with the row id fastest within a group (Triton's GROUP_SIZE_M swizzle: a wave then
 shares a few rows' tiles of one operand and a few columns' of the other), `W` at a time: a
 *wave*. The order changes no result (every program writes its own block), only what L2 keeps.
@@ -134,11 +134,12 @@ class KernelCost:
     """Bytes every execution of every load brings on chip (through L2 on a GPU)."""
 
 
-def kernel_cost(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfile
-                ) -> KernelCost:
+def kernel_cost(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfile,
+                group: int = 1) -> KernelCost:
     """The cost of one launch of `kernel`; `sizes` binds every size symbol and every tile
-    parameter (`kernel.param_names()`)."""
-    return KernelPlan.of(kernel).cost(sizes, profile)
+    parameter (`kernel.param_names()`); `group` is the launch order (see the module
+    docstring: 1 for row-major)."""
+    return KernelPlan.of(kernel).cost(sizes, profile, group)
 
 
 @dataclass
@@ -217,7 +218,8 @@ class KernelPlan:
         return plan
 
     # ---- pricing ------------------------------------------------------------------------------
-    def cost(self, sizes: Mapping[str, int], profile: DeviceProfile) -> KernelCost:
+    def cost(self, sizes: Mapping[str, int], profile: DeviceProfile,
+             group: int = 1) -> KernelCost:
         """The launch's cost with every size and tile parameter bound by `sizes`."""
         env = {k: int(v) for k, v in sizes.items()}
         grid = [max(g.evaluate(env), 0) for g in self.grid]
@@ -233,7 +235,7 @@ class KernelPlan:
         waves = -(-programs // wave) if programs else 0
         memory = profile.memory
         l2 = memory.l2_bytes.value if memory is not None and memory.l2_bytes else None
-        traffic = _Traffic(self, env, grid, counts, extents, wave)
+        traffic = _Traffic(self, env, grid, counts, extents, wave, group)
         hbm = traffic.uncached() if l2 is None else traffic.cached(l2)
         loaded = sum(traffic.executed(a) for a in self.loads)
 
@@ -377,7 +379,8 @@ class _Traffic:
     """HBM bytes of one launch (see the module docstring for the rules)."""
 
     def __init__(self, plan: KernelPlan, env: dict[str, int], grid: list[int],
-                 counts: dict[str, int], extents: list[int], wave: int) -> None:
+                 counts: dict[str, int], extents: list[int], wave: int,
+                 group: int = 1) -> None:
         self.plan, self.grid, self.counts, self.wave = plan, grid, counts, wave
         self.programs = math.prod(grid)
         self.extents = extents
@@ -385,7 +388,7 @@ class _Traffic:
         self.outputs = [[max(d.evaluate(env), 0) for d in t.shape] for t in plan.outputs]
         self.shapes = {id(a): [max(d.evaluate(env), 0) for d in a.shape]
                        for a in (*plan.loads, *plan.stores)}
-        self.group = max(int(env.get(GROUP, 1)), 1) if len(grid) == 2 else 1
+        self.group = max(group, 1) if len(grid) == 2 else 1
         if self.group > 1:  # the first dim fastest within a group, then the second
             self.strides = [1, min(self.group, grid[0])]
         else:
@@ -576,8 +579,9 @@ def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile) -
 GPU_PROGRAM_LANES = 128
 
 
-#: the launch-order parameter a candidate may bind: programs of a 2-D grid launched in groups
-#: of this many rows (Triton's GROUP_SIZE_M swizzle), 1 (or unbound) for row-major order
+#: the name a candidate shows its launch order by (`group`: programs of a 2-D grid launched in
+#: groups of this many rows, Triton's GROUP_SIZE_M swizzle; 1 for row-major order); never a
+#: size, so a program's own size symbol of that name cannot be mistaken for it
 GROUP = "GROUP_M"
 
 

@@ -146,13 +146,12 @@ def row_size(func: FuncOp) -> str:
     return first[0]
 
 
-def tile_function(func: FuncOp, tiling: Tiling, space: str, accumulator_space: str,
-                  constraints: Sequence[str] = ()) -> FuncOp:
+def tile_function(func: FuncOp, tiling: Tiling, space: str, accumulator_space: str) -> FuncOp:
     """`func` as one kernel of `tiling` (see the module docstring): a new function named
     `<name>_<kind>` with the same signature. Tiles live in memory space `space`, the loop's
-    accumulators of a matmul in `accumulator_space`; `constraints` join the kernel's
-    assumptions."""
-    return _Builder(func, tiling, space, accumulator_space).build(constraints)
+    accumulators of a matmul in `accumulator_space`; the kernel assumes each tile parameter
+    is at least 1 (a profile's limits join later: `KernelOp.assume_also`)."""
+    return _Builder(func, tiling, space, accumulator_space).build()
 
 
 class _Builder:
@@ -245,7 +244,7 @@ class _Builder:
         return replace(form, parallel=on(form.parallel), reduced=on(form.reduced))
 
     # ---- the kernel ----------------------------------------------------------------------
-    def build(self, constraints: Sequence[str]) -> FuncOp:
+    def build(self) -> FuncOp:
         func, tiling = self.func, self.tiling
         params: list[TensorType] = list(func.function_type.inputs.data)  # type: ignore[arg-type]
         ret = func.body.block.last_op
@@ -254,7 +253,9 @@ class _Builder:
                               "return")
         results: list[TensorType] = [v.type for v in ret.arguments]  # type: ignore[misc]
         taken = {s for t in [*params, *results] for d in t.shape for s in d.symbols()}
-        clash = taken & {n for pair in (ROWS, COLS, RED) for n in pair} | taken & {SECOND}
+        ours = {n for pair in (ROWS, COLS, RED) for n in pair} | {SECOND}
+        ours |= {f"{RED[1]}{n}" for n in range(1, MAX_LOOPS)}  # the later loops' iterations
+        clash = taken & ours
         if clash:
             raise NotTileable(f"@{self.name} already uses the name(s) {sorted(clash)}")
         for k, t in enumerate(results):
@@ -307,8 +308,7 @@ class _Builder:
         kernel_params = [b.as_symbol or "" for b in self.blocks.values()]
         out = FuncOp(f"{self.name}_{tiling.kind}", (params, results))
         kernel = KernelOp(list(out.body.block.args), results, grid_ids, grid, kernel_params,
-                          Region(body), assume=[*(f"{p} >= 1" for p in kernel_params),
-                                                *constraints])
+                          Region(body), assume=[f"{p} >= 1" for p in kernel_params])
         out.body.block.add_ops([kernel, ReturnOp(*kernel.results)])
         return out
 

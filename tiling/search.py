@@ -127,9 +127,8 @@ def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProf
            sizes: Mapping[str, int], space: str, accumulator_space: str, timeout_ms: int,
            top_k: int, cache: ProofCache | None) -> None:
     try:
-        draft = tile_function(func, tiling, space, accumulator_space)
-        kernel = tile_function(func, tiling, space, accumulator_space,
-                               kernel_constraints(profile, _kernel_op(draft)))
+        kernel = tile_function(func, tiling, space, accumulator_space)
+        _kernel_op(kernel).assume_also(kernel_constraints(profile, _kernel_op(kernel)))
     except NotTileable as err:
         proposal.reason = str(err)
         return

@@ -222,6 +222,12 @@ class KernelOp(IRDLOperation):
     def assumptions(self) -> list[str]:
         return [] if self.assume is None else [s.data for s in self.assume.data]
 
+    def assume_also(self, more: Sequence[str]) -> None:
+        """Add `more` to the kernel's assumptions (a profile's limits on its tiles, known only
+        once the tiles are built)."""
+        if more:
+            self.properties["assume"] = _strings([*self.assumptions(), *more])
+
     def input_types(self) -> list[TensorType]:
         return [v.type for v in self.inputs]  # type: ignore[misc]
 

@@ -71,18 +71,21 @@ def test_trn2_candidates_meet_the_partition_and_matmul_limits(tile_kernels: Modu
 def test_the_enumeration_is_bounded(tile_kernels: ModuleType,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     priced: list[dict[str, int]] = []
+    orders: list[int] = []
     original = KernelPlan.cost
 
-    def counting(self: KernelPlan, sizes: dict[str, int], profile: object) -> KernelCost:
+    def counting(self: KernelPlan, sizes: dict[str, int], profile: object,
+                 group: int = 1) -> KernelCost:
         priced.append(dict(sizes))
-        return original(self, sizes, profile)  # type: ignore[arg-type]
+        orders.append(group)
+        return original(self, sizes, profile, group)  # type: ignore[arg-type]
 
     monkeypatch.setattr(KernelPlan, "cost", counting)
     monkeypatch.setattr(concretize_module, "MAX_COMBINATIONS", 40)
     found = concretize(tile_kernels.matmul("bf16"), CUBE, H200)
     # 40 tile-size combinations, then 4 launch orders for each of the best 16
     assert 0 < len(priced) <= 40 + 16 * 4 and found
-    assert sum("GROUP_M" not in p for p in priced) <= 40
+    assert orders.count(1) <= 40 + 16 and set(orders) == {1, 4, 8, 16}
     # the thinned lists keep their ends: the smallest and the largest block are still tried
     assert {p["BM"] for p in priced} >= {16, 4096}
 
@@ -104,11 +107,18 @@ def test_a_grouped_launch_order_keeps_the_reused_operand_in_l2(tile_kernels: Mod
     # programs in groups of 8 rows share a few of w's columns at a time
     kernel = tile_kernels.matmul("bf16")
     sizes = {"M": 4096, "N": 16384, "K": 4096, "BM": 128, "BN": 128, "BK": 64}
-    row_major = kernel_cost(kernel, {**sizes, "GROUP_M": 1}, H200)
-    grouped = kernel_cost(kernel, {**sizes, "GROUP_M": 8}, H200)
+    row_major = kernel_cost(kernel, sizes, H200, group=1)
+    grouped = kernel_cost(kernel, sizes, H200, group=8)
     assert row_major.hbm_bytes > 5 * row_major.compulsory_bytes
     assert grouped.hbm_bytes <= 1.2 * grouped.compulsory_bytes
     assert row_major.flops == grouped.flops  # the order changes no work
     best = concretize(kernel, {"M": 4096, "N": 16384, "K": 4096}, H200, top_k=1)[0]
     assert best.params["GROUP_M"] > 1
     assert best.cost.hbm_bytes <= 1.2 * best.cost.compulsory_bytes
+
+
+def test_a_size_named_like_the_launch_order_stays_a_size(tile_kernels: ModuleType) -> None:
+    # the launch order is an argument of the cost, never read from the sizes
+    kernel = tile_kernels.matmul("bf16")
+    sizes = {"M": 4096, "N": 16384, "K": 4096, "BM": 128, "BN": 128, "BK": 64}
+    assert kernel_cost(kernel, {**sizes, "GROUP_M": 8}, H200) == kernel_cost(kernel, sizes, H200)

@@ -134,9 +134,9 @@ def test_a_grouped_window_counts_the_ids_the_swizzled_programs_have(
         return first_row + (pid % per_group) % height, (pid % per_group) // height
 
     kernel = tile_kernels.elementwise_add("f32")
-    sizes = {"M": rows, "N": cols, "BM": 1, "BN": 1, "GROUP_M": group}
+    sizes = {"M": rows, "N": cols, "BM": 1, "BN": 1}
     plan = KernelPlan.of(kernel)
-    traffic = _Traffic(plan, sizes, [rows, cols], {"i": rows, "j": cols}, [], 1)
+    traffic = _Traffic(plan, sizes, [rows, cols], {"i": rows, "j": cols}, [], 1, group)
     total = rows * cols
     for first in range(total):
         for last in range(first + 1, total + 1):

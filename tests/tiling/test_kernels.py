@@ -185,3 +185,17 @@ def test_a_neuroncore_profile_bounds_partitions_psum_banks_and_the_matmul() -> N
     found = kernel_constraints(trn2, kernel_op(rows))
     assert "8*K + 4*N <= 212984" in found  # x's row and g along one partition, w's row
     assert "K <= 128" in found  # w whole: its K rows across the partitions
+
+
+def test_a_size_named_like_a_kernel_name_is_not_taken_for_it() -> None:
+    # every name a kernel introduces, the later loops' iterations included, is checked
+    for name in ("BM", "i", "k", "k1", "c"):
+        t = f"!ax.tensor<[M, {name}], f32>"
+        func = function(f"""
+func.func @f(%x: {t}) -> !ax.tensor<[M], f32> {{
+  %s = ax.sum %x {{axes = array<i64: 1>, keepdims = false}} : ({t}) -> !ax.tensor<[M], f32>
+  func.return %s : !ax.tensor<[M], f32>
+}}
+""")
+        with pytest.raises(NotTileable, match=f"already uses the name\\(s\\) \\['{name}'\\]"):
+            tile_function(func, Tiling("M", None, name), "sbuf", "psum")
