@@ -19,6 +19,7 @@ from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.generic_form import FormError, GenericForm, LoopDim, fresh_names
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.ranges import simplify_form
 from axon.dialects.form.scalar import FUNCTIONS, Call, Read, ScalarExpr, index_exprs, substitute
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.index_expr import (
@@ -141,7 +142,8 @@ def _dtype(g: EGraph, e: ScalarExpr, default: str) -> str:
 def _named_form(dims: Sequence[LoopDim], reduced: Sequence[LoopDim], kind: str | None,
                 body: ScalarExpr, finalize: ScalarExpr | None, num_operands: int,
                 child_types: Sequence[TensorType]) -> GenericForm | None:
-    """The form with loop variables renamed d0.., r0.. (avoiding the operands' size symbols)."""
+    """The form with loop variables renamed d0.., r0.. (avoiding the operands' size symbols),
+    its indices simplified by the loops' ranges (composed reshapes read plain indices)."""
     avoid = {s for t in child_types for d in t.shape for s in d.symbols()}
     avoid |= {s for d in dims for s in d.upper.symbols()}
     pnames = fresh_names("d", len(dims), avoid)
@@ -152,7 +154,8 @@ def _named_form(dims: Sequence[LoopDim], reduced: Sequence[LoopDim], kind: str |
     red = tuple(LoopDim(n, d.lower.substitute(env), d.upper.substitute(env))
                 for d, n in zip(reduced, rnames, strict=True))
     try:
-        return GenericForm(par, substitute(body, env), num_operands, kind, red, finalize)
+        return simplify_form(GenericForm(par, substitute(body, env), num_operands, kind, red,
+                                         finalize))
     except FormError:
         return None
 

@@ -48,8 +48,18 @@ from axon.dialects.ax import AddOp, GenericOp, MatmulOp, MaxOp, MinOp, TensorTyp
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.interface import form_op, generic_form, has_form
-from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Const, Index, call, substitute
+from axon.dialects.form.intexpr import IntExpr, parse_int_expr
+from axon.dialects.form.ranges import simplify_form, simplify_index
+from axon.dialects.form.scalar import (
+    Const,
+    Index,
+    Read,
+    ScalarExpr,
+    call,
+    map_reads,
+    reads,
+    substitute,
+)
 from axon.dialects.form.syntax import parse_form
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 
@@ -59,6 +69,8 @@ COLS = ("BN", "j")
 RED = ("BK", "k")
 #: the iteration of a multi-pass kernel's last (writing) pass
 SECOND = "c"
+#: the program ids of a batched tiling's leading dims
+BATCH = "b"
 #: sequential loops one kernel may chain (a reduction reading the one before it)
 MAX_LOOPS = 4
 #: how a reduction's partial result joins its accumulator
@@ -80,11 +92,15 @@ class Tiling:
     """`red` is also a dim of the results (a row normalization's columns): the sequential
     loops are the first passes (the reductions), and a last, parallel loop over the blocks of
     `red` writes the results a block at a time."""
+    lead: int = 0
+    """The results' first `lead` dims (batch, heads) are split over the grid one index per
+    program (program ids `b0`, `b1`, ...); the rows are the dim after them."""
 
     @property
     def kind(self) -> str:
-        """A short name: `rows`, `blocks`, `rows_k`, `blocks_k`, `rows_multipass`."""
-        return (("blocks" if self.cols else "rows")
+        """A short name: `rows`, `blocks`, `rows_k`, `blocks_k`, `rows_multipass`, each with
+        a `batched_` prefix when leading dims are split one index per program."""
+        return (("batched_" if self.lead else "") + ("blocks" if self.cols else "rows")
                 + ("_multipass" if self.write_pass else "_k" if self.red else ""))
 
     def blocks(self) -> dict[str, IntExpr]:
@@ -113,8 +129,33 @@ class Tiling:
 
 def tilings(func: FuncOp) -> list[Tiling]:
     """The tilings worth proposing for `func`: rows, plus column blocks when the results share
-    a last dim, each with and without a loop over each dim the function reduces over whole."""
-    rows = row_size(func)
+    a last dim, each with and without a loop over each dim the function reduces over whole;
+    the same again with the leading dims of results of rank 3 or more split one index per
+    program, the rows being the last size before the columns (attention: a grid over batch and
+    heads, the rows the query positions)."""
+    lead = _lead(func)
+    try:
+        found = _tilings(func, 0)
+    except NotTileable:
+        if not lead:
+            raise
+        found = []
+    return found + (_tilings(func, lead) if lead else [])
+
+
+def _lead(func: FuncOp) -> int:
+    """How many leading dims a batched tiling splits one index per program: the results have
+    rank >= 3 and share every dim but the last; the dim before the last is a size (the rows)."""
+    results = [t for t in func.function_type.outputs.data if isinstance(t, TensorType)]
+    if not results or any(t.rank < 3 or t.shape[:-1] != results[0].shape[:-1]
+                          for t in results):
+        return 0
+    lead = results[0].rank - 2
+    return lead if results[0].shape[lead].as_symbol is not None else 0
+
+
+def _tilings(func: FuncOp, lead: int) -> list[Tiling]:
+    rows = row_size(func, lead)
     results = [t for t in func.function_type.outputs.data if isinstance(t, TensorType)]
     last = {t.shape[-1].as_symbol if t.rank >= 2 else None for t in results}
     cols = last.pop() if len(last) == 1 else None
@@ -127,22 +168,23 @@ def tilings(func: FuncOp) -> list[Tiling]:
                 name = d.upper.as_symbol
                 if d.lower == IntExpr.const(0) and name is not None and name not in reduced:
                     reduced.append(name)
-    found = [Tiling(rows, c, r) for c in col_options
+    found = [Tiling(rows, c, r, lead=lead) for c in col_options
              for r in [None, *(r for r in reduced if r not in in_results)]]
     # a row normalization whose row may not fit: reduce in a first pass, write in a second
-    found += [Tiling(rows, None, r, write_pass=True) for r in reduced
+    found += [Tiling(rows, None, r, write_pass=True, lead=lead) for r in reduced
               if r in in_results and r != rows]
     return found
 
 
-def row_size(func: FuncOp) -> str:
-    """The size the function's results share as their first dim (the rows)."""
+def row_size(func: FuncOp, lead: int = 0) -> str:
+    """The size the function's results share as their dim #`lead` (the rows)."""
     results = list(func.function_type.outputs.data)
-    first = [t.shape[0].as_symbol if isinstance(t, TensorType) and t.rank else None
+    first = [t.shape[lead].as_symbol if isinstance(t, TensorType) and t.rank > lead else None
              for t in results]
     if not results or first[0] is None or any(f != first[0] for f in first):
-        raise NotTileable(f"@{func.sym_name.data}: the results do not share a first dim that "
-                          "is a size (the rows)")
+        raise NotTileable(f"@{func.sym_name.data}: the results do not share a "
+                          f"{'first dim' if not lead else f'dim #{lead}'} that is a size "
+                          "(the rows)")
     return first[0]
 
 
@@ -167,9 +209,21 @@ class _Builder:
         given = [s for s in symbols if s is not None]
         if len(set(given)) != len(given):
             raise NotTileable(f"@{self.name}: a tiling needs distinct dims, got {given}")
+        results = [t for t in func.function_type.outputs.data if isinstance(t, TensorType)]
+        #: each leading dim's extent and its program id (one index per program)
+        self.batch: dict[IntExpr, str] = {}
+        for n in range(tiling.lead):
+            extent = results[0].shape[n] if results and results[0].rank > n else None
+            if extent is None or extent in self.batch or extent.symbols() & set(given):
+                raise NotTileable(f"@{self.name}: leading dim #{n} cannot be split one index "
+                                  "per program (no such dim, or it repeats a tiled one)")
+            self.batch[extent] = f"{BATCH}{n}"
+        #: offsets of input dims each program reads one index of (`footprints`)
+        self.footprint: dict[SSAValue, dict[int, IntExpr]] = {}
 
     # ---- types ---------------------------------------------------------------------------
-    def tile_dims(self, t: TensorType, what: str, result: bool = False) -> list[IntExpr]:
+    def tile_dims(self, t: TensorType, what: str, result: bool = False,
+                  footprint: dict[int, IntExpr] | None = None) -> list[IntExpr]:
         """`t`'s dims with each tiled symbol replaced by its block; a tiled symbol in a dim
         mixed with others cannot be tiled, nor can a result whose rows are not first or whose
         columns are not last (an input or an intermediate may hold them anywhere: `x.T` loads
@@ -178,13 +232,22 @@ class _Builder:
         dims: list[IntExpr] = []
         for position, d in enumerate(t.shape):
             name = d.as_symbol
+            if footprint and position in footprint:
+                dims.append(IntExpr.const(1))
+                continue
+            if d in self.batch:
+                if result and self.batch[d] != f"{BATCH}{position}":
+                    raise NotTileable(f"@{self.name}: {what} of type {t} has the leading dim "
+                                      f"{d} in dim {position}")
+                dims.append(IntExpr.const(1))
+                continue
             if name in tiled:
                 if not result:
                     dims.append(self.blocks[name])
                     continue
-                if name == self.tiling.rows and position != 0:
+                if name == self.tiling.rows and position != self.tiling.lead:
                     raise NotTileable(f"@{self.name}: {what} of type {t} has the rows "
-                                      f"{name} in dim {position}, not first")
+                                      f"{name} in dim {position}, not #{self.tiling.lead}")
                 if name == self.tiling.cols and position != t.rank - 1:
                     raise NotTileable(f"@{self.name}: {what} of type {t} has the columns "
                                       f"{name} in dim {position}, not last")
@@ -195,6 +258,59 @@ class _Builder:
             else:
                 dims.append(d)
         return dims
+
+    def is_ours(self, name: str) -> bool:
+        """A name the kernel introduces (a program id or a loop's iteration): not a size."""
+        return (name in self.batch.values() or name in (ROWS[1], COLS[1], SECOND)
+                or re.fullmatch(rf"{RED[1]}\d*", name) is not None)
+
+    def offsets_of(self, v: SSAValue, offsets: dict[str, str]) -> list[IntExpr]:
+        """Where the tile of source value `v` starts in each dim, in a tile at `offsets`."""
+        t = v.type
+        assert isinstance(t, TensorType)
+        foot = self.footprint.get(v, {})
+        found = []
+        for position, d in enumerate(t.shape):
+            text = offsets.get(d.as_symbol or "")
+            found.append(foot[position] if position in foot
+                         else IntExpr.sym(self.batch[d]) if d in self.batch
+                         else parse_int_expr(text) if text else IntExpr.const(0))
+        return found
+
+    def footprints(self) -> None:
+        """The dims of each input a program reads one index of, beyond the leading dims: every
+        reader is an `ax.generic` whose reads of the input in that dim, with the output's
+        leading dims at their program ids, name no loop variable (gqa reads the kv head
+        `b1 floordiv G` of `k` where query head b1 is computed): the input is loaded there, one
+        index wide, instead of whole."""
+        if not self.batch:
+            return
+        tiled = set(self.blocks)
+        for src in self.func.body.block.args:
+            t = src.type
+            assert isinstance(t, TensorType)
+            open_dims = [p for p, d in enumerate(t.shape)
+                         if d not in self.batch and not d.symbols() & tiled]
+            found: dict[int, IntExpr | None] = {}
+            for use in src.uses if open_dims else ():
+                op = use.operation
+                if not isinstance(op, GenericOp):
+                    found = dict.fromkeys(open_dims)
+                    break
+                form = generic_form(op)
+                out = op.results[0].type
+                assert isinstance(out, TensorType)
+                env = {d.name: IntExpr.sym(self.batch[e])
+                       for d, e in zip(form.parallel, out.shape, strict=True) if e in self.batch}
+                names = set(form.loop_names)
+                for read in reads(form.body):
+                    if read.operand != use.index:
+                        continue
+                    for p in open_dims:
+                        at = simplify_index(read.index[p].substitute(env), {}, self.is_ours)
+                        known = found.get(p, at)
+                        found[p] = at if known == at and not at.symbols() & names else None
+            self.footprint[src] = {p: e for p, e in found.items() if e is not None}
 
     def has_red(self, t: TensorType) -> bool:
         return self.tiling.red is not None and any(
@@ -209,6 +325,11 @@ class _Builder:
             if name is not None and name in over:
                 raise NotTileable(f"@{self.name}: '{op.name}' reduces over {name}, which is "
                                   f"split across programs")
+        for extent, pid in self.batch.items():
+            if any(d.upper == extent or extent.symbols() & d.upper.symbols()
+                   for d in form.reduced):
+                raise NotTileable(f"@{self.name}: '{op.name}' reduces over {extent}, which is "
+                                  f"split one index per program ({pid})")
         red = self.tiling.red
         if red is None or red not in over:
             return "", form.reduction
@@ -220,27 +341,59 @@ class _Builder:
                               "dim)")
         return red, form.reduction
 
-    def rebuild(self, op: Operation, operands: list[SSAValue]) -> Operation:
-        """`op` on tiles: its class's `make` with dim-list attributes and a generic form's loop
-        bounds on blocks."""
+    def rebuild(self, op: Operation, operands: list[SSAValue],
+                offsets: dict[str, str] | None = None) -> Operation:
+        """`op` on tiles at `offsets` (the program's own by default): its class's `make` with
+        dim-list attributes on blocks; a generic form is rewritten in the tiles' coordinates
+        (`form_on_tiles`)."""
         attrs = dict(form_op(op).attrs())
         for key, value in attrs.items():
             if isinstance(value, tuple) and value and all(isinstance(v, IntExpr) for v in value):
-                attrs[key] = tuple(v.substitute(self.blocks) for v in value)
+                attrs[key] = tuple(self.on_tiles(v) for v in value)
         if op.name == "ax.generic":
-            attrs["form"] = str(self.form_on_blocks(parse_form(str(attrs["form"]),
-                                                               len(operands))))
+            form = parse_form(str(attrs["form"]), len(operands))
+            attrs["form"] = str(self.form_on_tiles(form, op, offsets or self.offsets))
         try:
             return form_op(op).make(operands, **attrs)
         except (ShapeError, ValueError) as err:
             raise NotTileable(f"@{self.name}: '{op.name}' does not take tiles: {err}") from None
 
+    def on_tiles(self, e: IntExpr) -> IntExpr:
+        """A dim's extent on tiles: 1 for a leading dim split one index per program, each tiled
+        size its block."""
+        return IntExpr.const(1) if e in self.batch else e.substitute(self.blocks)
+
+    def form_on_tiles(self, form: GenericForm, op: Operation, offsets: dict[str, str]
+                      ) -> GenericForm:
+        """A generic form on tiles: each loop variable of a tiled dim is its tile's offset
+        plus the place in the tile, each read subtracts its operand tile's offset, the loop
+        bounds are the blocks (`form_on_blocks`), and the indices are simplified under the
+        tiles' ranges. Where every read is aligned with the output (`in0[d0, r0]`), the form
+        reads as before; a read through an index map (`in1[d0, d1 floordiv G, d3, r0]`) or an
+        `idx(d0)` keeps its meaning in the whole tensor."""
+        env = {d.name: IntExpr.sym(d.name) + o
+               for d, o in zip(form.parallel, self.offsets_of(op.results[0], offsets),
+                               strict=True) if o != IntExpr.const(0)}
+        red = offsets.get(self.tiling.red or "")
+        if red:
+            for d in form.reduced:
+                if d.upper.as_symbol == self.tiling.red and d.lower == IntExpr.const(0):
+                    env[d.name] = IntExpr.sym(d.name) + parse_int_expr(red)
+        starts = [self.offsets_of(v, offsets) for v in op.operands]
+
+        def shifted(r: Read) -> ScalarExpr:
+            return Read(r.operand, tuple(e - o for e, o in zip(r.index, starts[r.operand],
+                                                                strict=True)))
+
+        body = map_reads(substitute(form.body, env), shifted)
+        return simplify_form(self.form_on_blocks(replace(form, body=body)), self.is_ours)
+
     def form_on_blocks(self, form: GenericForm) -> GenericForm:
-        """A generic form's loop bounds with each tiled symbol as its block (its body, `idx(K)`
-        included, keeps the sizes: a mean over K still divides by K)."""
+        """A generic form's loop bounds on tiles (`on_tiles`; its body, `idx(K)` included,
+        keeps the sizes: a mean over K still divides by K)."""
         def on(dims: tuple) -> tuple:  # type: ignore[type-arg]
-            return tuple(replace(d, lower=d.lower.substitute(self.blocks),
-                                 upper=d.upper.substitute(self.blocks)) for d in dims)
+            return tuple(replace(d, lower=self.on_tiles(d.lower), upper=self.on_tiles(d.upper))
+                         for d in dims)
         return replace(form, parallel=on(form.parallel), reduced=on(form.reduced))
 
     # ---- the kernel ----------------------------------------------------------------------
@@ -255,17 +408,19 @@ class _Builder:
         taken = {s for t in [*params, *results] for d in t.shape for s in d.symbols()}
         ours = {n for pair in (ROWS, COLS, RED) for n in pair} | {SECOND}
         ours |= {f"{RED[1]}{n}" for n in range(1, MAX_LOOPS)}  # the later loops' iterations
+        ours |= set(self.batch.values())
         clash = taken & ours
         if clash:
             raise NotTileable(f"@{self.name} already uses the name(s) {sorted(clash)}")
         for k, t in enumerate(results):
-            if t.rank == 0 or t.shape[0].as_symbol != tiling.rows:
+            if t.rank <= tiling.lead or t.shape[tiling.lead].as_symbol != tiling.rows:
                 raise NotTileable(f"@{self.name}: result #{k} ({t}) does not have the rows "
-                                  f"{tiling.rows} first")
+                                  f"{tiling.rows} in dim #{tiling.lead}")
             if self.has_red(t) and not tiling.write_pass:
                 raise NotTileable(f"@{self.name}: result #{k} ({t}) has the looped dim "
                                   f"{tiling.red}")
         ops = list(func.body.block.ops)[:-1]
+        self.footprints()
         stages = self.stages(ops, ret)
 
         body = Block(arg_types=params)  # the kernel's body; its args are the global tensors
@@ -276,7 +431,7 @@ class _Builder:
             if stages[src] == ("pre", 0) and src.uses:
                 src_type = src.type
                 assert isinstance(src_type, TensorType)
-                load = self.load(arg, src_type)
+                load = self.load(src, arg, src_type)
                 body.add_op(load)
                 outer[src] = load.results[0]
         for op in ops:
@@ -301,8 +456,8 @@ class _Builder:
                 body.add_op(self.store(outer[v], k, results[k], self.offsets))
         body.add_op(YieldOp())
 
-        grid_ids = [ROWS[1]] + ([COLS[1]] if tiling.cols else [])
-        grid = [f"ceildiv({tiling.rows}, {ROWS[0]})"]
+        grid_ids = [*self.batch.values(), ROWS[1]] + ([COLS[1]] if tiling.cols else [])
+        grid = [*(str(e) for e in self.batch), f"ceildiv({tiling.rows}, {ROWS[0]})"]
         if tiling.cols:
             grid.append(f"ceildiv({tiling.cols}, {COLS[0]})")
         kernel_params = [b.as_symbol or "" for b in self.blocks.values()]
@@ -326,7 +481,7 @@ class _Builder:
         for src in self.func.body.block.args:
             t = src.type
             assert isinstance(t, TensorType)
-            self.tile_dims(t, "an input")
+            self.tile_dims(t, "an input", footprint=self.footprint.get(src))
             stage[src] = ("tile", 0) if self.has_red(t) else ("pre", 0)
         for op in ops:
             if not has_form(op) or op.regions or len(op.results) != 1:
@@ -376,11 +531,12 @@ class _Builder:
             if src in needed:
                 t = src.type
                 assert isinstance(t, TensorType)
-                block.add_op(self.load(arg, t, offsets))
+                block.add_op(self.load(src, arg, t, offsets))
                 inside[src] = block.last_op.results[0]  # type: ignore[union-attr]
         for op in ops:
             if op.results[0] in needed:
-                block.add_op(self.rebuild(op, [inside.get(v) or outer[v] for v in op.operands]))
+                block.add_op(self.rebuild(op, [inside.get(v) or outer[v] for v in op.operands],
+                                          offsets))
                 inside[op.results[0]] = block.last_op.results[0]  # type: ignore[union-attr]
         return inside
 
@@ -399,7 +555,7 @@ class _Builder:
         joined: list[SSAValue] = []
         for op in reductions:
             partial = self.masked(
-                self.rebuild(op, [inside.get(v) or outer[v] for v in op.operands]), iv)
+                self.rebuild(op, [inside.get(v) or outer[v] for v in op.operands], offsets), iv)
             loop_body.add_op(partial)
             tile = partial.results[0].type
             assert isinstance(tile, TensorType)
@@ -410,10 +566,11 @@ class _Builder:
                 start = FullOp.make([], value=0.0, shape=tile.shape, dtype=tile.dtype,
                                     space=space)
             else:  # a max or min starts at the first block's (no infinities: no real is one)
-                first = self.recompute(body, op.operands, ops, stages, args, outer,
-                                       {**self.offsets, self.tiling.red or "": "0"})
+                at_first = {**self.offsets, self.tiling.red or "": "0"}
+                first = self.recompute(body, op.operands, ops, stages, args, outer, at_first)
                 start = self.masked(
-                    self.rebuild(op, [first.get(v) or outer[v] for v in op.operands]), "0")
+                    self.rebuild(op, [first.get(v) or outer[v] for v in op.operands], at_first),
+                    "0")
             body.add_op(start)
             inits.append(start.results[0])
             carried = loop_body.insert_arg(tile, len(loop_body.args))
@@ -489,12 +646,13 @@ class _Builder:
         if tile.shape != tuple(self.tile_dims(result, f"result #{k}", result=True)):
             raise NotTileable(f"@{self.name}: result #{k} is computed as {tile}, not a block "
                               f"of {result}")
-        return StoreOp(value, k, [offsets.get(d.as_symbol or "", "0") for d in result.shape])
+        return StoreOp(value, k, [self.batch.get(d) or offsets.get(d.as_symbol or "", "0")
+                                  for d in result.shape])
 
-    def load(self, arg: SSAValue, t: TensorType,
+    def load(self, src: SSAValue, arg: SSAValue, t: TensorType,
              offsets: dict[str, str] | None = None) -> Operation:
-        """The tile of input `arg` a program (or an iteration) reads."""
-        dims = self.tile_dims(t, "an input")
+        """The tile of input `src` (the kernel's `arg`) a program (or an iteration) reads."""
+        dims = self.tile_dims(t, "an input", footprint=self.footprint.get(src))
         at = self.offsets if offsets is None else offsets
-        return LoadOp.make([arg], offsets=[at.get(d.as_symbol or "", "0") for d in t.shape],
+        return LoadOp.make([arg], offsets=[str(o) for o in self.offsets_of(src, at)],
                            shape=dims, pad=0.0, space=self.space)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.ranges import index_bounds, simplify_index
 from axon.verifier import terms as T
 from axon.verifier.terms import is_loop_var, nonneg
 
@@ -23,9 +24,14 @@ Ranges = Mapping[str, tuple[IntExpr, IntExpr]]  # var -> [lo, hi)
 
 def simplify(e: IntExpr, ranges: Ranges) -> IntExpr:
     """Rewrite floordiv/mod atoms whose remainder is provably in range, bottom-up; then put
-    split indices back together (`recombine`)."""
-    return recombine(e.fold(IntExpr.const, IntExpr.sym,
-                            lambda kind, x, n: _atom(kind, x, n, ranges)))
+    split indices back together (`recombine`). Chains of them (composed reshapes) go on to the
+    form level's rules (`axon.dialects.form.ranges`: divisors taken a factor at a time, bounds
+    of nested atoms), loop variables out of `ranges` left opaque."""
+    out = recombine(e.fold(IntExpr.const, IntExpr.sym,
+                           lambda kind, x, n: _atom(kind, x, n, ranges)))
+    if any(a.kind in ("floordiv", "mod") for mono, _ in out.terms for a in mono):
+        out = recombine(simplify_index(out, ranges, opaque=is_loop_var))
+    return out
 
 
 def recombine(e: IntExpr) -> IntExpr:
@@ -167,7 +173,7 @@ def decide(b: T.Bool, ranges: Ranges) -> T.Bool:
         return b
     op, e = b.args
     assert isinstance(e, IntExpr)
-    found = bounds(e, ranges)
+    found = bounds(e, ranges) or index_bounds(e, ranges, opaque=is_loop_var)
     if found is None:
         return b
     lower, upper = found
