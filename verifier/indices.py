@@ -18,6 +18,7 @@ a concat of `[..., 1]` pieces (an interleave) reads each piece at 0.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 from axon.dialects.form.intexpr import Atom as IntAtom
@@ -79,18 +80,44 @@ def _atom(kind: str, x: IntExpr, n: IntExpr, ranges: Ranges, depth: int = 0) -> 
     """`x kind n` with both already simplified. For a divisor n >= 1 (a positive monomial of
     sizes) x is split into `q*n + r` (q the terms divisible by n): `x floordiv n` is
     `q + r floordiv n` and `x mod n` is `r mod n` whatever r is (floor division by a positive
-    divisor), and `r floordiv n` is 0 (-1) when the ranges put r in [0, n) ([-n, 0))."""
+    divisor), and `r floordiv n` is 0 (-1) when the ranges put r in [0, n) ([-n, 0)); else r
+    may split by a part of n (`_mixed_radix`)."""
     if kind in ("floordiv", "mod") and _divisor(n):
         q, r = _split(x, n)
         for whole, shift in ((0, IntExpr.const(0)), (-1, n)):
             if _in_range(r + shift, n, ranges, depth):
                 return q + whole if kind == "floordiv" else r + shift
-        if q != IntExpr.const(0):
-            return q + r.floordiv(n) if kind == "floordiv" else r.mod(n)
+        inner = _mixed_radix(kind, r, n, ranges, depth)
+        if inner is None:
+            inner = r.floordiv(n) if kind == "floordiv" else r.mod(n)
+        return q + inner if kind == "floordiv" else inner
     if kind in ("min", "max") and (_at_least(x, n) or _at_least(n, x)):
         low, high = (n, x) if _at_least(x, n) else (x, n)
         return low if kind == "min" else high
     return getattr(x, kind)(n)
+
+
+def _mixed_radix(kind: str, r: IntExpr, n: IntExpr, ranges: Ranges, depth: int
+                 ) -> IntExpr | None:
+    """`r kind n` through a part m of the divisor n = k*m (m a product of some of n's sizes, k
+    the rest with n's coefficient): where r = q*m + s with s in [0, m), `r floordiv n` is
+    `q floordiv k` and `r mod n` is `(q mod k)*m + s` (with q = a*k + b, 0 <= b < k:
+    0 <= b*m + s < k*m = n). A head repeated G times and flattened with the rows below it,
+    `(h*L*D + s) floordiv (G*L*D)`, is `h floordiv G`. The largest m that fits is taken."""
+    (atoms, coeff), = n.terms
+    for size in range(len(atoms), 0, -1):
+        for chosen in itertools.combinations(range(len(atoms)), size):
+            if size == len(atoms) and coeff == 1:
+                continue  # m = n: the plain split, already tried
+            m = IntExpr(((tuple(atoms[i] for i in chosen), 1),))
+            k = IntExpr(((tuple(a for i, a in enumerate(atoms) if i not in chosen), coeff),))
+            q, s = _split(r, m)
+            if q == IntExpr.const(0) or not _in_range(s, m, ranges, depth):
+                continue
+            if kind == "floordiv":
+                return _atom("floordiv", q, k, ranges, depth)
+            return _atom("mod", q, k, ranges, depth) * m + s
+    return None
 
 
 def _divisor(n: IntExpr) -> bool:

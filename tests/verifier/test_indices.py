@@ -57,7 +57,13 @@ def _points(e: IntExpr, ranges: dict[str, tuple[IntExpr, IntExpr]]):
     # ... or in [-n, 0)
     ("(p*N + o - N) floordiv N", {"p": "M", "o": "N"}, "p - 1"),
     ("(p*N + o - N) mod N", {"p": "M", "o": "N"}, "o"),
-    # not applied: the remainder may reach n, or the divisor may be 0
+    # ... or split by a part of the divisor: a kv head repeated G times, then flattened
+    ("(o + p*D + q*D*L) floordiv (D*G*L)", {"o": "D", "p": "L", "q": "2*G"}, "q floordiv G"),
+    ("(o + p*D + q*D*L) mod (D*G*L)", {"o": "D", "p": "L", "q": "2*G"},
+     "o + p*D + (q mod G)*D*L"),
+    # not applied: the remainder may reach n (or the part of it), or the divisor may be 0
+    ("(o + p*D + q*D*L) floordiv (D*G*L)", {"o": "D + 1", "p": "L", "q": "2*G"},
+     "(o + p*D + q*D*L) floordiv (D*G*L)"),
     ("(o floordiv 2) mod D", {"o": "2*D + 1"}, "(o floordiv 2) mod D"),
     ("(p*N + o) floordiv N", {"p": "M", "o": "N + 1"}, "p + o floordiv N"),
     ("(p*(K - M) + o) floordiv (K - M)", {"p": "M", "o": "K"},
@@ -151,6 +157,25 @@ def test_interleaved_pairs_are_read_back(a: str, b: str) -> None:
 ])
 def test_interleaved_pairs_read_off_by_one_are_refuted(a: str, b: str) -> None:
     fa, fb = program("a", PAIRS, a), program("b", PAIRS, b)
+    verdict = prove_equivalent(fa, fb)
+    assert isinstance(verdict, Refuted), verdict
+    _replays(fa, fb, verdict)
+
+
+HEADS = "k: f32[H, L], w: f32[G]"  # w only names G
+REPEATED = "reshape(broadcast_to(reshape(k, (H, 1, L)), (H, G, L)), (H*G, L))"
+
+
+def test_kv_heads_repeated_by_reshape_and_broadcast_are_proved() -> None:
+    other = ("reshape(transpose(broadcast_to(reshape(k, (1, H, L)), (G, H, L)), (1, 0, 2)), "
+             "(H*G, L))")
+    verdict = prove_equivalent(program("a", HEADS, REPEATED), program("b", HEADS, other))
+    assert isinstance(verdict, Proved), verdict
+
+
+def test_kv_heads_tiled_are_not_kv_heads_repeated() -> None:
+    tiled = "reshape(broadcast_to(reshape(k, (1, H, L)), (G, H, L)), (H*G, L))"
+    fa, fb = program("a", HEADS, REPEATED), program("b", HEADS, tiled)
     verdict = prove_equivalent(fa, fb)
     assert isinstance(verdict, Refuted), verdict
     _replays(fa, fb, verdict)
