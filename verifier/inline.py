@@ -37,7 +37,7 @@ from axon.dialects.tile import ForOp, KernelOp, invariant_forms
 from axon.verifier import kernels
 from axon.verifier import terms as T
 from axon.verifier.budget import Unsupported
-from axon.verifier.indices import Ranges, decide, simplify
+from axon.verifier.indices import Ranges, decide, pin, simplify
 from axon.verifier.sums import fresh, make_reduce, make_sum
 
 Value = T.Poly | T.Bool
@@ -323,6 +323,7 @@ class Inliner:
         if env:
             inst = Instance(inst.reduced, map_index(inst.body, lambda e: simplify(e, local)),
                             inst.finalize)
+        inst = Instance(inst.reduced, _in_branches(inst.body, local), inst.finalize)
         reads: dict[Read, Demand] = {}
         for r in form_reads(inst.body):
             target, read_env = operand(r.operand)
@@ -456,6 +457,83 @@ def _in_program(inst: Instance, env: dict[str, IntExpr]) -> Instance:
                     for d in inst.reduced)
     finalize = None if inst.finalize is None else substitute(inst.finalize, env)
     return Instance(reduced, substitute(inst.body, env), finalize)
+
+
+def _in_branches(body: ScalarExpr, ranges: Ranges) -> ScalarExpr:
+    """`body` with each read inside a select's branch taken at the index that the branch's
+    integer conditions pin (`indices.pin`): a concat's piece of extent 1 is read at 0, not at
+    `d - k`. The branch's value is used only where its conditions hold, so this changes no
+    value the select gives. Rebuilt on an explicit stack (a fused body is as deep as the ops
+    fused into it)."""
+    if not any(isinstance(n, Call) and n.fn == "select"
+               and (_conditions(n.args[0], True) or _conditions(n.args[0], False))
+               for n in _nodes(body)):
+        return body
+    done: list[ScalarExpr] = []
+    stack: list[tuple[ScalarExpr, tuple[IntExpr, ...], bool]] = [(body, (), False)]
+    while stack:
+        node, facts, built = stack.pop()
+        kids = node.children()
+        if isinstance(node, Read):
+            done.append(Read(node.operand, pin(node.index, [*facts], ranges)) if facts else node)
+        elif not kids:
+            done.append(node)
+        elif built:
+            args = tuple(done[len(done) - len(kids):])
+            del done[len(done) - len(kids):]
+            done.append(node.with_children(args))
+        else:
+            stack.append((node, facts, True))
+            kid_facts = [facts] * len(kids)
+            if isinstance(node, Call) and node.fn == "select":
+                cond = node.args[0]
+                kid_facts = [facts, (*facts, *_conditions(cond, True)),
+                             (*facts, *_conditions(cond, False))]
+            stack.extend(reversed(list(zip(kids, kid_facts, [False] * len(kids),
+                                           strict=True))))
+    (out,) = done
+    return out
+
+
+def _nodes(body: ScalarExpr) -> list[ScalarExpr]:
+    """Every node of a scalar expression tree (on an explicit stack)."""
+    found, stack = [], [body]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(node.children())
+    return found
+
+
+_FLIPPED = {"gt": "lt", "ge": "le"}
+
+
+def _conditions(cond: ScalarExpr, value: bool) -> tuple[IntExpr, ...]:
+    """Integer facts `f <= 0` that hold where `cond` has `value`: comparisons of index
+    expressions, through `and` (taken true), `or` (taken false) and `not`."""
+    found: list[IntExpr] = []
+    work = [(cond, value)]
+    while work:
+        c, v = work.pop()
+        if not isinstance(c, Call):
+            continue
+        if c.fn == "not":
+            work.append((c.args[0], not v))
+        elif (c.fn == "and" and v) or (c.fn == "or" and not v):
+            work.extend((a, v) for a in c.args)
+        elif c.fn in ("lt", "le", "gt", "ge", "eq") and all(isinstance(a, Index)
+                                                             for a in c.args):
+            a, b = (x.expr for x in c.args)  # type: ignore[attr-defined]
+            fn = c.fn
+            if fn in _FLIPPED:
+                a, b, fn = b, a, _FLIPPED[fn]
+            if fn == "eq":
+                found.extend((a - b, b - a) if v else ())
+            elif fn == "lt":
+                found.append(a - b + 1 if v else b - a)
+            else:
+                found.append(a - b if v else b - a + 1)
+    return tuple(found)
 
 
 def _parameter(v: BlockArgument, index: tuple[IntExpr, ...]) -> Value:
