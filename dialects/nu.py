@@ -22,13 +22,33 @@ Cycles are allowed (an e-node may use its own class or a class defined later), s
 graph region: extract a program (`axon.nugraph.extract`) before running passes that assume
 def-before-use.
 
+A *kernel e-node* is a `tile.kernel` (a fused, tiled program: `tile{emit="graph"}` adds them) in
+the classes of the program's results, beside the untiled e-nodes; its operands are the classes
+of the program's parameters, its region the kernel's body, and result #i an e-node of the class
+the graph yields #i:
+
+    %k:1 = tile.kernel %x, %w {..., nu.proof = "4430dc98b36e97ab",
+                               nu.variant = array<i64: 0, 0, 0, -1, 1>,
+                               axon.tiling = "blocks_k", axon.tile_sizes = [...],
+                               axon.seconds = 2.38e-04 : f64, axon.hbm_bytes = ...} ({...})
+    %s = nu.class %2, %k#0 {best = 1} : !ax.tensor<[M, N], f32>
+
+Its proof (the tile pass's, by `verify-equivalence`) is against one untiled program of the
+graph, its *variant*: `nu.variant` names it, one entry per class of the graph in order, the
+index of the variant's e-node among the class's operands, or -1 for a class the variant does
+not use (see `axon.nugraph.nu_ir.read_tiled_graph`).
+
 Invariants checked by the verifier (the gaps of `equivalence` listed in the reference):
 - each class has at least one e-node, and every e-node's type equals its class's type;
-- an e-node is a single-result op whose result is used exactly once, by its class;
+- an e-node is a single-result, region-free op whose result is used exactly once, by its
+  class; a kernel e-node may have a region and several results, each used once, by a class;
 - an e-node's operands are classes of the same graph (never another e-node, never an outside value);
 - a class's operands are e-nodes of the graph or values defined outside it (the inputs);
 - every e-node carries `nu.proof`, either "input" or a key of the graph's `proofs` table;
-- no two e-nodes are identical (same op, properties and operand classes): the graph is hash-consed;
+- no two e-nodes are identical (same op, properties and operand classes; a kernel: the same
+  kernel, region included): the graph is hash-consed;
+- a kernel e-node cites a proof (never "input") and a `nu.variant` of one entry per class, each
+  -1 or the index of an e-node or a parameter (not a kernel) of that class;
 - `nu.yield` yields classes of the graph.
 """
 
@@ -37,7 +57,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DictionaryAttr, IntAttr, StringAttr
+from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntAttr, StringAttr
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -61,6 +81,17 @@ PROOF_ATTR = "nu.proof"
 
 INPUT_PROOF = "input"
 """The justification of e-nodes that come from the program the graph was built from."""
+
+KERNEL_OP = "tile.kernel"
+"""The op of a kernel e-node (named, not imported: the tile dialect is a level above)."""
+
+VARIANT_ATTR = "nu.variant"
+"""The attribute of a kernel e-node naming the untiled program its proof is against."""
+
+
+def is_kernel(op: object) -> bool:
+    """Whether `op` is a kernel e-node's op."""
+    return isinstance(op, Operation) and op.name == KERNEL_OP
 
 
 @irdl_op_definition
@@ -92,6 +123,10 @@ class ClassOp(IRDLOperation):
             if isinstance(owner, ClassOp):
                 raise VerifyException(f"'nu.class' operand #{i} is another class; classes that "
                                       "are equal must be one class")
+            if inside and is_kernel(owner) and node.uses.get_length() != 1:
+                raise VerifyException(f"'nu.class' operand #{i} (a kernel's result) has "
+                                      f"{node.uses.get_length()} uses; a kernel's result is "
+                                      "used only by its class")
             if inside and node.uses.get_length() != 1:
                 raise VerifyException(f"'nu.class' operand #{i} (an e-node) has "
                                       f"{node.uses.get_length()} uses; an e-node is used only "
@@ -141,7 +176,16 @@ class GraphOp(IRDLOperation):
     def verify_(self) -> None:
         known = self.proof_ids()
         seen: dict[tuple[object, ...], Operation] = {}
+        classes = [op for op in self.body.block.ops if isinstance(op, ClassOp)]
+        kernels: list[Operation] = []
         for op in self.body.block.ops:
+            if is_kernel(op):
+                _verify_kernel(op, self, known, classes)
+                if any(op.is_structurally_equivalent(k) for k in kernels):
+                    raise VerifyException(f"kernel e-node '{op.name}' appears twice; the graph "
+                                          "must be hash-consed")
+                kernels.append(op)
+                continue
             if isinstance(op, (ClassOp, YieldOp)):
                 if isinstance(op, YieldOp):
                     for i, v in enumerate(op.values):
@@ -159,6 +203,38 @@ class GraphOp(IRDLOperation):
             seen[key] = op
 
 
+def _verify_kernel(op: Operation, graph: GraphOp, known: set[str],
+                   classes: Sequence[ClassOp]) -> None:
+    """A kernel e-node: each result in one class of its type, operands classes, a proof, and a
+    `nu.variant` naming a non-kernel operand (or none) of every class."""
+    for r in op.results:
+        users = [u.operation for u in r.uses]
+        if len(users) != 1 or not isinstance(users[0], ClassOp):
+            raise VerifyException(f"kernel e-node result #{r.index} must be used exactly once, "
+                                  "by a 'nu.class'")
+        if users[0].result.type != r.type:
+            raise VerifyException(f"kernel e-node result #{r.index} has type {r.type}, but its "
+                                  f"class has type {users[0].result.type}")
+    _verify_operands_and_proof(op, graph, known)
+    if op.attributes.get(PROOF_ATTR) == StringAttr(INPUT_PROOF):
+        raise VerifyException(f"kernel e-node '{op.name}' cites '{INPUT_PROOF}'; a kernel is "
+                              "never part of the input program, it cites its proof")
+    variant = op.attributes.get(VARIANT_ATTR)
+    if not isinstance(variant, DenseArrayBase):
+        raise VerifyException(f"kernel e-node '{op.name}' has no '{VARIANT_ATTR}' array; it "
+                              "names the untiled program its proof is against")
+    picks = variant.get_values()
+    if len(picks) != len(classes):
+        raise VerifyException(f"kernel e-node '{VARIANT_ATTR}' has {len(picks)} entries; the "
+                              f"graph has {len(classes)} classes")
+    for n, (pick, cls) in enumerate(zip(picks, classes, strict=True)):
+        if not isinstance(pick, int) or not -1 <= pick < len(cls.nodes) or (
+                pick >= 0 and is_kernel(cls.nodes[pick].owner)):
+            raise VerifyException(f"kernel e-node '{VARIANT_ATTR}' entry #{n} = {pick} is "
+                                  f"neither -1 nor the index of a non-kernel e-node of class "
+                                  f"#{n} (it has {len(cls.nodes)} operands)")
+
+
 def _verify_enode(op: Operation, graph: GraphOp, known: set[str]) -> None:
     if len(op.results) != 1:
         raise VerifyException(f"e-node '{op.name}' has {len(op.results)} results; e-nodes have "
@@ -172,6 +248,10 @@ def _verify_enode(op: Operation, graph: GraphOp, known: set[str]) -> None:
     if users[0].result.type != result.type:
         raise VerifyException(f"e-node '{op.name}' has type {result.type}, but its class has "
                               f"type {users[0].result.type}")
+    _verify_operands_and_proof(op, graph, known)
+
+
+def _verify_operands_and_proof(op: Operation, graph: GraphOp, known: set[str]) -> None:
     for i, operand in enumerate(op.operands):
         owner = operand.owner
         if not isinstance(owner, ClassOp) or owner.parent_op() is not graph:
@@ -187,4 +267,5 @@ def _verify_enode(op: Operation, graph: GraphOp, known: set[str]) -> None:
 
 Nu = Dialect("nu", [GraphOp, ClassOp, YieldOp])
 
-__all__ = ["INPUT_PROOF", "PROOF_ATTR", "ClassOp", "GraphOp", "Nu", "YieldOp"]
+__all__ = ["INPUT_PROOF", "KERNEL_OP", "PROOF_ATTR", "VARIANT_ATTR", "ClassOp", "GraphOp", "Nu",
+           "YieldOp", "is_kernel"]

@@ -12,34 +12,54 @@
 
 Classes are printed children first where the graph allows it; a class inside a cycle is
 referenced before its definition (the region is a graph region, see dialects/nu.py).
+
+A tiled graph (`axon.nugraph.kernels.TiledGraph`) prints its kernels as `tile.kernel` e-nodes
+of the result classes, just before the first of them (`graph_function(..., kernels=...)`);
+`read_tiled_graph` reads one back, re-proving every class membership and every kernel.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from xdsl.dialects.builtin import FileLineColLoc, FunctionType, IntAttr, StringAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FileLineColLoc,
+    FloatAttr,
+    FunctionType,
+    IntAttr,
+    StringAttr,
+    f64,
+    i64,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
 from axon.dialects import nu
 from axon.dialects.form.interface import form_op, has_form
+from axon.dialects.tile import KernelOp
 from axon.nugraph.admission import enter, prove_and_record
-from axon.nugraph.convert import ConvertError, Imported, OpBuilder
+from axon.nugraph.convert import ConvertError, Imported, OpBuilder, export_function
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
+from axon.nugraph.extract import reachable
+from axon.nugraph.kernels import KernelNode, TiledGraph
 from axon.nugraph.prover import NumericRejection, Prover
 from axon.nugraph.term import Child, Term
 from axon.nugraph.traversal import Nested, postorder, run_nested
-from axon.verifier import Refuted, Unknown
+from axon.verifier import Proved, Refuted, Unknown, prove_equivalent
+from axon.verifier.cache import ProofCache
 
 #: the most ops a read-back claim unfolds to (see `_Definitions.claim_depth`)
 MAX_CLAIM_NODES = 64
 
 
-def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = None) -> FuncOp:
-    """A `func.func` whose body is one `nu.graph` holding every class of `g`."""
+def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = None,
+                   kernels: Sequence[KernelNode] = (), marked: int | None = None) -> FuncOp:
+    """A `func.func` whose body is one `nu.graph` holding every class of `g`, and `kernels`
+    as e-nodes of the result classes (their `best` is kernel #`marked`'s result, when given)."""
     param_types = [g.type_of(c) for c in imported.params]
     outer = Block(arg_types=param_types)
     for arg, name in zip(outer.args, imported.param_names, strict=True):
@@ -55,7 +75,13 @@ def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = 
         class_ops[c] = op
         placeholders[c] = op.result
         op.result.name_hint = f"c{c}"
+    results = [g.find(r) for r in imported.results]
+    kernel_ops: list[Operation] = []
     for c in order:
+        if c in results and not kernel_ops:
+            kernel_ops = [_kernel_op(g, imported, k, order, placeholders) for k in kernels]
+            for kernel_op in kernel_ops:
+                inner.add_op(kernel_op)
         operands: list[SSAValue] = []
         for nid in g.class_nodes(c):
             node = g.canonical(g.nodes[nid])
@@ -67,18 +93,43 @@ def graph_function(g: EGraph, imported: Imported, best: dict[int, int] | None = 
             inner.add_op(enode)
             operands.append(enode.results[0])
         cls_op = class_ops[c]
-        cls_op.operands = operands
         if best is not None and c in best:
             cls_op.properties["best"] = IntAttr(g.class_nodes(c).index(best[c]))
+        for n, kernel_op in enumerate(kernel_ops):
+            for k, r in enumerate(results):
+                if r == c:
+                    if n == marked:
+                        cls_op.properties["best"] = IntAttr(len(operands))
+                    operands.append(kernel_op.results[k])
+        cls_op.operands = operands
         inner.add_op(cls_op)
     result_types = [g.type_of(r) for r in imported.results]
     inner.add_op(nu.YieldOp(*[class_ops[g.find(r)].result for r in imported.results]))
     proofs = {pid: p.summary() for pid, p in g.proofs.items()}
+    proofs.update({k.proof_id: f"verify-equivalence: the {k.tiling} kernel equals the program "
+                   f"its {nu.VARIANT_ATTR} names" for k in kernels})
     graph = nu.GraphOp(result_types, Region(inner), proofs)
     outer.add_op(graph)
     outer.add_op(ReturnOp(*graph.results))
     return FuncOp(imported.name, FunctionType.from_lists(param_types, result_types),
                   Region(outer))
+
+
+def _kernel_op(g: EGraph, imported: Imported, node: KernelNode, order: Sequence[int],
+               placeholders: dict[int, SSAValue]) -> Operation:
+    """The kernel e-node of `node`: its kernel over the parameters' classes, with its proof,
+    its variant as one operand index per class of `order`, and its figures."""
+    op = node.op().clone()
+    op.operands = [placeholders[g.find(p)] for p in imported.params]
+    variant = {g.class_of(n): n for n in node.variant}
+    picks = [g.class_nodes(c).index(variant[c]) if c in variant else -1 for c in order]
+    op.attributes[nu.PROOF_ATTR] = StringAttr(node.proof_id)
+    op.attributes[nu.VARIANT_ATTR] = DenseArrayBase.from_list(i64, picks)
+    op.attributes["axon.tiling"] = StringAttr(node.tiling)
+    op.attributes["axon.tile_sizes"] = ArrayAttr([StringAttr(t) for t in node.tile_sizes])
+    op.attributes["axon.seconds"] = FloatAttr(node.seconds, f64)
+    op.attributes["axon.hbm_bytes"] = FloatAttr(node.hbm_bytes, f64)
+    return op
 
 
 def _class_order(g: EGraph) -> list[int]:
@@ -95,7 +146,26 @@ def read_graph(func_op: FuncOp, prover: Prover | None = None) -> tuple[EGraph, I
     re-proved equal to that definition with `prover` (`_admit_member`). A proved e-node is
     justified by its fresh proof; the table's entries are kept only where they justify a defining
     e-node. GraphReadError, located at the offending op, when a membership is not proved.
+    Kernel e-nodes are left out (`read_tiled_graph` reads them).
     """
+    reading = _read(func_op, prover)
+    return reading.g, reading.imported
+
+
+@dataclass
+class _Reading:
+    """A printed graph read back: the graph, the program, and what maps printed to read."""
+
+    g: EGraph
+    imported: Imported
+    graph: nu.GraphOp
+    classes: list[nu.ClassOp]
+    defs: _Definitions
+    input_nodes: dict[SSAValue, int]
+    """Each parameter's input e-node."""
+
+
+def _read(func_op: FuncOp, prover: Prover | None) -> _Reading:
     prover = prover or Prover()
     block = func_op.body.blocks.first
     assert block is not None
@@ -106,6 +176,8 @@ def read_graph(func_op: FuncOp, prover: Prover | None = None) -> tuple[EGraph, I
         g.record_proof(Proof(pid, "recorded", "", "", "as printed", 0.0, recorded=text.data))
     params = [g.add_input(arg.name_hint or f"arg{i}", arg.type, i)  # type: ignore[arg-type]
               for i, arg in enumerate(block.args)]
+    input_nodes: dict[SSAValue, int] = {arg: g.class_nodes(p)[0]
+                                        for arg, p in zip(block.args, params, strict=True)}
     classes = [op for op in graph.body.block.ops if isinstance(op, nu.ClassOp)]
     defining = _defining_nodes(classes, block)
     defs = _Definitions(g)
@@ -113,7 +185,7 @@ def read_graph(func_op: FuncOp, prover: Prover | None = None) -> tuple[EGraph, I
         defs.define(cls_op, v, params[list(block.args).index(v)]  # type: ignore[arg-type]
                     if not has_form(v.owner) else None)
     for cls_op, v in defining:
-        for other in cls_op.nodes:
+        for other in _members(cls_op):
             if other is not v:
                 _admit_member(g, prover, defs, cls_op, v, other)
     cited = {g.justification[n] for c in g.class_ids() for n in g.class_nodes(c)}
@@ -124,7 +196,112 @@ def read_graph(func_op: FuncOp, prover: Prover | None = None) -> tuple[EGraph, I
     assert isinstance(terminator, nu.YieldOp)
     results = [g.find(defs.class_id[v]) for v in terminator.values]
     names = [arg.name_hint or f"arg{i}" for i, arg in enumerate(block.args)]
-    return g, Imported(func_op.sym_name.data, params, names, results)
+    return _Reading(g, Imported(func_op.sym_name.data, params, names, results), graph, classes,
+                    defs, input_nodes)
+
+
+def read_tiled_graph(func_op: FuncOp, prover: Prover | None = None, *, timeout_ms: int = 5_000,
+                     cache: ProofCache | None = None) -> TiledGraph:
+    """Read a graph with its kernel e-nodes back (the inverse of `graph_function` with
+    kernels). The untiled classes are read as `read_graph` reads them; each kernel is proved
+    again (`verify-equivalence`, `timeout_ms`, with `cache`) equal to the program its
+    `nu.variant` names, an extraction of the graph: a proved kernel is justified by its fresh
+    proof. GraphReadError, located at the kernel, when the variant is no program of the
+    results or the kernel is not proved equal to it."""
+    reading = _read(func_op, prover)
+    tiled = TiledGraph(reading.g, reading.imported)
+    kernel_ops = [op for op in reading.graph.body.block.ops if nu.is_kernel(op)]
+    for op in kernel_ops:
+        assert isinstance(op, KernelOp)
+        tiled.kernels.append(_read_kernel(reading, op, timeout_ms, cache))
+    first = reading.graph.body.block.last_op
+    assert isinstance(first, nu.YieldOp)
+    if first.values:
+        cls_op = first.values[0].owner
+        assert isinstance(cls_op, nu.ClassOp)
+        if cls_op.best is not None:
+            owner = cls_op.nodes[cls_op.best.data].owner
+            tiled.marked = kernel_ops.index(owner) if owner in kernel_ops else None
+    return tiled
+
+
+def _read_kernel(reading: _Reading, op: KernelOp, timeout_ms: int,
+                 cache: ProofCache | None) -> KernelNode:
+    """One kernel e-node, proved equal to its variant."""
+    g, imported = reading.g, reading.imported
+    variant = op.attributes[nu.VARIANT_ATTR]
+    assert isinstance(variant, DenseArrayBase)  # the dialect verified it
+    nodes: list[int] = []
+    for pick, cls_op in zip(variant.get_values(), reading.classes, strict=True):
+        if isinstance(pick, int) and pick >= 0:
+            v = cls_op.nodes[pick]
+            if isinstance(v, BlockArgument):
+                nodes.append(reading.input_nodes[v])
+            else:
+                nid = g.node_id(reading.defs.enode(v.owner))  # type: ignore[arg-type]
+                assert nid is not None  # every printed e-node was read into the graph
+                nodes.append(nid)
+    choice = {g.class_of(n): n for n in nodes}
+    tiling = _string(op, "axon.tiling")
+    where = f"kernel e-node ({tiling}, {nu.PROOF_ATTR} = \"{_cited(op)}\")"
+    if len(choice) != len(set(nodes)) or reachable(g, imported.results, choice) is None:
+        raise GraphReadError(_located(op, f"{where}: its {nu.VARIANT_ATTR} is no program of "
+                                      "the graph's results (a class it reaches has no entry, "
+                                      "two entries fall in one class, or it is cyclic)"))
+    node = KernelNode(_kernel_function(op, imported), tuple(nodes), "", tiling,
+                      tuple(_strings(op, "axon.tile_sizes")), _float(op, "axon.seconds"),
+                      _float(op, "axon.hbm_bytes"))
+    program = export_function(g, node.variant_extraction(g, imported.results),
+                              imported.name, imported.params, imported.param_names)
+    verdict = prove_equivalent(node.kernel, program, timeout_ms=timeout_ms, cache=cache)
+    if not isinstance(verdict, Proved):
+        raise GraphReadError(_located(op, f"{where} is not proved equal to the program its "
+                                      f"{nu.VARIANT_ATTR} names: {_why(verdict)}"))
+    return replace(node, proof_id=verdict.proof_id)
+
+
+def _kernel_function(op: KernelOp, imported: Imported) -> FuncOp:
+    """A function over the program's parameters holding a copy of the kernel e-node (its graph
+    attributes left out)."""
+    types = [v.type for v in op.operands]
+    block = Block(arg_types=types)
+    for arg, name in zip(block.args, imported.param_names, strict=True):
+        arg.name_hint = name
+    kernel = op.clone()
+    kernel.operands = list(block.args)
+    for key in (nu.PROOF_ATTR, nu.VARIANT_ATTR, "axon.tiling", "axon.tile_sizes",
+                "axon.seconds", "axon.hbm_bytes"):
+        kernel.attributes.pop(key, None)
+    block.add_op(kernel)
+    block.add_op(ReturnOp(*kernel.results))
+    return FuncOp(imported.name, FunctionType.from_lists(types, [r.type for r in kernel.results]),
+                  Region(block))
+
+
+def _string(op: Operation, key: str) -> str:
+    value = op.attributes.get(key)
+    if not isinstance(value, StringAttr):
+        raise GraphReadError(_located(op, f"kernel e-node has no '{key}' string"))
+    return value.data
+
+
+def _strings(op: Operation, key: str) -> list[str]:
+    value = op.attributes.get(key)
+    if not isinstance(value, ArrayAttr) or not all(isinstance(v, StringAttr) for v in value):
+        raise GraphReadError(_located(op, f"kernel e-node has no '{key}' array of strings"))
+    return [v.data for v in value]  # type: ignore[attr-defined]
+
+
+def _float(op: Operation, key: str) -> float:
+    value = op.attributes.get(key)
+    if not isinstance(value, FloatAttr):
+        raise GraphReadError(_located(op, f"kernel e-node has no '{key}' float"))
+    return float(value.value.data)
+
+
+def _members(cls_op: nu.ClassOp) -> list[SSAValue]:
+    """A class's untiled e-nodes (and parameters): its operands but kernels' results."""
+    return [v for v in cls_op.nodes if not nu.is_kernel(v.owner)]
 
 
 class GraphReadError(ConvertError):
@@ -151,8 +328,9 @@ def _defining_nodes(classes: list[nu.ClassOp], block: Block) -> list[tuple[nu.Cl
     while pending:
         waiting: list[nu.ClassOp] = []  # pending after this pass, in order
         for cls_op in pending:
-            inputs = [v for v in cls_op.nodes if _is_input(v)]
-            for v in inputs[:1] or list(cls_op.nodes):
+            members = _members(cls_op)
+            inputs = [v for v in members if _is_input(v)]
+            for v in inputs[:1] or members:
                 owner = v.owner
                 if not has_form(owner) and v not in args:
                     raise GraphReadError(_located(cls_op, f"{_class_name(cls_op)}: operand "

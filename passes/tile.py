@@ -15,6 +15,15 @@ and the cheapest is the best. Options:
   `emit="variants"`: the program stays and every proved kernel is added beside it as
   `@<variant>_<tiling>`, marked `axon.tiling_of = @<variant>`; `emit="top-k"`: the `top_k`
   cheapest kernels, the first named as the program, the others `@<name>_t1`, ...;
+  `emit="graph"`: the program's nu-graph with every proved kernel as a `tile.kernel` e-node
+  of the result classes beside the untiled e-nodes, the cheapest marked `best`
+  (`axon.tiling.graph`, `axon.nugraph.kernels`);
+- a function holding a `nu.graph` (`propagate{emit="graph"}`) is read back (every membership
+  re-proved) and its `variants` cheapest untiled programs are the program and its variants
+  (for `best`, `variants` and `top-k` they replace the graph, as `propagate{emit="top-k"}`
+  would print them); `emit="graph"` on a plain function tiles it alone in its own graph, and
+  refuses variants marked `axon.variant_of` (a graph holds only what propagation proved:
+  run `propagate{emit="graph"}` first);
 - `top_k`: kernels `emit="top-k"` prints, and concrete tile sizes kept per kernel;
 - `timeout_ms`: one proof's budget; `time_limit`: seconds for one program's whole search;
 - `cache`: a proof-cache file (read, then written back), as for `verify-equivalence`;
@@ -39,11 +48,22 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import DiagnosticException
 
+from axon.nugraph.convert import ConvertError
 from axon.nugraph.cost import DEFAULT_SIZE
+from axon.nugraph.nu_ir import GraphReadError
+from axon.nugraph.prover import Prover
 from axon.passes.sizes import SIZES_VALID, check_size_names, parse_sizes, sizes_problem
-from axon.targets.profiles import load_profile, unknown_profile
-from axon.tiling.concretize import Candidate
+from axon.targets.profiles import DeviceProfile, load_profile, unknown_profile
+from axon.tiling.concretize import describe
+from axon.tiling.graph import (
+    GraphVariants,
+    graph_variants,
+    holds_graph,
+    tiled_graph,
+    tiled_graph_function,
+)
 from axon.tiling.search import Proposal, Result, tile_program
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
@@ -60,11 +80,14 @@ class TilePass(CheckedPass):
                           check=unknown_profile, valid="a profile of targets/*/profiles/")
     sizes: str = option("", f"size symbols' values for ranking; the others are {DEFAULT_SIZE}",
                         check=sizes_problem, valid=SIZES_VALID)
-    emit: Literal["best", "variants", "top-k"] = option(
+    emit: Literal["best", "variants", "top-k", "graph"] = option(
         "best", "best: the cheapest proved kernel replaces the program; variants: every proved "
-        "kernel beside it; top-k: the top_k cheapest")
+        "kernel beside it; top-k: the top_k cheapest; graph: the nu-graph with every proved "
+        "kernel as an e-node, the cheapest marked")
     top_k: int = option(3, "kernels emit=\"top-k\" prints, and tile sizes kept per kernel",
                         at_least=1)
+    variants: int = option(3, "untiled programs tiled per nu.graph input (its cheapest)",
+                           at_least=1)
     timeout_ms: int = option(5_000, "milliseconds for one kernel's proof", at_least=1)
     time_limit: float = option(60.0, "seconds for one program's whole search", above=0)
     cache: str = option("", "a proof-cache file to read and write back")
@@ -77,11 +100,18 @@ class TilePass(CheckedPass):
         cache = ProofCache(self.cache or None)
         start = time.perf_counter()
         results: list[Result] = []
+        prover = Prover(timeout_ms=self.timeout_ms, cache=cache)
         for funcs in _programs(op):
-            name = funcs[0].sym_name.data
+            graph = self._graph_variants(funcs, profile, sizes, prover)
+            if graph is not None and self.emit != "graph":
+                # the graph's programs replace it, as propagate{emit="top-k"} prints them
+                Rewriter.replace_op(funcs[0], graph.functions)
+                funcs = graph.functions
+            tiled = graph.functions if graph is not None else funcs
+            name = tiled[0].sym_name.data
             with progress.step(f"tile @{name}") as step:
                 result = tile_program(
-                    funcs, profile, sizes, timeout_ms=self.timeout_ms,
+                    tiled, profile, sizes, timeout_ms=self.timeout_ms,
                     time_limit_s=self.time_limit, top_k=self.top_k, cache=cache,
                     progress=lambda p, done, total: step.update(
                         f"{done}/{total} tilings, last {p.tiling.kind} of @{p.variant}: "
@@ -91,10 +121,32 @@ class TilePass(CheckedPass):
                 for proposal in result.proposals:
                     print(proposal_line(result.program, proposal), file=sys.stderr)
             print(report_line(result), file=sys.stderr)
-            self._emit(funcs, result)
+            if self.emit == "graph":
+                assert graph is not None
+                Rewriter.replace_op(funcs[0], tiled_graph_function(tiled_graph(graph, result)))
+            else:
+                self._emit(funcs, result)
         if self.cache:
             cache.save()
         print(summary_line(results, self.profile, time.perf_counter() - start), file=sys.stderr)
+
+    def _graph_variants(self, funcs: Sequence[FuncOp], profile: DeviceProfile,
+                        sizes: dict[str, int], prover: Prover) -> GraphVariants | None:
+        """The untiled programs of a graph input, or of any program for `emit="graph"`; None
+        for a plain program tiled with its variants as functions."""
+        if self.emit != "graph" and not holds_graph(funcs[0]):
+            return None
+        if self.emit == "graph" and len(funcs) > 1:
+            raise DiagnosticException(
+                f"tile: @{funcs[1].sym_name.data} is a variant of @{funcs[0].sym_name.data} "
+                "(axon.variant_of); emit=\"graph\" puts in a graph only what propagation "
+                "proved equal: run propagate{emit=\"graph\"} before tile{emit=\"graph\"}")
+        try:
+            return graph_variants(funcs[0], profile, sizes, self.variants, prover)
+        except GraphReadError as err:
+            raise DiagnosticException(str(err)) from None
+        except ConvertError as err:
+            raise DiagnosticException(f"tile: {err}") from None
 
     def _emit(self, funcs: Sequence[FuncOp], result: Result) -> None:
         program = funcs[0]
@@ -144,14 +196,6 @@ def _annotate(kernel: FuncOp, proposal: Proposal) -> None:
     kernel.attributes["axon.tiling"] = StringAttr(proposal.tiling.kind)
     kernel.attributes["axon.tile_sizes"] = ArrayAttr(
         [StringAttr(describe(c)) for c in proposal.candidates])
-
-
-def describe(candidate: Candidate) -> str:
-    """`BM=128 BN=128 BK=64: 0.213 ms, HBM 100.7 MB (1.00x compulsory)`."""
-    cost = candidate.cost
-    params = " ".join(f"{k}={v}" for k, v in candidate.params.items())
-    return (f"{params}: {cost.seconds * 1e3:.3f} ms, HBM {cost.hbm_bytes / 1e6:.1f} MB "
-            f"({cost.hbm_bytes / max(cost.compulsory_bytes, 1):.2f}x compulsory)")
 
 
 def proposal_line(program: str, proposal: Proposal) -> str:

@@ -91,6 +91,9 @@ class Memory:
     """GPU: the register file of one SM, split among the programs resident on it."""
     registers_per_program_bytes: Quantity | None = None
     """GPU: the most register bytes one program (thread block) may hold."""
+    registers_per_thread_bytes: Quantity | None = None
+    """GPU: the most register bytes one thread may hold (a program of W warps: W x
+    `warp_threads` times this)."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,15 @@ class Parallelism:
     """Cores that run programs side by side: SMs on a GPU, 1 for a profile of one NeuronCore."""
     programs_per_core_max: Quantity | None = None
     """GPU: the most programs (thread blocks) resident on one SM at once."""
+    warp_threads: Quantity | None = None
+    """GPU: the threads of one warp (the unit a program's thread count is counted in)."""
+    warps_per_core_max: Quantity | None = None
+    """GPU: the most warps resident on one SM at once, over all its programs."""
+    warps_per_program_max: Quantity | None = None
+    """GPU: the most warps of one program; the counts tried are its powers of two."""
+    warps_per_program_default: Quantity | None = None
+    """GPU: the warp count a program gets unless another is measurably better (the compiler's
+    default)."""
 
 
 @dataclass(frozen=True)

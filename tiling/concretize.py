@@ -17,9 +17,16 @@ Values tried for each tile parameter `P` (`kernel.param_names()`):
   by the cost model (`fits`), which rejects what exceeds them.
 
 On a GPU with an L2 a kernel over a 2-D grid also gets a launch order, `GROUP_M` in
-`GROUP_SIZES` (1: row-major; G: groups of G rows, Triton's GROUP_SIZE_M swizzle), tried for
-the `ORDERED` best candidates in row-major order and ranked again with them: it changes what a
-wave shares in L2, never a result.
+`GROUP_SIZES` (1: row-major; G: groups of G rows, Triton's GROUP_SIZE_M swizzle): it changes
+what a wave shares in L2, never a result. On a GPU every candidate gets a warp count,
+`num_warps` (`tiling.cost.warp_counts`: the powers of two up to the profile's
+`warps_per_program_max`): tile sizes are first priced at the profile's default count (Triton's
+4), or, when their tiles overflow that many warps' registers, at the fewest warps that hold
+them; then each of the `ORDERED` best is priced at every warp count whose registers hold its
+tiles (in row-major order), and at its best count in every launch order, and all are ranked
+again. A count other than the default wins only where it changes the modeled time (a big tile
+that needs more warps to fit; a small one that leaves fewer lanes idle with fewer), never on
+traffic alone.
 
 The enumeration is bounded: when the product of the lists exceeds `MAX_COMBINATIONS`, the
 longest list is thinned (every other value dropped, its smallest and largest kept) until the
@@ -32,6 +39,7 @@ the order is deterministic).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping
@@ -43,7 +51,16 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import KernelOp, parse_assumption
 from axon.nugraph.cost import is_contraction
 from axon.targets.profiles import DeviceProfile
-from axon.tiling.cost import GROUP, KernelCost, KernelPlan, partition_count
+from axon.tiling.cost import (
+    GROUP,
+    WARPS,
+    KernelCost,
+    KernelPlan,
+    default_warps,
+    partition_count,
+    warp_counts,
+    warps_to_fit,
+)
 
 #: the launch orders tried for a 2-D grid on a GPU: row-major (1), and groups of rows
 GROUP_SIZES = (1, 4, 8, 16)
@@ -81,30 +98,71 @@ def concretize(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfil
     assumptions = [parse_assumption(text) for text in kernel.assumptions()]
     found: list[Candidate] = []
     for combo in itertools.product(*values):
-        env = {**sizes, **dict(zip(names, combo, strict=True))}
+        params = dict(zip(names, combo, strict=True))
+        env = {**sizes, **params}
         if not all(_holds(lhs, op, rhs, env) for lhs, op, rhs in assumptions):
             continue
-        cost = plan.cost(env, profile)
+        cost = plan.cost(env, profile, warps=plan.fitting_warps(env, profile))
         if cost.fits:
-            found.append(Candidate(dict(zip(names, combo, strict=True)), cost))
-    found.sort(key=_rank)
+            found.append(Candidate(params, cost))
+    found.sort(key=functools.partial(_rank, profile=profile))
     memory = profile.memory
-    if len(plan.grid) == 2 and memory is not None and memory.l2_bytes is not None:
-        # the launch order, for the best tile sizes in row-major order (their ranking may
-        # change: a grouped order can keep in L2 what row-major re-reads)
-        ordered = [Candidate({**c.params, GROUP: g},
-                             plan.cost({**sizes, **c.params}, profile, group=g))
-                   for c in found[:max(ORDERED, top_k)] for g in GROUP_SIZES]
-        found = sorted(ordered, key=_rank)
+    grouped = len(plan.grid) == 2 and memory is not None and memory.l2_bytes is not None
+    if grouped or warp_counts(profile):
+        # the launch order and the warp count, for the best tile sizes at the default ones
+        # (their ranking may change: a grouped order can keep in L2 what row-major re-reads)
+        rank = functools.partial(_rank, profile=profile)
+        configured = []
+        for c in found[:max(ORDERED, top_k)]:
+            row_major = [_configured(plan, c, sizes, profile, 1 if grouped else None, w)
+                         for w in _warps_tried(c, profile)]
+            best = min((r for r in row_major if r.cost.fits), key=rank, default=None)
+            if best is None:
+                continue
+            warps = best.cost.warps
+            configured.append(best)
+            configured.extend(_configured(plan, c, sizes, profile, g, warps)
+                              for g in GROUP_SIZES[1:] if grouped)
+        found = sorted((c for c in configured if c.cost.fits), key=rank)
     return found[:top_k]
 
 
-def _rank(c: Candidate) -> tuple[int, int, float, tuple[int, ...]]:
+def _warps_tried(c: Candidate, profile: DeviceProfile) -> list[int | None]:
+    """The warp counts whose registers hold the candidate's tiles (None: no warps)."""
+    fewest = warps_to_fit(c.cost.onchip_bytes.get("registers", 0), profile)
+    counts = [w for w in warp_counts(profile) if fewest is not None and w >= fewest]
+    return list(counts) or [None]
+
+
+def _configured(plan: KernelPlan, c: Candidate, sizes: Mapping[str, int],
+                profile: DeviceProfile, group: int | None, warps: int | None) -> Candidate:
+    """Candidate `c` priced at a launch order and a warp count (None: not a parameter)."""
+    params = dict(c.params)
+    if group is not None:
+        params[GROUP] = group
+    if warps is not None:
+        params[WARPS] = warps
+    cost = plan.cost({**sizes, **c.params}, profile, group=group or 1, warps=warps)
+    return Candidate(params, cost)
+
+
+def describe(candidate: Candidate) -> str:
+    """`BM=128 BN=256 BK=64 GROUP_M=1 num_warps=8: 0.238 ms, HBM 100.7 MB (1.00x compulsory)`:
+    how the tile pass and the tiled graph show a candidate."""
+    cost = candidate.cost
+    params = " ".join(f"{k}={v}" for k, v in candidate.params.items())
+    return (f"{params}: {cost.seconds * 1e3:.3f} ms, HBM {cost.hbm_bytes / 1e6:.1f} MB "
+            f"({cost.hbm_bytes / max(cost.compulsory_bytes, 1):.2f}x compulsory)")
+
+
+def _rank(c: Candidate, profile: DeviceProfile) -> tuple[int, int, bool, float, tuple[int, ...]]:
     """Modeled times within 5% of each other tie (the model's resolution); then fewer programs
     win (each has an overhead the model does not count: a one-element program is never
-    better than a full tile), then less traffic, then the values themselves."""
+    better than a full tile), then the profile's default warp count (Triton's, whose other
+    effects the model does not know), then less traffic, then the values themselves."""
     band = math.floor(math.log(max(c.cost.seconds, 1e-15)) / math.log(TIME_BAND))
-    return (band, c.cost.programs, c.cost.hbm_bytes, tuple(c.params.values()))
+    other_warps = c.cost.warps is not None and c.cost.warps != default_warps(profile)
+    return (band, c.cost.programs, other_warps, c.cost.hbm_bytes, tuple(c.params.values()))
 
 
 def parameter_values(plan: KernelPlan, name: str, sizes: Mapping[str, int],

@@ -10,8 +10,18 @@ G rows with the row id fastest within a group (Triton's GROUP_SIZE_M swizzle: a 
 shares a few rows' tiles of one operand and a few columns' of the other), `W` at a time: a
 *wave*. The order changes no result (every program writes its own block), only what L2 keeps.
 `W` is the profile's cores times the programs one core holds at once (on a GPU: limited by the SM's
-registers and shared memory over one program's peak use of each, and by the SM's
-`programs_per_core_max`; on a NeuronCore: one).
+registers and shared memory over one program's peak use of each, by its resident warps
+`warps_per_core_max` over the program's warps, and by its `programs_per_core_max`; on a
+NeuronCore: one).
+
+**Warps** (a GPU). A program runs as `warps` warps of `warp_threads` threads (Triton's
+`num_warps`; the profile's `warps_per_program_default`, 4, unless the caller picks another of
+`warp_counts`: the powers of two up to `warps_per_program_max`). Its tiles are spread over its
+threads' registers, each thread holding at most `registers_per_thread_bytes`: the registers of
+one program are at most `warps x warp_threads x registers_per_thread_bytes` (and at most the
+profile's `registers_per_program_bytes`), so a big accumulator needs more warps to fit (a
+128 x 256 fp32 accumulator is 128 KiB: more than 4 warps' 127.5 KiB, within 8 warps'). More
+warps cost occupancy (fewer programs per SM) and lanes (below); they buy nothing else here.
 
 **What a load reads.** A `tile.load` reads a tile of `shape` at `offsets`. Its *region* over a
 set of programs and loop iterations is, per dim of the operand, the tile's extent times the
@@ -70,9 +80,9 @@ the vector peak. A remainder tile computes whole. On a NeuronCore an engine work
 its partitions at once, so an op on a tile over fewer takes as long as over all: its flops
 count scaled, for the time only, by `128 / P` for a result over `P` partitions, and by
 `128*128 / (K*M)` for a matmul whose stationary operand fills `K` rows and `M` columns of the
-array. On a GPU a program's 128 threads (4 warps) work in lock step: an op other than a matmul
-over E elements takes as long as over `ceil(E / 128) * 128` (so one-element programs are not
-free).
+array. On a GPU a program's T threads (`warps x warp_threads`: 128 at 4 warps) work in lock
+step: an op other than a matmul over E elements takes as long as over `ceil(E / T) * T` (so
+one-element programs are not free, and a small tile gains nothing from more warps).
 
 **Time**: `overhead + max(hbm_bytes / bandwidth, loaded_bytes / l2_bandwidth, matrix_flops /
 matrix_peak + vector_flops / vector_peak) / efficiency`, where `loaded_bytes` is what every
@@ -132,14 +142,17 @@ class KernelCost:
     """The part of `flops` done by contractions (at the matrix peak)."""
     loaded_bytes: float = 0.0
     """Bytes every execution of every load brings on chip (through L2 on a GPU)."""
+    warps: int | None = None
+    """A GPU program's warp count the cost is for; None on a profile without warps."""
 
 
 def kernel_cost(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfile,
-                group: int = 1) -> KernelCost:
+                group: int = 1, warps: int | None = None) -> KernelCost:
     """The cost of one launch of `kernel`; `sizes` binds every size symbol and every tile
     parameter (`kernel.param_names()`); `group` is the launch order (see the module
-    docstring: 1 for row-major)."""
-    return KernelPlan.of(kernel).cost(sizes, profile, group)
+    docstring: 1 for row-major); `warps` a GPU program's warp count (None: the profile's
+    default)."""
+    return KernelPlan.of(kernel).cost(sizes, profile, group, warps)
 
 
 @dataclass
@@ -219,18 +232,20 @@ class KernelPlan:
 
     # ---- pricing ------------------------------------------------------------------------------
     def cost(self, sizes: Mapping[str, int], profile: DeviceProfile,
-             group: int = 1) -> KernelCost:
-        """The launch's cost with every size and tile parameter bound by `sizes`."""
+             group: int = 1, warps: int | None = None) -> KernelCost:
+        """The launch's cost with every size and tile parameter bound by `sizes`, in launch
+        order `group`, with `warps` warps a program on a GPU (None: the profile's default)."""
         env = {k: int(v) for k, v in sizes.items()}
+        warps = warps if warps is not None else default_warps(profile)
         grid = [max(g.evaluate(env), 0) for g in self.grid]
         programs = math.prod(grid)
         extents = self._loop_extents(env, grid)
-        onchip, why_not = self._onchip(env, profile)
+        onchip, why_not = self._onchip(env, profile, warps)
         counts = dict(zip(self.program_ids, grid, strict=True))
         counts.update({loop.iv: extents[n] for n, loop in enumerate(self.loops)})
 
         cores = _quantity(profile.parallelism.cores if profile.parallelism else None, 1)
-        per_core = self._programs_per_core(onchip, profile)
+        per_core = self._programs_per_core(onchip, profile, warps)
         wave = max(cores * per_core, 1)
         waves = -(-programs // wave) if programs else 0
         memory = profile.memory
@@ -239,7 +254,8 @@ class KernelPlan:
         hbm = traffic.uncached() if l2 is None else traffic.cached(l2)
         loaded = sum(traffic.executed(a) for a in self.loads)
 
-        matrix, vector, matrix_busy, vector_busy = self._flops(env, profile, programs, extents)
+        matrix, vector, matrix_busy, vector_busy = self._flops(env, profile, programs, extents,
+                                                               warps)
         roof = profile.roofline
         busy = -(-programs // cores) * cores if programs else 1
         efficiency = programs / busy if programs else 1.0
@@ -252,7 +268,18 @@ class KernelPlan:
                           onchip_bytes=MappingProxyType(onchip), programs=programs,
                           flops=float(matrix + vector), seconds=seconds,
                           fits=why_not is None, why_not=why_not, waves=waves,
-                          matrix_flops=float(matrix), loaded_bytes=float(loaded))
+                          matrix_flops=float(matrix), loaded_bytes=float(loaded), warps=warps)
+
+    def fitting_warps(self, sizes: Mapping[str, int], profile: DeviceProfile) -> int | None:
+        """The profile's default warp count, or, when the program's tiles overflow that many
+        warps' registers, the fewest warps that hold them (the default where none does); None
+        on a profile without warps."""
+        default = default_warps(profile)
+        if default is None:
+            return None
+        onchip, _ = self._onchip({k: int(v) for k, v in sizes.items()}, profile, default)
+        needed = warps_to_fit(onchip.get("registers", 0), profile)
+        return max(default, needed) if needed is not None else default
 
     def _loop_extents(self, env: dict[str, int], grid: Sequence[int]) -> list[int]:
         """Each loop's trip count; an extent that uses a program id or an outer iv is taken at
@@ -271,7 +298,8 @@ class KernelPlan:
         return programs * math.prod(extents[n] for n in loops)
 
     def _flops(self, env: dict[str, int], profile: DeviceProfile, programs: int,
-               extents: Sequence[int]) -> tuple[float, float, float, float]:
+               extents: Sequence[int], warps: int | None
+               ) -> tuple[float, float, float, float]:
         """Matrix and vector flops, then the same as the engines' time counts them (with idle
         partitions: `_lane_scale`)."""
         counter = RooflineCost(profile, env)
@@ -284,7 +312,7 @@ class KernelPlan:
             flops, _ = counter.flops_and_bytes(meaning.form, types,  # type: ignore[arg-type]
                                                result)
             total = flops * self._executions(c.loops, programs, extents)
-            busy = total * _lane_scale(c.op, env, profile)
+            busy = total * _lane_scale(c.op, env, profile, warps)
             if is_contraction(meaning.form):
                 matrix += total
                 matrix_busy += busy
@@ -294,10 +322,10 @@ class KernelPlan:
         return matrix, vector, matrix_busy, vector_busy
 
     # ---- on chip ------------------------------------------------------------------------------
-    def _onchip(self, env: dict[str, int], profile: DeviceProfile
+    def _onchip(self, env: dict[str, int], profile: DeviceProfile, warps: int | None
                 ) -> tuple[dict[str, int], str | None]:
         """Peak live bytes per space of one program, and why it does not fit (or None)."""
-        spaces = _spaces(profile)
+        spaces = _spaces(profile, warps)
         partitions = partition_count(profile)
         compute, accumulator = ("sbuf", "psum") if partitions else ("registers", "registers")
         why_not: str | None = None
@@ -337,7 +365,9 @@ class KernelPlan:
                                           f"{', '.join(sorted(spaces))})")
                 elif need > have and why_not is None:
                     unit = " per partition" if partitions else " per program"
-                    why_not = (f"{space} needs {need} bytes{unit}; {profile.name} has {have}")
+                    at = f" at {warps} warps" if space == "registers" and warps else ""
+                    why_not = (f"{space} needs {need} bytes{unit}; {profile.name} has "
+                               f"{have}{at}")
         return peak, why_not or self._engine_limits(env, profile)
 
     def _engine_limits(self, env: dict[str, int], profile: DeviceProfile) -> str | None:
@@ -360,11 +390,16 @@ class KernelPlan:
                     return f"ax.matmul {what} {need} > {have} on {profile.name}"
         return None
 
-    def _programs_per_core(self, onchip: Mapping[str, int], profile: DeviceProfile) -> int:
+    def _programs_per_core(self, onchip: Mapping[str, int], profile: DeviceProfile,
+                           warps: int | None) -> int:
         """Programs one core holds at once: one on a NeuronCore; on a GPU as many as the SM's
-        registers and shared memory hold, at most its `programs_per_core_max`."""
+        registers, shared memory and resident warps hold, at most its
+        `programs_per_core_max`."""
         parallelism, memory = profile.parallelism, profile.memory
         most = _quantity(parallelism.programs_per_core_max if parallelism else None, 1)
+        warps_per_core = parallelism.warps_per_core_max if parallelism else None
+        if warps and warps_per_core is not None:
+            most = min(most, max(int(warps_per_core.value) // warps, 1))
         if memory is None:
             return most
         for space, per_core in (("registers", memory.registers_per_core_bytes),
@@ -548,18 +583,22 @@ def _quantity(q: object, default: int) -> int:
     return default if value is None else int(value)
 
 
-def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile) -> float:
-    """How much longer an op takes on a NeuronCore for leaving partitions idle: its engines
-    work on every partition at once, so a tile over P < 128 partitions takes as long as one over
-    128 (a vector op: its result's first dim; a matmul: its stationary operand `[K, M]` fills
-    K rows and M columns of the 128 x 128 array). 1 on a profile without partitions."""
+def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile,
+                warps: int | None) -> float:
+    """How much longer an op takes for leaving lanes idle. On a NeuronCore the engines work on
+    every partition at once, so a tile over P < 128 partitions takes as long as one over 128 (a
+    vector op: its result's first dim; a matmul: its stationary operand `[K, M]` fills K rows
+    and M columns of the 128 x 128 array). On a GPU a program's threads (`warps` warps) work in
+    lock step: an op other than a matmul over E elements takes as long as over a whole number
+    of the program's threads."""
     partitions = partition_count(profile)
-    if not partitions:  # a GPU program: its threads work in lock step over the tile
+    if not partitions:
         result = op.results[0].type if op.results else None
         if not isinstance(result, TensorType) or isinstance(op, MatmulOp):
             return 1.0
+        lanes = program_threads(profile, warps)
         elements = max(math.prod(d.evaluate(env) for d in result.shape), 1)
-        return -(-elements // GPU_PROGRAM_LANES) * GPU_PROGRAM_LANES / elements
+        return -(-elements // lanes) * lanes / elements
 
     def used(dim: IntExpr) -> int:
         return min(max(dim.evaluate(env), 1), partitions)
@@ -574,9 +613,52 @@ def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile) -
     return float(partitions)
 
 
-#: the threads of one GPU program (Triton's default `num_warps=4`, 32 threads a warp): an
-#: elementwise op over fewer elements leaves the rest idle
+#: the threads of one GPU program on a profile that gives no warps (Triton's default
+#: `num_warps=4`, 32 threads a warp): an elementwise op over fewer elements leaves the rest idle
 GPU_PROGRAM_LANES = 128
+
+#: the name a candidate shows a GPU program's warp count by (Triton's `num_warps`); like
+#: `GROUP`, an argument of the cost, never read from the sizes
+WARPS = "num_warps"
+
+
+def warp_counts(profile: DeviceProfile) -> tuple[int, ...]:
+    """The warp counts a GPU program may have: the powers of two up to the profile's
+    `warps_per_program_max` (Triton takes num_warps as a power of two); none on a profile
+    without warps (a NeuronCore)."""
+    parallelism = profile.parallelism
+    most = parallelism.warps_per_program_max if parallelism else None
+    if most is None:
+        return ()
+    return tuple(1 << e for e in range(int(most.value).bit_length()))
+
+
+def default_warps(profile: DeviceProfile) -> int | None:
+    """The warp count a program gets unless another is chosen (the profile's
+    `warps_per_program_default`); None on a profile without warps."""
+    parallelism = profile.parallelism
+    default = parallelism.warps_per_program_default if parallelism else None
+    return int(default.value) if default is not None and warp_counts(profile) else None
+
+
+def program_threads(profile: DeviceProfile, warps: int | None) -> int:
+    """A GPU program's threads: `warps` warps of the profile's `warp_threads`
+    (`GPU_PROGRAM_LANES` where the profile gives no warps)."""
+    parallelism = profile.parallelism
+    threads = parallelism.warp_threads if parallelism else None
+    if warps is None or threads is None:
+        return GPU_PROGRAM_LANES
+    return warps * int(threads.value)
+
+
+def warps_to_fit(register_bytes: int, profile: DeviceProfile) -> int | None:
+    """The fewest warps whose threads hold `register_bytes` of a program's tiles within the
+    per-thread and per-program register limits (None: no count does, or the profile has no
+    warps)."""
+    for warps in warp_counts(profile):
+        if _spaces(profile, warps).get("registers", register_bytes) >= register_bytes:
+            return warps
+    return None
 
 
 #: the name a candidate shows its launch order by (`group`: programs of a 2-D grid launched in
@@ -609,9 +691,10 @@ def partition_count(profile: DeviceProfile) -> int:
     return int(memory.partitions.value) if memory is not None and memory.partitions else 0
 
 
-def _spaces(profile: DeviceProfile) -> dict[str, int]:
-    """Each memory space's capacity for one program (per partition on a NeuronCore); empty
-    when the profile gives none (every tile fits)."""
+def _spaces(profile: DeviceProfile, warps: int | None = None) -> dict[str, int]:
+    """Each memory space's capacity for one program (per partition on a NeuronCore; on a GPU
+    the registers of `warps` warps' threads, within the program's limit); empty when the
+    profile gives none (every tile fits)."""
     memory = profile.memory
     if memory is None:
         return {}
@@ -622,6 +705,10 @@ def _spaces(profile: DeviceProfile) -> dict[str, int]:
                     ("shared", memory.shared_per_program_bytes)):
         if q is not None:
             found[name] = int(q.value)
+    per_thread = memory.registers_per_thread_bytes
+    if warps and per_thread is not None and "registers" in found:
+        threads = program_threads(profile, warps)
+        found["registers"] = min(found["registers"], threads * int(per_thread.value))
     return found
 
 

@@ -10,7 +10,7 @@ import pytest
 from axon.targets.profiles import load_profile
 from axon.tiling import concretize as concretize_module
 from axon.tiling.concretize import concretize, parameter_values
-from axon.tiling.cost import KernelCost, KernelPlan, kernel_cost
+from axon.tiling.cost import KernelCost, KernelPlan, kernel_cost, warps_to_fit
 
 H200, TRN2 = load_profile("h200"), load_profile("trn2")
 CUBE = {"M": 4096, "N": 4096, "K": 4096}
@@ -24,8 +24,9 @@ def test_h200_candidates_are_powers_of_two_from_16_ranked_by_time(
     for c in found:
         assert c.cost.fits
         assert c.params["GROUP_M"] in (1, 4, 8, 16)  # the launch order, priced too
+        assert c.params["num_warps"] in (1, 2, 4, 8, 16, 32)  # and the warps
         for name, value in c.params.items():
-            assert name == "GROUP_M" or (value >= 16 and value & (value - 1) == 0)
+            assert name in ("GROUP_M", "num_warps") or (value >= 16 and value & (value - 1) == 0)
     seconds = [c.cost.seconds for c in found]
     assert seconds == sorted(seconds)
     best = found[0].cost
@@ -75,17 +76,18 @@ def test_the_enumeration_is_bounded(tile_kernels: ModuleType,
     original = KernelPlan.cost
 
     def counting(self: KernelPlan, sizes: dict[str, int], profile: object,
-                 group: int = 1) -> KernelCost:
+                 group: int = 1, warps: int | None = None) -> KernelCost:
         priced.append(dict(sizes))
         orders.append(group)
-        return original(self, sizes, profile, group)  # type: ignore[arg-type]
+        return original(self, sizes, profile, group, warps)  # type: ignore[arg-type]
 
     monkeypatch.setattr(KernelPlan, "cost", counting)
     monkeypatch.setattr(concretize_module, "MAX_COMBINATIONS", 40)
     found = concretize(tile_kernels.matmul("bf16"), CUBE, H200)
-    # 40 tile-size combinations, then 4 launch orders for each of the best 16
-    assert 0 < len(priced) <= 40 + 16 * 4 and found
-    assert orders.count(1) <= 40 + 16 and set(orders) == {1, 4, 8, 16}
+    # 40 tile-size combinations, then for each of the best 16 the 6 warp counts in row-major
+    # order and the 3 other launch orders at its best count
+    assert 0 < len(priced) <= 40 + 16 * (6 + 3) and found
+    assert set(orders) == {1, 4, 8, 16}
     # the thinned lists keep their ends: the smallest and the largest block are still tried
     assert {p["BM"] for p in priced} >= {16, 4096}
 
@@ -122,3 +124,35 @@ def test_a_size_named_like_the_launch_order_stays_a_size(tile_kernels: ModuleTyp
     kernel = tile_kernels.matmul("bf16")
     sizes = {"M": 4096, "N": 16384, "K": 4096, "BM": 128, "BN": 128, "BK": 64}
     assert kernel_cost(kernel, {**sizes, "GROUP_M": 8}, H200) == kernel_cost(kernel, sizes, H200)
+
+
+def test_a_big_tile_gets_the_warps_its_registers_need(tile_kernels: ModuleType) -> None:
+    # the 4096 cube's best tile, 128 x 256 with a bf16 K tile of 128, holds 224 KiB of tiles:
+    # over 4 warps' 127.5 KiB of registers (Triton's default), within 8 warps'
+    found = concretize(tile_kernels.matmul("bf16"), CUBE, H200, top_k=10)
+    assert found
+    for c in found:
+        need = c.cost.onchip_bytes["registers"]
+        assert c.params["num_warps"] >= warps_to_fit(need, H200)  # type: ignore[operator]
+        assert c.cost.warps == c.params["num_warps"] and c.cost.fits
+    best = found[0]
+    assert best.params["BM"] * best.params["BN"] >= 128 * 256
+    assert best.params["num_warps"] == 8
+    at_default = kernel_cost(tile_kernels.matmul("bf16"), {**CUBE, **best.params}, H200)
+    assert not at_default.fits  # so the best is out of reach at the default count
+    # each tile size and launch order is listed once, at its best warp count
+    configs = [tuple((k, v) for k, v in c.params.items() if k != "num_warps") for c in found]
+    assert len(configs) == len(set(configs))
+
+
+def test_a_small_tile_keeps_the_default_warps(tile_kernels: ModuleType) -> None:
+    # rows of 64: more warps leave more lanes idle and hold fewer programs an SM, fewer gain
+    # nothing the model sees: the default stays
+    found = concretize(tile_kernels.row_softmax("registers"), {"M": 4096, "N": 64}, H200,
+                       top_k=3)
+    assert found and all(c.params["num_warps"] == 4 for c in found)
+
+
+def test_a_neuron_core_candidate_has_no_warps(tile_kernels: ModuleType) -> None:
+    found = concretize(tile_kernels.matmul("bf16", "sbuf", "psum"), CUBE, TRN2)
+    assert found and all("num_warps" not in c.params and c.cost.warps is None for c in found)

@@ -9,7 +9,14 @@ from types import ModuleType
 import pytest
 
 from axon.targets.profiles import DeviceProfile, Quantity, load_profile
-from axon.tiling.cost import KernelPlan, _Traffic, kernel_cost
+from axon.tiling.cost import (
+    KernelPlan,
+    _Traffic,
+    default_warps,
+    kernel_cost,
+    warp_counts,
+    warps_to_fit,
+)
 
 MiB = 1 << 20
 H200, TRN2 = load_profile("h200"), load_profile("trn2")
@@ -78,9 +85,54 @@ def test_without_room_in_l2_the_reused_operand_comes_from_hbm_once_per_wave(
 
 def test_a_program_over_the_register_file_does_not_fit(tile_kernels: ModuleType) -> None:
     kernel = tile_kernels.matmul("bf16")
-    cost = kernel_cost(kernel, cube(4096, BM=256, BN=256, BK=64), H200)
-    assert not cost.fits
-    assert cost.why_not == "registers needs 327680 bytes per program; h200 has 262144"
+    sizes = cube(4096, BM=256, BN=256, BK=64)
+    cost = kernel_cost(kernel, sizes, H200)
+    assert not cost.fits and cost.warps == 4  # Triton's default
+    # 4 warps of 32 threads hold 255 4-byte registers each
+    assert cost.why_not == "registers needs 327680 bytes per program; h200 has 130560 at 4 warps"
+    # no warp count helps: a program holds at most 64K registers (256 KiB)
+    widest = kernel_cost(kernel, sizes, H200, warps=32)
+    assert widest.why_not == ("registers needs 327680 bytes per program; h200 has 262144 at "
+                              "32 warps")
+    assert warps_to_fit(327680, H200) is None
+
+
+def test_a_big_tile_needs_more_warps_to_fit_its_registers(tile_kernels: ModuleType) -> None:
+    # a 128 x 256 fp32 accumulator alone is 128 KiB: over 4 warps' 127.5 KiB of registers
+    kernel = tile_kernels.matmul("bf16")
+    sizes = cube(4096, BM=128, BN=256, BK=64)
+    four = kernel_cost(kernel, sizes, H200, warps=4)
+    eight = kernel_cost(kernel, sizes, H200, warps=8)
+    assert not four.fits and four.why_not is not None and "at 4 warps" in four.why_not
+    assert eight.fits and eight.warps == 8
+    need = eight.onchip_bytes["registers"]
+    assert 4 * 32 * 1020 < need <= 8 * 32 * 1020 and warps_to_fit(need, H200) == 8
+    # the warps change where the tiles live, not what the launch moves or computes
+    assert (four.onchip_bytes, four.flops, four.programs) == \
+        (eight.onchip_bytes, eight.flops, eight.programs)
+
+
+def test_a_small_tile_does_not_gain_from_more_warps(tile_kernels: ModuleType) -> None:
+    # one row of 64 elements a program: 4 warps leave half their 128 lanes idle, 8 warps three
+    # quarters of 256, and an SM holds 64 warps: 16 programs of 4, 8 of 8
+    kernel = tile_kernels.elementwise_add("f32")
+    sizes = {"M": 4096, "N": 64, "BM": 1, "BN": 64}
+    by_warps = {w: kernel_cost(kernel, sizes, H200, warps=w) for w in (1, 2, 4, 8)}
+    assert all(c.fits for c in by_warps.values())
+    # memory-bound: the idle lanes cost no time here, and more warps never save any
+    seconds = [by_warps[w].seconds for w in (1, 2, 4, 8)]
+    assert seconds == sorted(seconds)
+    assert by_warps[8].waves > by_warps[4].waves > by_warps[2].waves
+    assert by_warps[4].waves == -(-4096 // (132 * 16))
+    # the default is what a call without warps prices
+    assert kernel_cost(kernel, sizes, H200) == by_warps[4]
+
+
+def test_a_neuron_core_has_no_warps(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.elementwise_add("f32", "sbuf")
+    cost = kernel_cost(kernel, {"M": 1024, "N": 1024, "BM": 128, "BN": 512}, TRN2)
+    assert cost.warps is None and warp_counts(TRN2) == () and default_warps(TRN2) is None
+    assert warp_counts(H200) == (1, 2, 4, 8, 16, 32) and default_warps(H200) == 4
 
 
 def test_a_row_over_one_sbuf_partition_does_not_fit(tile_kernels: ModuleType) -> None:
