@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import FloatAttr, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 
 from axon.dialects.ax import TensorType
@@ -199,3 +199,60 @@ func.func @f(%x: {t}) -> !ax.tensor<[M], f32> {{
 """)
         with pytest.raises(NotTileable, match=f"already uses the name\\(s\\) \\['{name}'\\]"):
             tile_function(func, Tiling("M", None, name), "sbuf", "psum")
+
+
+# attention with repeated kv heads, as propagation leaves it: query head h reads kv head h // G
+SCORES = ("out[d0 < B, d1 < G*H, d2 < S, d3 < L] = add over r0 in [0, D) of "
+          "in0[d0, d1, d2, r0] * in1[d0, d1 floordiv G, d3, r0]")
+WEIGHTED = ("out[d0 < B, d1 < G*H, d2 < S, d3 < D] = add over r0 in [0, L) of "
+            "in0[d0, d1, d2, r0] * in1[d0, d1 floordiv G, r0, d3]")
+Q = "!ax.tensor<[B, G*H, S, D], f32>"
+KV = "!ax.tensor<[B, H, L, D], f32>"
+SC = "!ax.tensor<[B, G*H, S, L], f32>"
+ATTENTION = f"""
+func.func @f(%q: {Q}, %k: {KV}, %v: {KV}) -> {Q} {{
+  %s = ax.generic %q, %k {{dtype = f32, form = "{SCORES}"}}
+      : ({Q}, {KV}) -> {SC}
+  %m = ax.reduce_max %s {{axes = array<i64: 3>, keepdims = true}}
+      : ({SC}) -> !ax.tensor<[B, G*H, S, 1], f32>
+  %x = ax.sub %s, %m : ({SC}, !ax.tensor<[B, G*H, S, 1], f32>) -> {SC}
+  %e = ax.exp %x : ({SC}) -> {SC}
+  %o = ax.generic %e, %v {{dtype = f32, form = "{WEIGHTED}"}}
+      : ({SC}, {KV}) -> {Q}
+  %l = ax.sum %e {{axes = array<i64: 3>, keepdims = true}}
+      : ({SC}) -> !ax.tensor<[B, G*H, S, 1], f32>
+  %y = ax.div %o, %l : ({Q}, !ax.tensor<[B, G*H, S, 1], f32>) -> {Q}
+  func.return %y : {Q}
+}}
+"""
+ATTENTION_SHAPES = [({"B": 2, "G": 2, "H": 3, "S": 5, "L": 7, "D": 3}, {"BM": 2, "BK": 3}),
+                    ({"B": 1, "G": 1, "H": 1, "S": 1, "L": 1, "D": 1}, {"BM": 2, "BK": 2}),
+                    ({"B": 1, "G": 3, "H": 2, "S": 4, "L": 9, "D": 2}, {"BM": 4, "BK": 4})]
+
+
+def test_attention_is_split_over_batch_and_heads_and_reads_its_kv_head_one_wide() -> None:
+    func = function(ATTENTION)
+    kinds = [t.kind for t in tilings(func)]
+    assert "batched_rows" in kinds and "batched_rows_k" in kinds
+    tiled = tile_function(func, Tiling("S", lead=2), "registers", "registers")
+    kernel = kernel_op(tiled)
+    assert kernel.program_names() == ["b0", "b1", "i"]
+    assert [str(e) for e in kernel.grid_exprs()][:2] == ["B", "G*H"]
+    loads = [op for op in tiled.walk() if isinstance(op, LoadOp)]
+    # q one head wide at its program's head; k and v at the kv head it repeats, not all H heads
+    assert [[o.data for o in load.offsets.data] for load in loads] == [
+        ["b0", "b1", "BM*i", "0"], ["b0", "b1 floordiv G", "0", "0"],
+        ["b0", "b1 floordiv G", "0", "0"]]
+    run_both(func, tiled, ATTENTION_SHAPES)
+    assert isinstance(prove_equivalent(func, tiled, timeout_ms=20_000), Proved)
+
+
+def test_a_kv_head_read_at_the_wrong_offset_is_refuted() -> None:
+    func = function(ATTENTION)
+    tiled = tile_function(func, Tiling("S", lead=2), "registers", "registers")
+    k_load = [op for op in tiled.walk() if isinstance(op, LoadOp)][1]
+    k_load.properties["offsets"] = ArrayAttr([StringAttr(t) for t in
+                                              ["b0", "b1 mod H", "0", "0"]])
+    verdict = prove_equivalent(func, tiled, timeout_ms=20_000)
+    assert isinstance(verdict, Refuted), verdict
+    assert verdict.counterexample.shows_in(func, tiled)
