@@ -37,14 +37,26 @@ structurally (types, which dims ops reduce over), without recursion, in one pass
 
 from __future__ import annotations
 
+import copy
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from axon.dialects.ax import AddOp, GenericOp, MatmulOp, MaxOp, MinOp, TensorType
+from axon.dialects.ax import (
+    AddOp,
+    ExpOp,
+    GenericOp,
+    MatmulOp,
+    MaxOp,
+    MinOp,
+    MulOp,
+    ReshapeOp,
+    SubOp,
+    TensorType,
+)
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.interface import form_op, generic_form, has_form
@@ -95,13 +107,19 @@ class Tiling:
     lead: int = 0
     """The results' first `lead` dims (batch, heads) are split over the grid one index per
     program (program ids `b0`, `b1`, ...); the rows are the dim after them."""
+    online: bool = False
+    """The loop of a max over `red` and the loop of the sums that read it are one loop: the
+    running max, and each sum rescaled by `exp(m_old - m_new)` as the max grows (the online
+    softmax of flash attention). The loop states its invariant for the verifier."""
 
     @property
     def kind(self) -> str:
         """A short name: `rows`, `blocks`, `rows_k`, `blocks_k`, `rows_multipass`, each with
-        a `batched_` prefix when leading dims are split one index per program."""
+        a `batched_` prefix when leading dims are split one index per program and an
+        `_online` suffix for the online loop."""
         return (("batched_" if self.lead else "") + ("blocks" if self.cols else "rows")
-                + ("_multipass" if self.write_pass else "_k" if self.red else ""))
+                + ("_multipass" if self.write_pass else "_k" if self.red else "")
+                + ("_online" if self.online else ""))
 
     def blocks(self) -> dict[str, IntExpr]:
         """Each tiled symbol's block parameter."""
@@ -173,6 +191,9 @@ def _tilings(func: FuncOp, lead: int) -> list[Tiling]:
     # a row normalization whose row may not fit: reduce in a first pass, write in a second
     found += [Tiling(rows, None, r, write_pass=True, lead=lead) for r in reduced
               if r in in_results and r != rows]
+    maxed = {d.upper.as_symbol for op in func.body.block.ops if has_form(op)
+             for d in generic_form(op).reduced if generic_form(op).reduction == "max"}
+    found += [replace(t, online=True) for t in list(found) if t.red in maxed]
     return found
 
 
@@ -441,9 +462,16 @@ class _Builder:
         loops = max((stage for kind, stage in stages.values() if kind == "acc"), default=0)
         if tiling.red is not None and loops == 0:
             raise NotTileable(f"@{self.name}: nothing reduces over {tiling.red}")
+        if tiling.online and loops != 2:
+            raise NotTileable(f"@{self.name}: an online loop merges a max over {tiling.red} "
+                              f"with the one loop of sums reading it; this needs {loops}")
         for n in range(loops):
             reductions = [op for op in ops if stages[op.results[0]] == ("acc", n + 1)]
-            self.loop(body, n, reductions, ops, stages, args, outer)
+            if tiling.online and n == 0:
+                sums = [op for op in ops if stages[op.results[0]] == ("acc", 2)]
+                _Online(self, ops, stages, args, outer).build(body, reductions, sums)
+            elif not (tiling.online and n == 1):
+                self.loop(body, n, reductions, ops, stages, args, outer)
             for op in ops:
                 if stages[op.results[0]] == ("post", n + 1):
                     body.add_op(self.rebuild(op, [outer[v] for v in op.operands]))
@@ -513,20 +541,22 @@ class _Builder:
 
     def recompute(self, block: Block, wanted: Sequence[SSAValue], ops: list[Operation],
                   stages: dict[SSAValue, tuple[str, int]], args: dict[SSAValue, SSAValue],
-                  outer: dict[SSAValue, SSAValue], offsets: dict[str, str]
+                  outer: dict[SSAValue, SSAValue], offsets: dict[str, str],
+                  built: dict[SSAValue, SSAValue] | None = None
                   ) -> dict[SSAValue, SSAValue]:
         """Build into `block` (a loop's body) the tile values `wanted` need: loads of the
         inputs on `red` tiles at `offsets` and the ops on tiles, in source order; values
-        computed outside the loops are read from `outer`."""
+        computed outside the loops are read from `outer`, those `built` already in the block
+        from there (they are returned with the new ones)."""
         needed: set[SSAValue] = set()
+        inside: dict[SSAValue, SSAValue] = dict(built or {})
         work = [v for v in wanted if stages[v][0] == "tile"]
         while work:
             v = work.pop()
-            if v not in needed:
+            if v not in needed and v not in inside:
                 needed.add(v)
                 if isinstance(v.owner, Operation):
                     work.extend(u for u in v.owner.operands if stages[u][0] == "tile")
-        inside: dict[SSAValue, SSAValue] = {}
         for src, arg in args.items():
             if src in needed:
                 t = src.type
@@ -566,11 +596,7 @@ class _Builder:
                 start = FullOp.make([], value=0.0, shape=tile.shape, dtype=tile.dtype,
                                     space=space)
             else:  # a max or min starts at the first block's (no infinities: no real is one)
-                at_first = {**self.offsets, self.tiling.red or "": "0"}
-                first = self.recompute(body, op.operands, ops, stages, args, outer, at_first)
-                start = self.masked(
-                    self.rebuild(op, [first.get(v) or outer[v] for v in op.operands], at_first),
-                    "0")
+                start = self.first_block(body, op, ops, stages, args, outer)
             body.add_op(start)
             inits.append(start.results[0])
             carried = loop_body.insert_arg(tile, len(loop_body.args))
@@ -583,6 +609,16 @@ class _Builder:
         body.add_op(loop)
         for op, result in zip(reductions, loop.results, strict=True):
             outer[op.results[0]] = self.finalized(body, op, result)
+
+    def first_block(self, body: Block, op: Operation, ops: list[Operation],
+                    stages: dict[SSAValue, tuple[str, int]], args: dict[SSAValue, SSAValue],
+                    outer: dict[SSAValue, SSAValue]) -> Operation:
+        """A reduction over `red` on its first block only, masked (a max or min loop's start),
+        built into `body` with the tiles it reads; not inserted itself."""
+        at_first = {**self.offsets, self.tiling.red or "": "0"}
+        first = self.recompute(body, op.operands, ops, stages, args, outer, at_first)
+        return self.masked(
+            self.rebuild(op, [first.get(v) or outer[v] for v in op.operands], at_first), "0")
 
     def finalized(self, body: Block, op: Operation, total: SSAValue) -> SSAValue:
         """A reduction's value from its accumulated `total`: its finalizer applied (a mean
@@ -656,3 +692,190 @@ class _Builder:
         at = self.offsets if offsets is None else offsets
         return LoadOp.make([arg], offsets=[str(o) for o in self.offsets_of(src, at)],
                            shape=dims, pad=0.0, space=self.space)
+
+
+class _Online:
+    """The online loop of a `Tiling(online=True)` kernel: one loop over the blocks of `red`
+    carrying the running max `m` and every sum that reads it, each sum rescaled by
+    `exp(m_old - m_new)` before the block's partial joins it; and the loop's invariant.
+
+    The invariant (the verifier proves the loop by induction on it, `verifier/induction.py`)
+    claims nothing of `m` and states each sum after `k` iterations as the sum over the first
+    `min(k*BK, red)` elements of its body at the running max: the body is the sum's own form
+    with every value between it and the max composed in (elementwise ops only), and the values
+    that do not read the max are `defs`, each the generic form of the op built on tiles whole
+    along `red`, reading the kernel's inputs and the defs before it. Whether the rescaling is
+    right for a given program is not decided here: the verifier proves the kernel or says why
+    not."""
+
+    def __init__(self, builder: _Builder, ops: list[Operation],
+                 stages: dict[SSAValue, tuple[str, int]], args: dict[SSAValue, SSAValue],
+                 outer: dict[SSAValue, SSAValue]):
+        self.b = builder
+        self.ops = ops
+        self.stages = stages
+        self.args = args
+        self.outer = outer
+
+    def build(self, body: Block, maxes: list[Operation], sums: list[Operation]) -> None:
+        b, red = self.b, self.b.tiling.red or ""
+        if (len(maxes) != 1 or generic_form(maxes[0]).reduction != "max" or not sums
+                or any(generic_form(op).reduction != "add" for op in sums)):
+            raise NotTileable(f"@{b.name}: an online loop needs one max over {red} and sums "
+                              "over it that read it")
+        (mx,) = maxes
+        iv = RED[1]
+        offsets = {**b.offsets, red: f"{iv}*{RED[0]}"}
+        ops, stages, args, outer = self.ops, self.stages, self.args, self.outer
+        loop_body = Block()
+        inside = b.recompute(loop_body, list(mx.operands), ops, stages, args, outer, offsets)
+        partial = b.masked(b.rebuild(mx, [inside.get(v) or outer[v] for v in mx.operands],
+                                     offsets), iv)
+        loop_body.add_op(partial)
+        start = b.first_block(body, mx, ops, stages, args, outer)
+        body.add_op(start)
+        m_old = loop_body.insert_arg(partial.results[0].type, 0)
+        m_new = self.add(loop_body, MaxOp.make([m_old, partial.results[0]]))
+        local = {**outer, mx.results[0]: m_new}
+        for op in ops:  # what reads only the max (and values outside the loop), at m_new
+            if stages[op.results[0]] == ("post", 1):
+                local[op.results[0]] = self.add(
+                    loop_body, b.rebuild(op, [local[v] for v in op.operands], offsets))
+        inside = b.recompute(loop_body, [v for op in sums for v in op.operands], ops, stages,
+                             args, local, offsets, built=inside)
+        scale = self.add(loop_body, ExpOp.make([self.add(loop_body,
+                                                         SubOp.make([m_old, m_new]))]))
+        inits, joined = [start.results[0]], [m_new]
+        for op in sums:
+            part = b.masked(b.rebuild(op, [inside.get(v) or local[v] for v in op.operands],
+                                      offsets), iv)
+            loop_body.add_op(part)
+            tile = part.results[0].type
+            assert isinstance(tile, TensorType)
+            space = b.accumulator_space if isinstance(op, MatmulOp) else b.space
+            zero = FullOp.make([], value=0.0, shape=tile.shape, dtype=tile.dtype, space=space)
+            body.add_op(zero)
+            inits.append(zero.results[0])
+            carried = loop_body.insert_arg(tile, len(loop_body.args))
+            rescaled = self.add(loop_body, MulOp.make([carried,
+                                                       self.shaped(loop_body, scale, tile)]))
+            joined.append(self.add(loop_body, AddOp.make([rescaled, part.results[0]])))
+        loop_body.add_op(YieldOp(*joined))
+        defs, invariant = self.invariant(mx, sums, [a.type for a in loop_body.args])
+        loop = ForOp(inits, iv, f"ceildiv({red}, {RED[0]})", Region(loop_body),
+                     invariant=invariant, defs=defs)
+        body.add_op(loop)
+        outer[mx.results[0]] = loop.results[0]
+        for op, result in zip(sums, loop.results[1:], strict=True):
+            outer[op.results[0]] = b.finalized(body, op, result)
+
+    @staticmethod
+    def add(block: Block, op: Operation) -> SSAValue:
+        block.add_op(op)
+        return op.results[0]
+
+    def shaped(self, block: Block, scale: SSAValue, tile: TensorType) -> SSAValue:
+        """The rescaling factor (the max's shape) as it multiplies a sum of type `tile`: as it
+        is where it broadcasts, reshaped where the sum dropped the max's kept dim of 1."""
+        factor = scale.type
+        assert isinstance(factor, TensorType)
+        try:
+            if MulOp.make([block.args[-1], scale]).results[0].type == tile:
+                return scale
+        except (ShapeError, ValueError):
+            pass
+        if tuple(factor.shape[:-1]) == tuple(tile.shape) and factor.shape[-1] == IntExpr.const(1):
+            return self.add(block, ReshapeOp.make([scale], shape=tile.shape))
+        raise NotTileable(f"@{self.b.name}: a sum of type {tile} cannot be rescaled by the max "
+                          f"of type {factor}")
+
+    def invariant(self, mx: Operation, sums: list[Operation],
+                  carried_types: Sequence[Attribute]) -> tuple[list[str], list[str]]:
+        """The loop's `defs` and `invariant` texts (see the class docstring)."""
+        b, red = self.b, self.b.tiling.red or ""
+        whole = copy.copy(b)
+        whole.blocks = {**b.blocks, red: IntExpr.sym(red)}
+        whole.offsets = {**b.offsets, red: "0"}
+        params = list(b.func.function_type.inputs.data)
+        scratch = Block(arg_types=[*params, *carried_types])
+        n_in = len(params)
+        reads_max = {mx.results[0]}
+        for op in self.ops:
+            if any(v in reads_max for v in op.operands):
+                reads_max.add(op.results[0])
+        wanted: set[SSAValue] = set()
+        work = [v for op in sums for v in op.operands]
+        while work:
+            v = work.pop()
+            if v not in wanted and v is not mx.results[0]:
+                wanted.add(v)
+                if isinstance(v.owner, Operation):
+                    work.extend(v.owner.operands)
+        value: dict[SSAValue, SSAValue] = {mx.results[0]: scratch.args[n_in]}
+        index: dict[SSAValue, int] = {a: k for k, a in enumerate(scratch.args[:n_in])}
+        defs: list[str] = []
+        for src, arg in zip(b.func.body.block.args, scratch.args, strict=False):
+            if src in wanted:
+                t = src.type
+                assert isinstance(t, TensorType)
+                op = whole.load(src, arg, t, whole.offsets)
+                scratch.add_op(op)
+                value[src] = op.results[0]
+                index[op.results[0]] = n_in + len(defs)
+                defs.append(str(self.renamed(generic_form(op), op, index, n_in + len(defs),
+                                             b.is_ours)))
+        built: list[tuple[Operation, Operation]] = []
+        for op in [o for o in self.ops if o.results[0] in wanted] + sums:
+            new = whole.rebuild(op, [value[v] for v in op.operands], whole.offsets)
+            scratch.add_op(new)
+            value[op.results[0]] = new.results[0]
+            if op.results[0] in reads_max or op in sums:
+                built.append((op, new))
+            else:
+                index[new.results[0]] = n_in + len(defs)
+                defs.append(str(self.renamed(generic_form(new), new, index, n_in + len(defs),
+                                             b.is_ours)))
+        total = n_in + len(defs) + len(carried_types)
+        carried = {scratch.args[n_in + k]: n_in + len(defs) + k
+                   for k in range(len(carried_types))}
+        composed: dict[SSAValue, GenericForm] = {}
+        texts = [""]
+        limit = (IntExpr.sym(RED[1]) * IntExpr.sym(RED[0])).min(IntExpr.sym(red))
+        for op, new in built:  # in source order: what a value reads is composed before it
+            form = generic_form(new)
+            body = self.compose(form, new, index, carried, composed)
+            if op in sums:
+                reduced = tuple(replace(d, upper=limit) if d.upper == IntExpr.sym(red) else d
+                                for d in form.reduced)
+                texts.append(str(simplify_form(replace(
+                    form, body=body, reduced=reduced, finalize=None, num_operands=total),
+                    b.is_ours)))
+            elif form.reduction is not None:
+                raise NotTileable(f"@{b.name}: '{op.name}' reduces a value that reads the max; "
+                                  "the online loop's invariant composes elementwise ops only")
+            else:
+                composed[new.results[0]] = replace(form, body=body, num_operands=total)
+        return defs, texts
+
+    @staticmethod
+    def renamed(form: GenericForm, op: Operation, index: dict[SSAValue, int], count: int,
+                opaque: Callable[[str], bool]) -> GenericForm:
+        """`form` of `op` reading the invariant's operands (inputs, then defs) by number, its
+        indices simplified (a dim of one is index 0)."""
+        return simplify_form(replace(form, num_operands=count, body=map_reads(
+            form.body, lambda r: Read(index[op.operands[r.operand]], r.index))), opaque)
+
+    @staticmethod
+    def compose(form: GenericForm, op: Operation, index: dict[SSAValue, int],
+                carried: dict[SSAValue, int], composed: dict[SSAValue, GenericForm]
+                ) -> ScalarExpr:
+        """`form`'s body (of `op`) with reads of defs and carried values by number and each
+        read of a value between it and the max replaced by that value's composed body."""
+        def read(r: Read) -> ScalarExpr:
+            v = op.operands[r.operand]
+            if v in composed:
+                inner = composed[v]
+                return substitute(inner.body, {d.name: i for d, i in
+                                               zip(inner.parallel, r.index, strict=True)})
+            return Read(carried[v] if v in carried else index[v], r.index)
+        return map_reads(form.body, read)

@@ -19,7 +19,9 @@ symbol (a symbol that is no loop variable) at least 1:
 its loop's bounds, narrowed under a `select` on a comparison of a loop variable (`select(d3 <
 1, a, b)` reads `a` with `d3 < 1` and `b` with `d3 >= 1`, a concatenation's two halves); a
 variable whose range holds one value is that value. The rewritten form computes the same
-values; the verifier still proves whatever uses it.
+values; the verifier still proves whatever uses it. A comparison of indices the ranges settle
+is decided (`idx(t1) < idx(N)` with `t1 < N` holds), so a `select` on it is its branch and an
+`and` drops it.
 """
 
 from __future__ import annotations
@@ -272,7 +274,36 @@ def _simplify_scalar(expr: ScalarExpr, ranges: dict[str, tuple[IntExpr, IntExpr]
     kids = node.children()
     if not kids:
         return node
-    return node.with_children(tuple(_simplify_scalar(k, ranges, opaque) for k in kids))
+    node = node.with_children(tuple(_simplify_scalar(k, ranges, opaque) for k in kids))
+    if isinstance(node, Call) and node.fn in ("and", "select"):
+        first = _decided(node.args[0], ranges, opaque)
+        if node.fn == "select" and first is not None:
+            return node.args[1] if first else node.args[2]
+        if node.fn == "and":
+            second = _decided(node.args[1], ranges, opaque)
+            if first is True or second is True:
+                return node.args[1] if first is True else node.args[0]
+    return node
+
+
+def _decided(cond: ScalarExpr, ranges: Ranges, opaque: Opaque) -> bool | None:
+    """The value of `idx(a) < idx(b)` or `idx(a) <= idx(b)` where the ranges settle it (a
+    guard of a read inside the tensor: `idx(t1) < idx(N)` with `t1 < N`), else None."""
+    if not (isinstance(cond, Call) and cond.fn in ("lt", "le")):
+        return None
+    left, right = cond.args
+    if not (isinstance(left, Index) and isinstance(right, Index)):
+        return None
+    found = index_bounds(left.expr - right.expr, ranges, opaque)
+    if found is None:
+        return None
+    low, high = found
+    below = IntExpr.const(-1 if cond.fn == "lt" else 0)  # a - b <= below holds the comparison
+    if at_least(below, high):
+        return True
+    if at_least(low, below + 1):
+        return False
+    return None
 
 
 def _narrow(cond: ScalarExpr, ranges: dict[str, tuple[IntExpr, IntExpr]], opaque: Opaque

@@ -256,3 +256,65 @@ def test_a_kv_head_read_at_the_wrong_offset_is_refuted() -> None:
     verdict = prove_equivalent(func, tiled, timeout_ms=20_000)
     assert isinstance(verdict, Refuted), verdict
     assert verdict.counterexample.shows_in(func, tiled)
+
+
+SOFTMAX = f"""
+func.func @f(%x: {Y}) -> {Y} {{
+  %m = ax.reduce_max %x {{axes = array<i64: 1>, keepdims = true}} : ({Y}) -> !ax.tensor<[M, 1], f32>
+  %s = ax.sub %x, %m : ({Y}, !ax.tensor<[M, 1], f32>) -> {Y}
+  %e = ax.exp %s : ({Y}) -> {Y}
+  %z = ax.sum %e {{axes = array<i64: 1>, keepdims = true}} : ({Y}) -> !ax.tensor<[M, 1], f32>
+  %y = ax.div %e, %z : ({Y}, !ax.tensor<[M, 1], f32>) -> {Y}
+  func.return %y : {Y}
+}}
+"""
+ROW_SHAPES = [({"M": 5, "N": 7}, {"BM": 2, "BK": 3}), ({"M": 1, "N": 1}, {"BM": 2, "BK": 2}),
+              ({"M": 3, "N": 9}, {"BM": 3, "BK": 4})]
+
+
+def online_loop(tiled: FuncOp) -> ForOp:
+    (loop,) = (op for op in tiled.walk() if isinstance(op, ForOp) and op.loop_kind != "parallel")
+    return loop
+
+
+def test_the_online_softmax_is_one_loop_stating_its_invariant_and_is_proved() -> None:
+    func = function(SOFTMAX)
+    assert "rows_multipass_online" in [t.kind for t in tilings(func)]
+    tiled = tile_function(func, Tiling("M", None, "N", write_pass=True, online=True),
+                          "sbuf", "psum")
+    loop = online_loop(tiled)
+    # (m, l): the running max claims nothing, l is a prefix sum at the running max
+    assert loop.invariant_texts() == [
+        "", "out[d0 < BM, d1 < 1] = add over r0 in [0, min(BK*k, N)) of "
+            "exp((in1[d0, r0] - in2[d0, 0]))"]
+    run_both(func, tiled, ROW_SHAPES)
+    assert isinstance(prove_equivalent(func, tiled, timeout_ms=20_000), Proved)
+
+
+def test_a_sum_rescaled_the_wrong_way_is_refuted() -> None:
+    func = function(SOFTMAX)
+    tiled = tile_function(func, Tiling("M", None, "N", write_pass=True, online=True),
+                          "sbuf", "psum")
+    m_old = online_loop(tiled).body.block.args[0]
+    (scale,) = (op for op in online_loop(tiled).body.block.ops
+                if op.name == "ax.sub" and op.operands[0] is m_old)
+    scale.operands = (scale.operands[1], scale.operands[0])  # exp(m_new - m_old)
+    verdict = prove_equivalent(func, tiled, timeout_ms=20_000)
+    assert isinstance(verdict, Refuted), verdict
+    assert verdict.counterexample.shows_in(func, tiled)
+
+
+def test_flash_attention_over_batch_and_heads_is_one_online_loop_and_is_proved() -> None:
+    func = function(ATTENTION)
+    tiled = tile_function(func, Tiling("S", None, "L", lead=2, online=True), "registers",
+                          "registers")
+    loop = online_loop(tiled)
+    assert len(loop.results) == 3  # m, the weighted values, l
+    run_both(func, tiled, ATTENTION_SHAPES)
+    assert isinstance(prove_equivalent(func, tiled, timeout_ms=30_000), Proved)
+
+
+def test_an_online_loop_needs_a_max_and_sums_reading_it() -> None:
+    with pytest.raises(NotTileable, match="online loop"):
+        tile_function(function(RMSNORM_MATMUL), Tiling("M", None, "K", online=True), "sbuf",
+                      "psum")
