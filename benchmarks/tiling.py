@@ -2,6 +2,7 @@
 
     python -m axon.benchmarks.tiling                        # all programs, h200 and trn2
     python -m axon.benchmarks.tiling rmsnorm_matmul --profile h200
+    python -m axon.benchmarks.tiling gqa --all-shapes       # every default shape, a row each
 
 For each profile and program, at the program's largest default shapes of
 ../shared/design/benchmarks.md: propagation keeps its top 4 programs (`propagate{emit="top-k"}`),
@@ -22,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
@@ -40,10 +42,12 @@ HEADER = (f"{'profile':7} {'program':22} {'proposed':>8} {'proved':>6} {'fused':
           f"{'x compul':>8} {'model ms':>9}")
 
 
-def symbolic_phase(program: Program, profile: str, cache_file: Path) -> tuple[Result, float]:
-    """Propagate then tile `program` at its largest default shapes under `profile`, with the
-    proof cache in `cache_file` (read, then written back); the result and the seconds taken."""
-    sizes = program.default_sizes[-1]
+def symbolic_phase(program: Program, profile: str, cache_file: Path,
+                   shape: int = -1) -> tuple[Result, float]:
+    """Propagate then tile `program` at its default shapes #`shape` (the largest by default)
+    under `profile`, with the proof cache in `cache_file` (read, then written back); the result
+    and the seconds taken."""
+    sizes = program.default_sizes[shape]
     text = ",".join(f"{k}={v}" for k, v in sizes.items())
     start = time.perf_counter()
     module = parse_source(program.source, str(program.source_path))
@@ -88,27 +92,34 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="programs to run (default: all)")
     parser.add_argument("--profile", action="append", choices=profile_names(),
                         help="profiles to run (default: h200 and trn2)")
+    parser.add_argument("--all-shapes", action="store_true",
+                        help="run each program at every one of its default shapes (a row "
+                             "each, `name[n]`), not only at the largest")
     args = parser.parse_args(argv)
     names = args.programs or list(PROGRAMS)
+    runs = [(name, shape) for name in names
+            for shape in (range(len(PROGRAMS[name].default_sizes)) if args.all_shapes
+                          else [-1])]
     print(HEADER)
     failures = 0
     for profile in args.profile or PROFILES:
         colds: list[float] = []
         warms: list[float] = []
         tiled = 0
-        for name in names:
+        for name, shape in runs:
             with tempfile.TemporaryDirectory() as tmp:
                 cache_file = Path(tmp) / "proofs.json"
-                result, cold = symbolic_phase(PROGRAMS[name], profile, cache_file)
-                _, warm = symbolic_phase(PROGRAMS[name], profile, cache_file)
+                result, cold = symbolic_phase(PROGRAMS[name], profile, cache_file, shape)
+                _, warm = symbolic_phase(PROGRAMS[name], profile, cache_file, shape)
             colds.append(cold)
             warms.append(warm)
             tiled += bool(result.proved)
-            print(row(profile, result, cold, warm), flush=True)
-        print(f"{profile}: {tiled} of {len(names)} programs tiled; cold median "
+            label = f"{name}[{shape}]" if args.all_shapes else name
+            print(row(profile, replace(result, program=label), cold, warm), flush=True)
+        print(f"{profile}: {tiled} of {len(runs)} programs tiled; cold median "
               f"{statistics.median(colds):.2f} s, max {max(colds):.2f} s; warm median "
               f"{statistics.median(warms):.2f} s, max {max(warms):.2f} s")
-        failures += len(names) - tiled
+        failures += len(runs) - tiled
     print(f"summary: {failures} program-profile pairs without a proved kernel")
     return 0
 
