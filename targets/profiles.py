@@ -19,7 +19,8 @@ non-empty source for each number. A mistake is a ProfileError at the file, line 
 offending node (`targets/nki/profiles/trn2.yaml:12:5: error: roofline.bytes_per_s: expected a
 positive number, got 'fast'`). The schema is the dataclasses below: a later issue adds a number by
 adding a `Quantity | None` field to a section (or a section to `DeviceProfile`), and the loader
-reads it with no other change.
+reads it with no other change. The reader (`SchemaReader`) reads any such dataclass schema; the
+Xe / Triton knowledge base (`targets/xe_triton/kb/`) reads its device and pattern files with it.
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ import dataclasses
 import functools
 import math
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import yaml
+
+T = TypeVar("T")
 
 #: the `targets` package folder: profiles live in its target subfolders
 TARGETS_DIR = Path(__file__).resolve().parent
@@ -153,7 +157,7 @@ class DeviceProfile:
 
 
 class ProfileError(ValueError):
-    """A mistake in a profile file, at a 1-based line and column.
+    """A mistake in a profile or knowledge-base file, at a 1-based line and column.
 
     `str()` gives the compiler-style diagnostic `file:line:col: error: message`.
     """
@@ -175,7 +179,7 @@ def profile_paths() -> dict[str, Path]:
     for path in sorted(TARGETS_DIR.glob("*/profiles/*.yaml")):
         if path.stem in found:
             raise ProfileError(f"profile '{path.stem}' is also defined in "
-                               f"{_display(found[path.stem])}", _display(path), 1, 1)
+                               f"{display_path(found[path.stem])}", display_path(path), 1, 1)
         found[path.stem] = path
     return found
 
@@ -203,15 +207,16 @@ def load_profile(name: str) -> DeviceProfile:
 
 def load_profile_file(path: Path) -> DeviceProfile:
     """Read and check one profile file; ProfileError at the offending line and column."""
-    reader = _Reader(_display(path), path.read_text())
-    profile = reader.read()
+    reader = SchemaReader(display_path(path), path.read_text())
+    profile = reader.read(DeviceProfile, "empty profile; expected a mapping with name, "
+                                         "description and roofline")
     if profile.name != path.stem:
-        raise reader.error(reader.name_node, f"name: '{profile.name}' does not match the file "
-                                             f"name '{path.name}'")
+        raise reader.error_at("name", f"name: '{profile.name}' does not match the file "
+                                      f"name '{path.name}'")
     return profile
 
 
-def _display(path: Path) -> str:
+def display_path(path: Path) -> str:
     """The path as diagnostics print it: from the package root for the shipped files."""
     try:
         return path.resolve().relative_to(TARGETS_DIR.parent).as_posix()
@@ -220,25 +225,47 @@ def _display(path: Path) -> str:
 
 
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+_INT_TAG = "tag:yaml.org,2002:int"
 _STR_TAG = "tag:yaml.org,2002:str"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 
+#: reads a value of a type the schema reader does not know (a parsed condition), from its node
+LeafReader = Callable[["SchemaReader", yaml.Node, str], object]
 
-class _Reader:
-    """Builds the typed profile from the YAML node tree, which keeps each node's position."""
 
-    def __init__(self, filename: str, text: str):
+class SchemaReader:
+    """Builds a typed dataclass tree from a YAML file's node tree, which keeps each node's
+    position, so every mistake is a ProfileError at its line and column.
+
+    The schema is the dataclasses' type hints: a dataclass is a mapping whose keys are its fields
+    (`X | None` fields optional); `Quantity` a number with its source; `str`, `bool`, `int` (a
+    positive integer), `Literal["a", "b"]` (one of the names); `tuple[X, ...]` a list of X; any
+    type in `leaves` is read by its function (the knowledge base's conditions). `nodes` keeps the
+    node of every value read by its dotted path (`launch.num_warps.values[2]`), so that checks
+    made after reading can point at the offending value.
+    """
+
+    def __init__(self, filename: str, text: str,
+                 leaves: dict[type, LeafReader] | None = None, root: str = "profile"):
         self.filename = filename
+        self.root = root
         self.loader = yaml.SafeLoader(text)
-        self.name_node: yaml.Node | None = None
+        self.leaves = leaves or {}
+        self.nodes: dict[str, yaml.Node] = {}
 
     def error(self, node: yaml.Node | None, message: str) -> ProfileError:
+        """A ProfileError at `node` (the file's start when None)."""
         if node is None:
             return ProfileError(message, self.filename, 1, 1)
         mark = node.start_mark
         return ProfileError(message, self.filename, mark.line + 1, mark.column + 1)
 
-    def read(self) -> DeviceProfile:
+    def error_at(self, path: str, message: str) -> ProfileError:
+        """A ProfileError at the value read at dotted `path` (see `nodes`)."""
+        return self.error(self.nodes.get(path), message)
+
+    def read(self, cls: type[T], empty: str) -> T:
+        """The file as a `cls`; `empty` says what an empty file should have held."""
         # the safe loader's own compose and construct steps (what `yaml.safe_load` runs), kept
         # apart so that every value still has its node, and so its position
         try:
@@ -247,16 +274,16 @@ class _Reader:
             except yaml.MarkedYAMLError as err:
                 raise _syntax_error(err, self.filename) from None
             if root is None:
-                raise self.error(None, "empty profile; expected a mapping with name, "
-                                       "description and roofline")
-            profile = self.struct(DeviceProfile, root, "")
+                raise self.error(None, empty)
+            value = self.struct(cls, root, "")
         finally:
             self.loader.dispose()
-        assert isinstance(profile, DeviceProfile)
-        return profile
+        assert isinstance(value, cls)
+        return value
 
     def struct(self, cls: type, node: yaml.Node, path: str) -> object:
         """A dataclass from a mapping node: its fields are the allowed keys."""
+        self.nodes[path] = node
         entries = self.mapping(node, path)
         fields = dataclasses.fields(cls)
         hints = get_type_hints(cls)
@@ -269,17 +296,19 @@ class _Reader:
         for f in fields:
             kind, required = _unwrap_optional(hints[f.name])
             if f.name not in entries:
-                if required:
-                    raise self.error(node, f"{path or 'profile'}: missing required key "
+                if required and f.default is dataclasses.MISSING:
+                    raise self.error(node, f"{path or self.root}: missing required key "
                                            f"'{f.name}'")
                 continue
-            key_node, value_node = entries[f.name]
-            if cls is DeviceProfile and f.name == "name":
-                self.name_node = value_node
+            _, value_node = entries[f.name]
             values[f.name] = self.value(kind, value_node, _join(path, f.name))
         return cls(**values)
 
-    def value(self, kind: type, node: yaml.Node, path: str) -> object:
+    def value(self, kind: Any, node: yaml.Node, path: str) -> object:
+        """A value of schema type `kind` from `node`."""
+        self.nodes[path] = node
+        if kind in self.leaves:
+            return self.leaves[kind](self, node, path)
         if kind is Quantity:
             return self.quantity(node, path)
         if kind is str:
@@ -288,6 +317,16 @@ class _Reader:
             if not (isinstance(node, yaml.ScalarNode) and node.tag == _BOOL_TAG):
                 raise self.error(node, f"{path}: expected true or false, got {_shown(node)}")
             return self.loader.construct_object(node)
+        if kind is int:
+            return self.integer(node, path)
+        if get_origin(kind) is Literal:
+            return self.name(node, path, get_args(kind))
+        if get_origin(kind) is tuple:
+            (item, _) = get_args(kind)
+            if not isinstance(node, yaml.SequenceNode):
+                raise self.error(node, f"{path}: expected a list, got {_shown(node)}")
+            return tuple(self.value(item, item_node, f"{path}[{i}]")
+                         for i, item_node in enumerate(node.value))
         return self.struct(kind, node, path)
 
     def quantity(self, node: yaml.Node, path: str) -> Quantity:
@@ -325,21 +364,36 @@ class _Reader:
             raise self.error(node, f"{path}: expected a positive number, got {_shown(node)}")
         return value
 
+    def integer(self, node: yaml.Node, path: str) -> int:
+        value: object = None
+        if isinstance(node, yaml.ScalarNode) and node.tag == _INT_TAG:
+            value = self.loader.construct_object(node)
+        if not (isinstance(value, int) and value > 0):
+            raise self.error(node, f"{path}: expected a positive integer, got {_shown(node)}")
+        return value
+
     def string(self, node: yaml.Node, path: str) -> str:
         if not (isinstance(node, yaml.ScalarNode) and node.tag == _STR_TAG
                 and node.value.strip()):
             raise self.error(node, f"{path}: expected a non-empty string, got {_shown(node)}")
-        return node.value
+        return str(node.value)
+
+    def name(self, node: yaml.Node, path: str, names: tuple[str, ...]) -> str:
+        """One of `names`; a plain scalar's text is taken as written (`grf_mode: 256`)."""
+        if not (isinstance(node, yaml.ScalarNode) and node.value in names):
+            raise self.error(node, f"{path}: expected one of {', '.join(names)}, got "
+                                   f"{_shown(node)}")
+        return str(node.value)
 
     def mapping(self, node: yaml.Node, path: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
         """The entries of a mapping node by key; a located error for anything else."""
         if not isinstance(node, yaml.MappingNode):
-            raise self.error(node, f"{path or 'profile'}: expected a mapping, got "
+            raise self.error(node, f"{path or self.root}: expected a mapping, got "
                                    f"{_shown(node)}")
         entries: dict[str, tuple[yaml.Node, yaml.Node]] = {}
         for key_node, value_node in node.value:
             if not (isinstance(key_node, yaml.ScalarNode) and key_node.tag == _STR_TAG):
-                raise self.error(key_node, f"{path or 'profile'}: keys are names, got "
+                raise self.error(key_node, f"{path or self.root}: keys are names, got "
                                            f"{_shown(key_node)}")
             key = key_node.value
             if key in entries:
@@ -361,8 +415,8 @@ def _syntax_error(err: yaml.MarkedYAMLError, filename: str) -> ProfileError:
 
 def _unwrap_optional(hint: Any) -> tuple[type, bool]:
     """`X | None` -> (X, not required); `X` -> (X, required)."""
-    if isinstance(hint, types.UnionType):
-        (kind,) = [a for a in hint.__args__ if a is not type(None)]
+    if get_origin(hint) in (Union, types.UnionType):
+        (kind,) = [a for a in get_args(hint) if a is not type(None)]
         return kind, False
     return hint, True
 
