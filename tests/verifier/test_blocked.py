@@ -188,6 +188,17 @@ def test_a_range_that_may_be_empty_is_partitioned_too() -> None:
     assert isinstance(prove_equivalent(f, g, assumptions=["B >= 1"]), Proved)
 
 
+@pytest.mark.parametrize("red", ["max", "min"])
+def test_blocked_extrema_over_a_range_that_may_be_empty_keep_their_guard(red: str) -> None:
+    # at K = 1 both are over empty ranges, which the verifier leaves unspecified (the
+    # interpreter's -inf is no real): the rule holds where K - 1 >= 1 only, so no proof, and
+    # no refutation either (the two agree at every size)
+    f, g = blocked(red, "read", limit="K - 1")
+    verdict = prove_equivalent(f, g, assumptions=["B >= 1"])
+    assert isinstance(verdict, Unknown), verdict
+    assert isinstance(prove_equivalent(f, g, assumptions=["B >= 1", "K >= 2"]), Proved)
+
+
 @pytest.mark.parametrize(("red", "holes"), [
     ("add", {"blocks": "((K + B - 1) floordiv B) - 1"}),  # the last block missing
     ("add", {"width": "B + 1"}),  # blocks overlapping
