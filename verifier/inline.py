@@ -38,7 +38,7 @@ from axon.verifier import kernels
 from axon.verifier import terms as T
 from axon.verifier.budget import Unsupported
 from axon.verifier.indices import Ranges, decide, pin, simplify
-from axon.verifier.sums import fresh, make_reduce, make_sum
+from axon.verifier.sums import fold, fresh, make_reduce, make_sum
 
 Value = T.Poly | T.Bool
 
@@ -426,11 +426,7 @@ class _LoopPlan:
         start, step = terms["init"], terms["step"]
         if isinstance(start, T.Bool) or isinstance(step, T.Bool):
             raise Unsupported("a loop accumulating booleans")
-        kind = self.accumulation.kind
-        if kind == "add":
-            return start + make_sum(self.binder, IntExpr.const(0), self.extent, step)
-        folded = make_reduce(kind, self.binder, IntExpr.const(0), self.extent, step)
-        return T.apply(kind, start, folded)
+        return fold(self.accumulation.kind, self.binder, self.extent, start, step)
 
 
 def _loop_plan(value: OpResult, index: tuple[IntExpr, ...], ranges: Ranges,

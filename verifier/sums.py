@@ -24,7 +24,12 @@
   the unmasked range;
 - max / min order rules (`_order_reduce`): terms free of var move out (max(x + c) =
   max(x) + c, on every range: an empty one's -inf stays -inf), and on nonempty ranges positive
-  scales move out and negative ones turn max into min.
+  scales move out and negative ones turn max into min;
+- blocked partition: a reduction over the ceildiv(K, B) blocks of B of each block's
+  reduction cut at K (a tiled K loop's masked partials) is the reduction over [0, K), for any
+  body of the element: sums linear in the blocks' sums (`_blocked_partition`), max / min whose
+  masked lanes repeat the block's first element (`_blocked_extremum`); a max / min loop
+  started at its own first step is the reduction of its steps (`fold`).
 
 Each step is an identity of finite sums over the integers, valid for every extent including empty
 ranges (`count` and the guards keep empty ranges at 0); the max / min rules other than the
@@ -347,37 +352,177 @@ def _make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool) -> 
 def _blocked_partition(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Poly | None:
     """Blocks of B over [0, K), each cut at K, summed over the ceildiv(K, B) blocks: the sum
     over [0, K). A tiled reduction (a loop over K in steps of BK, each step summing its masked
-    tile) normalizes, through range splitting, to
+    tile, of any body g of the element) normalizes, through range splitting, to
 
         sum over var in [0, ceildiv(K, B)) of
-            sel(K <= var*B, 0, sel(var*B + B <= K, sum over [var*B, var*B + B) of g,
-                                                    sum over [var*B, K) of g))
+            sel(K <= var*B, 0, sel(var*B + B <= K, F(sum over [var*B, var*B + B) of g),
+                                                    F(sum over [var*B, K) of g)))
 
-    and the blocks [var*B, min(var*B + B, K)) partition [0, K) when B >= 1 and K >= 0 (both
-    follow from sizes >= 1 here, or the rule does not apply); g must not mention var."""
-    if lo != IntExpr.const(0) or len(dep) != 1 or dep[0][1] != 1:
+    with F linear and its coefficients free of var (`_block_split` reads the selects). The
+    blocks [var*B, min(var*B + B, K)) partition [0, K) when B >= 1 and K >= 0, so each
+    monomial c * sum over the block of g_i sums to c * sum over [0, K) of g_i, and the terms
+    free of var, Q * B (the sum over a block of a term Q free of the element: Q times the
+    block's count), sum to Q * K. The cut block's must be the full block's cut at K, term by
+    term (Q * (K - var*B) for Q * B), or the rule does not apply."""
+    split = _block_split(var, lo, hi, T.monomial_poly(dep))
+    if split is None:
         return None
-    outer = dep[0][0]
-    if not isinstance(outer, T.Select) or outer.a != T.ZERO or len(hi.terms) != 1:
+    start, block, total, full, cut = split
+    counted = Poly(tuple((m, c) for m, c in full.terms if var not in _mono_free(m)))
+    per_element = counted * T.inv(T.idx(block))
+    if per_element * T.idx(block) != counted:
+        return None
+    expected = per_element * T.idx(total - start)
+    whole = per_element * T.idx(total)
+    for mono, c in full.terms:
+        if var not in _mono_free(mono):
+            continue
+        inner = [f for f in mono if var in f[0].free]
+        if len(inner) != 1 or inner[0][1] != 1 or not isinstance(inner[0][0], Sum):
+            return None
+        found = _block_body(inner[0][0], var, start, block)
+        if found is None:
+            return None
+        u, g = found
+        rest = T.monomial_poly(tuple(f for f in mono if f is not inner[0]), c)
+        expected = expected + rest * make_sum(u, start, total, g)
+        whole = whole + rest * make_sum(u, IntExpr.const(0), total, g)
+    return whole if expected == cut else None
+
+
+def _blocked_extremum(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly
+                      ) -> Poly | None:
+    """max (min) over the ceildiv(K, B) blocks of B of each block's max (min) cut at K: the max
+    (min) over [0, K). A tiled max masks the lanes past K by repeating the block's first
+    element, so the body reads (`_block_split`)
+
+        sel(var*B + B <= K, S * red(u in [var*B, var*B + B): g) + D,
+                            S * red(u in [var*B, K): g) + D  (max'd with S * g(var*B) + D))
+
+    for a scale S (a rational times factors known positive) and a shift D free of var, red
+    being max for S > 0 and min for S < 0 (the order rules put the body so). The repeated lane
+    g(var*B) is an element of the cut block (var*B < K inside the loop), so it leaves its
+    max as it is; the cut blocks partition [0, K), and the max of a union of nonempty parts is
+    the max of their maxes. The result is guarded by K >= 1: with no blocks (K = 0) the two
+    maxes over empty ranges keep their own atoms."""
+    split = _block_split(var, lo, hi, body)
+    if split is None:
+        return None
+    start, block, total, full, cut = split
+    found = _scaled_reduction(var, full)
+    if found is None:
+        return None
+    scale, r, shift = found
+    inner = kind if scale.terms[0][1] > 0 else {"max": "min", "min": "max"}[kind]
+    block_body = _block_body(r, var, start, block) if r.kind == inner else None
+    if block_body is None:
+        return None
+    u, g = block_body
+    part = scale * make_reduce(inner, u, start, total, g) + shift
+    lane = scale * subst(g, {u: start}) + shift
+    if cut != part and cut != T.apply(kind, part, lane):
+        return None
+    whole = scale * make_reduce(inner, u, IntExpr.const(0), total, g) + shift
+    return _nonempty_or(IntExpr.const(0), total, whole,
+                        lambda: _reduce_atom(kind, var, lo, hi, body))
+
+
+def _scaled_reduction(var: str, p: Poly) -> tuple[Poly, Reduce, Poly] | None:
+    """(S, r, D) with p = S * r + D, r the only atom of p mentioning var (a max / min, power
+    1), S a rational times factors known positive and D free of var; else None."""
+    found = [a for a in p.atoms() if var in a.free]
+    if len(found) != 1 or not isinstance(found[0], Reduce):
+        return None
+    r = found[0]
+    scale, shift = T.ZERO, T.ZERO
+    for mono, c in p.terms:
+        if not any(a == r for a, _ in mono):
+            shift = shift + T.monomial_poly(mono, c)
+            continue
+        rest = tuple(f for f in mono if f[0] != r)
+        if scale.terms or (r, 1) not in mono or not all(T.known_positive(a) for a, _ in rest):
+            return None
+        scale = T.monomial_poly(rest, c)
+    return scale, r, shift
+
+
+def _blocks(lo: IntExpr, hi: IntExpr) -> tuple[IntExpr, IntExpr] | None:
+    """(K, B) when [lo, hi) is [0, ceildiv(K, B)) (hi spelled (K + B - 1) floordiv B) with
+    B >= 1 and K >= 0 evident; else None."""
+    if lo != IntExpr.const(0) or len(hi.terms) != 1:
         return None
     (mono, coeff), = hi.terms
     if coeff != 1 or len(mono) != 1 or mono[0].kind != "floordiv":
         return None
     top, block = mono[0].args
-    total = top - block + 1  # hi = (K + B - 1) floordiv B
+    total = top - block + 1
     if not (T.nonneg(block - 1) and T.nonneg(total)):
         return None
+    return total, block
+
+
+def _block_split(var: str, lo: IntExpr, hi: IntExpr, body: Poly
+                 ) -> tuple[IntExpr, IntExpr, IntExpr, Poly, Poly] | None:
+    """(start, B, K, full, cut) when var ranges over the ceildiv(K, B) blocks of B (`_blocks`)
+    and body, with its block's start var*B inside [0, K) (every block of the range starts
+    there: var*B <= (ceildiv(K, B) - 1)*B < K), is sel(start + B <= K, full, cut): full is
+    the body of a whole block, cut the body of the block cut at K, in which start + B > K is
+    decided; else None."""
+    blocks = _blocks(lo, hi)
+    if blocks is None:
+        return None
+    total, block = blocks
     start = IntExpr.sym(var) * block
-    inner = _single_atom(outer.b)
-    if (outer.cond != T.icompare("le", total - start) or not isinstance(inner, T.Select)
-            or inner.cond != T.icompare("le", start + block - total)):
+    inside = _decide_int(body, start - total + 1, True)  # start < K
+    s = _single_atom(inside)
+    whole = start + block - total  # start + B <= K
+    if not isinstance(s, Select) or s.cond != T.icompare("le", whole):
         return None
-    full, cut = _single_atom(inner.a), _single_atom(inner.b)
-    if not (isinstance(full, Sum) and isinstance(cut, Sum)
-            and (full.lo, full.hi) == (start, start + block) and (cut.lo, cut.hi) == (start, total)
-            and full.body_key == cut.body_key and var not in full.body.free):
+    return start, block, total, s.a, _decide_int(s.b, whole, False)
+
+
+def _decide_int(p: Poly, e: IntExpr, value: bool) -> Poly:
+    """p with the integer comparison e <= 0 decided as `value` wherever it occurs, in both its
+    spellings (e <= 0, and its negation -e < 0)."""
+    for cond, v in ((T.icompare("le", e), value), (T.icompare("lt", -e), not value)):
+        if cond.op != "const":
+            p = T.assume(p, cond, v)
+    return p
+
+
+def _block_body(r: Sum | Reduce, var: str, start: IntExpr, block: IntExpr
+                ) -> tuple[str, Poly] | None:
+    """(u, g) with r the reduction over u in [start, start + block) of g, g free of var (the
+    reduction over one block of a body of the element alone), shifting r's bound variable when
+    its range is spelled elsewhere; else None."""
+    if r.hi - r.lo != block:
         return None
-    return make_sum(full.var, IntExpr.const(0), total, full.body)
+    shift = start - r.lo
+    body = r.body
+    if shift.terms:
+        body = subst(body, {r.var: IntExpr.sym(r.var) - shift})
+    return None if var in body.free else (r.var, body)
+
+
+def fold(kind: str, var: str, extent: IntExpr, start: Poly, step: Poly) -> Poly:
+    """start (+) step(0) (+) ... (+) step(extent - 1): a sequential loop's accumulation, the
+    step a term of the iteration `var`. A max / min started at its own first step (the tiler
+    starts a blocked max at the first block's partial: no infinities) is the reduction of the
+    steps alone when there is at least one step (max is idempotent, step(0) is one of them)."""
+    if kind == "add":
+        return start + make_sum(var, IntExpr.const(0), extent, step)
+    folded = make_reduce(kind, var, IntExpr.const(0), extent, step)
+    if _at_least_one(extent) and start == subst(step, {var: IntExpr.const(0)}):
+        return folded
+    return T.apply(kind, start, folded)
+
+
+def _at_least_one(e: IntExpr) -> bool:
+    """e >= 1 where sizes >= 1 show it; ceildiv(K, B) = (K + B - 1) floordiv B is when K >= 1."""
+    if T.nonneg(e - 1):
+        return True
+    blocks = _blocks(IntExpr.const(0), e)
+    return blocks is not None and T.nonneg(blocks[0] - 1)
 
 
 def _single_atom(p: Poly) -> T.Term | None:
@@ -615,6 +760,9 @@ def _make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> P
             # (min: +inf), which a finite shift leaves as it is; so no guard, and a max over a
             # range that may be empty still meets its shifted self
             return indep + make_reduce(kind, var, lo, hi, body - indep)
+        blocks = _blocked_extremum(kind, var, lo, hi, body)
+        if blocks is not None:
+            return blocks
         rewritten = _order_reduce(kind, var, lo, hi, body)
         if rewritten is not None:
             return _nonempty_or(lo, hi, rewritten, lambda: _reduce_atom(kind, var, lo, hi, body))
@@ -739,5 +887,5 @@ def _split_point(cond: Bool, var: str) -> tuple[IntExpr, bool] | None:
     return None
 
 
-__all__ = ["Fraction", "count", "fresh", "make_prefix", "make_reduce", "make_sum", "subst",
+__all__ = ["Fraction", "count", "fold", "fresh", "make_prefix", "make_reduce", "make_sum", "subst",
            "subst_bool"]

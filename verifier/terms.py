@@ -787,12 +787,19 @@ def compare(op: str, a: Poly, b: Poly) -> Bool:
 
 
 def icompare(op: str, e: IntExpr) -> Bool:
-    """e op 0 on integers (lt, le, eq)."""
+    """e op 0 on integers (lt, le, eq); constant where sizes >= 1 and output indices >= 0
+    settle it (`nonneg`, as `count` and the range rules of `sums.py` take them), so a
+    comparison built after a substitution (a loop's step at iteration 0: `N <= 0*BK`) is
+    spelled as the one built with the value in place."""
     if e.is_const:
         v = e.value
         return bconst(v < 0 if op == "lt" else v <= 0 if op == "le" else v == 0)
     if op == "lt":  # e < 0  <=>  e + 1 <= 0 on integers: one spelling
         op, e = "le", e + 1
+    if nonneg(e - 1) or (op == "eq" and nonneg(-e - 1)):
+        return FALSE
+    if op == "le" and nonneg(-e):
+        return TRUE
     if op == "eq" and str(-e) < str(e):
         e = -e
     return Bool("icmp", (op, e))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from xdsl.dialects.func import FuncOp
 
+from axon.benchmarks.suite import PROGRAMS
+from axon.dialects.tile import ForOp
 from axon.targets.profiles import load_profile
 from axon.tiling import search
-from axon.tools.embed import parse_mlir
+from axon.tools.embed import parse_mlir, parse_source
 from axon.verifier import Unknown
 
 T = "!ax.tensor<[M, N], f32>"
@@ -49,3 +51,17 @@ def test_sizes_not_given_are_priced_at_1024() -> None:
     result = search.tile_program(program(1), load_profile("h200"), {"M": 8})
     best = result.proved[0].candidates[0]
     assert best.cost.compulsory_bytes == 3 * 8 * 1024 * 4
+
+
+@pytest.mark.parametrize("profile", ["h200", "trn2"])
+def test_the_multi_pass_softmax_kernel_is_proved(profile: str) -> None:
+    # a loop for the max, one for the sum of exponentials, a parallel pass writing the rows:
+    # each loop's masked partial reductions recombine into the reduction over the whole row
+    module = parse_source(PROGRAMS["softmax"].source, "softmax.py")
+    (func,) = (op for op in module.ops if isinstance(op, FuncOp))
+    result = search.tile_program([func], load_profile(profile), {"M": 4096, "N": 4096})
+    (multipass,) = (p for p in result.proposals if p.tiling.kind == "rows_multipass")
+    assert multipass.verdict == "proved", multipass.reason
+    assert multipass.kernel is not None
+    loops = [op.loop_kind for op in multipass.kernel.walk() if isinstance(op, ForOp)]
+    assert loops == ["sequential", "sequential", "parallel"]
