@@ -33,7 +33,7 @@ from axon.verifier.structure import shared_structure
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
 #: changes: the obligation key includes it, so a persisted cache never serves an older verdict
-ENCODING_REVISION = 14
+ENCODING_REVISION = 15
 
 SMALL_DIM = 6
 #: how many distinct candidate size assignments are replayed before giving up
