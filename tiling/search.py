@@ -19,6 +19,7 @@ a progress callback hears of each proposal.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -153,7 +154,10 @@ def all_sizes(func: FuncOp, given: Mapping[str, int]) -> dict[str, int]:
 
 
 def _timed_out(reason: str) -> bool:
-    return reason.startswith("out of time") or "canceled" in reason
+    """An Unknown that ran out of time (the budget, or z3's own timeout or cancellation in any
+    of the query's steps), not one the verifier gave up on for a reason."""
+    return (reason.startswith("out of time") or "canceled" in reason
+            or re.search(r"\bz3:? timeout\b", reason) is not None)
 
 
 def _kernel_op(func: FuncOp) -> KernelOp:

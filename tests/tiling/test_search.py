@@ -26,19 +26,34 @@ def program(copies: int) -> list[FuncOp]:
             for _ in range(copies)]
 
 
+@pytest.mark.parametrize("reason", [
+    "out of time: the query's budget of 1 ms ran out before a verdict",
+    "z3: canceled",
+    "assumptions: z3 timeout",  # z3's own timeout in the premises check
+])
 def test_a_tiling_that_ran_out_of_time_is_skipped_for_the_later_variants(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, reason: str) -> None:
     calls: list[str] = []
 
     def out_of_time(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:
         calls.append(kernel.sym_name.data)
-        return Unknown("out of time: the query's budget of 1 ms ran out before a verdict", 0.0)
+        return Unknown(reason, 0.0)
 
     monkeypatch.setattr(search, "prove_equivalent", out_of_time)
     result = search.tile_program(program(3), load_profile("h200"), {"M": 64, "N": 64})
     assert calls == ["f_rows", "f_blocks"]  # once per tiling, not once per variant
     assert [p.verdict for p in result.proposals] == ["unknown", "unknown", *["skipped"] * 4]
     assert "ran out of time" in result.proposals[-1].reason
+
+
+def test_an_unknown_for_a_reason_is_not_taken_for_a_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def gave_up(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:
+        return Unknown("z3 found candidate counterexamples, but none replayed", 0.0)
+
+    monkeypatch.setattr(search, "prove_equivalent", gave_up)
+    result = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64})
+    assert [p.verdict for p in result.proposals] == ["unknown"] * 4
 
 
 def test_the_time_limit_leaves_the_rest_counted_as_not_tried() -> None:
