@@ -176,8 +176,39 @@ def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProf
             getattr(verdict, "counterexample", verdict.verdict))
         return verdict
     proposal.proof_id = verdict.proof_id
-    proposal.candidates = concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+    proposal.candidates = _priced(kernel, sizes, profile, top_k, cache)
     return verdict
+
+
+def _priced(kernel: FuncOp, sizes: Mapping[str, int], profile: DeviceProfile, top_k: int,
+            cache: ProofCache | None) -> list[Candidate]:
+    """The kernel's best concrete tile sizes (`concretize`), kept in the cache by the kernel's
+    text, the sizes, the profile's data and `top_k`: pricing relies on no proof and no clock,
+    so a search whose whole result is not stored (a proof timed out) still prices each
+    kernel once."""
+    if cache is None:
+        return concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+    key = step_key("concretize", function_text(kernel), repr(profile),
+                   repr(sorted(sizes.items())), f"top_k={top_k}")
+    stored = cache.result(key)
+    if stored is not None:
+        return [_candidate(c) for c in stored["candidates"]]
+    candidates = concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+    cache.put_result(key, {"candidates": [_candidate_record(c) for c in candidates]}, [])
+    return candidates
+
+
+def _candidate_record(candidate: Candidate) -> dict[str, Any]:
+    """A candidate as JSON data (mappings as lists of pairs: their order is printed)."""
+    cost = {f.name: getattr(candidate.cost, f.name) for f in dataclasses.fields(KernelCost)}
+    return {"params": list(candidate.params.items()),
+            "cost": cost | {"onchip_bytes": list(candidate.cost.onchip_bytes.items())}}
+
+
+def _candidate(record: dict[str, Any]) -> Candidate:
+    onchip = MappingProxyType(dict(record["cost"]["onchip_bytes"]))
+    cost = record["cost"] | {"onchip_bytes": onchip}
+    return Candidate(dict(record["params"]), KernelCost(**cost))
 
 
 def _kernel(func: FuncOp, tiling: Tiling, profile: DeviceProfile, space: str,
@@ -193,17 +224,12 @@ def _digest(kernel: FuncOp) -> str:
 
 
 def _record(proposal: Proposal) -> dict[str, Any]:
-    """A proposal as JSON data (mappings as lists of pairs: their order is printed); the
-    kernel as the hash of its text."""
+    """A proposal as JSON data; the kernel as the hash of its text."""
     return {"variant": proposal.variant, "tiling": dataclasses.asdict(proposal.tiling),
             "kernel": None if proposal.kernel is None else _digest(proposal.kernel),
             "verdict": proposal.verdict, "reason": proposal.reason,
             "proof_id": proposal.proof_id, "source_ops": proposal.source_ops,
-            "candidates": [{"params": list(c.params.items()),
-                            "cost": {f.name: getattr(c.cost, f.name)
-                                     for f in dataclasses.fields(KernelCost)}
-                            | {"onchip_bytes": list(c.cost.onchip_bytes.items())}}
-                           for c in proposal.candidates]}
+            "candidates": [_candidate_record(c) for c in proposal.candidates]}
 
 
 def _stored(record: dict[str, Any] | None, funcs: Sequence[FuncOp], profile: DeviceProfile,
@@ -227,9 +253,7 @@ def _stored(record: dict[str, Any] | None, funcs: Sequence[FuncOp], profile: Dev
                 warnings.warn(f"a stored tile result ignored: the {tiling.kind} kernel of "
                               f"@{entry['variant']} no longer builds as it did", stacklevel=3)
                 return None
-        candidates = [Candidate(dict(c["params"]), KernelCost(**(c["cost"] | {
-            "onchip_bytes": MappingProxyType(dict(c["cost"]["onchip_bytes"]))})))
-            for c in entry["candidates"]]
+        candidates = [_candidate(c) for c in entry["candidates"]]
         proposals.append(Proposal(entry["variant"], tiling, kernel, entry["verdict"],
                                   entry["reason"], entry["proof_id"], 0.0, candidates,
                                   entry["source_ops"]))

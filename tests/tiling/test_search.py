@@ -64,6 +64,11 @@ def proposals_text(result: search.Result) -> list[tuple[object, ...]]:
             for p in result.proposals]
 
 
+def tile_results(cache: ProofCache) -> list[dict[str, Any]]:
+    """The whole searches' results stored in `cache` (not the kernels' prices)."""
+    return [r for r in cache.results.values() if "proposals" in r]
+
+
 def no_search(monkeypatch: pytest.MonkeyPatch) -> None:
     """Proving or pricing a kernel fails the test."""
     def fail(*_: object, **__: object) -> None:
@@ -79,7 +84,7 @@ def test_a_second_search_with_the_cache_returns_the_first_result_without_proving
     cache = ProofCache(path)
     cold = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
     cache.save()
-    assert len(cold.proved) == 4 and len(cache.results) == 1
+    assert len(cold.proved) == 4 and len(tile_results(cache)) == 1
     with monkeypatch.context() as patched:
         no_search(patched)
         warm = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
@@ -106,7 +111,7 @@ def test_a_stored_tiling_is_not_used_for_other_sizes_or_profiles_or_lost_proofs(
     monkeypatch.setattr(search, "prove_equivalent", counted)
     search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 128}, cache=cache)
     search.tile_program(program(1), load_profile("trn2"), {"M": 64, "N": 64}, cache=cache)
-    assert len(calls) == 4 and len(cache.results) == 3
+    assert len(calls) == 4 and len(tile_results(cache)) == 3
     cache.entries.clear()  # the proofs are gone: a stored result relies on them
     search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
     assert len(calls) == 6
@@ -116,7 +121,7 @@ def test_a_stored_kernel_that_builds_otherwise_is_searched_again(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = ProofCache(tmp_path / "proofs.json")
     cold = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
-    (record,) = cache.results.values()
+    (record,) = tile_results(cache)
     record["proposals"][0]["kernel"] = "0" * 64
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -137,3 +142,30 @@ def test_a_search_a_time_out_shaped_is_not_stored(monkeypatch: pytest.MonkeyPatc
     search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64}, cache=cache,
                         time_limit_s=1e-9)
     assert cache.results == {}
+
+
+def test_a_kernel_is_priced_once_even_when_its_search_is_not_stored(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    prove = search.prove_equivalent
+
+    def blocks_time_out(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> object:
+        if kernel.sym_name.data.endswith("_blocks"):
+            return Unknown("z3: timeout", 0.0, limited=True)
+        return prove(kernel, func, **kwargs)
+
+    priced: list[str] = []
+    concretize = search.concretize
+
+    def counted(kernel: Any, *args: Any) -> object:
+        priced.append(kernel.parent_op().sym_name.data)
+        return concretize(kernel, *args)
+
+    monkeypatch.setattr(search, "prove_equivalent", blocks_time_out)
+    monkeypatch.setattr(search, "concretize", counted)
+    cache = ProofCache()
+    first = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                                cache=cache)
+    second = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                                 cache=cache)
+    assert tile_results(cache) == [] and priced == ["f_rows"]
+    assert proposals_text(second) == proposals_text(first)
