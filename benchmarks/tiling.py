@@ -8,11 +8,13 @@ For each profile and program, at the program's largest default shapes of
 ../shared/design/benchmarks.md: propagation keeps its top 4 programs (`propagate{emit="top-k"}`),
 then every tiling of each is proposed, proved and priced (`axon.tiling.search`). One row per
 program: tilings proposed, proved, fused (proved kernels holding more than one op), the time of
-the whole phase with a cold proof cache and again with the cache it left (warm), the best
+the whole phase with a cold proof cache and again with the cache it left (warm: the cache keeps
+each step's result too, see `axon.verifier.cache`), the best
 kernel's kind, tile sizes, modeled HBM traffic against the compulsory traffic (every input read
 once, every output written once) and modeled time. The last lines give the median and the
 largest cold and warm times per profile (targets: median <= 10 s, max <= 60 s cold; <= 1 s warm)
-and a summary.
+and a summary, which also counts the programs whose warm run did not give exactly what the cold
+run gave (the propagated programs' text, and every proposal with its kernel's text).
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS, Program
 from axon.frontend.numpy_subset import parse_source
+from axon.nugraph.stored import function_text
 from axon.targets.profiles import load_profile, profile_names
 from axon.tiling.search import Result, tile_program
-from axon.tools.embed import run_pipeline
+from axon.tools.embed import print_ir, run_pipeline
 from axon.verifier.cache import ProofCache
 
 PROFILES = ("h200", "trn2")
@@ -43,10 +46,10 @@ HEADER = (f"{'profile':7} {'program':22} {'proposed':>8} {'proved':>6} {'fused':
 
 
 def symbolic_phase(program: Program, profile: str, cache_file: Path,
-                   shape: int = -1) -> tuple[Result, float]:
+                   shape: int = -1) -> tuple[Result, float, ModuleOp]:
     """Propagate then tile `program` at its default shapes #`shape` (the largest by default)
-    under `profile`, with the proof cache in `cache_file` (read, then written back); the result
-    and the seconds taken."""
+    under `profile`, with the proof cache in `cache_file` (read, then written back); the result,
+    the seconds taken and the propagated module."""
     sizes = program.default_sizes[shape]
     text = ",".join(f"{k}={v}" for k, v in sizes.items())
     start = time.perf_counter()
@@ -57,7 +60,16 @@ def symbolic_phase(program: Program, profile: str, cache_file: Path,
     result = tile_program(_program_functions(module, program.name), load_profile(profile),
                           sizes, cache=cache)
     cache.save()
-    return result, time.perf_counter() - start
+    return result, time.perf_counter() - start, module
+
+
+def outcome(result: Result, module: ModuleOp) -> list[object]:
+    """What a run gave, as comparable data: the propagated module's text and every proposal
+    (kernels as their text)."""
+    return [print_ir(module), *((p.variant, p.tiling, p.verdict, p.reason, p.proof_id,
+                                 p.candidates, p.source_ops,
+                                 None if p.kernel is None else function_text(p.kernel))
+                                for p in result.proposals)]
 
 
 def _program_functions(module: ModuleOp, name: str) -> list[FuncOp]:
@@ -101,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for shape in (range(len(PROGRAMS[name].default_sizes)) if args.all_shapes
                           else [-1])]
     print(HEADER)
-    failures = 0
+    failures = differing = 0
     for profile in args.profile or PROFILES:
         colds: list[float] = []
         warms: list[float] = []
@@ -109,18 +121,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, shape in runs:
             with tempfile.TemporaryDirectory() as tmp:
                 cache_file = Path(tmp) / "proofs.json"
-                result, cold = symbolic_phase(PROGRAMS[name], profile, cache_file, shape)
-                _, warm = symbolic_phase(PROGRAMS[name], profile, cache_file, shape)
+                result, cold, module = symbolic_phase(PROGRAMS[name], profile, cache_file,
+                                                      shape)
+                again, warm, warm_module = symbolic_phase(PROGRAMS[name], profile, cache_file,
+                                                          shape)
             colds.append(cold)
             warms.append(warm)
             tiled += bool(result.proved)
             label = f"{name}[{shape}]" if args.all_shapes else name
             print(row(profile, replace(result, program=label), cold, warm), flush=True)
+            if outcome(again, warm_module) != outcome(result, module):
+                print(f"{profile}: {label}: the warm run's result differs from the cold run's")
+                differing += 1
         print(f"{profile}: {tiled} of {len(runs)} programs tiled; cold median "
               f"{statistics.median(colds):.2f} s, max {max(colds):.2f} s; warm median "
               f"{statistics.median(warms):.2f} s, max {max(warms):.2f} s")
         failures += len(runs) - tiled
-    print(f"summary: {failures} program-profile pairs without a proved kernel")
+    print(f"summary: {failures} program-profile pairs without a proved kernel, {differing} "
+          "whose warm result differs from the cold one")
     return 0
 
 

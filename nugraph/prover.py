@@ -31,13 +31,19 @@ Decide = Callable[..., Verdict]
 
 @dataclass
 class Prover:
-    """Decides candidate equalities with the SMT verifier (a shared cache across runs)."""
+    """Decides candidate equalities with the SMT verifier (a shared cache across runs).
+
+    It keeps what a stored result of its run needs: the obligation keys of the proofs it found
+    (`proofs`), and how many verdicts a limit decided (`limited`: Unknown because time ran out
+    or z3 gave up; another run may decide them)."""
 
     timeout_ms: int = 5_000
     assumptions: tuple[str, ...] = ()
     cache: ProofCache = field(default_factory=ProofCache)
     decide: Decide = prove_equivalent
     numeric_test: bool = True
+    proofs: list[str] = field(default_factory=list)
+    limited: int = 0
 
     def obligation(self, g: EGraph, original: Term, candidate: Term,
                    extra_leaves: bool = False) -> tuple[FuncOp, FuncOp]:
@@ -71,9 +77,14 @@ class Prover:
                            "parameter binds", 0.0)
         if self.numeric_test and differs_numerically(a, b):
             return NumericRejection()
-        return self.decide(a, b, assumptions=self.assumptions,
-                           timeout_ms=self.timeout_ms if timeout_ms is None else timeout_ms,
-                           cache=self.cache)
+        verdict = self.decide(a, b, assumptions=self.assumptions,
+                              timeout_ms=self.timeout_ms if timeout_ms is None else timeout_ms,
+                              cache=self.cache)
+        if isinstance(verdict, Proved):
+            self.proofs.append(verdict.obligation)
+        elif isinstance(verdict, Unknown) and verdict.limited:
+            self.limited += 1
+        return verdict
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,13 @@ stderr when the command has progress lines on (`axon.tools.progress`; `--quiet` 
 
 `cache` names a proof-cache file (`axon.verifier.cache`): proofs found in it are not redone, and
 the run's verdicts are written back, so a second run of the same program proves nothing again.
+The cache also keeps each function's result (the functions it is replaced by), keyed by the
+function's text, the options, the device's profile data and Axon's code: a second run with the
+same key takes the stored functions instead of searching again, as long as every proof the
+result relies on is still in the cache. A result is stored only when the search was not cut by
+its clock and no proof was left undecided by a time-out (a re-run might go further), so a
+stored result is what the search would find again. `report=true` always searches (its lines
+describe the search).
 
 With `report=true`, stderr gets a progress line per iteration and then one summary line per
 function: candidates, proved, refuted, unknown, time, which limit (if any) cut the search, the
@@ -66,13 +73,15 @@ from axon.nugraph.egraph import EGraph
 from axon.nugraph.nu_ir import GraphReadError
 from axon.nugraph.propagate import Progress
 from axon.nugraph.prover import Prover
-from axon.nugraph.runner import Budget, Report
+from axon.nugraph.runner import TIME_LIMIT, Budget, Report
 from axon.nugraph.session import Checked, Session
+from axon.nugraph.stored import function_text, function_texts, stored_functions
 from axon.passes.sizes import SIZES_VALID, check_size_names, parse_sizes, sizes_problem
-from axon.targets.profiles import unknown_profile
+from axon.targets.profiles import load_profile, unknown_profile
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
-from axon.verifier.cache import ProofCache
+from axon.verifier.cache import ProofCache, step_key
+from axon.verifier.prove import ENCODING_REVISION
 
 
 def _device_problem(name: str) -> str | None:
@@ -114,6 +123,13 @@ class PropagatePass(CheckedPass):
                         self.proof_timeout_ms)
         cache = ProofCache(self.cache or None)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
+            key = self._result_key(func_op, sizes)
+            stored = None if self.report else cache.result(key)
+            found = None if stored is None else stored_functions(stored.get("functions"),
+                                                                self.name)
+            if found is not None:
+                Rewriter.replace_op(func_op, found)
+                continue
             cost = RooflineCost(self.device, sizes)
             # one prover reads a printed graph back (re-proving it) and grows it: one cache
             prover = Prover(timeout_ms=budget.proof_timeout_ms, cache=cache)
@@ -141,17 +157,34 @@ class PropagatePass(CheckedPass):
                       f"{_float_summary(emitted, len(session.float_rejected))}",
                       file=sys.stderr)
             if self.emit == "graph":
-                Rewriter.replace_op(func_op, session.graph_ir(marked=best))
+                new = [session.graph_ir(marked=best)]
             elif self.emit == "best":
-                Rewriter.replace_op(func_op, session.export(best))
+                new = [session.export(best)]
             else:
                 new = [session.export(c.extraction, name if i == 0 else f"{name}_k{i}")
                        for i, c in enumerate(emitted)]
                 for runner_up in new[1:]:  # later passes (tile) know whose variant it is
                     runner_up.attributes["axon.variant_of"] = SymbolRefAttr(name)
-                Rewriter.replace_op(func_op, new)
+            if _repeatable(report, prover):
+                cache.put_result(key, {"functions": function_texts(new)}, prover.proofs)
+            Rewriter.replace_op(func_op, new)
         if self.cache:
             cache.save()
+
+    def _result_key(self, func_op: FuncOp, sizes: dict[str, int]) -> str:
+        """What determines a function's result: its text, the options that shape the search
+        and the emitted programs, the device's profile data and the verifier's encoding."""
+        options = (f"max_iterations={self.max_iterations} max_nodes={self.max_nodes} "
+                   f"time_limit={self.time_limit!r} proof_timeout_ms={self.proof_timeout_ms} "
+                   f"emit={self.emit} top_k={self.top_k} sizes={sorted(sizes.items())}")
+        return step_key(self.name, function_text(func_op), options,
+                        repr(load_profile(self.device)), f"encoding {ENCODING_REVISION}")
+
+
+def _repeatable(report: Report, prover: Prover) -> bool:
+    """Whether a re-run would find the same result: no clock cut the search or what came
+    after it, and no proof was left undecided by a limit."""
+    return report.stop_reason != TIME_LIMIT and not report.cut_after and prover.limited == 0
 
 
 def _float_summary(emitted: list[Checked], rejected: int) -> str:

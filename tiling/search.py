@@ -15,26 +15,42 @@ The search is bounded: a proof has `timeout_ms`, a program's whole search `time_
 is left unproposed is counted, never silently dropped); once a tiling's proof runs out of time
 on one variant, the same tiling of the later variants is skipped (counted, with the reason);
 a progress callback hears of each proposal.
+
+With a cache, the whole result is stored in it too (`ProofCache.put_result`), keyed by the
+functions' text, the profile's data, the sizes, the limits and Axon's code, and listing the
+proofs of its kernels: a later search with the same key, while those proofs are still in the
+cache, returns the stored result without proving or pricing anything: its kernels are built
+again (cheap, and checked to print as the stored ones did, by a hash of their text). Only a
+result no clock shaped is stored: every tiling proposed, none skipped after a timeout, no
+proof left undecided by a time-out.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import re
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from xdsl.dialects.func import FuncOp
 
 from axon.dialects.ax import TensorType
 from axon.dialects.tile import KernelOp
 from axon.nugraph.cost import DEFAULT_SIZE
+from axon.nugraph.stored import function_text
 from axon.targets.profiles import DeviceProfile
 from axon.tiling.concretize import Candidate, concretize
+from axon.tiling.cost import KernelCost
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
-from axon.verifier import Proved, prove_equivalent
-from axon.verifier.cache import ProofCache
+from axon.verifier import Proved, Unknown, Verdict, prove_equivalent
+from axon.verifier.cache import ProofCache, step_key
+from axon.verifier.prove import ENCODING_REVISION
 
 
 @dataclass
@@ -95,7 +111,18 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
     program first); see the module docstring."""
     start = time.perf_counter()
     sizes = all_sizes(funcs[0], sizes)
+    key = step_key("tile", *(function_text(f) for f in funcs), repr(profile),
+                   repr(sorted(sizes.items())),
+                   f"timeout_ms={timeout_ms} time_limit_s={time_limit_s!r} top_k={top_k}",
+                   f"encoding {ENCODING_REVISION}")
     space, accumulator_space = tile_spaces(profile)
+    stored = (_stored(cache.result(key), funcs, profile, space, accumulator_space)
+              if cache is not None else None)
+    if stored is not None:
+        for index, proposal in enumerate(stored):
+            if progress is not None:
+                progress(proposal, index + 1, len(stored))
+        return Result(funcs[0].sym_name.data, stored, 0, time.perf_counter() - start)
     plan: list[tuple[FuncOp, Tiling | None, str]] = []
     for func in funcs:
         try:
@@ -104,6 +131,8 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
             plan.append((func, None, str(err)))
     proposals: list[Proposal] = []
     gave_up: set[str] = set()  # tilings whose proof ran out of time on some variant
+    proofs: list[str] = []  # the obligation keys of the kernels' proofs
+    limited = False  # a proof a limit left undecided: a re-run may decide it
     for index, (func, tiling, why) in enumerate(plan):
         if time.perf_counter() - start > time_limit_s:
             return Result(funcs[0].sym_name.data, proposals, len(plan) - index,
@@ -114,25 +143,31 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
             proposal.reason = (f"the {tiling.kind} kernel of an earlier variant ran out of "
                                "time; the variants are the same computation")
         elif tiling is not None:
-            _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
-                   timeout_ms, top_k, cache)
+            verdict = _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
+                             timeout_ms, top_k, cache)
             if proposal.verdict == "unknown" and _timed_out(proposal.reason):
                 gave_up.add(tiling.kind)
+            if isinstance(verdict, Proved):
+                proofs.append(verdict.obligation)
+            limited |= isinstance(verdict, Unknown) and verdict.limited
         proposals.append(proposal)
         if progress is not None:
             progress(proposal, index + 1, len(plan))
+    if cache is not None and not limited and not gave_up:
+        cache.put_result(key, {"proposals": [_record(p) for p in proposals]}, proofs)
     return Result(funcs[0].sym_name.data, proposals, 0, time.perf_counter() - start)
 
 
 def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProfile,
            sizes: Mapping[str, int], space: str, accumulator_space: str, timeout_ms: int,
-           top_k: int, cache: ProofCache | None) -> None:
+           top_k: int, cache: ProofCache | None) -> Verdict | None:
+    """Build, prove and price one tiling into `proposal`; the verdict (None when the tiling
+    does not build)."""
     try:
-        kernel = tile_function(func, tiling, space, accumulator_space)
-        _kernel_op(kernel).assume_also(kernel_constraints(profile, _kernel_op(kernel)))
+        kernel = _kernel(func, tiling, profile, space, accumulator_space)
     except NotTileable as err:
         proposal.reason = str(err)
-        return
+        return None
     verdict = prove_equivalent(kernel, func, timeout_ms=timeout_ms, cache=cache)
     proposal.kernel, proposal.seconds = kernel, verdict.seconds
     proposal.source_ops = len(func.body.block.ops) - 1  # all but the return
@@ -140,9 +175,90 @@ def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProf
     if not isinstance(verdict, Proved):
         proposal.reason = getattr(verdict, "reason", None) or str(
             getattr(verdict, "counterexample", verdict.verdict))
-        return
+        return verdict
     proposal.proof_id = verdict.proof_id
-    proposal.candidates = concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+    proposal.candidates = _priced(kernel, sizes, profile, top_k, cache)
+    return verdict
+
+
+def _priced(kernel: FuncOp, sizes: Mapping[str, int], profile: DeviceProfile, top_k: int,
+            cache: ProofCache | None) -> list[Candidate]:
+    """The kernel's best concrete tile sizes (`concretize`), kept in the cache by the kernel's
+    text, the sizes, the profile's data and `top_k`: pricing relies on no proof and no clock,
+    so a search whose whole result is not stored (a proof timed out) still prices each
+    kernel once."""
+    if cache is None:
+        return concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+    key = step_key("concretize", function_text(kernel), repr(profile),
+                   repr(sorted(sizes.items())), f"top_k={top_k}")
+    stored = cache.result(key)
+    if stored is not None:
+        return [_candidate(c) for c in stored["candidates"]]
+    candidates = concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+    cache.put_result(key, {"candidates": [_candidate_record(c) for c in candidates]}, [])
+    return candidates
+
+
+def _candidate_record(candidate: Candidate) -> dict[str, Any]:
+    """A candidate as JSON data (mappings as lists of pairs: their order is printed)."""
+    cost = {f.name: getattr(candidate.cost, f.name) for f in dataclasses.fields(KernelCost)}
+    return {"params": list(candidate.params.items()),
+            "cost": cost | {"onchip_bytes": list(candidate.cost.onchip_bytes.items())}}
+
+
+def _candidate(record: dict[str, Any]) -> Candidate:
+    onchip = MappingProxyType(dict(record["cost"]["onchip_bytes"]))
+    cost = record["cost"] | {"onchip_bytes": onchip}
+    return Candidate(dict(record["params"]), KernelCost(**cost))
+
+
+def _kernel(func: FuncOp, tiling: Tiling, profile: DeviceProfile, space: str,
+            accumulator_space: str) -> FuncOp:
+    """The kernel of `tiling` of `func`, the profile's limits among its assumptions."""
+    kernel = tile_function(func, tiling, space, accumulator_space)
+    _kernel_op(kernel).assume_also(kernel_constraints(profile, _kernel_op(kernel)))
+    return kernel
+
+
+def _digest(kernel: FuncOp) -> str:
+    return hashlib.sha256(function_text(kernel).encode()).hexdigest()
+
+
+def _record(proposal: Proposal) -> dict[str, Any]:
+    """A proposal as JSON data; the kernel as the hash of its text."""
+    return {"variant": proposal.variant, "tiling": dataclasses.asdict(proposal.tiling),
+            "kernel": None if proposal.kernel is None else _digest(proposal.kernel),
+            "verdict": proposal.verdict, "reason": proposal.reason,
+            "proof_id": proposal.proof_id, "source_ops": proposal.source_ops,
+            "candidates": [_candidate_record(c) for c in proposal.candidates]}
+
+
+def _stored(record: dict[str, Any] | None, funcs: Sequence[FuncOp], profile: DeviceProfile,
+            space: str, accumulator_space: str) -> list[Proposal] | None:
+    """The proposals of a stored result, their kernels built again (their proofs take no time
+    in this run); None, with a warning, when a kernel does not build as the stored one was."""
+    if record is None:
+        return None
+    by_name = {f.sym_name.data: f for f in funcs}
+    proposals = []
+    for entry in record["proposals"]:
+        tiling = Tiling(**entry["tiling"])
+        kernel = None
+        if entry["kernel"] is not None:
+            try:
+                kernel = _kernel(by_name[entry["variant"]], tiling, profile, space,
+                                 accumulator_space)
+            except NotTileable:
+                kernel = None
+            if kernel is None or _digest(kernel) != entry["kernel"]:
+                warnings.warn(f"a stored tile result ignored: the {tiling.kind} kernel of "
+                              f"@{entry['variant']} no longer builds as it did", stacklevel=3)
+                return None
+        candidates = [_candidate(c) for c in entry["candidates"]]
+        proposals.append(Proposal(entry["variant"], tiling, kernel, entry["verdict"],
+                                  entry["reason"], entry["proof_id"], 0.0, candidates,
+                                  entry["source_ops"]))
+    return proposals
 
 
 def all_sizes(func: FuncOp, given: Mapping[str, int]) -> dict[str, int]:

@@ -1,33 +1,50 @@
-"""The query cache: verdicts keyed by the hash of the canonical obligation text.
+"""The query cache: verdicts keyed by the hash of the canonical obligation text, and the results
+of whole deterministic steps (a function's propagation, a program's tiling) keyed by what
+determines them.
 
 In memory for a run; optionally persisted as JSON (no pickle):
 
-    {"format": "axon-proof-cache", "version": 1, "entries": {key: record}, "sha256": ...}
+    {"format": "axon-proof-cache", "version": 2, "entries": {key: record},
+     "results": {key: record}, "sha256": ...}
 
-`sha256` is the hash of the canonical JSON of `entries`. A file with another format, version or
-checksum, or that does not parse, is ignored with a warning (and overwritten on save). Only proved
-and refuted verdicts are stored: an unknown may be a timeout that a later run resolves.
+`sha256` is the hash of the canonical JSON of `entries` and `results` (a version 1 file, which
+has only `entries`, is read too). A file with another format, version or checksum, or that does
+not parse, is ignored with a warning (and overwritten on save). Only proved and refuted verdicts
+are stored: an unknown may be a timeout that a later run resolves.
+
+A step's result (`result`, `put_result`) is keyed by `step_key`: the step's name, the hash of
+Axon's own code and data (`code_fingerprint`) and the step's inputs as text. It lists the
+obligation keys of the proofs it relies on, and is served only while each of them is in
+`entries` as proved (`holds_proofs`); the step decides what else makes a result reusable (it
+stores only results a re-run would compute identically: none cut by a clock).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 FORMAT = "axon-proof-cache"
-VERSION = 1
+VERSION = 2
+#: the package's folders whose files do not change what a step computes
+_NOT_CODE = ("tests", "lit_tests", "docs")
 
 
-def _checksum(entries: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+def _checksum(entries: dict[str, Any], results: dict[str, Any] | None = None) -> str:
+    doc: dict[str, Any] = entries if results is None else {"entries": entries,
+                                                            "results": results}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
 class ProofCache:
-    """Verdict records by obligation key; counts hits and misses."""
+    """Verdict records by obligation key, step results by step key; counts verdict hits and
+    misses."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
@@ -35,10 +52,11 @@ class ProofCache:
             # said before any proof is done, not when the verdicts are written back
             raise FileNotFoundError(2, "its folder does not exist", str(self.path))
         self.entries: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, dict[str, Any]] = {}
         self.hits = 0
         self.misses = 0
         if self.path is not None and self.path.exists():
-            self.entries = _load(self.path)
+            self.entries, self.results = _load(self.path)
 
     def get(self, key: str) -> dict[str, Any] | None:
         rec = self.entries.get(key)
@@ -51,33 +69,80 @@ class ProofCache:
     def put(self, key: str, record: dict[str, Any]) -> None:
         self.entries[key] = record
 
+    def holds_proofs(self, keys: Iterable[str]) -> bool:
+        """Whether every obligation key in `keys` has a proved verdict here."""
+        return all(self.entries.get(k, {}).get("verdict") == "proved" for k in keys)
+
+    def result(self, key: str) -> dict[str, Any] | None:
+        """The step result stored under `key`, when every proof it relies on is still here."""
+        rec = self.results.get(key)
+        if rec is None or not self.holds_proofs(rec.get("proofs", ())):
+            return None
+        return rec
+
+    def put_result(self, key: str, record: dict[str, Any], proofs: Iterable[str]) -> None:
+        """Store a step's result (JSON data) with the obligation keys of the proofs it relies
+        on; a key that is empty (a proof found without the cache) stores nothing."""
+        keys = sorted(set(proofs))
+        if all(keys):
+            self.results[key] = {**record, "proofs": keys}
+
     def save(self, path: str | Path | None = None) -> None:
         """Write the versioned, checksummed file (atomically: a temp file, then a rename)."""
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("no path to save the proof cache to")
         doc = {"format": FORMAT, "version": VERSION, "entries": self.entries,
-               "sha256": _checksum(self.entries)}
+               "results": self.results, "sha256": _checksum(self.entries, self.results)}
         tmp = target.with_suffix(target.suffix + ".tmp")
         tmp.write_text(json.dumps(doc, sort_keys=True))
         os.replace(tmp, target)
 
 
-def _load(path: Path) -> dict[str, dict[str, Any]]:
+@functools.cache
+def code_fingerprint() -> str:
+    """The hash of Axon's Python code (its packages, not its tests or docs): a step result
+    computed by other code is never served. Data a step reads (a device profile) is one of
+    the step's inputs instead."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for folder, subfolders, files in os.walk(root):
+        here = Path(folder)
+        # only packages: no virtual environment, build folder or cache inside a checkout
+        subfolders[:] = sorted(d for d in subfolders if d not in _NOT_CODE
+                               and (here / d / "__init__.py").is_file())
+        for name in sorted(f for f in files if f.endswith(".py")):
+            digest.update(f"{(here / name).relative_to(root).as_posix()}\n".encode())
+            digest.update(hashlib.sha256((here / name).read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def step_key(step: str, *inputs: str) -> str:
+    """The key of `step`'s result on `inputs` (texts that together determine it), under this
+    code (`code_fingerprint`)."""
+    text = json.dumps([step, code_fingerprint(), *inputs])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _load(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    nothing: tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]] = ({}, {})
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as err:
         warnings.warn(f"proof cache {path} ignored: {err}", stacklevel=3)
-        return {}
+        return nothing
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         warnings.warn(f"proof cache {path} ignored: not an {FORMAT} file", stacklevel=3)
-        return {}
-    if doc.get("version") != VERSION:
-        warnings.warn(f"proof cache {path} ignored: version {doc.get('version')}, "
-                      f"expected {VERSION}", stacklevel=3)
-        return {}
+        return nothing
+    version = doc.get("version")
+    if version not in (1, VERSION):
+        warnings.warn(f"proof cache {path} ignored: version {version}, expected {VERSION}",
+                      stacklevel=3)
+        return nothing
     entries = doc.get("entries")
-    if not isinstance(entries, dict) or doc.get("sha256") != _checksum(entries):
+    results = doc.get("results") if version == VERSION else None
+    if not isinstance(entries, dict) or (version == VERSION and not isinstance(results, dict)) \
+            or doc.get("sha256") != _checksum(entries, results):
         warnings.warn(f"proof cache {path} ignored: checksum mismatch", stacklevel=3)
-        return {}
-    return entries
+        return nothing
+    return entries, results or {}

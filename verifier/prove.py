@@ -8,6 +8,7 @@ model's (small) dims; anything else, including timeouts, is Unknown.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections.abc import Sequence
@@ -92,6 +93,9 @@ class Proved:
     seconds: float
     cached: bool = False
     verdict: str = "proved"
+    obligation: str = ""
+    """The obligation's cache key (what a step result that relies on this proof lists); empty
+    when the verdict comes from elsewhere than `prove_equivalent`."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,10 @@ class Unknown:
     reason: str
     seconds: float
     verdict: str = "unknown"
+    limited: bool = False
+    """A limit stopped the query (its time budget, or a z3 call answering unknown, which is
+    how z3 reports its timeout): with more time it may be decided. A step whose result such a
+    verdict shaped does not store that result."""
 
 
 Verdict = Proved | Refuted | Unknown | Inconsistent
@@ -140,21 +148,27 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
     (propagation, the pass) then keeps going without the equality, and the reason names the
     failure so it can be reported. Assumptions that no sizes satisfy give `Inconsistent`.
     """
+    global _solver_gave_up
     start = time.perf_counter()
+    _solver_gave_up = False
+    verdict: Verdict
     try:
         with deadline(max(1, timeout_ms) / 1000):
-            return _prove(a, b, tuple(assumptions), rlimit, cache, start)
+            verdict = _prove(a, b, tuple(assumptions), rlimit, cache, start)
     except Unsupported as err:
-        return Unknown(str(err), time.perf_counter() - start)
+        verdict = Unknown(str(err), time.perf_counter() - start)
     except OutOfTime:
-        return Unknown(f"out of time: the query's budget of {timeout_ms} ms ran out before a "
-                       "verdict", time.perf_counter() - start)
+        verdict = Unknown(f"out of time: the query's budget of {timeout_ms} ms ran out before a "
+                          "verdict", time.perf_counter() - start, limited=True)
     except TooLarge as err:
-        return Unknown(f"too large: {err} during normalization", time.perf_counter() - start)
+        verdict = Unknown(f"too large: {err} during normalization", time.perf_counter() - start)
     except (ArithmeticError, AssertionError, KeyError, RecursionError, TypeError,
             ValueError, z3.Z3Exception) as err:
-        return Unknown(f"internal verifier error, please report: {type(err).__name__}: {err}",
-                       time.perf_counter() - start)
+        verdict = Unknown(f"internal verifier error, please report: {type(err).__name__}: "
+                          f"{err}", time.perf_counter() - start)
+    if isinstance(verdict, Unknown) and _solver_gave_up:
+        verdict = dataclasses.replace(verdict, limited=True)
+    return verdict
 
 
 def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | None,
@@ -170,10 +184,18 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
     shared = shared_structure(a, b)
     if shared is not None:
         # the same DAG of ops: equal by construction, once the premises are seen to hold
+        key = hashlib.sha256(f"{ENCODING_REVISION}\nshared structure\nassume "
+                             f"{' ; '.join(assumptions)}\n{shared}".encode()).hexdigest()
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            return _from_cache(hit, key, time.perf_counter() - start)
         premises = _premises(a, b, sig_a, assumptions, rlimit, start)
         if not isinstance(premises, tuple):
             return premises
-        return Proved(shared[:16], time.perf_counter() - start)
+        proved = Proved(shared[:16], time.perf_counter() - start, obligation=key)
+        if cache is not None:
+            cache.put(key, _to_cache(proved))
+        return proved
     try:
         inductive = [_inductive_loops(f, sig_a, assumptions, rlimit) for f in (a, b)]
     except NotInductive as err:
@@ -199,7 +221,7 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
-            return _from_cache(hit, time.perf_counter() - start)
+            return _from_cache(hit, key, time.perf_counter() - start)
     verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, rlimit, key, start)
     if cache is not None and isinstance(verdict, (Proved, Refuted)):
         cache.put(key, _to_cache(verdict))
@@ -398,7 +420,7 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
     solver.add(z3.Or(*disjuncts))
     result = _check(solver)
     if result == z3.unsat:
-        return Proved(key[:16], time.perf_counter() - start)
+        return Proved(key[:16], time.perf_counter() - start, obligation=key)
     if result == z3.unknown:
         return Unknown(f"z3: {solver.reason_unknown()}", time.perf_counter() - start)
     return _refute(a, b, enc, solver, out_a, start)
@@ -428,12 +450,20 @@ def _probe(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, rlimit: int | 
     return Refuted(cex, time.perf_counter() - start)
 
 
+#: whether a z3 call of the query under way answered unknown (see `Unknown.limited`)
+_solver_gave_up = False
+
+
 def _check(solver: z3.Solver) -> z3.CheckSatResult:
     """solver.check() under what remains of the query's budget."""
+    global _solver_gave_up
     if expired():
         raise OutOfTime("the query's time budget ran out before a solver call")
     solver.set("timeout", remaining_ms())
-    return solver.check()
+    result = solver.check()
+    if result == z3.unknown:
+        _solver_gave_up = True
+    return result
 
 
 def _as_bool(enc: Encoder, v: T.Poly | T.Bool) -> z3.BoolRef:
@@ -537,9 +567,9 @@ def _to_cache(v: Proved | Refuted) -> dict:
             "dtype_a": c.dtype_a, "dtype_b": c.dtype_b, "exact": c.exact}
 
 
-def _from_cache(rec: dict, seconds: float) -> Verdict:
+def _from_cache(rec: dict, key: str, seconds: float) -> Verdict:
     if rec["verdict"] == "proved":
-        return Proved(rec["proof_id"], seconds, cached=True)
+        return Proved(rec["proof_id"], seconds, cached=True, obligation=key)
     cex = Counterexample(
         dict(rec["sizes"]), rec["output"], tuple(rec["index"]),
         [np.asarray(x, dtype=np.float64) for x in rec["inputs"]], rec["value_a"], rec["value_b"],

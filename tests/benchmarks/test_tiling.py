@@ -1,5 +1,6 @@
 """`python -m axon.benchmarks.tiling` prints its table: a row per program and profile with the
-proved kernels, cold and warm times and the best kernel's modeled traffic, then the summary."""
+proved kernels, cold and warm times and the best kernel's modeled traffic, then the summary
+(which counts warm runs whose result differs from the cold run's)."""
 
 from __future__ import annotations
 
@@ -22,4 +23,5 @@ def test_the_table_has_a_row_per_program_and_the_summary(
     softmax = rows[("trn2", "softmax")]
     assert softmax[7] == "rows" and softmax[8] == "BM=128"
     assert any(line.startswith("h200: 2 of 2 programs tiled; cold median") for line in out)
-    assert out[-1] == "summary: 0 program-profile pairs without a proved kernel"
+    assert out[-1] == ("summary: 0 program-profile pairs without a proved kernel, 0 whose warm "
+                       "result differs from the cold one")

@@ -1,16 +1,22 @@
-"""The search over a program's tilings: bounded by its budgets, counting what it skips."""
+"""The search over a program's tilings: bounded by its budgets, counting what it skips; its
+result kept in the cache and returned again only for the same inputs and proofs."""
 
 from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
 
 import pytest
 from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.tile import ForOp
+from axon.nugraph.stored import function_text
 from axon.targets.profiles import load_profile
 from axon.tiling import search
 from axon.tools.embed import parse_mlir, parse_source
-from axon.verifier import Unknown
+from axon.verifier import ProofCache, Unknown
 
 T = "!ax.tensor<[M, N], f32>"
 ADD = f"""
@@ -80,3 +86,117 @@ def test_the_multi_pass_softmax_kernel_is_proved(profile: str) -> None:
     assert multipass.kernel is not None
     loops = [op.loop_kind for op in multipass.kernel.walk() if isinstance(op, ForOp)]
     assert loops == ["sequential", "sequential", "parallel"]
+
+
+def proposals_text(result: search.Result) -> list[tuple[object, ...]]:
+    """Everything a result says of its proposals, kernels as their printed text."""
+    return [(p.variant, p.tiling, None if p.kernel is None else function_text(p.kernel),
+             p.verdict, p.reason, p.proof_id, p.candidates, p.source_ops)
+            for p in result.proposals]
+
+
+def tile_results(cache: ProofCache) -> list[dict[str, Any]]:
+    """The whole searches' results stored in `cache` (not the kernels' prices)."""
+    return [r for r in cache.results.values() if "proposals" in r]
+
+
+def no_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proving or pricing a kernel fails the test."""
+    def fail(*_: object, **__: object) -> None:
+        raise AssertionError("searched again")
+
+    monkeypatch.setattr(search, "prove_equivalent", fail)
+    monkeypatch.setattr(search, "concretize", fail)
+
+
+def test_a_second_search_with_the_cache_returns_the_first_result_without_proving(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "proofs.json"
+    cache = ProofCache(path)
+    cold = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    cache.save()
+    assert len(cold.proved) == 4 and len(tile_results(cache)) == 1
+    with monkeypatch.context() as patched:
+        no_search(patched)
+        warm = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                                   cache=ProofCache(path))
+    assert proposals_text(warm) == proposals_text(cold)
+    assert [p.proof_id for p in warm.proved] == [p.proof_id for p in cold.proved]
+    # searched again without the stored result: the same (what was stored, a re-run computes)
+    again = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                                cache=ProofCache())
+    assert proposals_text(again) == proposals_text(cold)
+
+
+def test_a_stored_tiling_is_not_used_for_other_sizes_or_profiles_or_lost_proofs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = ProofCache(tmp_path / "proofs.json")
+    search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    calls: list[str] = []
+    prove = search.prove_equivalent
+
+    def counted(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> object:
+        calls.append(kernel.sym_name.data)
+        return prove(kernel, func, **kwargs)
+
+    monkeypatch.setattr(search, "prove_equivalent", counted)
+    search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 128}, cache=cache)
+    search.tile_program(program(1), load_profile("trn2"), {"M": 64, "N": 64}, cache=cache)
+    assert len(calls) == 4 and len(tile_results(cache)) == 3
+    cache.entries.clear()  # the proofs are gone: a stored result relies on them
+    search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    assert len(calls) == 6
+
+
+def test_a_stored_kernel_that_builds_otherwise_is_searched_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = ProofCache(tmp_path / "proofs.json")
+    cold = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    (record,) = tile_results(cache)
+    record["proposals"][0]["kernel"] = "0" * 64
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                                    cache=cache)
+    assert any("no longer builds" in str(w.message) for w in caught)
+    assert proposals_text(again) == proposals_text(cold)
+
+
+def test_a_search_a_time_out_shaped_is_not_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    def out_of_time(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:
+        return Unknown("z3: timeout", 0.0, limited=True)
+
+    monkeypatch.setattr(search, "prove_equivalent", out_of_time)
+    cache = ProofCache()
+    search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    assert cache.results == {}
+    search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64}, cache=cache,
+                        time_limit_s=1e-9)
+    assert cache.results == {}
+
+
+def test_a_kernel_is_priced_once_even_when_its_search_is_not_stored(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    prove = search.prove_equivalent
+
+    def blocks_time_out(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> object:
+        if kernel.sym_name.data.endswith("_blocks"):
+            return Unknown("z3: timeout", 0.0, limited=True)
+        return prove(kernel, func, **kwargs)
+
+    priced: list[str] = []
+    concretize = search.concretize
+
+    def counted(kernel: Any, *args: Any) -> object:
+        priced.append(kernel.parent_op().sym_name.data)
+        return concretize(kernel, *args)
+
+    monkeypatch.setattr(search, "prove_equivalent", blocks_time_out)
+    monkeypatch.setattr(search, "concretize", counted)
+    cache = ProofCache()
+    first = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                                cache=cache)
+    second = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                                 cache=cache)
+    assert tile_results(cache) == [] and priced == ["f_rows"]
+    assert proposals_text(second) == proposals_text(first)
