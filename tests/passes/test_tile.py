@@ -152,8 +152,9 @@ def test_report_gives_a_line_per_tiling_with_its_verdict_and_reason(
         capsys: pytest.CaptureFixture[str]) -> None:
     tiled(PROGRAMS["softmax"].source, "profile=h200 report=true")
     lines = [line for line in capsys.readouterr().err.splitlines() if " of @softmax: " in line]
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert lines[0].startswith("tile: @softmax: rows of @softmax: proved (proof ")
     assert lines[1] == ("tile: @softmax: blocks of @softmax: not tileable: @softmax: "
                         "'ax.reduce_max' reduces over N, which is split across programs")
-    assert lines[2].startswith("tile: @softmax: rows_multipass of @softmax: ")
+    assert lines[2].startswith("tile: @softmax: rows_multipass of @softmax: proved (proof ")
+    assert lines[3].startswith("tile: @softmax: rows_multipass_online of @softmax: proved ")
