@@ -57,6 +57,7 @@ from axon.tiling.cost import (
     KernelCost,
     KernelPlan,
     default_warps,
+    laid_out,
     partition_count,
     warp_counts,
     warps_to_fit,
@@ -182,7 +183,7 @@ def parameter_values(plan: KernelPlan, name: str, sizes: Mapping[str, int],
         low = min(GPU_MIN_BLOCK if _in_a_contraction(plan, name) else 1, cover)
         return [1 << e for e in range(low.bit_length() - 1, cover.bit_length())]
     found = {1 << e for e in range(cover.bit_length())} | extents
-    if any(tile.type.shape and tile.type.shape[0] == param for tile in plan.tiles):
+    if any(laid_out(tile.type)[0] == param for tile in plan.tiles):
         found = {v for v in found if v <= partitions} or {partitions}
     return sorted(found)
 

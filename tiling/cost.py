@@ -339,7 +339,7 @@ class KernelPlan:
             else:
                 space = accumulator if tile.role == "accumulator" else compute
             resolved.append(space)
-            shape = [max(d.evaluate(env), 0) for d in tile.type.shape]
+            shape = [max(d.evaluate(env), 0) for d in laid_out(tile.type)]
             itemsize = (PSUM_ELEMENT_BYTES if space == "psum"
                         else DTYPES[tile.type.dtype].storage.itemsize)
             if partitions and shape and across_partitions(tile.type, self.row_block):
@@ -605,11 +605,11 @@ def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile,
 
     if isinstance(op, MatmulOp):
         lhs = op.operands[0].type
-        if isinstance(lhs, TensorType) and lhs.rank == 2:
-            return partitions * partitions / (used(lhs.shape[0]) * used(lhs.shape[1]))
+        if isinstance(lhs, TensorType) and lhs.rank >= 2:  # batch dims are 1 on tiles
+            return partitions * partitions / (used(lhs.shape[-2]) * used(lhs.shape[-1]))
     result = op.results[0].type if op.results else None
     if isinstance(result, TensorType) and result.rank:
-        return partitions / used(result.shape[0])
+        return partitions / used(laid_out(result)[0])
     return float(partitions)
 
 
@@ -668,21 +668,33 @@ GROUP = "GROUP_M"
 
 
 def row_block(kernel: KernelOp) -> str | None:
-    """The tile parameter in the extent of the kernel's first grid dim (`BM` of
-    `ceildiv(M, BM)`), when exactly one is."""
-    grid = kernel.grid_exprs()
-    found = grid[0].symbols() & set(kernel.param_names()) if grid else set()
-    return next(iter(found)) if len(found) == 1 else None
+    """The tile parameter in the extent of the kernel's first grid dim that has one (`BM` of
+    `ceildiv(M, BM)`; a batched kernel's leading grid dims, one index per program, have none),
+    when exactly one is."""
+    params = set(kernel.param_names())
+    for extent in kernel.grid_exprs():
+        found = extent.symbols() & params
+        if found:
+            return next(iter(found)) if len(found) == 1 else None
+    return None
+
+
+def laid_out(tile: TensorType) -> tuple[IntExpr, ...]:
+    """A tile's dims as a NeuronCore lays them out: dims of one dropped (a batched kernel's
+    `[1, 1, BM, D]` tile is a `[BM, D]` one), a tile of ones being one element."""
+    dims = tuple(d for d in tile.shape if d != IntExpr.const(1))
+    return dims or (IntExpr.const(1),)
 
 
 def across_partitions(tile: TensorType, rows: str | None) -> bool:
-    """Whether a NeuronCore tile lays its first dim across the partitions: a tile of rank 2 or
-    more does, and a vector does when it is a block of rows (one value per row, as a row sum);
-    any other vector (a weight along the columns, broadcast over the rows) lies along one
-    partition's free dim."""
-    if tile.rank >= 2:
+    """Whether a NeuronCore tile lays its first dim (of `laid_out`) across the partitions: a
+    tile of rank 2 or more does, and a vector does when it is a block of rows (one value per
+    row, as a row sum); any other vector (a weight along the columns, broadcast over the rows)
+    lies along one partition's free dim."""
+    dims = laid_out(tile)
+    if len(dims) >= 2:
         return True
-    return tile.rank == 1 and rows is not None and tile.shape[0] == IntExpr.sym(rows)
+    return rows is not None and dims[0] == IntExpr.sym(rows)
 
 
 def partition_count(profile: DeviceProfile) -> int:

@@ -29,7 +29,7 @@ from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import FullOp, KernelOp, LoadOp
 from axon.targets.profiles import DeviceProfile, Quantity
-from axon.tiling.cost import across_partitions, row_block
+from axon.tiling.cost import across_partitions, laid_out, row_block
 from axon.tiling.kernels import NotTileable
 
 #: bytes of one PSUM element: NeuronCore matmuls accumulate in fp32
@@ -62,23 +62,23 @@ def kernel_constraints(profile: DeviceProfile, kernel: KernelOp) -> list[str]:
                 continue
             itemsize = (PSUM_ELEMENT_BYTES if space == "psum"
                         else DTYPES[tile.dtype].storage.itemsize)
+            dims = laid_out(tile)
             if across_partitions(tile, rows):
                 if memory.partitions is not None:
-                    _at_most(found, tile.shape[0], memory.partitions,
-                             f"{op.name} partition dim")
-                row = product(tile.shape[1:]) * itemsize
+                    _at_most(found, dims[0], memory.partitions, f"{op.name} partition dim")
+                row = product(dims[1:]) * itemsize
             else:  # a vector along one partition
-                row = product(tile.shape) * itemsize
+                row = product(dims) * itemsize
             if space == "psum" and memory.psum_bank_bytes is not None:
                 _at_most(found, row, memory.psum_bank_bytes, "a PSUM accumulator")
             per_space.setdefault(space, []).append(row)
         elif isinstance(op, MatmulOp) and limits is not None:
             lhs, rhs = (v.type for v in op.operands)
             assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)
-            if lhs.rank == 2 and rhs.rank == 2:
-                for dim, limit in [(lhs.shape[0], limits.matmul_stationary_free_max),
-                                   (lhs.shape[1], memory.partitions if memory else None),
-                                   (rhs.shape[1], limits.matmul_moving_free_max)]:
+            if lhs.rank >= 2 and rhs.rank >= 2:  # batch dims are 1 on tiles
+                for dim, limit in [(lhs.shape[-2], limits.matmul_stationary_free_max),
+                                   (lhs.shape[-1], memory.partitions if memory else None),
+                                   (rhs.shape[-1], limits.matmul_moving_free_max)]:
                     if limit is not None:
                         _at_most(found, dim, limit, "a matmul operand")
     usable = memory.sbuf_partition_usable_bytes if memory is not None else None

@@ -318,3 +318,11 @@ def test_an_online_loop_needs_a_max_and_sums_reading_it() -> None:
     with pytest.raises(NotTileable, match="online loop"):
         tile_function(function(RMSNORM_MATMUL), Tiling("M", None, "K", online=True), "sbuf",
                       "psum")
+
+
+def test_a_batched_tile_lays_its_rows_across_the_partitions() -> None:
+    # [1, 1, BM, D] is a [BM, D] tile on a NeuronCore: BM partitions, not 1
+    tiled = tile_function(function(ATTENTION), Tiling("S", None, "L", lead=2, online=True),
+                          "sbuf", "psum")
+    found = kernel_constraints(load_profile("trn2"), kernel_op(tiled))
+    assert "BM <= 128" in found and "BK <= 128" in found
