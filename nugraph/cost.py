@@ -21,7 +21,7 @@ from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Call, ScalarExpr, reads
+from axon.dialects.form.scalar import Call, Const, ScalarExpr, reads
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.ops import node_semantics
@@ -112,8 +112,14 @@ def count_ops(expr: ScalarExpr) -> int:
 
 
 def is_contraction(form: GenericForm) -> bool:
-    """An add-reduction of a product of two or more distinct operand reads (matrix-unit work)."""
-    if form.reduction != "add" or not isinstance(form.body, Call) or form.body.fn != "mul":
+    """An add-reduction of a product of two or more distinct operand reads (matrix-unit work),
+    masked or not (`select(c, a * b, 0.0)`: a tiled loop's last block, zeros where the matrix
+    unit reads padded operands)."""
+    body = form.body
+    if (isinstance(body, Call) and body.fn == "select" and isinstance(body.args[2], Const)
+            and body.args[2].value == 0.0):
+        body = body.args[1]
+    if form.reduction != "add" or not isinstance(body, Call) or body.fn != "mul":
         return False
-    return len({r.operand for r in reads(form.body)}) >= 2
+    return len({r.operand for r in reads(body)}) >= 2
 

@@ -836,8 +836,8 @@ class _Online:
                 defs.append(str(self.renamed(generic_form(new), new, index, n_in + len(defs),
                                              b.is_ours)))
         total = n_in + len(defs) + len(carried_types)
-        carried = {scratch.args[n_in + k]: n_in + len(defs) + k
-                   for k in range(len(carried_types))}
+        carried: dict[SSAValue, int] = {scratch.args[n_in + k]: n_in + len(defs) + k
+                                        for k in range(len(carried_types))}
         composed: dict[SSAValue, GenericForm] = {}
         texts = [""]
         limit = (IntExpr.sym(RED[1]) * IntExpr.sym(RED[0])).min(IntExpr.sym(red))
