@@ -50,6 +50,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         "ax": _lazy("axon.dialects.ax", "Ax"),
         "nu": _lazy("axon.dialects.nu", "Nu"),
         "tile": _lazy("axon.dialects.tile", "Tile"),
+        "xt": _lazy("axon.dialects.xt", "Xt"),
     }
 
 

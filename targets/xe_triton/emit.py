@@ -1,0 +1,495 @@
+"""Printing a lowered kernel (`xt`) as a self-contained Triton 3.6 Python module.
+
+    emitted = emit_triton(tiled_func, device="max1550")
+    emitted.text     # the module: imports, one @triton.jit kernel, one host function
+
+The module holds `<name>_kernel`, a `@triton.jit` function whose parameters are the input and
+result pointers, the sizes, the block sizes as `tl.constexpr` and `grf_mode: tl.constexpr`
+(so the Intel register-file mode reaches the XPU backend's options when passed at launch, and
+NVIDIA's Triton, which rejects an unknown launch keyword, sees a kernel parameter), and the
+host function `<name>(in0, in1, ..., *, BM=..., num_warps=..., grf_mode="default")`, which takes
+torch tensors, checks their ranks, sizes and dtypes, allocates the results, computes the grid
+and the padded blocks (`triton.next_power_of_2`) from the sizes and launches. The block sizes
+and `num_warps` default to the kernel's concrete tile sizes (`axon.tile_sizes`) or, for
+`num_warps`, the device's default from the knowledge base; `num_warps` must be one the device
+takes. Only APIs of Triton 3.6 that the Intel XPU backend and the CPU interpreter also take are
+used (no libdevice calls: tanh is written with `tl.sigmoid`). See docs/xe_triton.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ArrayAttr, StringAttr
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from axon.dialects import xt
+from axon.dialects.ax import TensorType
+from axon.dialects.form.dtypes import DTYPES
+from axon.dialects.form.generic_form import LoopDim
+from axon.dialects.form.intexpr import Atom, IntExpr
+from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
+from axon.dialects.form.syntax import parse_form
+from axon.targets.xe_triton.kb import load_device
+from axon.targets.xe_triton.lower import NotSupported, lower_function
+
+#: Triton's name of each dtype, and torch's
+TL_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "i32": "tl.int32",
+             "i1": "tl.int1"}
+TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
+                "i32": "torch.int32", "i1": "torch.bool"}
+#: scalar functions that are one Triton call
+_CALLS = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "rsqrt": "tl.rsqrt",
+          "sigmoid": "tl.sigmoid", "erf": "tl.erf", "abs": "tl.abs", "max": "tl.maximum",
+          "min": "tl.minimum", "select": "tl.where"}
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!=", "lt": "<",
+          "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
+_REDUCE = {"add": ("tl.sum", "0.0"), "max": ("tl.max", 'float("-inf")'),
+           "min": ("tl.min", 'float("inf")')}
+#: at most three grid dims (tl.program_id(0..2))
+GRID_DIMS_MAX = 3
+
+
+@dataclass(frozen=True)
+class EmittedModule:
+    """An emitted Triton module: its text, the host function's name, and the launch defaults."""
+
+    text: str
+    name: str
+    defaults: dict[str, int]
+    num_warps: int
+
+
+def emit_triton(tiled: FuncOp, device: str = "h200",
+                tile_sizes: dict[str, int] | None = None) -> EmittedModule:
+    """`tiled` (one `tile.kernel` and its return) as a Triton module: lowered to `xt`, then
+    printed. `tile_sizes` (block sizes, `num_warps`) override the function's `axon.tile_sizes`.
+    NotSupported for a kernel that does not lower; ValueError for an unknown device or a
+    `num_warps` the device does not take."""
+    return emit_module(lower_function(tiled), device, tile_sizes)
+
+
+def emit_module(func: FuncOp, device: str = "h200",
+                tile_sizes: dict[str, int] | None = None) -> EmittedModule:
+    """A function holding one `xt.kernel` as a Triton module (see the module docstring)."""
+    (kernel,) = [op for op in func.body.block.ops if isinstance(op, xt.KernelOp)]
+    name = func.sym_name.data
+    chosen = {**concrete_tile_sizes(func), **(tile_sizes or {})}
+    launch = load_device(device).launch
+    num_warps = int(chosen.pop("num_warps", 0) or (
+        launch.num_warps_default.value if launch.num_warps_default else 4))
+    allowed = launch.num_warps.values if launch.num_warps else (num_warps,)
+    if num_warps not in allowed:
+        raise ValueError(f"num_warps={num_warps} is not one {device} takes "
+                         f"({', '.join(map(str, allowed))})")
+    defaults = {p: chosen[p] for p in kernel.param_names() if p in chosen}
+    for p, v in defaults.items():
+        if v < 1 or v & (v - 1):
+            raise ValueError(f"block size {p}={v} is not a power of two")
+    text = "\n".join([
+        f'"""Triton kernel emitted by Axon from @{name}: one @triton.jit kernel and its host',
+        'function (Triton 3.6; Intel XPU and NVIDIA; TRITON_INTERPRET=1 on CPU in float32)."""',
+        "",
+        "import torch",
+        "import triton",
+        "import triton.language as tl",
+        "", "",
+        *_KernelPrinter(kernel, name).lines(),
+        "", "",
+        *_host(kernel, name, defaults, num_warps),
+        ""])
+    return EmittedModule(text, name, defaults, num_warps)
+
+
+def concrete_tile_sizes(func: FuncOp) -> dict[str, int]:
+    """The first (best) entry of the function's `axon.tile_sizes`, as `NAME: value`
+    (`BM=128 BN=256 BK=64 GROUP_M=1 num_warps=8: 0.238 ms, ...`); empty when it has none."""
+    attr = func.attributes.get("axon.tile_sizes")
+    if not isinstance(attr, ArrayAttr) or not attr.data:
+        return {}
+    first = attr.data[0]
+    assert isinstance(first, StringAttr)
+    head = first.data.split(":", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+)=(\d+)", head)}
+
+
+# ---- integer expressions as Python --------------------------------------------------------------
+def py_int(expr: IntExpr, names: dict[str, str] | None = None, kernel: bool = True) -> str:
+    """An integer expression as Python text; a symbol in `names` becomes its text there.
+    `min`/`max` are `tl.minimum`/`tl.maximum` in a kernel and the builtins on the host."""
+    names = names or {}
+    if not expr.terms:
+        return "0"
+    parts = []
+    for mono, coeff in expr.terms:
+        factors = [_atom(a, names, kernel) for a in mono]
+        if coeff != 1 or not factors:
+            factors.insert(0, str(coeff))
+        parts.append(" * ".join(factors))
+    return "(" + " + ".join(parts) + ")" if len(parts) > 1 else parts[0]
+
+
+def _atom(atom: Atom, names: dict[str, str], kernel: bool) -> str:
+    kind = atom.kind
+    if kind == "sym":
+        sym = atom.name
+        return names.get(sym, sym)
+    a, b = (py_int(e, names, kernel) for e in atom.args)
+    if kind == "floordiv":
+        return f"({a} // {b})"
+    if kind == "mod":
+        return f"({a} % {b})"
+    prefix = "tl.minimum" if kind == "min" else "tl.maximum"
+    return f"{prefix if kernel else kind}({a}, {b})"
+
+
+def _float(value: float) -> str:
+    if math.isnan(value):
+        return 'float("nan")'
+    if math.isinf(value):
+        return 'float("inf")' if value > 0 else 'float("-inf")'
+    return repr(float(value))
+
+
+def _tuple(items: list[str]) -> str:
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def _expand(text: str, axis: int, rank: int) -> str:
+    """A 1-D block as axis `axis` of a rank-`rank` block (`x[:, None]`)."""
+    if rank <= 1:
+        return text
+    return f"{text}[{', '.join(':' if k == axis else 'None' for k in range(rank))}]"
+
+
+def _arange(block: IntExpr, axis: int, rank: int) -> str:
+    return _expand(f"tl.arange(0, {py_int(block)})", axis, rank)
+
+
+def _shape(t: TensorType) -> str:
+    return _tuple([py_int(d) for d in t.shape])
+
+
+def _tensor_type(value: SSAValue) -> TensorType:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return t
+
+
+# ---- the kernel ---------------------------------------------------------------------------------
+@dataclass
+class _KernelPrinter:
+    kernel: xt.KernelOp
+    name: str
+    out: list[str] = field(default_factory=list)
+    names: dict[SSAValue, str] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        k = self.kernel
+        if len(k.program_names()) > GRID_DIMS_MAX:
+            raise NotSupported(f"a grid of {len(k.program_names())} dims (Triton launches "
+                               f"{GRID_DIMS_MAX} at most)")
+        inputs = [f"in{n}_ptr" for n in range(len(k.inputs))]
+        outputs = [f"out{n}_ptr" for n in range(len(k.outputs))]
+        constexprs = [*k.param_names(), *(n for n, _ in k.block_defs()), "grf_mode"]
+        params = [*inputs, *outputs, *k.sizes(), *(f"{c}: tl.constexpr" for c in constexprs)]
+        self.out = ["@triton.jit", f"def {self.name}_kernel({', '.join(params)}):"]
+        for axis, pid in enumerate(k.program_names()):
+            self.line(1, f"{pid} = tl.program_id({axis})")
+        body = k.body.block
+        for arg, ptr in zip(body.args, inputs, strict=True):
+            self.names[arg] = ptr
+        self.walk(body, 1)
+        return self.out
+
+    def line(self, depth: int, text: str) -> None:
+        self.out.append("    " * depth + text)
+
+    def name_of(self, value: SSAValue) -> str:
+        if value not in self.names:
+            self.names[value] = f"v{len(self.names)}"
+        return self.names[value]
+
+    def walk(self, block: Block, depth: int) -> None:
+        # iterative over the ops of all nested blocks: a stack of op iterators
+        stack = [(iter(block.ops), depth)]
+        while stack:
+            ops, level = stack[-1]
+            op = next(ops, None)
+            if op is None:
+                stack.pop()
+                continue
+            nested = self.print_op(op, level)
+            if nested is not None:
+                stack.append((iter(nested.ops), level + 1))
+
+    def print_op(self, op: Operation, depth: int) -> Block | None:
+        if isinstance(op, xt.ForOp):
+            body = op.body.block
+            for init, arg, res in zip(op.inits, body.args, op.results, strict=True):
+                carried = self.name_of(res)
+                self.names[arg] = carried
+                self.line(depth, f"{carried} = {self.name_of(init)}")
+            self.line(depth, f"for {op.iv.data} in range(0, {py_int(op.extent_expr())}):")
+            if not body.args and len(body.ops) == 1:
+                self.line(depth + 1, "pass")
+            return body
+        if isinstance(op, xt.YieldOp):
+            loop = op.parent_op()
+            if isinstance(loop, xt.ForOp):
+                for res, value in zip(loop.results, op.values, strict=True):
+                    self.line(depth, f"{self.name_of(res)} = {self.name_of(value)}")
+            return None
+        if isinstance(op, xt.StoreOp):
+            self.store(op, depth)
+            return None
+        result = self.name_of(op.results[0])
+        self.line(depth, f"{result} = {self.value_text(op)}")
+        return None
+
+    def value_text(self, op: Operation) -> str:
+        if isinstance(op, xt.LoadOp):
+            t = _tensor_type(op.source)
+            attrs = op.attrs()
+            ptr, mask = self.address(self.name_of(op.source), t.shape, list(attrs["offsets"]),
+                                     list(attrs["shape"]), list(attrs["extents"]))
+            return f"tl.load({ptr}, mask={mask}, other={_float(attrs['other'])})"
+        if isinstance(op, xt.FullOp):
+            t = _tensor_type(op.results[0])
+            value = _float(op.value.value.data)
+            if not t.shape:
+                return value
+            return f"tl.full({_shape(t)}, {value}, {TL_DTYPES[t.dtype]})"
+        if isinstance(op, xt.MapOp):
+            return self.map_text(op)
+        if isinstance(op, xt.ReduceOp):
+            t = _tensor_type(op.source)
+            axis, extent = op.axis.value.data, IntExpr.lift(op.extent.data)
+            fn, identity = _REDUCE[op.kind.data]
+            source = self.name_of(op.source)
+            if extent != t.shape[axis]:
+                source = (f"tl.where({_arange(t.shape[axis], axis, t.rank)} < "
+                          f"{py_int(extent)}, {source}, {identity})")
+            return f"{fn}({source}, axis={axis}, keep_dims={op.keepdims.value.data != 0})"
+        if isinstance(op, xt.DotOp):
+            a, b, acc = (self.name_of(v) for v in op.operands)
+            ta, tb = _tensor_type(op.lhs), _tensor_type(op.rhs)
+            if ta.dtype != tb.dtype:
+                a, b = f"{a}.to(tl.float32)", f"{b}.to(tl.float32)"
+            precision = (', input_precision="ieee"'
+                         if "f32" in (ta.dtype, tb.dtype) else "")
+            return f"tl.dot({a}, {b}, {acc}{precision})"
+        raise NotSupported(f"'{op.name}' in an xt kernel")
+
+    def address(self, ptr: str, sizes: tuple[IntExpr, ...], offsets: list[IntExpr],
+                blocks: list[IntExpr], extents: list[IntExpr]) -> tuple[str, str]:
+        """The pointers of a block at `offsets` of a row-major tensor of `sizes`, and its mask:
+        inside the tensor and inside the extents."""
+        rank = len(sizes)
+        terms, masks = [], []
+        for axis in range(rank):
+            lanes = _arange(blocks[axis], axis, rank)
+            at = lanes if offsets[axis] == IntExpr.const(0) else (
+                f"({py_int(offsets[axis])} + {lanes})")
+            stride = IntExpr.const(1)
+            for later in sizes[axis + 1:]:
+                stride = stride * later
+            terms.append(at if stride == IntExpr.const(1) else f"{at} * {py_int(stride)}")
+            masks.append(f"({at} < {py_int(sizes[axis])})")
+            if extents[axis] != blocks[axis]:
+                masks.append(f"({lanes} < {py_int(extents[axis])})")
+        return f"{ptr} + {' + '.join(terms) or '0'}", " & ".join(masks) or "None"
+
+    def store(self, op: xt.StoreOp, depth: int) -> None:
+        k = op.result.value.data
+        result = self.kernel.output_types()[k]
+        t = _tensor_type(op.value)
+        ptr, mask = self.address(f"out{k}_ptr", result.shape, op.offset_exprs(), list(t.shape),
+                                 op.extent_exprs())
+        value = f"{self.name_of(op.value)}.to({TL_DTYPES[result.dtype]})"
+        self.line(depth, f"tl.store({ptr}, {value}, mask={mask})")
+
+    # ---- elementwise math ------------------------------------------------------------------------
+    def map_text(self, op: xt.MapOp) -> str:
+        t = _tensor_type(op.results[0])
+        form = parse_form(op.form.data, len(op.inputs))
+        printer = _ScalarPrinter(self, form.parallel, op)
+        text = printer.expr(form.body)
+        dtype = TL_DTYPES[t.dtype]
+        if not printer.is_block:
+            return f"tl.full({_shape(t)}, {text}, {dtype})" if t.shape else text
+        return f"tl.broadcast_to(({text}).to({dtype}), {_shape(t)})"
+
+
+@dataclass
+class _ScalarPrinter:
+    """A map's scalar body as a Triton expression over blocks of its domain."""
+
+    kernel: _KernelPrinter
+    domain: tuple[LoopDim, ...]
+    op: xt.MapOp
+    is_block: bool = False
+
+    def position(self, name: str) -> int | None:
+        for k, d in enumerate(self.domain):
+            if d.name == name:
+                return k
+        return None
+
+    def block(self, k: int) -> IntExpr:
+        upper = self.domain[k].upper
+        assert isinstance(upper, IntExpr)
+        return upper
+
+    def expr(self, e: ScalarExpr) -> str:
+        if isinstance(e, Const):
+            if isinstance(e.value, bool):
+                return "True" if e.value else "False"
+            return _float(e.value) if isinstance(e.value, float) else str(e.value)
+        if isinstance(e, Read):
+            return self.read(e)
+        if isinstance(e, Index):
+            lanes = {}
+            for s in e.expr.symbols():
+                k = self.position(s)
+                if k is not None:
+                    self.is_block = True
+                    lanes[s] = _arange(self.block(k), k, len(self.domain))
+            return py_int(e.expr, lanes)
+        assert isinstance(e, Call), e
+        args = [self.expr(a) for a in e.args]
+        fn = e.fn
+        if fn in _INFIX:
+            return f"({args[0]} {_INFIX[fn]} {args[1]})"
+        if fn in _CALLS:
+            return f"{_CALLS[fn]}({', '.join(args)})"
+        (x,) = args[:1]
+        simple = {"neg": f"(-{x})", "not": f"({x} == 0)", "relu": f"tl.maximum({x}, 0.0)",
+                  "square": f"({x} * {x})", "reciprocal": f"(1.0 / {x})",
+                  "silu": f"({x} * tl.sigmoid({x}))",
+                  "tanh": f"(2.0 * tl.sigmoid(2.0 * {x}) - 1.0)",
+                  "gelu": f"(0.5 * {x} * (1.0 + tl.erf({x} * {1.0 / math.sqrt(2.0)!r})))"}
+        if fn in simple:
+            return simple[fn]
+        if fn == "cast":
+            return f"({x}).to({TL_DTYPES[str(e.param)]})"
+        if fn == "pow":
+            p = float(e.param or 0.0)
+            if p == 2.0:
+                return f"({x} * {x})"
+            if p == 0.5:
+                return f"tl.sqrt({x})"
+            if p == -1.0:
+                return f"(1.0 / {x})"
+            return f"tl.exp({p!r} * tl.log({x}))"
+        raise NotSupported(f"the scalar function '{fn}' in Triton")
+
+    def read(self, r: Read) -> str:
+        value = self.op.inputs[r.operand]
+        t = _tensor_type(value)
+        text = self.kernel.name_of(value)
+        if DTYPES[t.dtype].is_float and t.dtype != "f32":
+            text = f"{text}.to(tl.float32)"
+        if not t.shape:
+            return text
+        self.is_block = True
+        rank, shape = t.rank, list(t.shape)
+        targets: list[int | None] = []
+        for axis, at in enumerate(r.index):
+            if at.is_const:
+                if not (shape[axis] == IntExpr.const(1) and at.value == 0):
+                    lane = _arange(shape[axis], axis, rank)
+                    text = (f"tl.sum(tl.where({lane} == {at.value}, {text}, 0), axis={axis}, "
+                            "keep_dims=True)")
+                    shape[axis] = IntExpr.const(1)
+                targets.append(None)
+                continue
+            k = self.position(at.as_symbol or "")
+            if k is None:
+                raise NotSupported(f"a read in{r.operand}[{', '.join(map(str, r.index))}] "
+                                   f"at {at} (a dim of the domain or a constant)")
+            targets.append(k)
+        fixed = [k for k in targets if k is not None]
+        if fixed != sorted(fixed):
+            if None in targets:
+                raise NotSupported(f"a read in{r.operand}[{', '.join(map(str, r.index))}] "
+                                   "that both permutes and broadcasts")
+            order = sorted(range(rank), key=lambda a: targets[a] or 0)
+            text = f"tl.permute({text}, {_tuple([str(a) for a in order])})"
+            targets = [targets[a] for a in order]
+        placed = _place(targets, len(self.domain))
+        if placed is None:
+            raise NotSupported(f"a read in{r.operand}[{', '.join(map(str, r.index))}] in a "
+                               f"domain of rank {len(self.domain)}")
+        if rank == len(self.domain):
+            return text
+        index = [":" if k in placed else "None" for k in range(len(self.domain))]
+        return f"({text})[{', '.join(index)}]"
+
+
+def _place(targets: list[int | None], rank: int) -> list[int] | None:
+    """Each operand axis's position in the domain: its dim's, or (a broadcast axis) the first
+    free one after the previous axis and before the next fixed one; None when there is none."""
+    placed: list[int] = []
+    for n, k in enumerate(targets):
+        if k is not None:
+            placed.append(k)
+            continue
+        low = placed[-1] + 1 if placed else 0
+        high = next((t for t in targets[n + 1:] if t is not None), rank)
+        free = [p for p in range(low, high) if p not in targets]
+        if not free:
+            return None
+        placed.append(free[0])
+    return placed
+
+
+# ---- the host function --------------------------------------------------------------------------
+def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: int) -> list[str]:
+    inputs = [f"in{n}" for n in range(len(kernel.inputs))]
+    params = [f"{p}={defaults[p]}" if p in defaults else p for p in kernel.param_names()]
+    signature = [*inputs, "*", *params, f"num_warps={num_warps}", 'grf_mode="default"']
+    lines = [f"def {name}({', '.join(signature)}):",
+             f'    """Run @{name} on torch tensors; block sizes are powers of two."""']
+    bound: set[str] = set()
+    for arg, t in zip(inputs, kernel.input_types(), strict=True):
+        lines.append(f"    if {arg}.dim() != {t.rank} or {arg}.dtype != {TORCH_DTYPES[t.dtype]}:")
+        lines.append(f"        raise ValueError(f\"{arg}: expected a {t.rank}-d "
+                     f"{TORCH_DTYPES[t.dtype]} tensor, got {{tuple({arg}.shape)}} "
+                     f"{{{arg}.dtype}}\")")
+        for axis, dim in enumerate(t.shape):
+            sym = dim.as_symbol
+            if sym is not None and sym not in bound:
+                lines.append(f"    {sym} = {arg}.shape[{axis}]")
+                bound.add(sym)
+                continue
+            stray = dim.symbols() - bound
+            if stray:
+                raise NotSupported(f"input dim {dim}: its sizes {', '.join(sorted(stray))} "
+                                   "are bound by no earlier dim")
+            lines.append(f"    if {arg}.shape[{axis}] != {py_int(dim, kernel=False)}:")
+            lines.append(f"        raise ValueError(f\"{arg}: dim {axis} is "
+                         f"{{{arg}.shape[{axis}]}}, expected {dim}\")")
+        lines.append(f"    {arg} = {arg}.contiguous()")
+    for p in kernel.param_names():
+        lines.append(f"    if {p} < 1 or {p} & ({p} - 1):")
+        lines.append(f'        raise ValueError(f"{p}={{{p}}} is not a power of two")')
+    outputs = []
+    for n, t in enumerate(kernel.output_types()):
+        shape = _tuple([py_int(d, kernel=False) for d in t.shape])
+        device = f"{inputs[0]}.device" if inputs else '"cpu"'
+        lines.append(f"    out{n} = torch.empty({shape}, dtype={TORCH_DTYPES[t.dtype]}, "
+                     f"device={device})")
+        outputs.append(f"out{n}")
+    grid = _tuple([py_int(g, kernel=False) for g in kernel.grid_exprs()])
+    lines.append(f"    grid = {grid}")
+    launch = [*inputs, *outputs, *kernel.sizes(), *(f"{p}={p}" for p in kernel.param_names()),
+              *(f"{b}=triton.next_power_of_2({py_int(e, kernel=False)})"
+                for b, e in kernel.block_defs()),
+              "grf_mode=grf_mode", "num_warps=num_warps"]
+    lines.append(f"    {name}_kernel[grid]({', '.join(launch)})")
+    lines.append(f"    return {', '.join(outputs)}")
+    return lines
