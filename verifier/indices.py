@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 from axon.dialects.form.intexpr import Atom as IntAtom
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.ranges import split_monomial
 from axon.verifier import terms as T
 from axon.verifier.terms import is_loop_var, nonneg
 
@@ -83,7 +84,7 @@ def _atom(kind: str, x: IntExpr, n: IntExpr, ranges: Ranges, depth: int = 0) -> 
     divisor), and `r floordiv n` is 0 (-1) when the ranges put r in [0, n) ([-n, 0)); else r
     may split by a part of n (`_mixed_radix`)."""
     if kind in ("floordiv", "mod") and _divisor(n):
-        q, r = _split(x, n)
+        q, r = split_monomial(x, n)
         for whole, shift in ((0, IntExpr.const(0)), (-1, n)):
             if _in_range(r + shift, n, ranges, depth):
                 return q + whole if kind == "floordiv" else r + shift
@@ -111,7 +112,7 @@ def _mixed_radix(kind: str, r: IntExpr, n: IntExpr, ranges: Ranges, depth: int
                 continue  # m = n: the plain split, already tried
             m = IntExpr(((tuple(atoms[i] for i in chosen), 1),))
             k = IntExpr(((tuple(a for i, a in enumerate(atoms) if i not in chosen), coeff),))
-            q, s = _split(r, m)
+            q, s = split_monomial(r, m)
             if q == IntExpr.const(0) or not _in_range(s, m, ranges, depth):
                 continue
             if kind == "floordiv":
@@ -146,25 +147,6 @@ def _at_least(a: IntExpr, b: IntExpr) -> bool:
                 break
         low = low + term
     return nonneg(low - b)
-
-
-def _split(x: IntExpr, n: IntExpr) -> tuple[IntExpr, IntExpr]:
-    """x = q*n + r where q collects the terms divisible by the monomial n."""
-    (nmono, ncoeff), = n.terms
-    q, r = IntExpr.const(0), IntExpr.const(0)
-    for mono, c in x.terms:
-        rest = list(mono)
-        ok = c % ncoeff == 0
-        for atom in nmono:
-            if ok and atom in rest:
-                rest.remove(atom)
-            else:
-                ok = False
-        if ok:
-            q = q + IntExpr(((tuple(rest), c // ncoeff),))
-        else:
-            r = r + IntExpr(((mono, c),))
-    return q, r
 
 
 def _in_range(r: IntExpr, n: IntExpr, ranges: Ranges, depth: int = 0) -> bool:

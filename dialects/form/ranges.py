@@ -117,14 +117,14 @@ def _atom(kind: str, x: IntExpr, n: IntExpr, scope: _Scope) -> IntExpr:
 
 def _divide(kind: str, x: IntExpr, n: IntExpr, scope: _Scope) -> IntExpr:
     """`x floordiv n` or `x mod n` for a positive monomial n."""
-    q, r = _split(x, n)
+    q, r = split_monomial(x, n)
     small = _remainder_class(r, n, scope)
     if small == 0:
         return q if kind == "floordiv" else r
     if small == -1:
         return q - 1 if kind == "floordiv" else r + n
     for n1, n2 in _factorings(n):
-        q1, r1 = _split(r, n1)
+        q1, r1 = split_monomial(r, n1)
         if _remainder_class(r1, n1, scope) != 0:
             continue
         if kind == "floordiv":  # r floordiv (n1*n2) == (r floordiv n1) floordiv n2
@@ -146,8 +146,9 @@ def _remainder_class(r: IntExpr, n: IntExpr, scope: _Scope) -> int | None:
     return None
 
 
-def _split(x: IntExpr, n: IntExpr) -> tuple[IntExpr, IntExpr]:
-    """x = q*n + r where q collects the terms of x divisible by the monomial n."""
+def split_monomial(x: IntExpr, n: IntExpr) -> tuple[IntExpr, IntExpr]:
+    """x = q*n + r where q collects the terms of x divisible by the monomial n (the verifier's
+    index rules use it too)."""
     (nmono, ncoeff), = n.terms
     q, r = IntExpr.const(0), IntExpr.const(0)
     for mono, c in x.terms:

@@ -62,6 +62,7 @@ from axon.dialects.form.generic_form import FormError, GenericForm
 from axon.dialects.form.interface import generic_form, has_form
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.syntax import parse_form
+from axon.dialects.loops import check_carried, check_iteration
 
 #: the comparisons an assumption may use, longest first (so `<=` is not read as `<`)
 COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
@@ -153,12 +154,7 @@ class ForOp(IRDLOperation):
         if self.loop_kind not in LOOP_KINDS:
             raise VerifyException(f"'tile.for': kind '{self.loop_kind}' is not one of "
                                   f"{', '.join(LOOP_KINDS)}")
-        if not self.iv.data.isidentifier():
-            raise VerifyException(f"'tile.for': iv '{self.iv.data}' is not a name")
-        try:
-            self.extent_expr()
-        except ValueError as err:
-            raise VerifyException(f"'tile.for': extent: {err}") from None
+        check_iteration(self, self.iv.data, self.extent.data)
         if self.loop_kind == "parallel" and self.inits:
             raise VerifyException("'tile.for': a parallel loop carries no values")
         stated = self.invariant_texts()
@@ -167,18 +163,7 @@ class ForOp(IRDLOperation):
                                   f"{len(self.inits)} carried value(s) (one each, \"\" for none)")
         if self.defs is not None and stated is None:
             raise VerifyException("'tile.for': defs without an invariant to read them")
-        init_types = [v.type for v in self.inits]
-        if [r.type for r in self.outputs] != init_types:
-            raise VerifyException("'tile.for': results must have the types of the carried "
-                                  "values")
-        block = self.body.block
-        if [a.type for a in block.args] != init_types:
-            raise VerifyException(f"'tile.for': the body takes {len(block.args)} argument(s); "
-                                  f"it needs one per carried value, of its type")
-        end = block.last_op
-        if not isinstance(end, YieldOp) or [v.type for v in end.values] != init_types:
-            raise VerifyException("'tile.for': the body must end in tile.yield of the carried "
-                                  "values' types")
+        check_carried(self, self.inits, YieldOp.name)
 
 
 @irdl_op_definition

@@ -41,6 +41,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects.ax import TensorType
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.loops import check_carried, check_iteration
 
 
 def _strings(values: Sequence[Any]) -> ArrayAttr[StringAttr]:
@@ -91,23 +92,8 @@ class ForOp(IRDLOperation):
         return IntExpr.lift(self.extent.data)
 
     def verify_(self) -> None:
-        if not self.iv.data.isidentifier():
-            raise VerifyException(f"'xt.for': iv '{self.iv.data}' is not a name")
-        try:
-            self.extent_expr()
-        except ValueError as err:
-            raise VerifyException(f"'xt.for': extent: {err}") from None
-        init_types = [v.type for v in self.inits]
-        if [r.type for r in self.outputs] != init_types:
-            raise VerifyException("'xt.for': results must have the types of the carried values")
-        block = self.body.block
-        if [a.type for a in block.args] != init_types:
-            raise VerifyException(f"'xt.for': the body takes {len(block.args)} argument(s); "
-                                  "it needs one per carried value, of its type")
-        end = block.last_op
-        if not isinstance(end, YieldOp) or [v.type for v in end.values] != init_types:
-            raise VerifyException("'xt.for': the body must end in xt.yield of the carried "
-                                  "values' types")
+        check_iteration(self, self.iv.data, self.extent.data)
+        check_carried(self, self.inits, YieldOp.name)
 
 
 @irdl_op_definition
