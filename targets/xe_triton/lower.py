@@ -214,8 +214,8 @@ class _Lowering:
             raise NotSupported(f"'ax.matmul' of blocks of rank {ta.rank} and {tb.rank} (a "
                                "batched dot)")
         k = ta.shape[1]
-        lhs = self.masked(a, 1, k, target)
-        rhs = self.masked(b, 0, k, target)
+        lhs = self.rounded(self.masked(a, 1, k, target), ta.dtype, target)
+        rhs = self.rounded(self.masked(b, 0, k, target), tb.dtype, target)
         if acc is None:
             start = xt.FullOp.make([], value=0.0, shape=[self.block(d) for d in tr.shape],
                                    dtype=COMPUTE_DTYPE)
@@ -225,6 +225,21 @@ class _Lowering:
             acc_value = self.values[acc]
         dot = xt.DotOp.make([lhs, rhs, acc_value])
         self.emit(target, result_of or op, dot)
+
+    def rounded(self, lowered: SSAValue, dtype: str, target: Block) -> SSAValue:
+        """A dot operand in its source dtype: a bf16 or f16 block computed in fp32 (a silu, a
+        scale) is rounded back, as the program rounds it, so the dot runs on the matrix unit
+        in that dtype (an fp32 `tl.dot` is not one) with the fp32 accumulator."""
+        t = lowered.type
+        assert isinstance(t, TensorType)
+        if t.dtype == dtype or dtype not in ("bf16", "f16"):
+            return lowered
+        dims = [f"d{n}" for n in range(t.rank)]
+        form = (f"out[{', '.join(f'{d} < {e}' for d, e in zip(dims, t.shape, strict=True))}] = "
+                f"cast(in0[{', '.join(dims)}], {dtype})")
+        op = xt.MapOp.make([lowered], form=form, dtype=dtype)
+        target.add_op(op)
+        return op.results[0]
 
     def masked(self, value: SSAValue, axis: int, extent: IntExpr, target: Block) -> SSAValue:
         """A dot operand with the lanes past the contracted dim's extent zeroed, where its block
