@@ -58,6 +58,9 @@ def form_functions(arith: Arithmetic, sizes: Mapping[str, int]) -> FormFunctions
 @cache
 def _functions_class(op_classes: frozenset[type[Operation]]) -> type[FormFunctions]:
     # xDSL dispatches on an op's exact class from a table built when the class is registered, and
-    # which classes exist is known only once dialects are registered: one subclass per such set
-    table = {f"run_{cls.__name__}": impl(cls)(FormFunctions.run_form_op) for cls in op_classes}
+    # which classes exist is known only once dialects are registered: one subclass per such set.
+    # Entries are named by the op's name, unique across dialects (`tile.load` and `xt.load` are
+    # both classes named LoadOp: keyed by class name, one would hide the other)
+    table = {f"run_{cls.name.replace('.', '_')}": impl(cls)(FormFunctions.run_form_op)
+             for cls in op_classes}
     return register_impls(type("RegisteredFormFunctions", (FormFunctions,), table))
