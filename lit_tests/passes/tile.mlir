@@ -7,12 +7,14 @@
 // partition's bytes), then priced at `sizes` under the tiled cost model. Softmax reduces over
 // its columns, so its blocks of columns are not tileable; blocks of whole rows are proved, and so
 // is the three-pass kernel (a loop for the max, one for the sum, a parallel pass writing the
-// rows: each loop's masked blocks recombine into the whole row). On a NeuronCore the best block
+// rows: each loop's masked blocks recombine into the whole row), and the online one (one loop
+// for the running max and the rescaled sum, proved by induction on the invariant it states,
+// then the writing pass). On a NeuronCore the best block
 // fills the 128 partitions. A mean over the rows cannot be split across programs: the function is kept.
 
-// CHECK: tile: @softmax: 3 proposed, 2 proved, 0 refuted, 0 unknown, 1 not tileable, 2 fused in {{.*}} s; best rows of @softmax (proof {{[0-9a-f]+}}): BM=128: {{.*}} ms, HBM 8.4 MB (1.00x compulsory)
+// CHECK: tile: @softmax: 4 proposed, 3 proved, 0 refuted, 0 unknown, 1 not tileable, 3 fused in {{.*}} s; best rows of @softmax (proof {{[0-9a-f]+}}): BM=128: {{.*}} ms, HBM 8.4 MB (1.00x compulsory)
 // CHECK: tile: @colnorm: 2 proposed, 0 proved, {{.*}}; no kernel proved (first reason: @colnorm: 'ax.mean' reduces over M, which is split across programs)
-// CHECK: tile: 1 of 2 programs tiled; 5 tilings proposed, 2 proved (2 fused), 0 refuted, 0 unknown, 3 not tileable in {{.*}} s (profile trn2)
+// CHECK: tile: 1 of 2 programs tiled; 6 tilings proposed, 3 proved (3 fused), 0 refuted, 0 unknown, 3 not tileable in {{.*}} s (profile trn2)
 // CHECK-LABEL: func.func @softmax(
 // CHECK-SAME:    attributes {axon.proof_id = "{{[0-9a-f]+}}", axon.tiling = "rows", axon.tile_sizes = ["BM=128: {{.*}}"
 // CHECK:         tile.kernel %{{.*}} {program_ids = ["i"], grid = ["(BM + M - 1) floordiv BM"], params = ["BM"], assume = ["BM >= 1", "BM <= 128", "4*N <= 212984"]}
