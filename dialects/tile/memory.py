@@ -39,7 +39,8 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Const, Index, Read, ScalarExpr, call
 
 
-def _exprs(values: Sequence[Any], what: str, rank: int) -> list[IntExpr]:
+def dim_exprs(values: Sequence[Any], what: str, rank: int) -> list[IntExpr]:
+    """A dim-list attribute's integer expressions, one per dim of a rank-`rank` tensor."""
     exprs = [IntExpr.lift(v) for v in values]
     if len(exprs) != rank:
         raise ShapeError(f"{what} needs {rank} entries (one per dim), got {len(exprs)}")
@@ -74,23 +75,36 @@ class LoadOp(TensorOp):
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
         (x,) = operand_types
-        offsets = _exprs(attrs.get("offsets", ()), "offsets", x.rank)
-        shape = _exprs(attrs.get("shape", ()), "shape", x.rank)
+        offsets = dim_exprs(attrs.get("offsets", ()), "offsets", x.rank)
+        shape = dim_exprs(attrs.get("shape", ()), "shape", x.rank)
         _check_space(attrs)
-        avoid = {s for e in (*offsets, *shape, *x.shape) for s in e.symbols()}
-        names = fresh_names("t", x.rank, avoid)
-        index = [o + IntExpr.sym(n) for o, n in zip(offsets, names, strict=True)]
-        guard: ScalarExpr | None = None
-        for at, extent in zip(index, x.shape, strict=True):
-            inside = call("lt", Index(at), Index(extent))
-            guard = inside if guard is None else call("and", guard, inside)
-        pad = float(attrs.get("pad", 0.0))
-        body: ScalarExpr = Read(0, tuple(index))
-        if guard is not None:
-            body = call("select", guard, body, Const(pad))
-        par = tuple(LoopDim(n, IntExpr.const(0), e) for n, e in zip(names, shape, strict=True))
-        form = GenericForm(par, body, 1)
-        return Semantics(form, TensorType(form.output_shape, x.dtype))
+        return guarded_read(x, offsets, shape, float(attrs.get("pad", 0.0)))
+
+
+def guarded_read(x: TensorType, offsets: Sequence[IntExpr], shape: Sequence[IntExpr],
+                 other: float, extents: Sequence[IntExpr] | None = None) -> Semantics:
+    """A block of `shape` read from `x` at `offsets`, `other` past `x`'s end and, per dim,
+    past the first `extents` lanes (where an extent is not the block's): the meaning of
+    `tile.load` and of the Triton level's masked `xt.load`, stated once.
+
+        out[t0 < B0, t1 < B1] = select(o0 + t0 < M and o1 + t1 < N, in0[o0 + t0, o1 + t1], other)
+    """
+    avoid = {s for e in (*offsets, *shape, *(extents or ()), *x.shape) for s in e.symbols()}
+    names = fresh_names("t", x.rank, avoid)
+    index = [o + IntExpr.sym(n) for o, n in zip(offsets, names, strict=True)]
+    guard: ScalarExpr | None = None
+    for k, (n, at, size) in enumerate(zip(names, index, x.shape, strict=True)):
+        conds = [call("lt", Index(at), Index(size))]
+        if extents is not None and extents[k] != shape[k]:
+            conds.insert(0, call("lt", Index(IntExpr.sym(n)), Index(extents[k])))
+        for cond in conds:
+            guard = cond if guard is None else call("and", guard, cond)
+    body: ScalarExpr = Read(0, tuple(index))
+    if guard is not None:
+        body = call("select", guard, body, Const(other))
+    par = tuple(LoopDim(n, IntExpr.const(0), e) for n, e in zip(names, shape, strict=True))
+    form = GenericForm(par, body, 1)
+    return Semantics(form, TensorType(form.output_shape, x.dtype))
 
 
 @irdl_op_definition

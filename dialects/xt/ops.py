@@ -39,29 +39,18 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from axon.dialects.ax import ConstantOp, TensorType
+from axon.dialects.ax import ConstantOp, GenericOp, TensorType
 from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.dtypes import DTYPES
-from axon.dialects.form.generic_form import FormError, GenericForm, LoopDim, fresh_names
+from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Const, Index, Read, ScalarExpr, call
-from axon.dialects.form.syntax import parse_form
+from axon.dialects.form.scalar import Const, Index, Read, call
+from axon.dialects.tile.memory import dim_exprs, guarded_read
 
 #: the reductions `xt.reduce` performs (Triton's tl.sum, tl.max, tl.min)
 REDUCE_KINDS = ("add", "max", "min")
-
-
-def _exprs(values: Sequence[Any], what: str, rank: int) -> list[IntExpr]:
-    exprs = [IntExpr.lift(v) for v in values]
-    if len(exprs) != rank:
-        raise ShapeError(f"{what} needs {rank} entries (one per dim), got {len(exprs)}")
-    return exprs
-
-
-def _and(guard: ScalarExpr | None, cond: ScalarExpr) -> ScalarExpr:
-    return cond if guard is None else call("and", guard, cond)
 
 
 @irdl_op_definition
@@ -88,24 +77,10 @@ class LoadOp(TensorOp):
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
         (x,) = operand_types
-        offsets = _exprs(attrs.get("offsets", ()), "offsets", x.rank)
-        shape = _exprs(attrs.get("shape", ()), "shape", x.rank)
-        extents = _exprs(attrs.get("extents", ()), "extents", x.rank)
-        avoid = {s for e in (*offsets, *shape, *extents, *x.shape) for s in e.symbols()}
-        names = fresh_names("t", x.rank, avoid)
-        index = [o + IntExpr.sym(n) for o, n in zip(offsets, names, strict=True)]
-        guard: ScalarExpr | None = None
-        for n, at, size, block, extent in zip(names, index, x.shape, shape, extents,
-                                              strict=True):
-            if extent != block:
-                guard = _and(guard, call("lt", Index(IntExpr.sym(n)), Index(extent)))
-            guard = _and(guard, call("lt", Index(at), Index(size)))
-        body: ScalarExpr = Read(0, tuple(index))
-        if guard is not None:
-            body = call("select", guard, body, Const(float(attrs.get("other", 0.0))))
-        par = tuple(LoopDim(n, IntExpr.const(0), e) for n, e in zip(names, shape, strict=True))
-        form = GenericForm(par, body, 1)
-        return Semantics(form, TensorType(form.output_shape, x.dtype))
+        offsets = dim_exprs(attrs.get("offsets", ()), "offsets", x.rank)
+        shape = dim_exprs(attrs.get("shape", ()), "shape", x.rank)
+        extents = dim_exprs(attrs.get("extents", ()), "extents", x.rank)
+        return guarded_read(x, offsets, shape, float(attrs.get("other", 0.0)), extents)
 
 
 @irdl_op_definition
@@ -142,21 +117,10 @@ class MapOp(TensorOp):
 
     @classmethod
     def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
-        dtype = attrs.get("dtype")
-        if dtype not in DTYPES:
-            raise ShapeError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
-        try:
-            form = parse_form(str(attrs.get("form", "")), len(operand_types))
-        except FormError as err:
-            raise ShapeError(str(err)) from None
-        if form.reduction is not None:
+        meaning = GenericOp.semantics(operand_types, attrs)  # ax.generic's, with no reduction
+        if meaning.form.reduction is not None:
             raise ShapeError("a map has no reduction (xt.reduce reduces)")
-        for r in form.reads():
-            rank = operand_types[r.operand].rank
-            if len(r.index) != rank:
-                raise ShapeError(f"form reads in{r.operand} with {len(r.index)} indices, but "
-                                 f"operand #{r.operand} has rank {rank}")
-        return Semantics(form, TensorType(form.output_shape, dtype))
+        return meaning
 
 
 @irdl_op_definition
