@@ -27,7 +27,9 @@ the run's verdicts are written back, so a second run of the same program proves 
 The cache also keeps each function's result (the functions it is replaced by), keyed by the
 function's text, the options, the device's profile data and Axon's code: a second run with the
 same key takes the stored functions instead of searching again, as long as every proof the
-result relies on is still in the cache. A result is stored only when the search was not cut by
+result relies on is still in the cache and each function read back proves equal to the input
+again (its obligation derived from the two programs and met in the cache; a graph read back
+with its memberships re-proved). A result is stored only when the search was not cut by
 its clock and no proof was left undecided by a time-out (a re-run might go further), so a
 stored result is what the search would find again. `report=true` always searches (its lines
 describe the search).
@@ -57,6 +59,7 @@ After `-p propagate`:
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -80,6 +83,7 @@ from axon.passes.sizes import SIZES_VALID, check_size_names, parse_sizes, sizes_
 from axon.targets.profiles import load_profile, unknown_profile
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
+from axon.verifier import Proved, prove_equivalent
 from axon.verifier.cache import ProofCache, step_key
 from axon.verifier.prove import ENCODING_REVISION
 
@@ -124,10 +128,11 @@ class PropagatePass(CheckedPass):
         cache = ProofCache(self.cache or None)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
             key = self._result_key(func_op, sizes)
-            stored = None if self.report else cache.result(key)
+            is_graph = any(isinstance(o, nu.GraphOp) for o in func_op.walk())
+            stored = None if self.report or is_graph else cache.result(key)
             found = None if stored is None else stored_functions(stored.get("functions"),
                                                                 self.name)
-            if found is not None:
+            if found is not None and self._still_proved(func_op, found, cache):
                 Rewriter.replace_op(func_op, found)
                 continue
             cost = RooflineCost(self.device, sizes)
@@ -170,6 +175,30 @@ class PropagatePass(CheckedPass):
             Rewriter.replace_op(func_op, new)
         if self.cache:
             cache.save()
+
+    def _still_proved(self, func_op: FuncOp, found: list[FuncOp], cache: ProofCache) -> bool:
+        """Whether each stored function, read back from text, is proved equal to `func_op`
+        again: its obligation is derived from the two programs and met in the proof cache (a
+        graph is read back with every membership re-proved). Text is never trusted on its
+        own: what does not prove is warned about and searched again."""
+        for f in found:
+            if any(isinstance(o, nu.GraphOp) for o in f.walk()):
+                try:
+                    Session.from_graph_function(f, RooflineCost(self.device, {}),
+                                                Prover(timeout_ms=self.proof_timeout_ms,
+                                                       cache=cache))
+                except GraphReadError:
+                    ok = False
+                else:
+                    ok = True
+            else:
+                ok = isinstance(prove_equivalent(func_op, f, timeout_ms=self.proof_timeout_ms,
+                                                 cache=cache), Proved)
+            if not ok:
+                warnings.warn(f"a stored {self.name} result of @{func_op.sym_name.data} is not "
+                              "proved again; searching again", stacklevel=2)
+                return False
+        return True
 
     def _result_key(self, func_op: FuncOp, sizes: dict[str, int]) -> str:
         """What determines a function's result: its text, the options that shape the search

@@ -134,3 +134,25 @@ def test_a_search_with_a_proof_a_time_out_left_undecided_is_not_stored(tmp_path:
     cache = tmp_path / "proofs.json"
     propagate(RMSNORM_MATMUL, cache, "proof_timeout_ms=1")
     assert stored(cache) == {}
+
+
+def test_a_stored_program_that_does_not_prove_again_is_not_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the stored text is rewritten into another program and the file saved through the cache
+    # (so its checksum holds): the program is read back, proved against the input again, fails,
+    # and the search runs again
+    cache = tmp_path / "proofs.json"
+    cold = propagate(SUM_OF_MATMUL, cache, 'emit="best"')
+    proofs = cache_module.ProofCache(cache)
+    (key, record), = proofs.results.items()
+    (text,) = record["functions"]
+    assert "ax.sum" in text or "add over" in text
+    wrong = text.replace("ax.matmul", "ax.mul") if "ax.matmul" in text else text.replace(
+        " * ", " + ", 1)
+    assert wrong != text
+    proofs.put_result(key, {"functions": [wrong]}, record["proofs"])
+    proofs.save()
+    searches = Searches(monkeypatch)
+    with pytest.warns(UserWarning, match="not proved again"):
+        assert propagate(SUM_OF_MATMUL, cache, 'emit="best"') == cold
+    assert searches.count == 1
