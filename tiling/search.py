@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -145,7 +144,7 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         elif tiling is not None:
             verdict = _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
                              timeout_ms, top_k, cache)
-            if proposal.verdict == "unknown" and _timed_out(proposal.reason):
+            if isinstance(verdict, Unknown) and verdict.limited:  # ran out of time
                 gave_up.add(tiling.kind)
             if isinstance(verdict, Proved):
                 proofs.append(verdict.obligation)
@@ -267,13 +266,6 @@ def all_sizes(func: FuncOp, given: Mapping[str, int]) -> dict[str, int]:
     symbols = {s for t in [*func.function_type.inputs.data, *func.function_type.outputs.data]
                if isinstance(t, TensorType) for d in t.shape for s in d.symbols()}
     return {s: given.get(s, DEFAULT_SIZE) for s in sorted(symbols)} | dict(given)
-
-
-def _timed_out(reason: str) -> bool:
-    """An Unknown that ran out of time (the budget, or z3's own timeout or cancellation in any
-    of the query's steps), not one the verifier gave up on for a reason."""
-    return (reason.startswith("out of time") or "canceled" in reason
-            or re.search(r"\bz3:? timeout\b", reason) is not None)
 
 
 def _kernel_op(func: FuncOp) -> KernelOp:
