@@ -18,6 +18,7 @@ used (no libdevice calls: tanh is written with `tl.sigmoid`). See docs/xe_triton
 
 from __future__ import annotations
 
+import keyword
 import math
 import re
 from dataclasses import dataclass, field
@@ -195,6 +196,7 @@ class _KernelPrinter:
         inputs = [f"in{n}_ptr" for n in range(len(k.inputs))]
         outputs = [f"out{n}_ptr" for n in range(len(k.outputs))]
         constexprs = [*k.param_names(), *(n for n, _ in k.block_defs()), "grf_mode"]
+        _check_names(k, [*inputs, *outputs, *constexprs])
         params = [*inputs, *outputs, *k.sizes(), *(f"{c}: tl.constexpr" for c in constexprs)]
         self.out = ["@triton.jit", f"def {self.name}_kernel({', '.join(params)}):"]
         for axis, pid in enumerate(k.program_names()):
@@ -493,3 +495,18 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
     lines.append(f"    {name}_kernel[grid]({', '.join(launch)})")
     lines.append(f"    return {', '.join(outputs)}")
     return lines
+
+
+#: names the emitted module binds itself: a program size of one of these would shadow it
+_MODULE_NAMES = frozenset({"tl", "triton", "torch", "math"})
+
+
+def _check_names(kernel: xt.KernelOp, ours: list[str]) -> None:
+    """The program's sizes and the kernel's program ids become Python names beside the
+    emitter's own (pointers, block constants, temporaries `v<n>`, the module's imports): a
+    clash is "not supported", naming it, never a module that reads the wrong value."""
+    for name in [*kernel.sizes(), *kernel.program_names()]:
+        if (name in ours or name in _MODULE_NAMES or keyword.iskeyword(name)
+                or re.fullmatch(r"v\d+", name)):
+            raise NotSupported(f"the size or program id '{name}' is a name the emitted module "
+                               "uses itself")

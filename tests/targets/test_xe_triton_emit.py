@@ -120,3 +120,13 @@ func.func @f(%x: {t}) -> !ax.tensor<[M, N], f32> {{
     kernel = tile_function(func, Tiling("M"), "registers", "registers")
     with pytest.raises(NotSupported, match=r"^not supported: 'ax.cumsum': a reduction over"):
         lower_function(kernel)
+
+
+@pytest.mark.parametrize("size", ["tl", "v3", "in0_ptr", "B_N"])
+def test_a_size_named_like_one_of_the_modules_own_names_is_refused(size: str) -> None:
+    # `B_N` is the block the kernel binds for a row held whole (N): a size of that name clashes
+    source = (f"def f(x: f32[M, {size}], y: f32[M, N]):\n"
+              "    return sum(x, axis=1, keepdims=True) + sum(y, axis=1, keepdims=True)\n")
+    (func,) = (op for op in parse_source(source, "f.py").ops if isinstance(op, FuncOp))
+    with pytest.raises(NotSupported, match=f"'{size}' is a name the emitted module uses"):
+        emit_triton(tiled(func, "rows"), tile_sizes=BLOCKS)
