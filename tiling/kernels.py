@@ -85,6 +85,9 @@ SECOND = "c"
 BATCH = "b"
 #: sequential loops one kernel may chain (a reduction reading the one before it)
 MAX_LOOPS = 4
+#: ops an online loop's invariant composes into one body (the scalar tools walk a body by
+#: recursion on its depth, which composing makes as deep as the chain)
+MAX_COMPOSED = 64
 #: how a reduction's partial result joins its accumulator
 ACCUMULATE: dict[str, type[Operation]] = {"add": AddOp, "max": MaxOp, "min": MinOp}
 
@@ -835,6 +838,9 @@ class _Online:
                 index[new.results[0]] = n_in + len(defs)
                 defs.append(str(self.renamed(generic_form(new), new, index, n_in + len(defs),
                                              b.is_ours)))
+        if len(built) > MAX_COMPOSED:
+            raise NotTileable(f"@{b.name}: {len(built)} ops between the max and its sums; an "
+                              f"online loop's invariant composes at most {MAX_COMPOSED}")
         total = n_in + len(defs) + len(carried_types)
         carried: dict[SSAValue, int] = {scratch.args[n_in + k]: n_in + len(defs) + k
                                         for k in range(len(carried_types))}

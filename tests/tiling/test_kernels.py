@@ -12,6 +12,7 @@ from axon.dialects.ax import TensorType
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp
 from axon.interpreter import run_function
 from axon.targets.profiles import load_profile
+from axon.tiling import kernels
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.tools.embed import parse_mlir, print_ir
@@ -326,3 +327,10 @@ def test_a_batched_tile_lays_its_rows_across_the_partitions() -> None:
                           "sbuf", "psum")
     found = kernel_constraints(load_profile("trn2"), kernel_op(tiled))
     assert "BM <= 128" in found and "BK <= 128" in found
+
+
+def test_an_online_invariant_composes_a_bounded_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "MAX_COMPOSED", 1)  # softmax composes sub, exp and the sum
+    with pytest.raises(NotTileable, match="composes at most 1"):
+        tile_function(function(SOFTMAX), Tiling("M", None, "N", write_pass=True, online=True),
+                      "sbuf", "psum")
