@@ -15,6 +15,7 @@ the parent starts a fresh one for the candidates left.
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib.util
 import json
 import os
@@ -70,6 +71,7 @@ def main() -> int:
          "torch.cuda": torch.cuda, "torch.cuda.Event": torch.cuda.Event,
          "torch.cuda.CUDAGraph": torch.cuda.CUDAGraph, "json": json, "os": os, "sys": sys,
          "statistics": timing.statistics, "time": timing.time, "struct": wire.struct,
+         "functools": functools,
          "select": wire.select})
 
     def tampered(candidate: str, when: str) -> bool:
@@ -124,7 +126,7 @@ def main() -> int:
             continue
         inputs = [t.clone() for t in pristine]
         try:
-            figures = timing.time_callable(lambda f=function, a=inputs: f(*a, **kwargs),
+            figures = timing.time_callable(functools.partial(function, *inputs, **kwargs),
                                            int(job["repeats"]), flush)
         except BaseException as e:  # noqa: BLE001
             wire.send(fd, {"event": "failed", "candidate": cid,

@@ -66,6 +66,10 @@ def block_values(text: str) -> dict[str, str]:
             if indent > skip_deeper_than:
                 continue
             skip_deeper_than = None
+        if stripped.lstrip().startswith("-"):
+            # a list item and the lines of its mapping: the harness reads no list
+            skip_deeper_than = indent
+            continue
         match = _KEY.match(stripped)
         if match is None:
             continue

@@ -85,7 +85,7 @@ def summary(result: BenchResult) -> dict[str, Any]:
     """Counts of the run: cases, candidates checked, correct, rejected by reason, verdicts."""
     candidates = [c for r in result.cases for c in r.candidates]
     checked = [c for c in candidates if not c.reason.startswith("not run")]
-    rejected = Counter(_reason_kind(c.reason) for c in candidates if not c.correct)
+    rejected = Counter(_reason_kind(c.reason) for c in checked if not c.correct)
     rejected.update(r.verdict for r in result.cases if r.verdict.startswith("rejected"))
     return {"cases": len(result.cases),
             "skipped": sum(r.verdict.startswith("skipped") for r in result.cases),

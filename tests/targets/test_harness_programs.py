@@ -1,0 +1,195 @@
+"""The harness's leaf parts without a bundle run: the torch programs against the numpy references
+of every suite program, the device numbers against the KB's loader, the inputs, the guard that
+sees patching, the comparison, and the harness importing nothing else of Axon."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from axon.benchmarks.suite import PROGRAMS, make_inputs, small_sizes
+from axon.dialects.form.dtypes import DTYPES
+from axon.targets.xe_triton.harness import guard, programs
+from axon.targets.xe_triton.harness.bundle import Case, Init, TensorSpec
+from axon.targets.xe_triton.harness.device import KB_DEVICES_DIR, block_values, device_numbers
+from axon.targets.xe_triton.harness.inputs import make_inputs as harness_inputs
+from axon.targets.xe_triton.harness.run import compare
+from axon.targets.xe_triton.kb import load_device
+
+HARNESS_DIR = Path(programs.__file__).resolve().parent
+ROOT = HARNESS_DIR.parents[2]
+
+
+def test_every_suite_program_has_a_torch_form() -> None:
+    assert set(programs.PROGRAMS) == set(PROGRAMS)
+    assert len(PROGRAMS) == 26  # the 25 of benchmarks.md, cumsum in f32 as its own program
+
+
+@pytest.mark.parametrize("variant", [0, 1])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_the_torch_program_computes_the_numpy_reference(name: str, variant: int) -> None:
+    program = PROGRAMS[name]
+    sizes = small_sizes(program, variant)
+    inputs = [np.asarray(x, dtype=np.float32) for x in make_inputs(program, sizes, seed=variant)]
+    want = program.reference(*inputs)
+    forms = {"torch": programs.PROGRAMS[name], **programs.EXTRA_BASELINES.get(name, {})}
+    rtol, atol = DTYPES["f32"].tolerance
+    for form, fn in forms.items():
+        got = fn(*(torch.from_numpy(x) for x in inputs))
+        assert got.dtype == torch.float32 and tuple(got.shape) == want.shape, form
+        np.testing.assert_allclose(got.numpy(), want, rtol=rtol, atol=atol, err_msg=form)
+
+
+def test_a_wrong_torch_program_is_told_apart_by_that_comparison() -> None:
+    program = PROGRAMS["softmax"]
+    (x,) = make_inputs(program, small_sizes(program, 0))
+    got = torch.softmax(torch.from_numpy(np.asarray(x, np.float32)), dim=0)
+    assert not np.allclose(got.numpy(), program.reference(x), rtol=2e-5, atol=2e-5)
+
+
+def test_the_reference_is_the_program_on_float32_copies() -> None:
+    x = torch.randn(4, 8).to(torch.bfloat16)
+    g = torch.rand(8).to(torch.bfloat16)
+    ref = programs.reference("rmsnorm", [x, g])
+    assert ref.dtype == torch.float32
+    assert torch.equal(ref, programs.rmsnorm(x.float(), g.float()))
+    assert programs.rmsnorm(x, g).dtype == torch.bfloat16
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in KB_DEVICES_DIR.glob("*.yaml")))
+def test_the_device_numbers_are_those_the_kb_loads(name: str) -> None:
+    device = load_device(name)
+    numbers = device_numbers(name)
+    peaks, memory = device.peaks, device.memory
+
+    def value(q: object) -> float | None:
+        return None if q is None else float(q.value)  # type: ignore[attr-defined]
+
+    assert numbers.matrix_flops == value(peaks.matrix_bf16_flops if peaks else None)
+    assert numbers.bytes_per_s == value(peaks.memory_bytes_per_s if peaks else None)
+    assert numbers.l2_bytes == value(memory.l2_bytes if memory else None)
+
+
+def test_the_h200_floor_is_the_roofline_of_benchmarks_md() -> None:
+    h200 = device_numbers("h200")
+    # matmul 4096^3 in bf16: 2 M N K flops, 3 x 32 MiB: compute-bound, 0.174 ms
+    floor = h200.floor_ms(2 * 4096**3, 3 * 4096 * 4096 * 2)
+    assert floor == pytest.approx(0.1740, abs=1e-4)
+    # mul 4096^2: 3 x 32 MiB moved, bandwidth-bound, 0.0234 ms
+    assert h200.floor_ms(4096 * 4096, 3 * 4096 * 4096 * 2) == pytest.approx(0.0234, abs=1e-4)
+
+
+def test_the_block_reader_skips_block_scalars_and_lists() -> None:
+    text = ("a:\n  b:\n    value: 3\n    source: >-\n      c: 9\n      d: 10\n  e: 4\n"
+            "f:\n  - g: 5\n    h: 6\n# i: 7\n")
+    assert block_values(text) == {"a.b.value": "3", "a.e": "4"}
+
+
+def test_unknown_device_is_a_clear_error() -> None:
+    from axon.targets.xe_triton.harness.device import DeviceError
+
+    with pytest.raises(DeviceError, match="unknown device profile 'h300'; the knowledge base "
+                                          "holds .*h200"):
+        device_numbers("h300")
+
+
+def _case(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> Case:
+    return Case("c", "mul", 1, {}, "f32", (1e-3, 1e-4), 0, 0, tuple(inputs), tuple(outputs), ())
+
+
+def test_inputs_follow_the_seed_and_the_distributions() -> None:
+    case = _case([TensorSpec((64, 32), "f32", "x", Init("normal", scale=0.5)),
+                  TensorSpec((64, 32), "bf16", "u", Init("uniform", 0.5, 1.5)),
+                  TensorSpec((6, 4), "f32", "c", Init("cos"))], [])
+    x, u, c = harness_inputs(case, seed=3)
+    again = harness_inputs(case, seed=3)
+    other = harness_inputs(case, seed=4)
+    assert all(torch.equal(a, b) for a, b in zip((x, u, c), again, strict=True))
+    assert not torch.equal(x, other[0])
+    assert u.dtype == torch.bfloat16 and float(u.min()) >= 0.5 and float(u.max()) <= 1.5
+    assert 0.4 < float(x.std()) < 0.6
+    angles = np.arange(6)[:, None] * 10000.0 ** (-np.arange(4) / 4)[None, :]
+    np.testing.assert_allclose(c.numpy(), np.cos(angles), rtol=1e-6)
+
+
+def test_compare_names_the_first_wrong_element_and_rejects_nan() -> None:
+    case = _case([], [TensorSpec((2, 3), "f32")])
+    want = torch.zeros(2, 3)
+    assert compare([want.clone()], [want], case) == ("", 0.0)
+    off = want.clone()
+    off[1, 2] = 0.5
+    reason, worst = compare([off], [want], case)
+    assert reason.startswith("wrong: result 0[1, 2]: got 0.5, expected 0") and worst == 0.5
+    nan = want.clone()
+    nan[0, 1] = float("nan")
+    assert compare([nan], [want], case)[0].startswith("wrong: result 0[0, 1]: got nan")
+    assert compare([torch.zeros(3, 2)], [want], case)[0] == (
+        "wrong: result 0 has shape [3, 2], expected [2, 3]")
+    assert compare([want.double()], [want], case)[0] == (
+        "wrong: result 0 is torch.float64, expected f32")
+
+
+def test_the_guard_sees_rebinding_and_replaced_code_but_not_plain_state() -> None:
+    harness = types.ModuleType("fake_harness")
+    library = types.ModuleType("fake_torch")
+
+    def median(values: list[float]) -> float:
+        return sorted(values)[len(values) // 2]
+
+    harness.median = median  # type: ignore[attr-defined]
+    harness.RUNS = 100  # type: ignore[attr-defined]
+    library.allclose = median  # type: ignore[attr-defined]
+    library.initialized = False  # type: ignore[attr-defined]
+    snapshot = guard.Snapshot.take({"harness": harness}, {"torch": library})
+    assert snapshot.changed() == []
+    library.initialized = True  # type: ignore[attr-defined]
+    library.lazy_submodule = types.ModuleType("x")  # type: ignore[attr-defined]
+    assert snapshot.changed() == []
+    median.__code__ = (lambda values: 0.0).__code__
+    assert snapshot.changed() == ["harness.median", "torch.allclose"]
+    fresh = types.ModuleType("fake_harness2")
+    fresh.median = max  # type: ignore[attr-defined]
+    snap2 = guard.Snapshot.take({"harness": fresh}, {})
+    fresh.sorted = min  # type: ignore[attr-defined]
+    fresh.median = min  # type: ignore[attr-defined]
+    assert snap2.changed() == ["harness.median", "harness.sorted"]
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_the_harness_imports_nothing_else_of_axon() -> None:
+    allowed_third_party = {"torch", "triton", "numpy", "matplotlib"}
+    files = [*sorted(HARNESS_DIR.glob("*.py")), ROOT / "tools" / "axon_bench.py"]
+    for path in files:
+        for module in _imports(path):
+            top = module.split(".")[0]
+            if top == "axon":
+                assert module.startswith("axon.targets.xe_triton.harness"), (path.name, module)
+            else:
+                assert top in allowed_third_party or top in sys.stdlib_module_names, (
+                    path.name, module)
+    # and, imported for real, it loads no other Axon module nor Axon's other dependencies
+    code = ("import sys, axon.tools.axon_bench, axon.targets.xe_triton.harness.run, "
+            "axon.targets.xe_triton.harness.report, axon.targets.xe_triton.harness.child\n"
+            "bad = sorted(m for m in sys.modules if (m.startswith('axon.') and not m.startswith("
+            "'axon.targets.xe_triton.harness') and m not in ('axon.tools', 'axon.targets', "
+            "'axon.targets.xe_triton', 'axon.tools.axon_bench')) or m.split('.')[0] in "
+            "('xdsl', 'z3', 'lark', 'yaml', 'ml_dtypes'))\nprint(bad)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]", out.stdout
