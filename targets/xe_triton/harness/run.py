@@ -238,6 +238,8 @@ class _Child:
     def __init__(self, job: dict[str, Any], limit: int, log: Path) -> None:
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
+        # the interpreter for a CPU run only: set at the child's Triton import
+        env.pop("TRITON_INTERPRET", None)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(IMPORT_ROOT), env.get("PYTHONPATH", "")) if p)
         self.log = log
