@@ -8,6 +8,7 @@ import ast
 import subprocess
 import sys
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,10 +18,19 @@ import torch
 from axon.benchmarks.suite import PROGRAMS, make_inputs, small_sizes
 from axon.dialects.form.dtypes import DTYPES
 from axon.targets.xe_triton.harness import guard, programs
-from axon.targets.xe_triton.harness.bundle import Case, Init, TensorSpec
+from axon.targets.xe_triton.harness.bundle import (
+    Bundle,
+    BundleError,
+    Candidate,
+    Case,
+    Init,
+    TensorSpec,
+    read_bundle,
+    write_bundle,
+)
 from axon.targets.xe_triton.harness.device import KB_DEVICES_DIR, block_values, device_numbers
 from axon.targets.xe_triton.harness.inputs import make_inputs as harness_inputs
-from axon.targets.xe_triton.harness.run import compare
+from axon.targets.xe_triton.harness.run import check_programs, compare
 from axon.targets.xe_triton.kb import load_device
 
 HARNESS_DIR = Path(programs.__file__).resolve().parent
@@ -193,3 +203,31 @@ def test_the_harness_imports_nothing_else_of_axon() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def _suite_case(name: str, sizes: dict[str, int]) -> Case:
+    program = PROGRAMS[name]
+    want = program.reference(*make_inputs(program, sizes))
+    inputs = tuple(TensorSpec(p.shape(sizes), p.dtype, p.name, Init()) for p in program.params)
+    return Case(f"{name}_small", name, program.tier, sizes, program.dtype, program.tolerance,
+                0, 0, inputs, (TensorSpec(tuple(want.shape), program.dtype),), ())
+
+
+def test_every_program_takes_its_suite_shapes_and_gives_the_reference_shape() -> None:
+    # check_programs runs each program on the meta device: no data, every shape checked
+    cases = tuple(_suite_case(name, small_sizes(PROGRAMS[name], 1)) for name in PROGRAMS)
+    bundle = Bundle(Path("b"), "h200", 0, "test", cases)
+    check_programs(bundle)
+    broken = replace(cases[0], outputs=(TensorSpec((1,), cases[0].dtype),))
+    with pytest.raises(BundleError, match=r"cases\[0\]\.outputs: .* gives shapes"):
+        check_programs(replace(bundle, cases=(broken,)))
+
+
+def test_a_written_bundle_reads_back_equal(tmp_path: Path) -> None:
+    case = _suite_case("rmsnorm", {"M": 3, "N": 5})
+    case = replace(case, candidates=(
+        Candidate("rows.BM2.w4", "rmsnorm_small/rows.BM2.w4.py", "rmsnorm_rows",
+                  {"BM": 2, "num_warps": 4, "grf_mode": "256"}, "rows", "p1", 0.25),))
+    bundle = Bundle(tmp_path, "h200", 7, "0.1.0", (case,))
+    write_bundle(bundle, {"rmsnorm_small/rows.BM2.w4.py": "def rmsnorm_rows(): pass\n"})
+    assert read_bundle(tmp_path) == bundle

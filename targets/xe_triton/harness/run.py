@@ -207,7 +207,11 @@ def _baselines(case: Case, options: Options) -> dict[str, Callable[..., Any]]:
     eager = programs.PROGRAMS[case.program]
     found: dict[str, Callable[..., Any]] = {"eager": eager}
     if options.compile:
-        found["compile"] = torch.compile(eager)
+        # compiled afresh for each case, specialized to its shapes: a program seen at several
+        # sizes would otherwise be recompiled with dynamic shapes (slower kernels) or, past
+        # dynamo's recompile limit, silently run eagerly
+        torch._dynamo.reset()
+        found["compile"] = torch.compile(eager, dynamic=False)
     found.update(programs.EXTRA_BASELINES.get(case.program, {}))
     return found
 
