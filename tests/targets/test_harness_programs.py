@@ -17,7 +17,7 @@ import torch
 
 from axon.benchmarks.suite import PROGRAMS, make_inputs, small_sizes
 from axon.dialects.form.dtypes import DTYPES
-from axon.targets.xe_triton.harness import guard, programs
+from axon.targets.xe_triton.harness import guard, programs, report
 from axon.targets.xe_triton.harness.bundle import (
     Bundle,
     BundleError,
@@ -30,7 +30,16 @@ from axon.targets.xe_triton.harness.bundle import (
 )
 from axon.targets.xe_triton.harness.device import KB_DEVICES_DIR, block_values, device_numbers
 from axon.targets.xe_triton.harness.inputs import make_inputs as harness_inputs
-from axon.targets.xe_triton.harness.run import check_programs, compare
+from axon.targets.xe_triton.harness.run import (
+    BenchResult,
+    CaseResult,
+    Measured,
+    Options,
+    check_programs,
+    compare,
+    decide,
+)
+from axon.targets.xe_triton.harness.timing import Timing
 from axon.targets.xe_triton.kb import load_device
 
 HARNESS_DIR = Path(programs.__file__).resolve().parent
@@ -231,3 +240,56 @@ def test_a_written_bundle_reads_back_equal(tmp_path: Path) -> None:
     bundle = Bundle(tmp_path, "h200", 7, "0.1.0", (case,))
     write_bundle(bundle, {"rmsnorm_small/rows.BM2.w4.py": "def rmsnorm_rows(): pass\n"})
     assert read_bundle(tmp_path) == bundle
+
+
+def _timed(name: str, events_ms: float, graph_ms: float, correct: bool = True) -> Measured:
+    return Measured(name, correct, "" if correct else "wrong: result 0[0]: got 1, expected 0",
+                    0.0, Timing(events_ms, graph_ms, 100) if correct else None)
+
+
+def _gpu_result(*cases: CaseResult) -> BenchResult:
+    bundle = Bundle(Path("b"), "h200", 0, "test", tuple(r.case for r in cases))
+    return BenchResult(bundle, Options("cuda", 100), "NVIDIA H200", device_numbers("h200"),
+                       list(cases), 1.0)
+
+
+def test_on_a_gpu_the_fastest_correct_candidate_wins_unless_a_baseline_is_faster() -> None:
+    big = replace(_suite_case("matmul", {"M": 4096, "N": 4096, "K": 4096}),
+                  case="matmul_4096", flops=2 * 4096**3, bytes=3 * 4096 * 4096 * 2)
+    fast = CaseResult(big, [_timed("eager", 0.20, 0.19), _timed("compile", 0.15, 0.14)],
+                      [_timed("slow", 0.30, 0.29), _timed("best", 0.12, 0.11),
+                       _timed("wrong", 0.0, 0.0, correct=False)], floor_ms=0.174)
+    decide(fast, Options("cuda", 100))
+    # no callable under 0.05 ms in a graph: the event figures, for every callable
+    assert (fast.method, fast.winner, fast.verdict) == ("events", "best", "accepted")
+    assert fast.speedup == pytest.approx(0.15 / 0.12)
+    assert fast.floor_ratio == pytest.approx(0.12 / 0.174)
+    small = replace(big, case="mul_1024", program="mul")
+    slower = CaseResult(small, [_timed("eager", 0.010, 0.004)],
+                        [_timed("kernel", 0.008, 0.005)], floor_ms=0.0015)
+    decide(slower, Options("cuda", 100))
+    # under 0.05 ms: the graph figures, in which eager (0.004) beats the kernel (0.005)
+    assert (slower.method, slower.winner) == ("graph", "kernel")
+    assert slower.verdict == "rejected: slower than baseline" and not slower.accepted
+    result = _gpu_result(fast, slower)
+    data = report.to_json(result)
+    assert data["winners"] == [{
+        "case": "matmul_4096", "program": "matmul", "sizes": big.sizes, "dtype": "bf16",
+        "candidate": "best", "kwargs": {}, "axon_ms": 0.12, "baseline_ms": 0.15,
+        "baseline": "compile"}]
+    assert data["summary"]["rejected"] == {"slower than baseline": 1, "wrong": 1}
+    lines = report.table(result).splitlines()
+    assert lines[2].split() == ["matmul_4096", "0.1200", "0.2000", "0.1500", "compile", "0.1500",
+                                "1.25x", "0.1740", "0.69x", "best"]
+    assert lines[3].endswith("kernel (rejected: slower than baseline)")
+    # the geomean counts every timed winner, a rejected one too: sqrt(1.25 * 0.8)
+    assert lines[-1] == ("geomean speedup over the best baseline: 1.00x over 2 of 2 cases")
+
+
+def test_a_case_without_a_correct_candidate_has_no_winner() -> None:
+    case = _suite_case("relu", {"M": 3, "N": 5})
+    result = CaseResult(case, [_timed("eager", 0.01, 0.003)],
+                        [_timed("k", 0.0, 0.0, correct=False)])
+    decide(result, Options("cuda", 100))
+    assert (result.winner, result.verdict, result.speedup) == (None, "no correct candidate",
+                                                               None)

@@ -71,10 +71,12 @@ def geomean_line(result: BenchResult) -> str:
     """The geomean speedup over the best baseline, over the cases with a timed winner."""
     speedups = [r.speedup for r in result.cases if r.speedup]
     mean = geomean([s for s in speedups if s])
+    if result.interpreter:
+        return f"geomean speedup: - ({CPU_NOTE})"
     if mean is None:
         return "geomean speedup: - (no case has a correct, timed winner)"
     return (f"geomean speedup over the best baseline: {mean:.2f}x over {len(speedups)} of "
-            f"{len(result.cases)} cases" + (f" ({CPU_NOTE})" if result.interpreter else ""))
+            f"{len(result.cases)} cases")
 
 
 def _reason_kind(reason: str) -> str:
@@ -86,7 +88,8 @@ def summary(result: BenchResult) -> dict[str, Any]:
     candidates = [c for r in result.cases for c in r.candidates]
     checked = [c for c in candidates if not c.reason.startswith("not run")]
     rejected = Counter(_reason_kind(c.reason) for c in checked if not c.correct)
-    rejected.update(r.verdict for r in result.cases if r.verdict.startswith("rejected"))
+    rejected.update(r.verdict.split(": ", 1)[1] for r in result.cases
+                    if r.verdict.startswith("rejected: "))
     return {"cases": len(result.cases),
             "skipped": sum(r.verdict.startswith("skipped") for r in result.cases),
             "winners": sum(r.accepted for r in result.cases),
