@@ -26,7 +26,10 @@ NO_MATPLOTLIB = ("--plot needs matplotlib, which is not installed; install the `
 
 
 def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    if value is None:
+        return "-"
+    # a launch-bound floor is far below a microsecond: keep its digits
+    return f"{value:.4f}" if value >= 1e-3 or value == 0 else f"{value:.2e}"
 
 
 def _ratio(value: float | None) -> str:
