@@ -240,7 +240,7 @@ class _KernelShape:
     def find_tiles(self, kernel: xt.KernelOp, ops: list[Operation]) -> None:
         """The 2D loads (padded with zeros) and stores whose masks are the tensor's bounds
         alone: those a block pointer's or a descriptor's boundary handling covers."""
-        args = {arg: n for n, arg in enumerate(kernel.body.block.args)}
+        args: dict[SSAValue, int] = {arg: n for n, arg in enumerate(kernel.body.block.args)}
         for op in ops:
             if isinstance(op, xt.LoadOp) and op.source in args:
                 attrs = op.attrs()
@@ -378,7 +378,8 @@ def _list(exprs: tuple[IntExpr, ...] | list[IntExpr]) -> str:
 
 def _strides(t: TensorType) -> list[IntExpr]:
     """A row-major tensor's strides."""
-    strides, step = [], IntExpr.const(1)
+    strides: list[IntExpr] = []
+    step = IntExpr.const(1)
     for dim in reversed(t.shape):
         strides.insert(0, step)
         step = step * dim
@@ -602,7 +603,14 @@ class _KernelPrinter:
         t = _tensor_type(op.results[0])
         form = parse_form(op.form.data, len(op.inputs))
         printer = _ScalarPrinter(self, form.parallel, op)
-        text = printer.expr(form.body)
+        body = form.body
+        # a transpose or broadcast within one dtype moves the block as it is (a bf16 tile
+        # stays bf16: the dot takes it transposed from shared memory)
+        printer.upcast = not (isinstance(body, Read)
+                              and _tensor_type(op.inputs[body.operand]).dtype == t.dtype)
+        text = printer.expr(body)
+        if not printer.upcast:
+            return f"tl.broadcast_to({text}, {_shape(t)})"
         dtype = TL_DTYPES[t.dtype]
         if not printer.is_block:
             return f"tl.full({_shape(t)}, {text}, {dtype})" if t.shape else text
@@ -617,6 +625,8 @@ class _ScalarPrinter:
     domain: tuple[LoopDim, ...]
     op: xt.MapOp
     is_block: bool = False
+    upcast: bool = True
+    """Reads of bf16 and f16 blocks in fp32 (the map computes in fp32)."""
 
     def position(self, name: str) -> int | None:
         for k, d in enumerate(self.domain):
@@ -676,7 +686,7 @@ class _ScalarPrinter:
         value = self.op.inputs[r.operand]
         t = _tensor_type(value)
         text = self.kernel.name_of(value)
-        if DTYPES[t.dtype].is_float and t.dtype != "f32":
+        if self.upcast and DTYPES[t.dtype].is_float and t.dtype != "f32":
             text = f"{text}.to(tl.float32)"
         if not t.shape:
             return text
@@ -831,7 +841,7 @@ def _host_helpers(dev: Device) -> list[str]:
         f"_BLOCK_IO = {BLOCK_IO_MODES!r}",
         "", "",
         "def _block_io(block_io, tiles):",
-        f'    """`block_io`, or "block_ptr" for "tensor_descriptor" where a (tensor, block) of '
+        '    """`block_io`, or "block_ptr" for "tensor_descriptor" where a (tensor, block) of '
         "`tiles` breaks",
         f"    {dev.name}'s descriptor rules: {' or '.join(rules)}.\"\"\"",
         "    if block_io not in _BLOCK_IO:",
