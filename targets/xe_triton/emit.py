@@ -193,6 +193,7 @@ class _KernelShape:
     and K, whether its 2D grid is swizzled, and the 2D accesses that use block I/O."""
 
     has_dot: bool = False
+    dots: int = 0
     kind: str = "elementwise"
     block_m: str | None = None
     block_n: str | None = None
@@ -214,7 +215,8 @@ class _KernelShape:
         shape = cls()
         ops = list(kernel.body.walk())
         reduces = {op.kind.data for op in ops if isinstance(op, xt.ReduceOp)}
-        shape.has_dot = any(isinstance(op, xt.DotOp) for op in ops)
+        shape.dots = sum(isinstance(op, xt.DotOp) for op in ops)
+        shape.has_dot = shape.dots > 0
         shape.kind = ("matmul" if shape.has_dot else "softmax" if {"max", "add"} <= reduces
                       else "norm" if reduces else "elementwise")
         params, sizes = set(kernel.param_names()), set(kernel.sizes())
@@ -281,11 +283,12 @@ class _KernelShape:
         m, n, k = size(self.m_size), size(self.n_size), size(self.k_size)
         bm, bn, bk = block(self.block_m), block(self.block_n), block(self.block_k)
         element = np.dtype(DTYPES[dtypes[0]].storage).itemsize
-        tile_bytes = ((bm * bk + bk * bn) * element + bm * bn * 4) if self.has_dot else 0
+        tile_bytes = ((bm * bk + self.dots * bk * bn) * element + self.dots * bm * bn * 4
+                      if self.has_dot else 0)
         programs = -(-m // bm) * -(-n // bn) if bm and bn else UNKNOWN_SIZE
         return KernelFacts(self.kind, dtype, has_dot=self.has_dot,  # type: ignore[arg-type]
                            m=m, n=n, k=k, grid_dims=len(kernel.grid_exprs()),
-                           tile_bytes=tile_bytes, programs=programs)
+                           tile_bytes=tile_bytes, programs=programs, dots=max(self.dots, 1))
 
     def launch_config(self, config: Config) -> dict[str, int | str]:
         """A KB configuration as the host function's keywords (the axes this kernel has)."""

@@ -249,6 +249,15 @@ def test_launch_options_and_autotune_grid_come_from_the_kb() -> None:
     assert emit_triton(tiled(bf16_func, "blocks_k"), tile_sizes=BLOCKS, sizes=sizes).configs[0][
         "BK"] == 64
     assert all(c["num_warps"] in (4, 8) and "grf_mode" not in c for c in configs)
+    # a gated MLP's two dots: two accumulators and two B tiles a stage count against the H200
+    gated = parse_source(PROGRAMS["gated_mlp"].source, "gated_mlp.py")
+    (gated_func,) = (op for op in gated.ops if isinstance(op, FuncOp))
+    grid = emit_triton(tiled(gated_func, "blocks_k"), tile_sizes=BLOCKS,
+                       sizes={"M": 4096, "K": 4096, "N": 11008}).configs
+    assert grid and all(
+        int(c["BM"]) * int(c["BN"]) * 2 <= 128 * 32 * int(c["num_warps"])
+        and int(c["num_stages"]) * (int(c["BM"]) + 2 * int(c["BN"])) * int(c["BK"]) * 2
+        <= 232448 for c in grid)
     # the tile pass's launch order and the caller's stages win over the KB's
     mine = emit_triton(tiled(func, "blocks_k"), tile_sizes={**BLOCKS, "GROUP_M": 1,
                                                             "num_stages": 5})
