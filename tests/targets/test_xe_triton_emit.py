@@ -5,6 +5,7 @@ told apart; what does not lower is a "not supported" diagnostic."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -270,3 +271,17 @@ def test_launch_options_and_autotune_grid_come_from_the_kb() -> None:
     # a row kernel: no swizzle or block I/O, the KB's stages
     rows = emit_triton(tiled(program("softmax"), "rows"), tile_sizes={"BM": 2})
     assert rows.options == {"num_stages": 2} and "BLOCK_IO" not in rows.text
+
+
+def test_a_transposed_half_precision_operand_moves_in_its_own_dtype() -> None:
+    # x.T @ w in f16: the [BK, BM] tile is permuted as f16 and goes to the dot as it is (no
+    # round trip through fp32), and the kernel still computes the program (the interpreter's
+    # f16 dot is right; its bf16 one is not)
+    source = PROGRAMS["transpose_matmul"].source.replace("bf16[", "f16[")
+    (func,) = (op for op in parse_source(source, "t.py").ops if isinstance(op, FuncOp))
+    report = check_emitted(func, tiled(func, "blocks_k"), shapes(func), BLOCKS)
+    assert report.passed, report.shapes
+    text = report.module.text
+    moved = re.search(r"(v\d+) = tl\.broadcast_to\(tl\.permute\((v\d+), \(1, 0\)\), \(BM, BK\)\)",
+                      text)
+    assert moved is not None and f"tl.dot({moved.group(1)}, " in text

@@ -347,7 +347,7 @@ def _accumulator_error(device: Device, kernel: KernelFacts, config: Config) -> s
     if None in (config.block_m, config.block_n, config.num_warps):
         return None
     assert config.block_m and config.block_n and config.num_warps
-    threads = config.num_warps * int((config.warp_size or 32))
+    threads = config.num_warps * int(config.warp_size or 32)
     values = config.block_m * config.block_n * kernel.dots // threads
     if values > ACCUMULATOR_VALUES_MAX:
         return (f"{kernel.dots} accumulator(s) of {config.block_m}x{config.block_n} hold "
