@@ -13,7 +13,14 @@ and the padded blocks (`triton.next_power_of_2`) from the sizes and launches. Th
 and `num_warps` default to the kernel's concrete tile sizes (`axon.tile_sizes`) or, for
 `num_warps`, the device's default from the knowledge base; `num_warps` must be one the device
 takes. Only APIs of Triton 3.6 that the Intel XPU backend and the CPU interpreter also take are
-used (no libdevice calls: tanh is written with `tl.sigmoid`). See docs/xe_triton.md.
+used (no libdevice calls: tanh is written with `tl.sigmoid`).
+
+A kernel with a `tl.dot` moves its 2D tiles by block I/O chosen at launch (`block_io`: tensor
+descriptors, block pointers or pointers, a `BLOCK_IO` constexpr; the KB's choice by default)
+and runs its 2D grid in Triton's grouped order (`GROUP_SIZE_M`); every host function takes
+`num_stages` (the KB's default) and `int64` (pointer offsets in int64, by default where a tensor
+holds 2**31 elements or more), and the module lists the KB's autotuning grid for the device in
+`autotune_configs()`. See docs/xe_triton.md.
 """
 
 from __future__ import annotations
