@@ -124,7 +124,8 @@ func.func @f(%x: {t}) -> !ax.tensor<[M, N], f32> {{
         lower_function(kernel)
 
 
-@pytest.mark.parametrize("size", ["tl", "v3", "in0_ptr", "B_N"])
+@pytest.mark.parametrize("size", ["tl", "v3", "in0_ptr", "B_N", "INT64", "g_pid", "desc1",
+                                  "num_stages", "_wide"])
 def test_a_size_named_like_one_of_the_modules_own_names_is_refused(size: str) -> None:
     # `B_N` is the block the kernel binds for a row held whole (N): a size of that name clashes
     source = (f"def f(x: f32[M, {size}], y: f32[M, N]):\n"
