@@ -5,6 +5,8 @@ the interpreter replays."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
@@ -16,6 +18,7 @@ from axon.interpreter import run_function
 from axon.targets.profiles import load_profile
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.tiling.search import tile_program
 from axon.tools.embed import parse_mlir, print_ir
 from axon.verifier import Proved, Refuted, prove_equivalent
 
@@ -201,3 +204,22 @@ func.func @lora(%x: {X}, %w: !ax.tensor<[K, N], f32>, %a: !ax.tensor<[K, R], f32
     assert not [t for t in tilings(lora) if t.inner]  # x @ w contracts K outside the R loop
     with pytest.raises(NotTileable, match="built only nested in a loop over R"):
         tile_function(lora, Tiling("M", None, "R", inner="K"), "sbuf", "psum")
+
+
+def test_trn2_picks_the_nested_mlp_kernel_and_h200_skips_what_fits_without_it() -> None:
+    sizes = {"M": 1024, "K": 1024, "F": 1024, "N": 1024}
+    trn2 = tile_program([function(MLP)], load_profile("trn2"), sizes, timeout_ms=30_000)
+    best = trn2.proved[0]
+    assert best.tiling == Tiling("M", "N", "F", inner="K") and best.candidates
+    cost = best.candidates[0].cost
+    assert cost.fits and cost.hbm_bytes > cost.compulsory_bytes
+    assert not any(p.candidates for p in trn2.proved if p.tiling.inner is None)
+    h200 = tile_program([function(MLP)], load_profile("h200"), sizes, timeout_ms=30_000)
+    fitting = {p.tiling for p in h200.proposals if p.candidates}
+    nested = [p for p in h200.proposals if p.tiling.inner is not None]
+    assert nested and Tiling("M", "N", "F") in fitting
+    for proposal in nested:
+        fits = replace(proposal.tiling, inner=None) in fitting
+        assert (proposal.verdict == "skipped") == fits, proposal
+        assert not fits or "fits without the loop over K nested in it" in proposal.reason
+    assert h200.proved[0].candidates
