@@ -29,6 +29,15 @@ softmax is a loop for the max, one for the sum of exponentials, and, its result 
 `red`, a last parallel loop over the blocks of `red` writing `exp(x - max) / sum`
 (`write_pass`). At most `MAX_LOOPS` loops are chained.
 
+A nested tiling (`Tiling.inner`) also walks a second reduced dim, `inner`, in steps of `BL`
+(iteration `l`), inside the loops over `red`: a reduction over `inner` of values on `inner`
+tiles whose result is on `red` tiles (the mlp's `x @ w1`, contracting K, read by the F loop's
+`h @ w3`) is accumulated by a loop over the blocks of `inner` nested in each loop over `red`
+that needs it, one inner loop for all such reductions of one loop (they share its tiles: `x`
+is loaded once for `x @ w1` and `x @ w2`), its accumulators started at 0 in every iteration
+of the outer loop. Values on `inner` tiles are computed only there, so no tile spans the whole
+of `inner` (a NeuronCore contraction spans at most its 128 partitions).
+
 Which tiling is right is not decided here: a kernel is proposed and the verifier proves it equal
 to the function for every size and every tile size its assumptions admit, or it is rejected with
 the verifier's reason. `NotTileable` says why a kernel cannot even be written; that is checked
@@ -79,6 +88,8 @@ from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 ROWS = ("BM", "i")
 COLS = ("BN", "j")
 RED = ("BK", "k")
+#: the block parameter and iteration of a loop nested in a loop over `red` (`Tiling.inner`)
+INNER = ("BL", "l")
 #: the iteration of a multi-pass kernel's last (writing) pass
 SECOND = "c"
 #: the program ids of a batched tiling's leading dims
@@ -114,15 +125,21 @@ class Tiling:
     """The loop of a max over `red` and the loop of the sums that read it are one loop: the
     running max, and each sum rescaled by `exp(m_old - m_new)` as the max grows (the online
     softmax of flash attention). The loop states its invariant for the verifier."""
+    inner: str | None = None
+    """A second dim the function reduces over, walked inside each loop over `red` that needs
+    it: a reduction over `inner` whose result is on `red` tiles is accumulated by a loop over
+    the blocks of `inner` (`BL`, iteration `l`) nested in that loop (see the module
+    docstring)."""
 
     @property
     def kind(self) -> str:
         """A short name: `rows`, `blocks`, `rows_k`, `blocks_k`, `rows_multipass`, each with
-        a `batched_` prefix when leading dims are split one index per program and an
-        `_online` suffix for the online loop."""
+        a `batched_` prefix when leading dims are split one index per program, an
+        `_online` suffix for the online loop and a `_nested` suffix for a loop over `inner`
+        nested in the loop over `red` (`rows_k_nested`, `blocks_k_nested`)."""
         return (("batched_" if self.lead else "") + ("blocks" if self.cols else "rows")
                 + ("_multipass" if self.write_pass else "_k" if self.red else "")
-                + ("_online" if self.online else ""))
+                + ("_online" if self.online else "") + ("_nested" if self.inner else ""))
 
     def blocks(self) -> dict[str, IntExpr]:
         """Each tiled symbol's block parameter."""
@@ -131,6 +148,8 @@ class Tiling:
             found[self.cols] = IntExpr.sym(COLS[0])
         if self.red:
             found[self.red] = IntExpr.sym(RED[0])
+        if self.inner:
+            found[self.inner] = IntExpr.sym(INNER[0])
         return found
 
     def offsets(self) -> dict[str, str]:
@@ -197,7 +216,35 @@ def _tilings(func: FuncOp, lead: int) -> list[Tiling]:
     maxed = {d.upper.as_symbol for op in func.body.block.ops if has_form(op)
              for d in generic_form(op).reduced if generic_form(op).reduction == "max"}
     found += [replace(t, online=True) for t in list(found) if t.red in maxed]
+    found += [replace(t, inner=inner) for t in list(found)
+              if t.red is not None and not t.write_pass and not t.online
+              for inner in _nested_dims(func, t.red, reduced, in_results)]
     return found
+
+
+def _nested_dims(func: FuncOp, red: str, reduced: list[str], in_results: set[str]
+                 ) -> list[str]:
+    """The dims a loop nested in the loop over `red` may walk: a dim other than `red` and the
+    results' dims that ops reduce over whole, each of them to a result with the dim `red` (so
+    each is computed inside a loop over `red`; lora's `x @ w` contracts K outside any loop
+    over R, and K is no nested dim of its R loop)."""
+    inside: list[str] = []
+    outside: set[str] = set()
+    for op in func.body.block.ops:
+        if not has_form(op) or len(op.results) != 1:
+            continue
+        result = op.results[0].type
+        on_red = isinstance(result, TensorType) and any(d.as_symbol == red
+                                                        for d in result.shape)
+        for d in generic_form(op).reduced:
+            name = d.upper.as_symbol
+            if name is None or name == red or name in in_results or name not in reduced:
+                continue
+            if on_red and d.lower == IntExpr.const(0):
+                inside.append(name)
+            else:
+                outside.add(name)
+    return [n for n in dict.fromkeys(inside) if n not in outside]
 
 
 def row_size(func: FuncOp, lead: int = 0) -> str:
@@ -229,10 +276,15 @@ class _Builder:
         self.accumulator_space = accumulator_space
         self.blocks = tiling.blocks()
         self.offsets = tiling.offsets()
-        symbols = [tiling.rows, tiling.cols, tiling.red]
+        symbols = [tiling.rows, tiling.cols, tiling.red, tiling.inner]
         given = [s for s in symbols if s is not None]
         if len(set(given)) != len(given):
             raise NotTileable(f"@{self.name}: a tiling needs distinct dims, got {given}")
+        if tiling.inner is not None and (tiling.red is None or tiling.write_pass
+                                         or tiling.online):
+            raise NotTileable(f"@{self.name}: a loop over {tiling.inner} nests only in "
+                              "the loops of a tiling with a loop over a reduced dim, neither "
+                              "multi-pass nor online")
         results = [t for t in func.function_type.outputs.data if isinstance(t, TensorType)]
         #: each leading dim's extent and its program id (one index per program)
         self.batch: dict[IntExpr, str] = {}
@@ -244,6 +296,8 @@ class _Builder:
             self.batch[extent] = f"{BATCH}{n}"
         #: offsets of input dims each program reads one index of (`footprints`)
         self.footprint: dict[SSAValue, dict[int, IntExpr]] = {}
+        #: the sums over `inner` a nested loop accumulates (`stages`)
+        self.inner_sums: set[Operation] = set()
 
     # ---- types ---------------------------------------------------------------------------
     def tile_dims(self, t: TensorType, what: str, result: bool = False,
@@ -285,8 +339,9 @@ class _Builder:
 
     def is_ours(self, name: str) -> bool:
         """A name the kernel introduces (a program id or a loop's iteration): not a size."""
+        looped = f"({RED[1]}|{INNER[1]})" if self.tiling.inner is not None else RED[1]
         return (name in self.batch.values() or name in (ROWS[1], COLS[1], SECOND)
-                or re.fullmatch(rf"{RED[1]}\d*", name) is not None)
+                or re.fullmatch(rf"{looped}\d*", name) is not None)
 
     def offsets_of(self, v: SSAValue, offsets: dict[str, str]) -> list[IntExpr]:
         """Where the tile of source value `v` starts in each dim, in a tile at `offsets`."""
@@ -339,6 +394,29 @@ class _Builder:
     def has_red(self, t: TensorType) -> bool:
         return self.tiling.red is not None and any(
             d.as_symbol == self.tiling.red for d in t.shape)
+
+    def has_inner(self, t: TensorType) -> bool:
+        return self.tiling.inner is not None and any(
+            d.as_symbol == self.tiling.inner for d in t.shape)
+
+    def reduces_inner(self, op: Operation) -> bool:
+        """Whether `op` reduces over `inner`; NotTileable unless it is a sum over
+        [0, `inner`) of one dim that reduces over nothing else tiled (what a nested loop
+        accumulates)."""
+        inner = self.tiling.inner
+        if inner is None:
+            return False
+        form = generic_form(op)
+        over = {s for d in form.reduced for b in (d.lower, d.upper) for s in b.symbols()}
+        if inner not in over:
+            return False
+        whole = [d for d in form.reduced if d.upper == IntExpr.sym(inner)
+                 and d.lower == IntExpr.const(0)]
+        if len(whole) != 1 or form.reduction != "add" or over & set(self.blocks) - {inner}:
+            raise NotTileable(f"@{self.name}: '{op.name}' reduces over {inner} in a way a "
+                              f"nested loop cannot accumulate (a sum over [0, {inner}) of "
+                              "one dim, over no other tiled dim)")
+        return True
 
     # ---- ops -----------------------------------------------------------------------------
     def reduced_tiled(self, op: Operation) -> tuple[str, str | None]:
@@ -398,11 +476,11 @@ class _Builder:
         env = {d.name: IntExpr.sym(d.name) + o
                for d, o in zip(form.parallel, self.offsets_of(op.results[0], offsets),
                                strict=True) if o != IntExpr.const(0)}
-        red = offsets.get(self.tiling.red or "")
-        if red:
-            for d in form.reduced:
-                if d.upper.as_symbol == self.tiling.red and d.lower == IntExpr.const(0):
-                    env[d.name] = IntExpr.sym(d.name) + parse_int_expr(red)
+        for looped in (self.tiling.red, self.tiling.inner):
+            at = offsets.get(looped or "")
+            for d in form.reduced if at else ():
+                if d.upper.as_symbol == looped and d.lower == IntExpr.const(0):
+                    env[d.name] = IntExpr.sym(d.name) + parse_int_expr(at or "0")
         starts = [self.offsets_of(v, offsets) for v in op.operands]
 
         def shifted(r: Read) -> ScalarExpr:
@@ -432,6 +510,8 @@ class _Builder:
         taken = {s for t in [*params, *results] for d in t.shape for s in d.symbols()}
         ours = {n for pair in (ROWS, COLS, RED) for n in pair} | {SECOND}
         ours |= {f"{RED[1]}{n}" for n in range(1, MAX_LOOPS)}  # the later loops' iterations
+        if tiling.inner is not None:  # the names of the loops nested in them
+            ours |= {*INNER, *(f"{INNER[1]}{n}" for n in range(1, MAX_LOOPS))}
         ours |= set(self.batch.values())
         clash = taken & ours
         if clash:
@@ -505,7 +585,11 @@ class _Builder:
         - `tile`, s: a value on `red` tiles (an input with the dim `red`, or computed from
           one) that reads what the first s loops give: recomputed in each loop that needs it;
         - `acc`, s + 1: a reduction over `red` of values of stage s: accumulated by loop s;
-        - `post`, s: computed from the results of loop s - 1, between it and loop s.
+        - `post`, s: computed from the results of loop s - 1, between it and loop s;
+        - `inner`, s (a nested tiling): a value on `inner` tiles (an input with the dim
+          `inner`, or computed from one without reducing over it) that reads what the first s
+          loops give: computed in the loops over `inner` nested in the loops over `red`; a
+          sum over `inner` of such values is a `tile` value, accumulated by such a loop.
         """
         tiling = self.tiling
         stage: dict[SSAValue, tuple[str, int]] = {}
@@ -513,7 +597,8 @@ class _Builder:
             t = src.type
             assert isinstance(t, TensorType)
             self.tile_dims(t, "an input", footprint=self.footprint.get(src))
-            stage[src] = ("tile", 0) if self.has_red(t) else ("pre", 0)
+            stage[src] = (("inner", 0) if self.has_inner(t) else ("tile", 0) if self.has_red(t)
+                          else ("pre", 0))
         for op in ops:
             if not has_form(op) or op.regions or len(op.results) != 1:
                 raise NotTileable(f"@{self.name}: '{op.name}' is not a form op with one result")
@@ -522,6 +607,11 @@ class _Builder:
             self.tile_dims(result_type, f"the result of '{op.name}'")
             kinds = {stage[v][0] for v in op.operands}
             level = max((stage[v][1] for v in op.operands), default=0)
+            if self.reduces_inner(op) or "inner" in kinds:
+                stage[op.results[0]] = self.inner_stage(op, level)
+                if stage[op.results[0]][0] == "tile":
+                    self.inner_sums.add(op)
+                continue
             over, _ = self.reduced_tiled(op)
             if over:
                 if level + 1 > MAX_LOOPS:
@@ -540,38 +630,145 @@ class _Builder:
         for v in ret.arguments:
             if stage[v][0] == "tile" and not tiling.write_pass:
                 raise NotTileable(f"@{self.name}: a result is computed on {tiling.red} tiles")
+            if stage[v][0] == "inner":
+                raise NotTileable(f"@{self.name}: a result is computed on {tiling.inner} tiles")
         return stage
+
+    def inner_stage(self, op: Operation, level: int) -> tuple[str, int]:
+        """The stage of an op of a nested tiling that reads or reduces `inner` tiles: `inner`
+        when its result keeps the dim `inner`, `tile` for a sum over `inner` whose result is
+        on `red` tiles (a nested loop accumulates it inside a loop over `red`)."""
+        result_type = op.results[0].type
+        assert isinstance(result_type, TensorType)
+        inner, red = self.tiling.inner, self.tiling.red
+        if not self.reduces_inner(op):
+            if not self.has_inner(result_type):
+                raise NotTileable(f"@{self.name}: '{op.name}' uses an {inner} tile without "
+                                  f"reducing over {inner}")
+            return "inner", level
+        if self.has_inner(result_type) or not self.has_red(result_type):
+            raise NotTileable(f"@{self.name}: '{op.name}' reduces over {inner} to a result "
+                              f"without the dim {red}; a loop over {inner} is built only "
+                              f"nested in a loop over {red}")
+        return "tile", level
 
     def recompute(self, block: Block, wanted: Sequence[SSAValue], ops: list[Operation],
                   stages: dict[SSAValue, tuple[str, int]], args: dict[SSAValue, SSAValue],
                   outer: dict[SSAValue, SSAValue], offsets: dict[str, str],
-                  built: dict[SSAValue, SSAValue] | None = None
+                  built: dict[SSAValue, SSAValue] | None = None, nested_iv: str | None = None
                   ) -> dict[SSAValue, SSAValue]:
         """Build into `block` (a loop's body) the tile values `wanted` need: loads of the
         inputs on `red` tiles at `offsets` and the ops on tiles, in source order; values
         computed outside the loops are read from `outer`, those `built` already in the block
-        from there (they are returned with the new ones)."""
+        from there (they are returned with the new ones). The sums over `inner` among them
+        are accumulated by one loop over `inner` with iteration `nested_iv` (`nested`), built
+        after the values they read and before those that read them."""
         needed: set[SSAValue] = set()
+        on_inner: set[SSAValue] = set()  # values on `inner` tiles the nested loop computes
         inside: dict[SSAValue, SSAValue] = dict(built or {})
-        work = [v for v in wanted if stages[v][0] == "tile"]
+        work = [v for v in wanted if stages[v][0] in ("tile", "inner")]
         while work:
             v = work.pop()
-            if v not in needed and v not in inside:
-                needed.add(v)
+            if v not in needed and v not in on_inner and v not in inside:
+                (on_inner if stages[v][0] == "inner" else needed).add(v)
                 if isinstance(v.owner, Operation):
-                    work.extend(u for u in v.owner.operands if stages[u][0] == "tile")
+                    work.extend(u for u in v.owner.operands
+                                if stages[u][0] in ("tile", "inner"))
+        sums = [op for op in ops if op.results[0] in needed and op in self.inner_sums]
+        before = self.read_by(sums, stages, needed)
         for src, arg in args.items():
             if src in needed:
                 t = src.type
                 assert isinstance(t, TensorType)
                 block.add_op(self.load(src, arg, t, offsets))
                 inside[src] = block.last_op.results[0]  # type: ignore[union-attr]
+        for op in ops:  # what the sums over `inner` read comes before their loop
+            if op.results[0] in before:
+                self.add_rebuilt(block, op, inside, outer, offsets)
+        if sums:
+            if nested_iv is None:
+                raise NotTileable(f"@{self.name}: a sum over {self.tiling.inner} is needed "
+                                  f"outside a loop over {self.tiling.red}")
+            self.nested(block, sums, on_inner, ops, args, outer, inside, offsets, nested_iv)
         for op in ops:
-            if op.results[0] in needed:
-                block.add_op(self.rebuild(op, [inside.get(v) or outer[v] for v in op.operands],
-                                          offsets))
-                inside[op.results[0]] = block.last_op.results[0]  # type: ignore[union-attr]
+            if op.results[0] in needed and op.results[0] not in inside:
+                self.add_rebuilt(block, op, inside, outer, offsets)
         return inside
+
+    def add_rebuilt(self, block: Block, op: Operation, inside: dict[SSAValue, SSAValue],
+                    outer: dict[SSAValue, SSAValue], offsets: dict[str, str]) -> None:
+        """`op` rebuilt on the tiles at `offsets` into `block`, recorded in `inside`."""
+        block.add_op(self.rebuild(op, [inside.get(v) or outer[v] for v in op.operands],
+                                  offsets))
+        inside[op.results[0]] = block.last_op.results[0]  # type: ignore[union-attr]
+
+    def read_by(self, sums: list[Operation], stages: dict[SSAValue, tuple[str, int]],
+                needed: set[SSAValue]) -> set[SSAValue]:
+        """The `needed` values the sums over `inner` read (through values on `inner` tiles
+        too); NotTileable when one of those sums reads another (its loop would have to come
+        first: loops over `inner` are not chained)."""
+        found: set[SSAValue] = set()
+        work = [v for op in sums for v in op.operands]
+        seen: set[SSAValue] = set()
+        while work:
+            v = work.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if isinstance(v.owner, Operation) and v.owner in self.inner_sums:
+                raise NotTileable(f"@{self.name}: a sum over {self.tiling.inner} reads another "
+                                  f"('{v.owner.name}'); one loop over {self.tiling.inner} is "
+                                  f"nested in each loop over {self.tiling.red}")
+            if v in needed:
+                found.add(v)
+            if stages[v][0] in ("tile", "inner") and isinstance(v.owner, Operation):
+                work.extend(v.owner.operands)
+        return found
+
+    def nested(self, block: Block, sums: list[Operation], on_inner: set[SSAValue],
+               ops: list[Operation], args: dict[SSAValue, SSAValue],
+               outer: dict[SSAValue, SSAValue], inside: dict[SSAValue, SSAValue],
+               offsets: dict[str, str], iv: str) -> None:
+        """The loop over the blocks of `inner` nested in a loop over `red` (into `block`, its
+        body): it loads the inputs on `inner` tiles at `iv*BL` (and the outer loop's offsets
+        in their other dims), computes the values on `inner` tiles, and accumulates each sum's
+        masked partial into an accumulator started at 0 in `block`, so in every iteration of
+        the outer loop; the sums' values (finalized) join `inside`."""
+        inner = self.tiling.inner or ""
+        at = {**offsets, inner: f"{iv}*{INNER[0]}"}
+        loop_body = Block()
+        here = dict(inside)
+        for src, arg in args.items():
+            if src in on_inner:
+                t = src.type
+                assert isinstance(t, TensorType)
+                loop_body.add_op(self.load(src, arg, t, at))
+                here[src] = loop_body.last_op.results[0]  # type: ignore[union-attr]
+        for op in ops:
+            if op.results[0] in on_inner:
+                self.add_rebuilt(loop_body, op, here, outer, at)
+        inits: list[SSAValue] = []
+        joined: list[SSAValue] = []
+        for op in sums:
+            partial = self.masked(self.rebuild(
+                op, [here.get(v) or outer[v] for v in op.operands], at), iv,
+                (inner, INNER[0]))
+            loop_body.add_op(partial)
+            tile = partial.results[0].type
+            assert isinstance(tile, TensorType)
+            space = self.accumulator_space if isinstance(op, MatmulOp) else self.space
+            zero = FullOp.make([], value=0.0, shape=tile.shape, dtype=tile.dtype, space=space)
+            block.add_op(zero)
+            inits.append(zero.results[0])
+            carried = loop_body.insert_arg(tile, len(loop_body.args))
+            step = AddOp.make([carried, partial.results[0]])
+            loop_body.add_op(step)
+            joined.append(step.results[0])
+        loop_body.add_op(YieldOp(*joined))
+        loop = ForOp(inits, iv, f"ceildiv({inner}, {INNER[0]})", Region(loop_body))
+        block.add_op(loop)
+        for op, result in zip(sums, loop.results, strict=True):
+            inside[op.results[0]] = self.finalized(block, op, result)
 
     def loop(self, body: Block, n: int, reductions: list[Operation], ops: list[Operation],
              stages: dict[SSAValue, tuple[str, int]], args: dict[SSAValue, SSAValue],
@@ -583,7 +780,8 @@ class _Builder:
         iv = RED[1] if n == 0 else f"{RED[1]}{n}"  # each loop's own iteration name
         offsets = {**self.offsets, self.tiling.red or "": f"{iv}*{RED[0]}"}
         inside = self.recompute(loop_body, [v for op in reductions for v in op.operands], ops,
-                                stages, args, outer, offsets)
+                                stages, args, outer, offsets,
+                                nested_iv=INNER[1] if n == 0 else f"{INNER[1]}{n}")
         inits: list[SSAValue] = []
         joined: list[SSAValue] = []
         for op in reductions:
@@ -638,19 +836,22 @@ class _Builder:
         body.add_op(done)
         return done.results[0]
 
-    def masked(self, partial: Operation, iv: str) -> Operation:
-        """A reduction over one `red` tile that reduces only the tile's elements inside `red`:
-        past the end, an `add` adds 0 and a `max` or `min` sees the tile's first element again
-        (always inside, and a repeat changes neither). A matmul is left as it is: its tiles are
-        padded with 0, so its products past the end are 0."""
+    def masked(self, partial: Operation, iv: str,
+               over: tuple[str, str] | None = None) -> Operation:
+        """A reduction over one `red` tile (or, `over` = (dim, block), one tile of that dim)
+        that reduces only the tile's elements inside the dim: past the end, an `add` adds 0
+        and a `max` or `min` sees the tile's first element again (always inside, and a repeat
+        changes neither). A matmul is left as it is: its tiles are padded with 0, so its
+        products past the end are 0."""
         if isinstance(partial, MatmulOp):
             return partial
+        size, block_name = over or (self.tiling.red or "", RED[0])
         form = generic_form(partial)
-        block = IntExpr.sym(RED[0])
+        block = IntExpr.sym(block_name)
         dim = next(d for d in form.reduced if d.upper == block and d.lower == IntExpr.const(0))
         position = IntExpr.sym(iv) * block + IntExpr.sym(dim.name) if iv != "0" else \
             IntExpr.sym(dim.name)
-        inside = call("lt", Index(position), Index(IntExpr.sym(self.tiling.red or "")))
+        inside = call("lt", Index(position), Index(IntExpr.sym(size)))
         past = (Const(0.0) if form.reduction == "add"
                 else substitute(form.body, {dim.name: IntExpr.const(0)}))
         result = partial.results[0].type

@@ -14,7 +14,9 @@ them) by enumerating concrete tile sizes
 The search is bounded: a proof has `timeout_ms`, a program's whole search `time_limit_s` (what
 is left unproposed is counted, never silently dropped); once a tiling's proof runs out of time
 on one variant, the same tiling of the later variants is skipped (counted, with the reason);
-a progress callback hears of each proposal.
+so is a nested tiling (`Tiling.inner`) whose tiling without the nested loop has a candidate
+that fits (the nested loop is for a dim too large to be one tile: K past a NeuronCore's 128
+partitions); a progress callback hears of each proposal.
 
 With a cache, the whole result is stored in it too (`ProofCache.put_result`), keyed by the
 functions' text, the profile's data, the sizes, the limits and Axon's code, and listing the
@@ -32,7 +34,7 @@ import hashlib
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -130,6 +132,7 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
             plan.append((func, None, str(err)))
     proposals: list[Proposal] = []
     gave_up: set[str] = set()  # tilings whose proof ran out of time on some variant
+    fitting: set[tuple[str, Tiling]] = set()  # (variant, tiling) with a fitting candidate
     proofs: list[str] = []  # the obligation keys of the kernels' proofs
     limited = False  # a proof a limit left undecided: a re-run may decide it
     for index, (func, tiling, why) in enumerate(plan):
@@ -141,6 +144,11 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
             proposal.verdict = "skipped"
             proposal.reason = (f"the {tiling.kind} kernel of an earlier variant ran out of "
                                "time; the variants are the same computation")
+        elif (tiling is not None and tiling.inner is not None
+              and (proposal.variant, replace(tiling, inner=None)) in fitting):
+            proposal.verdict = "skipped"
+            proposal.reason = (f"the {replace(tiling, inner=None).kind} kernel fits without "
+                               f"the loop over {tiling.inner} nested in it")
         elif tiling is not None:
             verdict = _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
                              timeout_ms, top_k, cache)
@@ -148,6 +156,8 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
                 gave_up.add(tiling.kind)
             if isinstance(verdict, Proved):
                 proofs.append(verdict.obligation)
+            if proposal.candidates:
+                fitting.add((proposal.variant, tiling))
             limited |= isinstance(verdict, Unknown) and verdict.limited
         proposals.append(proposal)
         if progress is not None:

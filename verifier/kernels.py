@@ -26,10 +26,18 @@ normal forms' blocked-partition rule (`sums._blocked_partition`).
 A sequential loop that states an invariant is read through it instead, once its induction
 obligations are proved (`induction.py`): its result is the invariant after all its iterations.
 
+A sequential loop of accumulations nested in another (the mlp's K loop inside its F loop) is
+read the same way inside the outer loop's step: the step is a term of the outer iteration, so
+the inner loop's result is its own fold at that iteration, its start (a `tile.full` in the
+outer body) taken afresh in each. Nothing more is needed for the induction: an accumulation's
+fold is its definition, at every outer iteration alike.
+
 Read so far: kernels whose body is straight-line (loads, form ops on tiles, one store per
-result), with top-level parallel loops over sub-tiles and sequential loops of accumulations or
-with a proved invariant. Other loops (nested, or carrying anything else) are Unsupported: never
-misread.
+result), with top-level parallel loops over sub-tiles, sequential loops of accumulations or
+with a proved invariant, and sequential loops of accumulations nested in sequential loops of
+accumulations. Other loops (a loop nested in a parallel loop or in a loop with an invariant,
+one with an invariant nested in another, or one carrying anything else) are Unsupported: never
+misread (the prover still replays such a kernel to refute it, `prove._not_read`).
 """
 
 from __future__ import annotations
@@ -66,9 +74,11 @@ def check_readable(kernel: KernelOp) -> None:
     """Unsupported unless the kernel's body is straight-line with one store per result."""
     stored: set[int] = set()
     for op, loop in _body_ops(kernel):
-        if isinstance(op, ForOp) and loop is not None:
-            raise Unsupported("nested loops inside a tile.kernel are not read by the verifier "
-                              "yet")
+        if isinstance(op, ForOp) and loop is not None and not (
+                op.loop_kind == "sequential" and loop.loop_kind == "sequential"
+                and op.invariant is None and loop.invariant is None):
+            raise Unsupported("a tile.for nested in a tile.for is read only when both are "
+                              "sequential accumulations stating no invariant")
         if isinstance(op, ForOp) and op.loop_kind == "sequential":
             if op.invariant is None:
                 accumulations(op)  # Unsupported unless each carried value accumulates

@@ -34,11 +34,15 @@ from axon.verifier.structure import shared_structure
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
 #: changes: the obligation key includes it, so a persisted cache never serves an older verdict
-ENCODING_REVISION = 15
+ENCODING_REVISION = 16
 
 SMALL_DIM = 6
 #: how many distinct candidate size assignments are replayed before giving up
 CANDIDATES = 4
+#: a kernel is replayed first with each tile parameter this and every other size
+#: `KERNEL_SIZE`: several iterations of each loop, the last one partial (`_probe_kernel`)
+KERNEL_BLOCK = 2
+KERNEL_SIZE = 5
 
 
 @dataclass(frozen=True)
@@ -196,13 +200,24 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
         if cache is not None:
             cache.put(key, _to_cache(proved))
         return proved
+    kernel = any(isinstance(op, KernelOp) for f in (a, b) for op in f.walk())
+    if kernel:
+        # the interpreter looks first: a wrong kernel's terms may normalize slowly (blocks
+        # that do not partition their dim), and one whose loops the verifier does not read
+        # (an inner accumulator carried through the outer loop) is refuted only so
+        premises = _premises(a, b, sig_a, assumptions, rlimit, start)
+        if not isinstance(premises, tuple):
+            return premises
+        probed = _probe_kernel(a, b, *premises, start) or _probe(a, b, *premises, rlimit,
+                                                                  start)
+        if probed is not None:
+            return probed
     try:
         inductive = [_inductive_loops(f, sig_a, assumptions, rlimit) for f in (a, b)]
-    except NotInductive as err:
-        return _not_inductive(a, b, sig_a, assumptions, rlimit, start, err)
-    try:
         out_a, out_b = (inline_function(a, inductive[0], "a"),
                         inline_function(b, inductive[1], "b"))
+    except NotInductive as err:
+        return _not_inductive(a, b, sig_a, assumptions, rlimit, start, err)
     except TooLarge:
         # the normal forms outgrew their limits (a long chain's coefficients): no proof, but the
         # interpreter may still show a difference
@@ -222,7 +237,8 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
         hit = cache.get(key)
         if hit is not None:
             return _from_cache(hit, key, time.perf_counter() - start)
-    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, rlimit, key, start)
+    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, rlimit, key, start,
+                      probe=not kernel)
     if cache is not None and isinstance(verdict, (Proved, Refuted)):
         cache.put(key, _to_cache(verdict))
     return verdict
@@ -398,12 +414,14 @@ def _premises(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], assumptions: tupl
 
 def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Output],
             out_b: Sequence[Output], assumptions: tuple[str, ...], rlimit: int | None,
-            key: str, start: float) -> Verdict:
+            key: str, start: float, probe: bool = True) -> Verdict:
+    """The value query of the obligation; `probe`: the interpreter looks for a difference
+    first (`_probe`; false where it has looked already)."""
     premises = _premises(a, b, sig, assumptions, rlimit, start)
     if not isinstance(premises, tuple):
         return premises
     enc, solver = premises
-    probed = _probe(a, b, enc, solver, rlimit, start)
+    probed = _probe(a, b, enc, solver, rlimit, start) if probe else None
     if probed is not None:
         return probed
     disjuncts = []
@@ -452,6 +470,27 @@ def _probe(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, rlimit: int | 
 
 #: whether a z3 call of the query under way answered unknown (see `Unknown.limited`)
 _solver_gave_up = False
+
+
+def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: float
+                  ) -> Refuted | None:
+    """A look for a counterexample where a kernel's loops run several iterations, the last
+    one partial: each tile parameter `KERNEL_BLOCK` and every other size `KERNEL_SIZE`, where
+    the premises admit them (`_probe`'s smallest sizes often give a loop one iteration)."""
+    params = {p for f in (a, b) for op in f.walk() if isinstance(op, KernelOp)
+              for p in op.param_names()}
+    sizing = z3.Solver(ctx=enc.ctx)
+    sizing.add(*solver.assertions())
+    sizing.add(*(v == (KERNEL_BLOCK if n in params else KERNEL_SIZE)
+                 for n, v in enc.sizes.items()))
+    if _check(sizing) != z3.sat:
+        return None
+    found = replay(a, b, _sizes(enc, sizing.model()), None, None, attempts=1)
+    if found is None:
+        return None
+    cex = Counterexample(found.sizes, found.output, found.index, found.inputs, found.value_a,
+                         found.value_b, exact=found.exact)
+    return Refuted(cex, time.perf_counter() - start)
 
 
 def _check(solver: z3.Solver) -> z3.CheckSatResult:

@@ -288,9 +288,32 @@ def _lift_select(var: str, body: Poly, build: Callable[[Poly], Poly]) -> Poly | 
     body equals the reduction of whichever branch c picks. Each step removes one select atom from
     the body, so repeated lifting ends."""
     s = independent_select(body, var)
-    if s is None:
+    if s is not None:
+        return T.select(s.cond, build(replace_atom(body, s, s.a)),
+                        build(replace_atom(body, s, s.b)))
+    cond = nested_condition(body, var)
+    if cond is None:
         return None
-    return T.select(s.cond, build(replace_atom(body, s, s.a)), build(replace_atom(body, s, s.b)))
+    taken, other = T.assume(body, cond, True), T.assume(body, cond, False)
+    if taken == body or other == body:  # not decided where it occurs: no progress
+        return None
+    return T.select(cond, build(taken), build(other))
+
+
+def nested_condition(p: Poly, var: str) -> Bool | None:
+    """The condition of a select nested in a branch of a select atom of p (down to
+    `terms.DECIDE_DEPTH` selects, outside any binder) that does not mention `var`: the
+    smallest by text. A tile loaded in a loop nested in another is guarded in both loops' dims,
+    so its partial over one inner block reads `sel(inner cut, ..., sel(outer guard, x, 0))`:
+    the outer guard is one value over the inner loop's whole range and leaves its sum."""
+    found: list[Bool] = []
+    level = [a for a in p.atoms() if isinstance(a, Select)]
+    for _ in range(T.DECIDE_DEPTH):
+        inner = [x for s in level for branch in (s.a, s.b) for x in branch.atoms()
+                 if isinstance(x, Select)]
+        found += [x.cond for x in inner if var not in x.cond.free]
+        level = inner
+    return min(found, key=str) if found else None
 
 
 def make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool = True) -> Poly:
