@@ -416,11 +416,11 @@ class _ScalarPrinter:
         rank, shape = t.rank, list(t.shape)
         targets: list[int | None] = []
         for axis, at in enumerate(r.index):
-            if at.is_const:
-                if not (shape[axis] == IntExpr.const(1) and at.value == 0):
+            if all(self.position(s) is None for s in at.symbols()):  # a lane, not a dim
+                if not (shape[axis] == IntExpr.const(1) and at == IntExpr.const(0)):
                     lane = _arange(shape[axis], axis, rank)
-                    text = (f"tl.sum(tl.where({lane} == {at.value}, {text}, 0), axis={axis}, "
-                            "keep_dims=True)")
+                    text = (f"tl.sum(tl.where({lane} == {py_int(at)}, {text}, 0), "
+                            f"axis={axis}, keep_dims=True)")
                     shape[axis] = IntExpr.const(1)
                 targets.append(None)
                 continue

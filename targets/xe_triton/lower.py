@@ -44,6 +44,7 @@ from axon.dialects.form.scalar import (
     Reduced,
     ScalarExpr,
     call,
+    reads,
     substitute,
 )
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
@@ -404,18 +405,20 @@ class _Lowering:
         if cond is not None and substitute(cond, {i: IntExpr.sym(f"{i}_probe"),
                                                   j: IntExpr.sym(f"{j}_probe")}) != cond:
             return False  # a mask over the result's rows or columns: not one on the operands
-        reads = [a for a in body.args if isinstance(a, Read)]
-        for a, b in (reads, reads[::-1]):
-            lhs = self.dot_operand(op, operands, a, (i, red.name), red, cond, target)
-            if lhs is None:
+        reads_ = [a for a in body.args if isinstance(a, Read)]
+        names = {d.name for d in form.parallel} | {red.name}
+        for a, b in (reads_, reads_[::-1]):
+            if (_dot_axes(a, (i, red.name), names) is None
+                    or _dot_axes(b, (red.name, j), names) is None):
                 continue
-            rhs = self.dot_operand(op, operands, b, (red.name, j), red, cond, target)
-            if rhs is None:
-                return False
+            lhs = self.dot_operand(op, operands, a, (i, red.name), red, cond, names, target)
+            rhs = self.dot_operand(op, operands, b, (red.name, j), red, cond, names, target)
+            assert lhs is not None and rhs is not None
             ta, tb = lhs.type, rhs.type
             assert isinstance(ta, TensorType) and isinstance(tb, TensorType)
             if ta.shape[1] != tb.shape[0]:
-                return False
+                raise NotSupported(f"'{op.name}': a dot of [{', '.join(map(str, ta.shape))}] "
+                                   f"and [{', '.join(map(str, tb.shape))}] blocks")
             start = xt.FullOp.make([], value=0.0, shape=[ta.shape[0], tb.shape[1]],
                                    dtype=COMPUTE_DTYPE)
             target.add_op(start)
@@ -429,22 +432,17 @@ class _Lowering:
 
     def dot_operand(self, op: Operation, operands: list[SSAValue], read: Read,
                     dims: tuple[str, str], red: LoopDim, cond: ScalarExpr | None,
-                    target: Block) -> SSAValue | None:
+                    dims_of_form: set[str], target: Block) -> SSAValue | None:
         """The 2-D `[dims[0], dims[1]]` block a contraction reads (see `contraction`), or None
-        when `read` reads more than those two dims (or a dim of more than one lane at a
-        constant)."""
+        when `read` reads another dim of the form (`_dot_axes`)."""
         value = operands[read.operand]
         t = value.type
         assert isinstance(t, TensorType)
-        axes: dict[str, int] = {}
-        for k, at in enumerate(read.index):
-            if at.is_const and at.value == 0 and t.shape[k] == IntExpr.const(1):
-                continue
-            name = at.as_symbol
-            if name not in dims or name in axes:
-                return None
-            axes[name] = k
-        if len(axes) != 2:
+        value, read = self.picked(value, read, dims_of_form, target)
+        t = value.type
+        assert isinstance(t, TensorType)
+        axes = _dot_axes(read, dims, dims_of_form)
+        if axes is None:
             return None
         order = sorted(axes, key=lambda n: axes[n])
         flat = self.reshaped(value, [t.shape[axes[n]] for n in order], target)
@@ -477,6 +475,30 @@ class _Lowering:
         assert isinstance(source, TensorType)
         return self.rounded(flat, source.dtype, target)
 
+    def picked(self, value: SSAValue, read: Read, dims: set[str], target: Block
+               ) -> tuple[SSAValue, Read]:
+        """`value` with each dim a read indexes by an expression of the kernel's names alone
+        (a program id: the kv head `b1 floordiv G` of a block holding every head) cut to that
+        one lane, and the read at 0 there; both unchanged when there is none."""
+        t = value.type
+        assert isinstance(t, TensorType)
+        one = IntExpr.const(1)
+        cut = [k for k, at in enumerate(read.index)
+               if not (at.symbols() & dims) and not (at.is_const and at.value == 0
+                                                      and t.shape[k] == one)]
+        if not cut:
+            return value, read
+        names = fresh_names("e", t.rank, dims | {s for at in read.index for s in at.symbols()})
+        domain = tuple(LoopDim(n, IntExpr.const(0), one if k in cut else d)
+                       for k, (n, d) in enumerate(zip(names, t.shape, strict=True)))
+        index = tuple(read.index[k] if k in cut else IntExpr.sym(n)
+                      for k, n in enumerate(names))
+        op = xt.MapOp.make([value], form=str(GenericForm(domain, Read(0, index), 1)),
+                           dtype=t.dtype)
+        target.add_op(op)
+        return op.results[0], Read(read.operand, tuple(
+            IntExpr.const(0) if k in cut else at for k, at in enumerate(read.index)))
+
     # ---- ops through their forms ----------------------------------------------------------------
     def lower_form(self, op: Operation, target: Block) -> None:
         form = form_op(op).meaning().form
@@ -505,7 +527,10 @@ class _Lowering:
         body, domain = form.body, list(parallel)
         unit = [k for k, d in enumerate(form.parallel)
                 if d.upper == IntExpr.const(1)]
-        axis, keep = (unit[-1], True) if unit else (len(parallel), False)
+        # the reduced dim takes a unit dim's place where every read keeps its dims in order
+        # there (a map reads a block permuted or broadcast, not both), else goes last
+        ordered = [k for k in reversed(unit) if _in_order(body, form.parallel, k, red.name)]
+        axis, keep = (ordered[0], True) if ordered else (len(parallel), False)
         if keep:
             body = substitute(body, {form.parallel[axis].name: IntExpr.const(0)})
             domain[axis] = LoopDim(red.name, red.lower, self.block(red.upper))
@@ -528,6 +553,32 @@ class _Lowering:
             reduced = xt.MapOp.make([reduced.results[0]],
                                     form=str(GenericForm(parallel, then, 1)), dtype=dtype)
         self.emit(target, op, reduced)
+
+
+def _dot_axes(read: Read, dims: tuple[str, str], names: set[str]) -> dict[str, int] | None:
+    """Where a contraction's operand read holds each of `dims` (its other indices are lanes:
+    constants or the kernel's names, `names` being the form's dims); None when it reads
+    another dim of the form, or one twice."""
+    axes: dict[str, int] = {}
+    for k, at in enumerate(read.index):
+        if not at.symbols() & names:
+            continue
+        name = at.as_symbol
+        if name not in dims or name in axes:
+            return None
+        axes[name] = k
+    return axes if len(axes) == 2 else None
+
+
+def _in_order(body: ScalarExpr, parallel: tuple[LoopDim, ...], axis: int, red: str) -> bool:
+    """Every read of `body` indexes the domain's dims in increasing order once the reduced dim
+    `red` takes the place of dim #`axis`."""
+    names = [red if k == axis else d.name for k, d in enumerate(parallel)]
+    for r in reads(body):
+        at = [names.index(i.as_symbol) for i in r.index if i.as_symbol in names]
+        if at != sorted(at):
+            return False
+    return True
 
 
 def _zero_padded(value: SSAValue, axis: int, extent: IntExpr) -> bool:
