@@ -272,7 +272,7 @@ class _Lowering:
         target.add_op(op)
         return op.results[0]
 
-    # ---- layout: reshapes, interleaved lanes ------------------------------------------------------
+    # ---- layout: reshapes, interleaved lanes ----------------------------------------------------
     def reshaped(self, value: SSAValue, shape: list[IntExpr], target: Block) -> SSAValue:
         """`value` as a block of `shape` (`tl.reshape`), or itself when it has that shape."""
         t = value.type
@@ -285,9 +285,10 @@ class _Lowering:
 
     def lower_reshape(self, op: ReshapeOp, target: Block) -> None:
         """A reshape: `tl.reshape` of the block, where the block's lanes land where the data's
-        elements do (its form, an index linearized and split again, is no read a map prints). Its dims fall in groups of equal
-        element counts; within a group every dim but the outermost must be held with no
-        padding (its block is its extent), and the blocks must multiply alike."""
+        elements do (its form, an index linearized and split again, is no read a map prints).
+        Its dims fall in groups of equal element counts; within a group every dim but the
+        outermost must be held with no padding (its block is its extent), and the blocks must
+        multiply alike."""
         src, out = op.input.type, op.result.type
         assert isinstance(src, TensorType) and isinstance(out, TensorType)
         groups = _groups(src.shape, out.shape)

@@ -135,3 +135,12 @@ def test_the_kernel_lowers_and_computes_what_the_program_does(name: str, key: st
     report = check_emitted(func, tiled, shapes(name), BLOCKS)
     assert len(report.shapes) == 3
     assert report.passed == (expected == PASSES), report.shapes
+
+
+@pytest.mark.parametrize(("name", "key", "construct"), [
+    ("gqa", "batched_rows_k_online L", "tl.dot("), ("rope", "rows", "tl.split("),
+    ("rope", "rows", "tl.join("), ("cumsum", "rows", "tl.cumsum(")])
+def test_the_construct_is_triton_s_own(name: str, key: str, construct: str) -> None:
+    # attention's contractions are dots on the matrix unit, not a broadcast product and sum
+    tiled = tile_function(program(name), tilings_by_key(name)[key], "registers", "registers")
+    assert construct in emit_triton(tiled, tile_sizes=BLOCKS).text
