@@ -593,6 +593,12 @@ def _is_2d(op: MatmulOp) -> bool:
     return all(isinstance(v.type, TensorType) and v.type.rank == 2 for v in op.operands)
 
 
+def _weight(count: IntExpr) -> int:
+    """How many factors an element count has (its symbols, and its coefficient's bits): the
+    group with fewer takes the next dim."""
+    return sum(len(mono) + abs(coeff).bit_length() for mono, coeff in count.terms)
+
+
 def _groups(src: tuple[IntExpr, ...], out: tuple[IntExpr, ...]
             ) -> list[tuple[list[int], list[int]]] | None:
     """The dims of a reshape's source and result (unit dims left out) in groups of equal
@@ -607,7 +613,7 @@ def _groups(src: tuple[IntExpr, ...], out: tuple[IntExpr, ...]
         ga, gb = [a.pop(0)], [b.pop(0)]
         count_a, count_b = src[ga[0]], out[gb[0]]
         while count_a != count_b:
-            if a and (len(str(count_a)) <= len(str(count_b)) or not b):
+            if a and (_weight(count_a) <= _weight(count_b) or not b):
                 ga.append(a.pop(0))
                 count_a = count_a * src[ga[-1]]
             elif b:
