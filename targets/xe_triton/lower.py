@@ -110,6 +110,9 @@ class _Lowering:
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     #: a covered dim's text -> the name of its block
     blocks: dict[str, str] = field(default_factory=dict)
+    #: (block, shape, the block of ops it is made in) -> its reshape there
+    reshapes: dict[tuple[SSAValue, tuple[IntExpr, ...], Block], SSAValue] = field(
+        default_factory=dict)
 
     # ---- blocks ---------------------------------------------------------------------------------
     def block(self, dim: IntExpr) -> IntExpr:
@@ -274,14 +277,22 @@ class _Lowering:
 
     # ---- layout: reshapes, interleaved lanes ----------------------------------------------------
     def reshaped(self, value: SSAValue, shape: list[IntExpr], target: Block) -> SSAValue:
-        """`value` as a block of `shape` (`tl.reshape`), or itself when it has that shape."""
+        """`value` as a block of `shape` (`tl.reshape`), or itself when it has that shape; a
+        reshape of a reshape reshapes the first one's source, and one already made in `target`
+        is reused (rope splits one pair block twice)."""
+        owner = value.owner
+        if isinstance(owner, xt.ReshapeOp):
+            value = owner.source
         t = value.type
         assert isinstance(t, TensorType)
         if list(t.shape) == shape:
             return value
-        op = xt.ReshapeOp.make([value], shape=shape)
-        target.add_op(op)
-        return op.results[0]
+        key = (value, tuple(shape), target)
+        if key not in self.reshapes:
+            op = xt.ReshapeOp.make([value], shape=shape)
+            target.add_op(op)
+            self.reshapes[key] = op.results[0]
+        return self.reshapes[key]
 
     def lower_reshape(self, op: ReshapeOp, target: Block) -> None:
         """A reshape: `tl.reshape` of the block, where the block's lanes land where the data's
