@@ -40,6 +40,8 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects.ax import ConstantOp, GenericOp, TensorType
+from axon.dialects.ax import CumsumOp as AxCumsumOp
+from axon.dialects.ax import ReshapeOp as AxReshapeOp
 from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.dtypes import DTYPES
@@ -208,6 +210,110 @@ class DotOp(TensorOp):
                             LoopDim(j, IntExpr.const(0), b.shape[1])), body, 3, "add",
                            (LoopDim(k, IntExpr.const(0), a.shape[1]),))
         return Semantics(form, TensorType(form.output_shape, acc.dtype))
+
+
+@irdl_op_definition
+class ReshapeOp(TensorOp):
+    """`tl.reshape(x, shape)`: the block's lanes in row-major order laid out as `shape` (the
+    lowering uses it only where that keeps every lane holding data at the element it holds:
+    unit dims dropped or added, or dims merged whose inner blocks hold no padding). Its meaning
+    is `ax.reshape`'s on the blocks."""
+
+    name = "xt.reshape"
+    ATTRS: ClassVar[dict[str, str]] = {"shape": "dims"}
+    source = operand_def(TensorType)
+    shape = prop_def(ArrayAttr[StringAttr])
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
+        return AxReshapeOp.semantics(operand_types, attrs)
+
+
+@irdl_op_definition
+class SplitOp(TensorOp):
+    """`tl.split(x)[half]`: lane `half` (0 or 1) of a block whose last dim is 2, that dim dropped
+    (the even or the odd elements of an interleaved row, after a reshape to `[.., B, 2]`).
+
+        out[d0 < B0, d1 < B1] = in0[d0, d1, half]
+    """
+
+    name = "xt.split"
+    ATTRS: ClassVar[dict[str, str]] = {"half": "int"}
+    source = operand_def(TensorType)
+    half = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
+        (x,) = operand_types
+        if x.rank < 1 or x.shape[-1] != IntExpr.const(2):
+            raise ShapeError(f"xt.split takes a block whose last dim is 2, not "
+                             f"[{', '.join(map(str, x.shape))}]")
+        half = int(attrs.get("half", -1))
+        if half not in (0, 1):
+            raise ShapeError(f"half {half} is not 0 or 1")
+        avoid = {s for e in x.shape for s in e.symbols()}
+        names = fresh_names("d", x.rank - 1, avoid)
+        par = tuple(LoopDim(n, IntExpr.const(0), d)
+                    for n, d in zip(names, x.shape[:-1], strict=True))
+        index = (*(IntExpr.sym(n) for n in names), IntExpr.const(half))
+        form = GenericForm(par, Read(0, index), 1)
+        return Semantics(form, TensorType(form.output_shape, x.dtype))
+
+
+@irdl_op_definition
+class JoinOp(TensorOp):
+    """`tl.join(a, b)`: two blocks of one shape side by side in a new last dim of 2 (the
+    inverse of `xt.split`; reshaped, an interleaved row).
+
+        out[d0 < B0, d1 < 2] = select(d1 == 0, in0[d0], in1[d0])
+    """
+
+    name = "xt.join"
+    ATTRS: ClassVar[dict[str, str]] = {}
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
+        a, b = operand_types
+        if a != b:
+            raise ShapeError(f"xt.join takes two blocks of one type, not {a} and {b}")
+        avoid = {s for e in a.shape for s in e.symbols()}
+        names = fresh_names("d", a.rank + 1, avoid)
+        par = tuple(LoopDim(n, IntExpr.const(0), d)
+                    for n, d in zip(names, (*a.shape, IntExpr.const(2)), strict=True))
+        index = tuple(IntExpr.sym(n) for n in names[:-1])
+        body = call("select", call("eq", Index(IntExpr.sym(names[-1])), Const(0)),
+                    Read(0, index), Read(1, index))
+        form = GenericForm(par, body, 2)
+        return Semantics(form, TensorType(form.output_shape, a.dtype))
+
+
+@irdl_op_definition
+class CumsumOp(TensorOp):
+    """`tl.cumsum(x, axis)`: the inclusive prefix sum along `axis`; a lane reads only the
+    lanes before it, so the lanes past a dim's extent change none that hold data. Its meaning
+    is `ax.cumsum`'s on the block.
+
+        out[d0 < BM, d1 < B_N] = add over r in [0, d1 + 1) of in0[d0, r]
+    """
+
+    name = "xt.cumsum"
+    ATTRS: ClassVar[dict[str, str]] = {"axis": "int"}
+    source = operand_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def semantics(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> Semantics:
+        return AxCumsumOp.semantics(operand_types, attrs)
 
 
 @irdl_op_definition

@@ -43,3 +43,27 @@ func.func @matmul_blocks_k(%a: !ax.tensor<[M, K], bf16>, %b: !ax.tensor<[K, N], 
   }
   func.return %r : !ax.tensor<[M, N], bf16>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @rope_rows
+// CHECK: xt.reshape %{{.*}} {shape = ["BM", "B_H", "B_D2", "2"]} : (!ax.tensor<[BM, B_H, 2*B_D2], f32>) -> !ax.tensor<[BM, B_H, B_D2, 2], f32>
+// CHECK: xt.split %{{.*}} {half = 0 : i64} : (!ax.tensor<[BM, B_H, B_D2, 2], f32>) -> !ax.tensor<[BM, B_H, B_D2], f32>
+// CHECK: xt.split %{{.*}} {half = 1 : i64} : (!ax.tensor<[BM, B_H, B_D2, 2], f32>) -> !ax.tensor<[BM, B_H, B_D2], f32>
+// CHECK: xt.join %{{.*}}, %{{.*}} : (!ax.tensor<[BM, B_H, B_D2], f32>, !ax.tensor<[BM, B_H, B_D2], f32>) -> !ax.tensor<[BM, B_H, B_D2, 2], f32>
+// CHECK: xt.cumsum %{{.*}} {axis = 2 : i64} : (!ax.tensor<[BM, B_H, 2*B_D2], f32>) -> !ax.tensor<[BM, B_H, 2*B_D2], f32>
+func.func @rope_rows(%x: !ax.tensor<[T, H, 2*D2], f32>) -> !ax.tensor<[T, H, 2*D2], f32> {
+  %r = xt.kernel %x {program_ids = ["i"], grid = ["ceildiv(T, BM)"], params = ["BM"], blocks = ["B_H = H", "B_D2 = D2"]} : (!ax.tensor<[T, H, 2*D2], f32>) -> !ax.tensor<[T, H, 2*D2], f32> {
+  ^bb0(%xg: !ax.tensor<[T, H, 2*D2], f32>):
+    %t = xt.load %xg {offsets = ["BM*i", "0", "0"], shape = ["BM", "B_H", "2*B_D2"], extents = ["BM", "H", "2*D2"], other = 0.0 : f64} : (!ax.tensor<[T, H, 2*D2], f32>) -> !ax.tensor<[BM, B_H, 2*B_D2], f32>
+    %p = xt.reshape %t {shape = ["BM", "B_H", "B_D2", "2"]} : (!ax.tensor<[BM, B_H, 2*B_D2], f32>) -> !ax.tensor<[BM, B_H, B_D2, 2], f32>
+    %even = xt.split %p {half = 0} : (!ax.tensor<[BM, B_H, B_D2, 2], f32>) -> !ax.tensor<[BM, B_H, B_D2], f32>
+    %odd = xt.split %p {half = 1} : (!ax.tensor<[BM, B_H, B_D2, 2], f32>) -> !ax.tensor<[BM, B_H, B_D2], f32>
+    %j = xt.join %odd, %even : (!ax.tensor<[BM, B_H, B_D2], f32>, !ax.tensor<[BM, B_H, B_D2], f32>) -> !ax.tensor<[BM, B_H, B_D2, 2], f32>
+    %s = xt.reshape %j {shape = ["BM", "B_H", "2*B_D2"]} : (!ax.tensor<[BM, B_H, B_D2, 2], f32>) -> !ax.tensor<[BM, B_H, 2*B_D2], f32>
+    %c = xt.cumsum %s {axis = 2} : (!ax.tensor<[BM, B_H, 2*B_D2], f32>) -> !ax.tensor<[BM, B_H, 2*B_D2], f32>
+    xt.store %c {result = 0, offsets = ["BM*i", "0", "0"], extents = ["BM", "H", "2*D2"]} : !ax.tensor<[BM, B_H, 2*B_D2], f32>
+    xt.yield
+  }
+  func.return %r : !ax.tensor<[T, H, 2*D2], f32>
+}

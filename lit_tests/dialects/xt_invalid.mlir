@@ -81,3 +81,30 @@ func.func @for_yield(%x: !ax.tensor<[BM], f32>) {
   func.return
 }
 // CHECK: {{.*}}xt_invalid.mlir:{{[0-9]+}}:3: error: 'xt.for': the body must end in xt.yield of the carried values' types
+
+// -----
+
+// a split takes a block whose last dim is 2 (a row of pairs)
+func.func @split_pairs(%x: !ax.tensor<[BM, B_N], f32>) {
+  %t = xt.split %x {half = 0} : (!ax.tensor<[BM, B_N], f32>) -> !ax.tensor<[BM], f32>
+  func.return
+}
+// CHECK: {{.*}}xt_invalid.mlir:{{[0-9]+}}:3: error: 'xt.split': xt.split takes a block whose last dim is 2, not [BM, B_N]
+
+// -----
+
+// a join takes two blocks of one type
+func.func @join_types(%a: !ax.tensor<[BM, B_N], f32>, %b: !ax.tensor<[BM, B_K], f32>) {
+  %t = xt.join %a, %b : (!ax.tensor<[BM, B_N], f32>, !ax.tensor<[BM, B_K], f32>) -> !ax.tensor<[BM, B_N, 2], f32>
+  func.return
+}
+// CHECK: {{.*}}xt_invalid.mlir:{{[0-9]+}}:3: error: 'xt.join': xt.join takes two blocks of one type, not f32[BM, B_N] and f32[BM, B_K]
+
+// -----
+
+// a reshape keeps the element count
+func.func @reshape_count(%x: !ax.tensor<[BM, B_N], f32>) {
+  %t = xt.reshape %x {shape = ["BM", "B_N", "2"]} : (!ax.tensor<[BM, B_N], f32>) -> !ax.tensor<[BM, B_N, 2], f32>
+  func.return
+}
+// CHECK: {{.*}}xt_invalid.mlir:{{[0-9]+}}:3: error: 'xt.reshape': cannot reshape operand #0 (input) [BM, B_N] (BM*B_N elements) to [BM, B_N, 2] (2*BM*B_N elements)

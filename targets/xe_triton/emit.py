@@ -514,6 +514,8 @@ class _KernelPrinter:
             attrs = op.attrs()
             ptr, mask = self.address(self.name_of(op.source), t.shape, list(attrs["offsets"]),
                                      list(attrs["shape"]), list(attrs["extents"]))
+            if mask == "None":  # a rank-0 tensor: Triton refuses `other` without a mask
+                return f"tl.load({ptr})"
             return f"tl.load({ptr}, mask={mask}, other={_float(attrs['other'])})"
         if isinstance(op, xt.FullOp):
             t = _tensor_type(op.results[0])
@@ -540,7 +542,20 @@ class _KernelPrinter:
             precision = (', input_precision="ieee"'
                          if "f32" in (ta.dtype, tb.dtype) else "")
             return f"tl.dot({a}, {b}, {acc}{precision})"
+        if isinstance(op, (xt.ReshapeOp, xt.SplitOp, xt.JoinOp, xt.CumsumOp)):
+            return self.layout_text(op)
         raise NotSupported(f"'{op.name}' in an xt kernel")
+
+    def layout_text(self, op: xt.ReshapeOp | xt.SplitOp | xt.JoinOp | xt.CumsumOp) -> str:
+        """A reshape, a split or join of interleaved lanes, or a prefix sum."""
+        names = [self.name_of(v) for v in op.operands]
+        if isinstance(op, xt.ReshapeOp):
+            return f"tl.reshape({names[0]}, {_shape(_tensor_type(op.results[0]))})"
+        if isinstance(op, xt.SplitOp):
+            return f"tl.split({names[0]})[{op.half.value.data}]"
+        if isinstance(op, xt.JoinOp):
+            return f"tl.join({names[0]}, {names[1]})"
+        return f"tl.cumsum({names[0]}, axis={op.axis.value.data})"
 
     def address(self, ptr: str, sizes: tuple[IntExpr, ...], offsets: list[IntExpr],
                 blocks: list[IntExpr], extents: list[IntExpr]) -> tuple[str, str]:
@@ -704,11 +719,11 @@ class _ScalarPrinter:
         rank, shape = t.rank, list(t.shape)
         targets: list[int | None] = []
         for axis, at in enumerate(r.index):
-            if at.is_const:
-                if not (shape[axis] == IntExpr.const(1) and at.value == 0):
+            if all(self.position(s) is None for s in at.symbols()):  # a lane, not a dim
+                if not (shape[axis] == IntExpr.const(1) and at == IntExpr.const(0)):
                     lane = _arange(shape[axis], axis, rank)
-                    text = (f"tl.sum(tl.where({lane} == {at.value}, {text}, 0), axis={axis}, "
-                            "keep_dims=True)")
+                    text = (f"tl.sum(tl.where({lane} == {py_int(at)}, {text}, 0), "
+                            f"axis={axis}, keep_dims=True)")
                     shape[axis] = IntExpr.const(1)
                 targets.append(None)
                 continue
@@ -776,6 +791,7 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
                 "pointers where\n    the tensors do not meet the device's rules)."
                 if shape.block_io else "") + '"""']
     bound: set[str] = set()
+    composite: list[tuple[str, int, IntExpr]] = []
     for arg, t in zip(inputs, kernel.input_types(), strict=True):
         lines.append(f"    if {arg}.dim() != {t.rank} or {arg}.dtype != {TORCH_DTYPES[t.dtype]}:")
         lines.append(f"        raise ValueError(f\"{arg}: expected a {t.rank}-d "
@@ -786,15 +802,14 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
             if sym is not None and sym not in bound:
                 lines.append(f"    {sym} = {arg}.shape[{axis}]")
                 bound.add(sym)
-                continue
-            stray = dim.symbols() - bound
-            if stray:
-                raise NotSupported(f"input dim {dim}: its sizes {', '.join(sorted(stray))} "
-                                   "are bound by no earlier dim")
-            lines.append(f"    if {arg}.shape[{axis}] != {py_int(dim, kernel=False)}:")
-            lines.append(f"        raise ValueError(f\"{arg}: dim {axis} is "
-                         f"{{{arg}.shape[{axis}]}}, expected {dim}\")")
+            else:
+                composite.append((arg, axis, dim))
         lines.append(f"    {arg} = {arg}.contiguous()")
+    for arg, axis, dim in composite:  # after every size a dim gives alone (G in G*HKV)
+        lines.extend(_solved(arg, axis, dim, bound))
+        lines.append(f"    if {arg}.shape[{axis}] != {py_int(dim, kernel=False)}:")
+        lines.append(f"        raise ValueError(f\"{arg}: dim {axis} is "
+                     f"{{{arg}.shape[{axis}]}}, expected {dim}\")")
     for p in [*kernel.param_names(), *(["GROUP_SIZE_M"] if shape.swizzled else [])]:
         lines.append(f"    if {p} < 1 or {p} & ({p} - 1):")
         lines.append(f'        raise ValueError(f"{p}={{{p}}} is not a power of two")')
@@ -824,6 +839,22 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
     lines.append(f"    {name}_kernel[grid]({', '.join(launch)})")
     lines.append(f"    return {', '.join(outputs)}")
     return lines
+
+
+def _solved(arg: str, axis: int, dim: IntExpr, bound: set[str]) -> list[str]:
+    """The host line binding the one size of `dim` no other dim gives alone, where `dim` is
+    that size times bound ones (`G = in0.shape[1] // max(HKV, 1)`); none when all are bound;
+    NotSupported otherwise."""
+    stray = sorted(dim.symbols() - bound)
+    if not stray:
+        return []
+    sym = stray[0]
+    rest = dim.substitute({sym: 1})
+    if len(stray) > 1 or IntExpr.sym(sym) * rest != dim:
+        raise NotSupported(f"input dim {dim}: its sizes {', '.join(stray)} are given by no "
+                           "dim alone, nor as one size times others")
+    bound.add(sym)
+    return [f"    {sym} = {arg}.shape[{axis}] // max({py_int(rest, kernel=False)}, 1)"]
 
 
 def _host_helpers(dev: Device) -> list[str]:

@@ -31,8 +31,9 @@ from axon.dialects import xt
 from axon.dialects.ax import TensorType
 from axon.dialects.ax.contraction import MatmulOp
 from axon.dialects.ax.elementwise import AddOp
+from axon.dialects.ax.structural import ConcatOp, ReshapeOp
 from axon.dialects.form.dtypes import DTYPES
-from axon.dialects.form.generic_form import GenericForm, LoopDim
+from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
 from axon.dialects.form.interface import form_op, has_form
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import (
@@ -43,6 +44,7 @@ from axon.dialects.form.scalar import (
     Reduced,
     ScalarExpr,
     call,
+    reads,
     substitute,
 )
 from axon.dialects.form.syntax import parse_form
@@ -115,6 +117,9 @@ class _Lowering:
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     #: a covered dim's text -> the name of its block
     blocks: dict[str, str] = field(default_factory=dict)
+    #: (block, shape, the block of ops it is made in) -> its reshape there
+    reshapes: dict[tuple[SSAValue, tuple[IntExpr, ...], Block], SSAValue] = field(
+        default_factory=dict)
 
     # ---- blocks ---------------------------------------------------------------------------------
     def block(self, dim: IntExpr) -> IntExpr:
@@ -123,6 +128,11 @@ class _Lowering:
             return IntExpr.const(_power_of_two_above(dim.value))
         if dim.as_symbol in self.kernel.param_names():
             return dim
+        if len(dim.terms) == 1 and dim.terms[0][0]:
+            # 2*D2 is held as twice D2's block: a row of pairs reshapes to [.., B_D2, 2]
+            mono, coeff = dim.terms[0]
+            if coeff > 1 and coeff & (coeff - 1) == 0:
+                return IntExpr.const(coeff) * self.block(IntExpr(((mono, 1),)))
         stray = sorted(dim.symbols() - self.kernel.sizes())
         if stray:
             raise NotSupported(f"a tile dim {dim} over {', '.join(stray)} (a block covers "
@@ -184,11 +194,16 @@ class _Lowering:
                                      op.offset_exprs(), list(stored.shape)))
         elif isinstance(op, MatmulOp):
             user = next(iter(op.results[0].uses)).operation if op.results[0].uses else None
-            if not (isinstance(user, AddOp) and self.accumulated(user) is not None):
+            folded = self.accumulated(user) if isinstance(user, AddOp) else None
+            if folded is None or folded[0] is not op:  # else the add lowers it, as `tl.dot`'s acc
                 self.lower_matmul(op, None, target)
         elif isinstance(op, AddOp) and self.accumulated(op) is not None:
             matmul, acc = self.accumulated(op)  # type: ignore[misc]
             self.lower_matmul(matmul, acc, target, op)
+        elif isinstance(op, ConcatOp):
+            self.lower_concat(op, target)
+        elif isinstance(op, ReshapeOp):
+            self.lower_reshape(op, target)
         elif has_form(op):
             self.lower_form(op, target)
         else:
@@ -206,7 +221,7 @@ class _Lowering:
         a, b = add.operands
         for product, acc in ((b, a), (a, b)):
             owner = product.owner
-            if (isinstance(owner, MatmulOp) and product.has_one_use()
+            if (isinstance(owner, MatmulOp) and product.has_one_use() and _is_2d(owner)
                     and acc.type == add.results[0].type == product.type):
                 return owner, acc
         return None
@@ -217,9 +232,9 @@ class _Lowering:
         ta, tb, tr = a.type, b.type, op.results[0].type
         assert isinstance(ta, TensorType) and isinstance(tb, TensorType)
         assert isinstance(tr, TensorType)
-        if ta.rank != 2 or tb.rank != 2:
-            raise NotSupported(f"'ax.matmul' of blocks of rank {ta.rank} and {tb.rank} (a "
-                               "batched dot)")
+        if ta.rank != 2 or tb.rank != 2:  # a batched dot: through its form
+            self.lower_form(op, target)
+            return
         k = ta.shape[1]
         lhs = self.rounded(self.masked(a, 1, k, target), ta.dtype, target)
         rhs = self.rounded(self.masked(b, 0, k, target), tb.dtype, target)
@@ -277,6 +292,242 @@ class _Lowering:
         target.add_op(op)
         return op.results[0]
 
+    # ---- layout: reshapes, interleaved lanes ----------------------------------------------------
+    def reshaped(self, value: SSAValue, shape: list[IntExpr], target: Block) -> SSAValue:
+        """`value` as a block of `shape` (`tl.reshape`), or itself when it has that shape; a
+        reshape of a reshape reshapes the first one's source, and one already made in `target`
+        is reused (rope splits one pair block twice)."""
+        owner = value.owner
+        if isinstance(owner, xt.ReshapeOp):
+            value = owner.source
+        t = value.type
+        assert isinstance(t, TensorType)
+        if list(t.shape) == shape:
+            return value
+        key = (value, tuple(shape), target)
+        if key not in self.reshapes:
+            op = xt.ReshapeOp.make([value], shape=shape)
+            target.add_op(op)
+            self.reshapes[key] = op.results[0]
+        return self.reshapes[key]
+
+    def lower_reshape(self, op: ReshapeOp, target: Block) -> None:
+        """A reshape: `tl.reshape` of the block, where the block's lanes land where the data's
+        elements do (its form, an index linearized and split again, is no read a map prints).
+        Its dims fall in groups of equal element counts; within a group every dim but the
+        outermost must be held with no padding (its block is its extent), and the blocks must
+        multiply alike."""
+        src, out = op.input.type, op.result.type
+        assert isinstance(src, TensorType) and isinstance(out, TensorType)
+        groups = _groups(src.shape, out.shape)
+        blocks = [self.block(d) for d in out.shape]
+        padded = groups is None or any(
+            self.block(dims[k]) != dims[k] for group in groups
+            for dims, members in ((src.shape, group[0]), (out.shape, group[1]))
+            for k in members[1:])
+        if groups is not None and not padded:
+            for ga, gb in groups:
+                count_a, count_b = IntExpr.const(1), IntExpr.const(1)
+                for k in ga:
+                    count_a = count_a * self.block(src.shape[k])
+                for k in gb:
+                    count_b = count_b * self.block(out.shape[k])
+                padded |= count_a != count_b
+        if padded:
+            raise NotSupported(f"'ax.reshape' of {src} to {out}: a padded block's lanes would "
+                               "move to other elements (dims merged or split past a padded one)")
+        self.values[op.result] = self.reshaped(self.values[op.input], blocks, target)
+
+    def lower_concat(self, op: ConcatOp, target: Block) -> None:
+        """Two blocks of one lane each along the last dim, side by side: `tl.join` of the
+        two with that dim dropped (reshaped, an interleaved row: rope's output pairs)."""
+        out = op.result.type
+        assert isinstance(out, TensorType)
+        axis = op.axis.value.data
+        inputs = [self.values[v] for v in op.operands]
+        types = [v.type for v in inputs]
+        if (len(inputs) != 2 or axis != out.rank - 1 or types[0] != types[1]
+                or any(not isinstance(t, TensorType) or t.shape[-1] != IntExpr.const(1)
+                       for t in types)):
+            raise NotSupported("'ax.concat' other than of two blocks of one lane each along "
+                               "the last dim (tl.join)")
+        t = types[0]
+        assert isinstance(t, TensorType)
+        halves = [self.reshaped(v, list(t.shape[:-1]), target) for v in inputs]
+        self.emit(target, op, xt.JoinOp.make(halves))
+
+    def interleaved(self, op: Operation, form: GenericForm, parallel: tuple[LoopDim, ...],
+                    operands: list[SSAValue], target: Block) -> bool:
+        """A read of every other element of the last dim (`in0[.., 2*d + s]`, s 0 or 1) of a
+        block whose last dim is twice the result's: `tl.split` of the block reshaped to
+        `[.., B, 2]`; False for any other form."""
+        body = form.body
+        if not (isinstance(body, Read) and len(operands) == 1 and parallel):
+            return False
+        t = operands[0].type
+        assert isinstance(t, TensorType)
+        names = [IntExpr.sym(d.name) for d in parallel]
+        last = names[-1] * 2
+        if len(body.index) != len(names) or list(body.index[:-1]) != names[:-1]:
+            return False
+        half = next((s for s in (0, 1) if body.index[-1] == last + s), None)
+        block = parallel[-1].upper
+        assert isinstance(block, IntExpr)
+        if half is None or t.shape[-1] != block * 2:
+            return False
+        pairs = self.reshaped(operands[0], [*t.shape[:-1], block, IntExpr.const(2)], target)
+        self.emit(target, op, xt.SplitOp.make([pairs], half=half))
+        return True
+
+    # ---- prefix sums and batched dots -----------------------------------------------------------
+    def prefix_sum(self, op: Operation, form: GenericForm, parallel: tuple[LoopDim, ...],
+                   operands: list[SSAValue], target: Block) -> bool:
+        """A sum over `[0, d + 1)` of a dim `d` of the result (a cumsum): `tl.cumsum` along
+        that dim of the body read at `d`; False for any other form."""
+        if form.reduction != "add" or len(form.reduced) != 1 or form.finalize is not None:
+            return False
+        (red,) = form.reduced
+        axis = next((k for k, d in enumerate(form.parallel)
+                     if red.upper == IntExpr.sym(d.name) + 1), None)
+        if axis is None or red.lower != IntExpr.const(0):
+            return False
+        name = form.parallel[axis].name
+        probe = IntExpr.sym(f"{name}_probe")
+        if substitute(form.body, {name: probe}) != form.body:
+            return False  # the body reads d itself, not only through the running index
+        body = substitute(form.body, {red.name: IntExpr.sym(name)})
+        domain = tuple(LoopDim(d.name, d.lower, p.upper)
+                       for d, p in zip(form.parallel, parallel, strict=True))
+        t = op.results[0].type
+        assert isinstance(t, TensorType)
+        dtype = _compute(t.dtype)
+        source = operands[0] if body == Read(0, tuple(IntExpr.sym(d.name) for d in domain)) \
+            else None
+        if source is None or source.type != TensorType(tuple(d.upper for d in domain), dtype):
+            values = xt.MapOp.make(operands, form=str(GenericForm(domain, body, len(operands))),
+                                   dtype=dtype)
+            target.add_op(values)
+            source = values.results[0]
+        self.emit(target, op, xt.CumsumOp.make([source], axis=axis))
+        return True
+
+    def contraction(self, op: Operation, form: GenericForm, parallel: tuple[LoopDim, ...],
+                    operands: list[SSAValue], target: Block) -> bool:
+        """A sum over one dim `r` of `a[.., i, .., r] * b[.., r, .., j]` (maybe under
+        `select(cond(r), .., 0.0)`) into a result whose other dims are 1 (attention's
+        `q @ k.T` and `p @ v` per batch and head): `tl.dot` of the two operands reshaped to
+        2-D (transposed where `r` comes first in `a` or last in `b`), their lanes outside
+        `cond` and past `r`'s extent zeroed, the product reshaped back; False for any other
+        form."""
+        if form.reduction != "add" or len(form.reduced) != 1 or form.finalize is not None:
+            return False
+        (red,) = form.reduced
+        unit = {d.name: IntExpr.const(0) for d in form.parallel if d.upper == IntExpr.const(1)}
+        body, cond = substitute(form.body, unit), None
+        if (isinstance(body, Call) and body.fn == "select" and body.args[2] == Const(0.0)):
+            cond, body = body.args[0], body.args[1]
+        big = [k for k, d in enumerate(form.parallel) if d.name not in unit]
+        if (red.lower != IntExpr.const(0) or len(big) != 2 or not isinstance(body, Call)
+                or body.fn != "mul" or not all(isinstance(a, Read) for a in body.args)):
+            return False
+        i, j = (form.parallel[k].name for k in big)
+        if cond is not None and substitute(cond, {i: IntExpr.sym(f"{i}_probe"),
+                                                  j: IntExpr.sym(f"{j}_probe")}) != cond:
+            return False  # a mask over the result's rows or columns: not one on the operands
+        reads_ = [a for a in body.args if isinstance(a, Read)]
+        names = {d.name for d in form.parallel} | {red.name}
+        for a, b in (reads_, reads_[::-1]):
+            if (_dot_axes(a, (i, red.name), names) is None
+                    or _dot_axes(b, (red.name, j), names) is None):
+                continue
+            lhs = self.dot_operand(op, operands, a, (i, red.name), red, cond, names, target)
+            rhs = self.dot_operand(op, operands, b, (red.name, j), red, cond, names, target)
+            assert lhs is not None and rhs is not None
+            ta, tb = lhs.type, rhs.type
+            assert isinstance(ta, TensorType) and isinstance(tb, TensorType)
+            if ta.shape[1] != tb.shape[0]:
+                raise NotSupported(f"'{op.name}': a dot of [{', '.join(map(str, ta.shape))}] "
+                                   f"and [{', '.join(map(str, tb.shape))}] blocks")
+            start = xt.FullOp.make([], value=0.0, shape=[ta.shape[0], tb.shape[1]],
+                                   dtype=COMPUTE_DTYPE)
+            target.add_op(start)
+            dot = xt.DotOp.make([lhs, rhs, start.results[0]])
+            target.add_op(dot)
+            product = self.reshaped(dot.results[0], [d.upper for d in parallel  # type: ignore
+                                                     ], target)
+            self.values[op.results[0]] = product
+            return True
+        return False
+
+    def dot_operand(self, op: Operation, operands: list[SSAValue], read: Read,
+                    dims: tuple[str, str], red: LoopDim, cond: ScalarExpr | None,
+                    dims_of_form: set[str], target: Block) -> SSAValue | None:
+        """The 2-D `[dims[0], dims[1]]` block a contraction reads (see `contraction`), or None
+        when `read` reads another dim of the form (`_dot_axes`)."""
+        value = operands[read.operand]
+        t = value.type
+        assert isinstance(t, TensorType)
+        value, read = self.picked(value, read, dims_of_form, target)
+        t = value.type
+        assert isinstance(t, TensorType)
+        axes = _dot_axes(read, dims, dims_of_form)
+        if axes is None:
+            return None
+        order = sorted(axes, key=lambda n: axes[n])
+        flat = self.reshaped(value, [t.shape[axes[n]] for n in order], target)
+        shape = [t.shape[axes[n]] for n in dims]
+        names = fresh_names("d", 2, {s for e in (*shape, red.upper) for s in e.symbols()}
+                            | {red.name, *dims})
+        index = tuple(IntExpr.sym(names[dims.index(n)]) for n in order)
+        lane = IntExpr.sym(names[dims.index(red.name)])
+        keep: list[ScalarExpr] = []
+        if t.shape[axes[red.name]] != red.upper and not _zero_padded(value, axes[red.name],
+                                                                     red.upper):
+            keep.append(call("lt", Index(lane), Index(red.upper)))
+        if cond is not None:
+            keep.append(substitute(cond, {red.name: lane}))
+        read_flat: ScalarExpr = Read(0, index)
+        if keep or order != list(dims):
+            inside = keep[0] if keep else None
+            for more in keep[1:]:
+                inside = call("and", inside, more)  # type: ignore[arg-type]
+            domain = tuple(LoopDim(n, IntExpr.const(0), d)
+                           for n, d in zip(names, shape, strict=True))
+            body = read_flat if inside is None else call("select", inside, read_flat,
+                                                         Const(0.0))
+            dtype = t.dtype if inside is None else _compute(t.dtype)
+            arranged = xt.MapOp.make([flat], form=str(GenericForm(domain, body, 1)),
+                                     dtype=dtype)
+            target.add_op(arranged)
+            flat = arranged.results[0]
+        source = op.operands[read.operand].type
+        assert isinstance(source, TensorType)
+        return self.rounded(flat, source.dtype, target)
+
+    def picked(self, value: SSAValue, read: Read, dims: set[str], target: Block
+               ) -> tuple[SSAValue, Read]:
+        """`value` with each dim a read indexes by an expression of the kernel's names alone
+        (a program id: the kv head `b1 floordiv G` of a block holding every head) cut to that
+        one lane, and the read at 0 there; both unchanged when there is none."""
+        t = value.type
+        assert isinstance(t, TensorType)
+        one = IntExpr.const(1)
+        cut = [k for k, at in enumerate(read.index)
+               if not (at.symbols() & dims) and not (at.is_const and at.value == 0
+                                                      and t.shape[k] == one)]
+        if not cut:
+            return value, read
+        names = fresh_names("e", t.rank, dims | {s for at in read.index for s in at.symbols()})
+        domain = tuple(LoopDim(n, IntExpr.const(0), one if k in cut else d)
+                       for k, (n, d) in enumerate(zip(names, t.shape, strict=True)))
+        index = tuple(read.index[k] if k in cut else IntExpr.sym(n)
+                      for k, n in enumerate(names))
+        op = xt.MapOp.make([value], form=str(GenericForm(domain, Read(0, index), 1)),
+                           dtype=t.dtype)
+        target.add_op(op)
+        return op.results[0], Read(read.operand, tuple(
+            IntExpr.const(0) if k in cut else at for k, at in enumerate(read.index)))
+
     # ---- ops through their forms ----------------------------------------------------------------
     def lower_form(self, op: Operation, target: Block) -> None:
         form = form_op(op).meaning().form
@@ -286,9 +537,14 @@ class _Lowering:
         dtype = _compute(t.dtype)
         parallel = tuple(LoopDim(d.name, d.lower, self.block(d.upper)) for d in form.parallel)
         if form.reduction is None:
-            self.emit(target, op, xt.MapOp.make(
-                operands, form=str(GenericForm(parallel, form.body, len(operands))),
-                dtype=dtype))
+            if not self.interleaved(op, form, parallel, operands, target):
+                self.emit(target, op, xt.MapOp.make(
+                    operands, form=str(GenericForm(parallel, form.body, len(operands))),
+                    dtype=dtype))
+            return
+        if self.prefix_sum(op, form, parallel, operands, target):
+            return
+        if self.contraction(op, form, parallel, operands, target):
             return
         if form.reduction not in xt.REDUCE_KINDS or len(form.reduced) != 1:
             raise NotSupported(f"'{op.name}': a {form.reduction} reduction over "
@@ -300,7 +556,10 @@ class _Lowering:
         body, domain = form.body, list(parallel)
         unit = [k for k, d in enumerate(form.parallel)
                 if d.upper == IntExpr.const(1)]
-        axis, keep = (unit[-1], True) if unit else (len(parallel), False)
+        # the reduced dim takes a unit dim's place where every read keeps its dims in order
+        # there (a map reads a block permuted or broadcast, not both), else goes last
+        ordered = [k for k in reversed(unit) if _in_order(body, form.parallel, k, red.name)]
+        axis, keep = (ordered[0], True) if ordered else (len(parallel), False)
         if keep:
             body = substitute(body, {form.parallel[axis].name: IntExpr.const(0)})
             domain[axis] = LoopDim(red.name, red.lower, self.block(red.upper))
@@ -323,6 +582,75 @@ class _Lowering:
             reduced = xt.MapOp.make([reduced.results[0]],
                                     form=str(GenericForm(parallel, then, 1)), dtype=dtype)
         self.emit(target, op, reduced)
+
+
+def _dot_axes(read: Read, dims: tuple[str, str], names: set[str]) -> dict[str, int] | None:
+    """Where a contraction's operand read holds each of `dims` (its other indices are lanes:
+    constants or the kernel's names, `names` being the form's dims); None when it reads
+    another dim of the form, or one twice."""
+    axes: dict[str, int] = {}
+    for k, at in enumerate(read.index):
+        if not at.symbols() & names:
+            continue
+        name = at.as_symbol
+        if name not in dims or name in axes:
+            return None
+        axes[name] = k
+    return axes if len(axes) == 2 else None
+
+
+def _in_order(body: ScalarExpr, parallel: tuple[LoopDim, ...], axis: int, red: str) -> bool:
+    """Every read of `body` indexes the domain's dims in increasing order once the reduced dim
+    `red` takes the place of dim #`axis`."""
+    names = [red if k == axis else d.name for k, d in enumerate(parallel)]
+    for r in reads(body):
+        at = [names.index(i.as_symbol) for i in r.index if i.as_symbol in names]
+        if at != sorted(at):
+            return False
+    return True
+
+
+def _zero_padded(value: SSAValue, axis: int, extent: IntExpr) -> bool:
+    """`value` is a load padding with 0 whose lanes of dim `axis` hold data up to `extent`."""
+    owner = value.owner
+    return (isinstance(owner, xt.LoadOp) and owner.other.value.data == 0.0
+            and IntExpr.lift(owner.extents.data[axis].data) == extent)
+
+
+def _is_2d(op: MatmulOp) -> bool:
+    return all(isinstance(v.type, TensorType) and v.type.rank == 2 for v in op.operands)
+
+
+def _weight(count: IntExpr) -> int:
+    """How many factors an element count has (its symbols, and its coefficient's bits): the
+    group with fewer takes the next dim."""
+    return sum(len(mono) + abs(coeff).bit_length() for mono, coeff in count.terms)
+
+
+def _groups(src: tuple[IntExpr, ...], out: tuple[IntExpr, ...]
+            ) -> list[tuple[list[int], list[int]]] | None:
+    """The dims of a reshape's source and result (unit dims left out) in groups of equal
+    element counts, outer to inner; None when the products never line up."""
+    one = IntExpr.const(1)
+    a = [k for k, d in enumerate(src) if d != one]
+    b = [k for k, d in enumerate(out) if d != one]
+    groups: list[tuple[list[int], list[int]]] = []
+    while a or b:
+        if not (a and b):
+            return None
+        ga, gb = [a.pop(0)], [b.pop(0)]
+        count_a, count_b = src[ga[0]], out[gb[0]]
+        while count_a != count_b:
+            if a and (_weight(count_a) <= _weight(count_b) or not b):
+                ga.append(a.pop(0))
+                count_a = count_a * src[ga[-1]]
+            elif b:
+                gb.append(b.pop(0))
+                count_b = count_b * out[gb[-1]]
+            else:
+                return None
+        groups.append((ga, gb))
+    return groups
 
 
 def _with_reduced(expr: ScalarExpr, value: ScalarExpr) -> ScalarExpr:

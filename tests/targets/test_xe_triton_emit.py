@@ -116,11 +116,13 @@ def test_a_kernel_the_lowering_does_not_handle_is_a_diagnostic() -> None:
     t = "!ax.tensor<[M, N], f32>"
     func = next(op for op in parse_mlir(f"""
 func.func @f(%x: {t}) -> !ax.tensor<[M, N], f32> {{
-  %c = ax.cumsum %x {{axis = 1}} : ({t}) -> {t}
+  %c = ax.generic %x {{form = "out[d0 < M, d1 < N] = add over r0 in [d1, N) of in0[d0, r0]",
+                       dtype = f32}} : ({t}) -> {t}
   func.return %c : {t}
 }}""", "f.mlir").ops if isinstance(op, FuncOp))
     kernel = tile_function(func, Tiling("M"), "registers", "registers")
-    with pytest.raises(NotSupported, match=r"^not supported: 'ax.cumsum': a reduction over"):
+    # a suffix sum: a cumsum (`tl.cumsum`) starts at 0
+    with pytest.raises(NotSupported, match=r"^not supported: 'ax.generic': a reduction over"):
         lower_function(kernel)
 
 
@@ -133,6 +135,14 @@ def test_a_size_named_like_one_of_the_modules_own_names_is_refused(size: str) ->
     (func,) = (op for op in parse_source(source, "f.py").ops if isinstance(op, FuncOp))
     with pytest.raises(NotSupported, match=f"'{size}' is a name the emitted module uses"):
         emit_triton(tiled(func, "rows"), tile_sizes=BLOCKS)
+
+
+def test_a_reshape_that_would_move_padded_lanes_is_a_diagnostic() -> None:
+    # [M, N, K] -> [M, N*K]: K's block holds padding, so merging it moves lanes to other elements
+    source = "def f(x: f32[M, N, K]):\n    return reshape(x, [M, N*K])\n"
+    (func,) = (op for op in parse_source(source, "f.py").ops if isinstance(op, FuncOp))
+    with pytest.raises(NotSupported, match=r"^not supported: 'ax.reshape' of .* a padded block"):
+        lower_function(tiled(func, "rows"))
 
 
 # ---- performance choices: block I/O, program order, int64 offsets, KB launch options ----------
