@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, SSAValue
 
 from axon.dialects import xt
 from axon.dialects.ax import TensorType
@@ -255,8 +255,8 @@ def _peak(block: Block, env: Mapping[str, int], with_args: bool = True) -> int:
         for r in op.results:
             defined[r] = n
     for n, op in enumerate(ops):
-        for inner in op.walk():
-            for operand in inner.operands:
+        for nested in op.walk():
+            for operand in nested.operands:
                 if operand in defined:
                     last_use[operand] = max(last_use.get(operand, n), n)
     peak = 0

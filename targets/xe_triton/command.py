@@ -30,6 +30,7 @@ from axon.targets.xe_triton.kb import device_names
 from axon.targets.xe_triton.select import SelectionError, SelectOptions, select_kernel
 from axon.tiling.search import all_sizes
 
+
 class TargetError(ValueError):
     """A user error of `--target`: the message says where and what was expected."""
 

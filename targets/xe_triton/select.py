@@ -1,4 +1,4 @@
-"""Selecting the Triton kernel of a program: candidates enumerated, ordered, pruned, checked, picked.
+"""Selecting the Triton kernel of a program: candidates enumerated, ordered, checked, picked.
 
     selection = select_kernel(func, SelectOptions(profile="h200", sizes={"M": 4096}),
                               executor=LocalExecutor())

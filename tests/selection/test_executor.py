@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import replace
 
 from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
 from axon.selection.executor import LocalExecutor, RayExecutor, make_executor
-from axon.targets.xe_triton.cascade import check_job
+from axon.targets.xe_triton.cascade import Job, check_job
 from axon.targets.xe_triton.kb import load_device
 from axon.targets.xe_triton.select import Candidate, make_job
 from axon.tiling.kernels import tile_function, tilings
 from axon.tools.embed import parse_source
 
 
-def jobs() -> list[object]:
+def jobs() -> list[Job]:
     """Two softmax candidates: one right, one whose float32 twin computes exp2."""
     (func,) = [op for op in parse_source(PROGRAMS["softmax"].source, "softmax.py").ops
                if isinstance(op, FuncOp)]
@@ -29,8 +30,7 @@ def jobs() -> list[object]:
                               "test", kernel)
         job, _ = make_job(candidate, func, load_device("h200"), {"M": 32, "N": 32}, True)
         if n:
-            job = type(job)(**{**job.__dict__,
-                               "check_text": job.check_text.replace("tl.exp(", "tl.exp2(")})
+            job = replace(job, check_text=job.check_text.replace("tl.exp(", "tl.exp2("))
         made.append(job)
     return made
 
