@@ -21,6 +21,7 @@ profile: it orders their candidates, the KB device decides what they may launch.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -262,6 +263,11 @@ def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mappin
     """The cascade's job for `candidate` (NotSupported / ValueError when it does not emit)."""
     launch = {k: v for k, v in candidate.kwargs.items() if k != "grf_mode"}
     emitted = emit_triton(candidate.kernel, device.name, launch)
+    if "grf_mode" in candidate.kwargs:
+        # the emitter takes integer launch defaults only: the chosen GRF mode becomes the host
+        # function's default here, so the module runs as selected without keywords
+        emitted = dataclasses.replace(emitted, text=emitted.text.replace(
+            'grf_mode="default"):', f'grf_mode="{candidate.kwargs["grf_mode"]}"):', 1))
     twin = emit_triton(retyped(candidate.kernel), device.name, launch)
     lowered = lower_function(candidate.kernel)
     (xt_kernel,) = [op for op in lowered.body.block.ops if isinstance(op, xt.KernelOp)]
