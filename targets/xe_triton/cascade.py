@@ -296,18 +296,33 @@ def correctness_error(job: Job) -> str | None:
     return None
 
 
-def check_shapes(symbols: list[str], blocks: Mapping[str, int],
+def check_shapes(symbols: list[str], tiled: Mapping[str, int],
                  input_elements: Any) -> tuple[dict[str, int], ...]:
-    """Three bindings of `symbols` for step 3: small distinct sizes, all ones, and sizes just
-    past the largest block (more than one block, a partial last one), halved until every input
-    holds at most CHECK_ELEMENTS_MAX elements (`input_elements(sizes)` says the largest)."""
+    """Three bindings of `symbols` for step 3: small distinct sizes, all ones, and each size
+    that a block tiles (`tiled`: the size's block) just past that block, so the kernel runs
+    more than one block and a partial last one (the others small); halved while an input would
+    hold more than CHECK_ELEMENTS_MAX elements (`input_elements(sizes)` says the largest)."""
     small = {s: 3 + 2 * k for k, s in enumerate(symbols)}
     ones = dict.fromkeys(symbols, 1)
-    block = max(blocks.values(), default=4)
-    past = {s: block + 3 + k for k, s in enumerate(symbols)}
+    past = {s: tiled[s] + 3 + k if s in tiled else 5 + k for k, s in enumerate(symbols)}
     while input_elements(past) > CHECK_ELEMENTS_MAX and max(past.values()) > 8:
         past = {s: max(v // 2 + 1, 2) for s, v in past.items()}
     return small, ones, past
+
+
+def tiled_sizes(kernel: xt.KernelOp, blocks: Mapping[str, int]) -> dict[str, int]:
+    """Each size that one block parameter tiles (over the grid or a loop), and that block."""
+    sizes = set(kernel.sizes())
+    extents = [*kernel.grid_exprs(),
+               *(op.extent_expr() for op in kernel.walk() if isinstance(op, xt.ForOp))]
+    found: dict[str, int] = {}
+    for expr in extents:
+        names = expr.symbols()
+        params = [p for p in kernel.param_names() if p in names and p in blocks]
+        if len(params) == 1:
+            for s in names & sizes:
+                found[s] = max(found.get(s, 0), blocks[params[0]])
+    return found
 
 
 # ---- 4: performance ----------------------------------------------------------------------------

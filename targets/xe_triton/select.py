@@ -39,7 +39,13 @@ from axon.nugraph.stored import function_text, functions_from_texts
 from axon.selection.executor import Executor
 from axon.selection.space import Tally, Verdict, pick, ranked_bounded
 from axon.targets.profiles import DeviceProfile, load_profile
-from axon.targets.xe_triton.cascade import Job, check_job, check_shapes, footprint
+from axon.targets.xe_triton.cascade import (
+    Job,
+    check_job,
+    check_shapes,
+    footprint,
+    tiled_sizes,
+)
 from axon.targets.xe_triton.emit import EmittedModule, emit_triton
 from axon.targets.xe_triton.kb import Config, Device, KernelFacts, autotune_grid, load_device
 from axon.targets.xe_triton.lower import NotSupported, lower_function
@@ -280,9 +286,10 @@ def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mappin
         return max((_elements(t, binding) for t in tensors), default=0)
 
     blocks = {k: v for k, v in candidate.kwargs.items() if k not in ("num_warps", "grf_mode")}
+    shapes = check_shapes(symbols, tiled_sizes(xt_kernel, blocks), largest)
     job = Job(candidate.id, emitted.name, emitted.text, dict(candidate.kwargs), device.name,
               kernel_facts(xt_kernel, sizes), footprint(xt_kernel, device, env), twin.text,
-              function_text(reference), check_shapes(symbols, blocks, largest), program,
+              function_text(reference), shapes, program,
               dict(sizes), tuple((tuple(d.evaluate(sizes) for d in t.shape), t.dtype)
                                  for t in tensors), time_on_gpu)
     return job, emitted
