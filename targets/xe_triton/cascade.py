@@ -327,7 +327,9 @@ def tiled_sizes(kernel: xt.KernelOp, blocks: Mapping[str, int]) -> dict[str, int
 
 # ---- 4: performance ----------------------------------------------------------------------------
 def performance(job: Job) -> Verdict:
-    """Step 4 (see the module docstring)."""
+    """Step 4 (see the module docstring). The baselines are timed and the timer bound before
+    the candidate's module is imported, so nothing it does at import can change them, and each
+    candidate runs in its own worker call."""
     import torch
 
     if not torch.cuda.is_available():
@@ -337,6 +339,13 @@ def performance(job: Job) -> Verdict:
     os.environ.pop("TRITON_INTERPRET", None)
     import triton.testing
 
+    bench = triton.testing.do_bench
+    torch.manual_seed(0)
+    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+    args = [torch.randn(shape, device="cuda", dtype=dtypes[dtype]) for shape, dtype in job.inputs]
+    baselines = _baselines(job.program)
+    times = {name: float(bench(lambda f=f: f(*args)))  # type: ignore[misc]
+             for name, f in (baselines or {}).items()}
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / f"{job.function}_gpu.py"
         path.write_text(job.module_text)
@@ -345,17 +354,10 @@ def performance(job: Job) -> Verdict:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         run = getattr(module, job.function)
-        torch.manual_seed(0)
-        dtypes = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-        args = [torch.randn(shape, device="cuda", dtype=dtypes[dtype])
-                for shape, dtype in job.inputs]
-        measured = float(triton.testing.do_bench(lambda: run(*args, **job.kwargs)))
-    baselines = _baselines(job.program)
-    if baselines is None:
+        measured = float(bench(lambda: run(*args, **job.kwargs)))
+    if not times:
         return Verdict(job.id, True, measured_ms=measured,
                        timing=f"no torch form of {job.program}: not compared")
-    times = {name: float(triton.testing.do_bench(lambda f=f: f(*args)))  # type: ignore[misc]
-             for name, f in baselines.items()}
     best = min(times, key=lambda k: times[k])
     if measured > times[best]:
         return Verdict(job.id, False, "performance",
