@@ -163,3 +163,21 @@ def test_a_program_that_does_not_lower_is_a_skipped_case() -> None:
     assert cases == []
     assert len(skipped) == len(PROGRAMS["cumsum"].default_sizes)
     assert all("not supported: 'ax.cumsum'" in why for _, why in skipped)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--record", "w.json"], "bundle: error: --record needs --bundle DIR"),
+    (["--suite"], "bundle: error: --suite needs -o DIR"),
+    (["--suite", "-o", "b", "--profile", "h100"], "bundle: error: unknown profile 'h100'"),
+    (["--suite", "-o", "b", "--programs", "mul,nope"], "bundle: error: unknown program(s) nope"),
+    (["--record", "missing.json", "--bundle", "."],
+     "bundle: error: missing.json: cannot read: No such file or directory"),
+])
+def test_the_bundle_command_refuses_bad_input(argv: list[str], message: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from axon.targets.xe_triton import bundle
+
+    with pytest.raises(SystemExit) as stop:
+        bundle.main(argv)
+    assert stop.value.code == 1
+    assert capsys.readouterr().err.startswith(message)
