@@ -253,7 +253,7 @@ def record_winners(results: Path, bundle: Path, cache: WinnerCache) -> int:
             function=candidate["function"],
             module_text=(bundle / candidate["module"]).read_text(),
             axon_ms=_number(entry.get("axon_ms")), baseline_ms=_number(entry.get("baseline_ms")),
-            baseline=str(entry.get("baseline", "")), axon_version=manifest["axon_version"]))
+            baseline=str(entry.get("baseline") or ""), axon_version=manifest["axon_version"]))
         filed += 1
     cache.save()
     return filed

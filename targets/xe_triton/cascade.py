@@ -14,7 +14,8 @@ failure, whose step and reason are recorded.
 4. performance, where CUDA is present: the candidate timed at the program's sizes with
    `triton.testing.do_bench` (its own L2 flush; the candidate only supplies the function
    timed), rejected when slower than the faster of torch eager and `torch.compile` of the
-   program's torch form; without a GPU it passes with "timing skipped: no GPU".
+   program's torch form (`harness.programs`); without a GPU it passes with "timing skipped: no
+   GPU".
 
 A `Job` is plain data, so `check_job` runs in any executor's worker (`selection.executor`).
 The footprint is an estimate from block shapes and dtypes: the peak over the kernel's ops of
@@ -60,7 +61,7 @@ PORTABLE_TL = frozenset({
 #: modules an emitted module may import
 PORTABLE_IMPORTS = frozenset({"torch", "triton", "triton.language", "math"})
 #: Triton's default `num_stages` on NVIDIA (`CUDAOptions.num_stages = 3`, third_party/nvidia/
-#: backend/compiler.py at v3.6.0): the emitted launch leaves it to the default
+#: backend/compiler.py at v3.6.0), for a launch that does not set it
 TRITON_NUM_STAGES = 3
 #: largest input (elements) of a correctness shape: the interpreter is slow
 CHECK_ELEMENTS_MAX = 1 << 20
@@ -162,13 +163,16 @@ def api_error(text: str) -> str | None:
 
 #: the launch keywords that are KB configuration axes
 _AXES = {"BM": "block_m", "BN": "block_n", "BK": "block_k", "num_warps": "num_warps",
-         "grf_mode": "grf_mode"}
+         "num_stages": "num_stages", "GROUP_SIZE_M": "group_size_m", "grf_mode": "grf_mode"}
+#: the host function's launch keywords that are not block sizes
+LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "GROUP_SIZE_M", "grf_mode", "block_io",
+                            "int64"})
 
 
 def launch_error(device: Device, facts: KernelFacts, kwargs: Mapping[str, Any]) -> str | None:
     """Why `device` cannot launch the kernel with `kwargs`, or None."""
     for name, value in kwargs.items():
-        if name not in ("num_warps", "grf_mode") and (
+        if name not in LAUNCH_OPTIONS and (
                 not isinstance(value, int) or value < 1 or value & (value - 1)):
             return f"block size {name}={value} is not a power of two"
     config = Config(**{_AXES[k]: v for k, v in kwargs.items() if k in _AXES})
@@ -214,9 +218,10 @@ def footprint_error(device: Device, kwargs: Mapping[str, Any],
     return None
 
 
-def footprint(kernel: xt.KernelOp, device: Device, env: Mapping[str, int]) -> Footprint:
+def footprint(kernel: xt.KernelOp, device: Device, env: Mapping[str, int],
+              stages: int = TRITON_NUM_STAGES) -> Footprint:
     """The estimated footprint of one program of `kernel` with every size and block bound by
-    `env` (see the module docstring)."""
+    `env`, its loops pipelined in `stages` stages (see the module docstring)."""
     bound = bound_blocks(kernel, env)
     registers = _peak(kernel.body.block, bound, with_args=False)
     pipelined = device.pipeline is not None and device.pipeline.stages_in_shared_memory
@@ -225,7 +230,7 @@ def footprint(kernel: xt.KernelOp, device: Device, env: Mapping[str, int]) -> Fo
         if isinstance(op, xt.ReduceOp):
             shared += _bytes(op.results[0], bound)
         elif pipelined and isinstance(op, xt.LoadOp) and isinstance(op.parent_op(), xt.ForOp):
-            shared += TRITON_NUM_STAGES * _bytes(op.results[0], bound)
+            shared += stages * _bytes(op.results[0], bound)
     return Footprint(registers, shared)
 
 
@@ -285,7 +290,8 @@ def correctness_error(job: Job) -> str | None:
     with tempfile.TemporaryDirectory() as scratch:
         module = load_module(twin, Path(scratch))
         try:
-            checks = compare(reference, module, job.function, job.check_shapes)
+            checks = compare(reference, module, job.function, job.check_shapes,
+                             options=job.kwargs)
         finally:
             sys.modules.pop(f"axon_emitted_{job.function}", None)
     for check in checks:
@@ -370,9 +376,9 @@ def _baselines(program: str) -> dict[str, Any] | None:
     """torch eager and torch.compile of the program's torch form, or None without one."""
     import torch
 
-    from axon.benchmarks.xe_triton_gpu import CASES, eager
+    from axon.targets.xe_triton.harness.programs import PROGRAMS
 
-    if program not in {name for name, *_ in CASES}:
+    form = PROGRAMS.get(program)
+    if form is None:
         return None
-    form = eager(program)
     return {"torch eager": form, "torch.compile": torch.compile(form)}

@@ -68,21 +68,22 @@ def load_module(emitted: EmittedModule, directory: Path) -> ModuleType:
 
 
 def check_emitted(source: FuncOp, tiled: FuncOp, shapes: Sequence[Mapping[str, int]],
-                  blocks: Mapping[str, int], seed: int = 0, device: str = "h200"
-                  ) -> CheckReport:
+                  blocks: Mapping[str, int], seed: int = 0, device: str = "h200", *,
+                  options: Mapping[str, Any] | None = None) -> CheckReport:
     """Emit `tiled`, run it at each shape with `blocks` under the CPU interpreter, and compare
-    with `source` (the program `tiled` tiles) run by the reference interpreter."""
+    with `source` (the program `tiled` tiles) run by the reference interpreter. `options` are
+    keywords of the host function (`block_io`, `GROUP_SIZE_M`, `int64`, ...)."""
     emitted = emit_triton(tiled, device, dict(blocks))
     with tempfile.TemporaryDirectory() as scratch:
         module = load_module(emitted, Path(scratch))
-        checks = compare(source, module, emitted.name, shapes, seed)
+        checks = compare(source, module, emitted.name, shapes, seed, options=options)
     return CheckReport(emitted, tuple(checks))
 
 
 def compare(source: FuncOp, module: ModuleType, name: str, shapes: Sequence[Mapping[str, int]],
-            seed: int = 0) -> list[ShapeCheck]:
-    """Run the host function `name` of a loaded module at each shape (its launch defaults)
-    and compare with `source` on the same inputs, uniform in [0.5, 1.5)."""
+            seed: int = 0, *, options: Mapping[str, Any] | None = None) -> list[ShapeCheck]:
+    """Run the host function `name` of a loaded module at each shape (its launch defaults,
+    and `options`) and compare with `source` on the same inputs, uniform in [0.5, 1.5)."""
     import torch
 
     run = getattr(module, name)
@@ -93,7 +94,8 @@ def compare(source: FuncOp, module: ModuleType, name: str, shapes: Sequence[Mapp
                   .astype(DTYPES[t.dtype].storage)
                   for t in source.function_type.inputs.data if isinstance(t, TensorType)]
         want = run_function(source, inputs, dict(sizes))
-        got: Any = run(*(torch.from_numpy(np.array(x)) for x in inputs))
+        got: Any = run(*(torch.from_numpy(np.array(x)) for x in inputs),
+                       **(options or {}))
         got = got if isinstance(got, tuple) else (got,)
         worst, passed = 0.0, True
         for g, w, t in zip(got, want, source.function_type.outputs.data, strict=True):

@@ -13,7 +13,14 @@ and the padded blocks (`triton.next_power_of_2`) from the sizes and launches. Th
 and `num_warps` default to the kernel's concrete tile sizes (`axon.tile_sizes`) or, for
 `num_warps`, the device's default from the knowledge base; `num_warps` must be one the device
 takes. Only APIs of Triton 3.6 that the Intel XPU backend and the CPU interpreter also take are
-used (no libdevice calls: tanh is written with `tl.sigmoid`). See docs/xe_triton.md.
+used (no libdevice calls: tanh is written with `tl.sigmoid`).
+
+A kernel with a `tl.dot` moves its 2D tiles by block I/O chosen at launch (`block_io`: tensor
+descriptors, block pointers or pointers, a `BLOCK_IO` constexpr; the KB's choice by default)
+and runs its 2D grid in Triton's grouped order (`GROUP_SIZE_M`); every host function takes
+`num_stages` (the KB's default) and `int64` (pointer offsets in int64, by default where a tensor
+holds 2**31 elements or more), and the module lists the KB's autotuning grid for the device in
+`autotune_configs()`. See docs/xe_triton.md.
 """
 
 from __future__ import annotations
@@ -21,8 +28,10 @@ from __future__ import annotations
 import keyword
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, SSAValue
@@ -34,7 +43,14 @@ from axon.dialects.form.generic_form import LoopDim
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.form.syntax import parse_form
-from axon.targets.xe_triton.kb import load_device
+from axon.targets.xe_triton.kb import (
+    Config,
+    Device,
+    KernelFacts,
+    autotune_grid,
+    load_device,
+    settings_for,
+)
 from axon.targets.xe_triton.lower import NotSupported, lower_function
 
 #: Triton's name of each dtype, and torch's
@@ -56,30 +72,42 @@ GRID_DIMS_MAX = 3
 
 @dataclass(frozen=True)
 class EmittedModule:
-    """An emitted Triton module: its text, the host function's name, and the launch defaults."""
+    """An emitted Triton module: its text, the host function's name, and the launch defaults
+    (`options`: `GROUP_SIZE_M`, `num_stages`, `block_io` where the kernel takes them)."""
 
     text: str
     name: str
     defaults: dict[str, int]
     num_warps: int
+    options: dict[str, int | str] = field(default_factory=dict)
+    configs: tuple[dict[str, int | str], ...] = ()
+    """The KB's autotuning grid for the device, as launch keywords (`autotune_configs()`)."""
 
 
 def emit_triton(tiled: FuncOp, device: str = "h200",
-                tile_sizes: dict[str, int] | None = None) -> EmittedModule:
+                tile_sizes: dict[str, int] | None = None, *,
+                sizes: Mapping[str, int] | None = None,
+                block_io: str | None = None) -> EmittedModule:
     """`tiled` (one `tile.kernel` and its return) as a Triton module: lowered to `xt`, then
-    printed. `tile_sizes` (block sizes, `num_warps`) override the function's `axon.tile_sizes`.
-    NotSupported for a kernel that does not lower; ValueError for an unknown device or a
-    `num_warps` the device does not take."""
-    return emit_module(lower_function(tiled), device, tile_sizes)
+    printed. `tile_sizes` (block sizes, `num_warps`, `num_stages`, `GROUP_M`) override the
+    function's `axon.tile_sizes`; `sizes` (the problem's, where known) shape the KB's autotuning
+    grid; `block_io` (`tensor_descriptor`, `block_ptr`, `pointer`) overrides the KB's choice of
+    the default 2D block I/O. NotSupported for a kernel that does not lower; ValueError for an
+    unknown device, a `num_warps` the device does not take or an unknown `block_io`."""
+    return emit_module(lower_function(tiled), device, tile_sizes, sizes=sizes,
+                       block_io=block_io)
 
 
 def emit_module(func: FuncOp, device: str = "h200",
-                tile_sizes: dict[str, int] | None = None) -> EmittedModule:
+                tile_sizes: dict[str, int] | None = None, *,
+                sizes: Mapping[str, int] | None = None,
+                block_io: str | None = None) -> EmittedModule:
     """A function holding one `xt.kernel` as a Triton module (see the module docstring)."""
     (kernel,) = [op for op in func.body.block.ops if isinstance(op, xt.KernelOp)]
     name = func.sym_name.data
     chosen = {**concrete_tile_sizes(func), **(tile_sizes or {})}
-    launch = load_device(device).launch
+    dev = load_device(device)
+    launch = dev.launch
     num_warps = int(chosen.pop("num_warps", 0) or (
         launch.num_warps_default.value if launch.num_warps_default else 4))
     allowed = launch.num_warps.values if launch.num_warps else (num_warps,)
@@ -90,6 +118,20 @@ def emit_module(func: FuncOp, device: str = "h200",
     for p, v in defaults.items():
         if v < 1 or v & (v - 1):
             raise ValueError(f"block size {p}={v} is not a power of two")
+    if block_io is not None and block_io not in BLOCK_IO_MODES:
+        raise ValueError(f"block_io={block_io!r} is not one of {', '.join(BLOCK_IO_MODES)}")
+    shape = _KernelShape.of(kernel)
+    facts = shape.facts(kernel, defaults, sizes or {})
+    settings = settings_for(dev, facts)
+    options: dict[str, int | str] = {
+        "num_stages": int(chosen.get("num_stages", 0)
+                          or (settings.num_stages[0] if settings.num_stages else 2))}
+    if shape.swizzled:
+        options["GROUP_SIZE_M"] = int(chosen.get("GROUP_M", 0) or (
+            settings.group_size_m[0] if settings.group_size_m else 1))
+    if shape.block_io:
+        options["block_io"] = block_io or settings.block_io or "pointer"
+    configs = tuple(shape.launch_config(c) for c in autotune_grid(dev, facts))
     text = "\n".join([
         f'"""Triton kernel emitted by Axon from @{name}: one @triton.jit kernel and its host',
         'function (Triton 3.6; Intel XPU and NVIDIA; TRITON_INTERPRET=1 on CPU in float32)."""',
@@ -98,11 +140,15 @@ def emit_module(func: FuncOp, device: str = "h200",
         "import triton",
         "import triton.language as tl",
         "", "",
-        *_KernelPrinter(kernel, name).lines(),
+        *_HELPERS,
         "", "",
-        *_host(kernel, name, defaults, num_warps),
+        *_KernelPrinter(kernel, name, shape).lines(),
+        "", "",
+        *_host(kernel, name, defaults, num_warps, options, shape, dev),
+        "", "",
+        *_configs(configs),
         ""])
-    return EmittedModule(text, name, defaults, num_warps)
+    return EmittedModule(text, name, defaults, num_warps, options, configs)
 
 
 def concrete_tile_sizes(func: FuncOp) -> dict[str, int]:
@@ -115,6 +161,168 @@ def concrete_tile_sizes(func: FuncOp) -> dict[str, int]:
     assert isinstance(first, StringAttr)
     head = first.data.split(":", 1)[0]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+)=(\d+)", head)}
+
+
+#: how the GEMM family's 2D tiles are loaded and stored, and the kernel's `BLOCK_IO` for each
+BLOCK_IO_MODES = {"pointer": 0, "block_ptr": 1, "tensor_descriptor": 2}
+#: a size the emitter does not know (the KB grid's block sizes are then not clamped by it)
+UNKNOWN_SIZE = 1 << 16
+#: the KB's name of each dtype
+_KB_DTYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}
+#: names of the swizzled program order's scalars in the kernel
+_SWIZZLE_NAMES = ("g_pid", "g_cols", "g_width", "g_first", "g_rows")
+
+#: a `@triton.jit` helper every module holds: pointer offsets in int64 when the launch says so
+_HELPERS = [
+    "@triton.jit",
+    "def _wide(x, INT64: tl.constexpr):",
+    '    """`x` in int64 where a tensor of the launch may hold 2**31 elements or more."""',
+    "    if INT64:",
+    "        x = x.to(tl.int64)",
+    "    return x",
+]
+
+
+@dataclass
+class _Tile:
+    """A 2D load or store the GEMM family does with block I/O: its tensor, block and
+    descriptor."""
+
+    desc: str
+    ptr: str
+    tensor: TensorType
+    block: tuple[IntExpr, ...]
+
+
+@dataclass
+class _KernelShape:
+    """What the performance choices read off a lowered kernel: its dot, the params tiling M, N
+    and K, whether its 2D grid is swizzled, and the 2D accesses that use block I/O."""
+
+    has_dot: bool = False
+    dots: int = 0
+    kind: str = "elementwise"
+    block_m: str | None = None
+    block_n: str | None = None
+    block_k: str | None = None
+    m_size: str | None = None
+    n_size: str | None = None
+    k_size: str | None = None
+    swizzled: bool = False
+    tiles: list[_Tile] = field(default_factory=list)
+    access: dict[Operation, _Tile] = field(default_factory=dict)
+
+    @property
+    def block_io(self) -> bool:
+        return bool(self.access)
+
+    @classmethod
+    def of(cls, kernel: xt.KernelOp) -> _KernelShape:
+        """The shape of `kernel`: its ops walked once (no recursion: `walk` is iterative)."""
+        shape = cls()
+        ops = list(kernel.body.walk())
+        reduces = {op.kind.data for op in ops if isinstance(op, xt.ReduceOp)}
+        shape.dots = sum(isinstance(op, xt.DotOp) for op in ops)
+        shape.has_dot = shape.dots > 0
+        shape.kind = ("matmul" if shape.has_dot else "softmax" if {"max", "add"} <= reduces
+                      else "norm" if reduces else "elementwise")
+        params, sizes = set(kernel.param_names()), set(kernel.sizes())
+        grid = kernel.grid_exprs()
+        for axis, (block, size) in enumerate((("block_m", "m_size"), ("block_n", "n_size"))):
+            if axis < len(grid):
+                tiled = sorted(grid[axis].symbols() & params)
+                over = sorted(grid[axis].symbols() & sizes)
+                setattr(shape, block, tiled[0] if len(tiled) == 1 else None)
+                setattr(shape, size, over[0] if len(over) == 1 else None)
+        for op in ops:
+            if isinstance(op, xt.ForOp) and shape.block_k is None:
+                tiled = sorted(op.extent_expr().symbols() & params - {shape.block_m,
+                                                                       shape.block_n})
+                over = sorted(op.extent_expr().symbols() & sizes)
+                if len(tiled) == 1 and len(over) == 1:
+                    shape.block_k, shape.k_size = tiled[0], over[0]
+        shape.swizzled = shape.has_dot and len(grid) == 2
+        if shape.has_dot:
+            shape.find_tiles(kernel, ops)
+        return shape
+
+    def find_tiles(self, kernel: xt.KernelOp, ops: list[Operation]) -> None:
+        """The 2D loads (padded with zeros) and stores whose masks are the tensor's bounds
+        alone: those a block pointer's or a descriptor's boundary handling covers."""
+        args: dict[SSAValue, int] = {arg: n for n, arg in enumerate(kernel.body.block.args)}
+        for op in ops:
+            if isinstance(op, xt.LoadOp) and op.source in args:
+                attrs = op.attrs()
+                if attrs["other"] != 0.0:
+                    continue
+                tensor = _tensor_type(op.source)
+                self.add_tile(op, f"in{args[op.source]}_ptr", tensor, list(attrs["offsets"]),
+                              list(attrs["shape"]), list(attrs["extents"]))
+            elif isinstance(op, xt.StoreOp):
+                k = op.result.value.data
+                self.add_tile(op, f"out{k}_ptr", kernel.output_types()[k], op.offset_exprs(),
+                              list(_tensor_type(op.value).shape), op.extent_exprs())
+
+    def add_tile(self, op: Operation, ptr: str, tensor: TensorType, offsets: list[IntExpr],
+                 blocks: list[IntExpr], extents: list[IntExpr]) -> None:
+        if tensor.rank != 2 or not all(
+                e == b or (o == IntExpr.const(0) and e == s)
+                for s, o, b, e in zip(tensor.shape, offsets, blocks, extents, strict=True)):
+            return
+        block = tuple(blocks)
+        tile = next((t for t in self.tiles if t.ptr == ptr and t.block == block), None)
+        if tile is None:
+            tile = _Tile(f"desc{len(self.tiles)}", ptr, tensor, block)
+            self.tiles.append(tile)
+        self.access[op] = tile
+
+    def facts(self, kernel: xt.KernelOp, defaults: Mapping[str, int],
+              sizes: Mapping[str, int]) -> KernelFacts:
+        """The kernel as the KB sees it; a size not in `sizes` is `UNKNOWN_SIZE`."""
+        def size(name: str | None) -> int:
+            return sizes.get(name, UNKNOWN_SIZE) if name else 1
+
+        def block(name: str | None) -> int:
+            return defaults.get(name, 0) if name else 1
+
+        dtypes = [t.dtype for t in kernel.input_types()] or ["f32"]
+        dtype = _KB_DTYPES.get(dtypes[0], "fp32")
+        m, n, k = size(self.m_size), size(self.n_size), size(self.k_size)
+        bm, bn, bk = block(self.block_m), block(self.block_n), block(self.block_k)
+        element = np.dtype(DTYPES[dtypes[0]].storage).itemsize
+        tile_bytes = ((bm * bk + self.dots * bk * bn) * element + self.dots * bm * bn * 4
+                      if self.has_dot else 0)
+        programs = -(-m // bm) * -(-n // bn) if bm and bn else UNKNOWN_SIZE
+        return KernelFacts(self.kind, dtype, has_dot=self.has_dot,  # type: ignore[arg-type]
+                           m=m, n=n, k=k, grid_dims=len(kernel.grid_exprs()),
+                           tile_bytes=tile_bytes, programs=programs, dots=max(self.dots, 1))
+
+    def launch_config(self, config: Config) -> dict[str, int | str]:
+        """A KB configuration as the host function's keywords (the axes this kernel has)."""
+        out: dict[str, int | str] = {}
+        for axis, param in (("block_m", self.block_m), ("block_n", self.block_n),
+                            ("block_k", self.block_k)):
+            value = getattr(config, axis)
+            if param is not None and value is not None:
+                out[param] = value
+        if self.swizzled and config.group_size_m is not None:
+            out["GROUP_SIZE_M"] = config.group_size_m
+        for axis in ("num_warps", "num_stages", "grf_mode"):
+            value = getattr(config, axis)
+            if value is not None:
+                out[axis] = value
+        return out
+
+
+def _configs(configs: tuple[dict[str, int | str], ...]) -> list[str]:
+    lines = ["def autotune_configs():",
+             '    """The knowledge base\'s autotuning grid for the device the module was emitted '
+             'for, most',
+             '    preferred first: keyword arguments of the host function."""',
+             "    return ["]
+    lines += [f"        {c!r}," for c in configs]
+    lines.append("    ]")
+    return lines
 
 
 # ---- integer expressions as Python --------------------------------------------------------------
@@ -170,6 +378,24 @@ def _arange(block: IntExpr, axis: int, rank: int) -> str:
     return _expand(f"tl.arange(0, {py_int(block)})", axis, rank)
 
 
+def _ints(exprs: tuple[IntExpr, ...] | list[IntExpr]) -> list[str]:
+    return [py_int(e) for e in exprs]
+
+
+def _list(exprs: tuple[IntExpr, ...] | list[IntExpr]) -> str:
+    return "[" + ", ".join(_ints(exprs)) + "]"
+
+
+def _strides(t: TensorType) -> list[IntExpr]:
+    """A row-major tensor's strides."""
+    strides: list[IntExpr] = []
+    step = IntExpr.const(1)
+    for dim in reversed(t.shape):
+        strides.insert(0, step)
+        step = step * dim
+    return strides
+
+
 def _shape(t: TensorType) -> str:
     return _tuple([py_int(d) for d in t.shape])
 
@@ -185,27 +411,53 @@ def _tensor_type(value: SSAValue) -> TensorType:
 class _KernelPrinter:
     kernel: xt.KernelOp
     name: str
+    shape: _KernelShape
     out: list[str] = field(default_factory=list)
     names: dict[SSAValue, str] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
-        k = self.kernel
+        k, shape = self.kernel, self.shape
         if len(k.program_names()) > GRID_DIMS_MAX:
             raise NotSupported(f"a grid of {len(k.program_names())} dims (Triton launches "
                                f"{GRID_DIMS_MAX} at most)")
         inputs = [f"in{n}_ptr" for n in range(len(k.inputs))]
         outputs = [f"out{n}_ptr" for n in range(len(k.outputs))]
-        constexprs = [*k.param_names(), *(n for n, _ in k.block_defs()), "grf_mode"]
-        _check_names(k, [*inputs, *outputs, *constexprs])
+        constexprs = [*k.param_names(), *(n for n, _ in k.block_defs()), "grf_mode", "INT64",
+                      *(["BLOCK_IO"] if shape.block_io else []),
+                      *(["GROUP_SIZE_M"] if shape.swizzled else [])]
+        _check_names(k, [*inputs, *outputs, *constexprs, *_SWIZZLE_NAMES, "_wide",
+                         *(t.desc for t in shape.tiles)])
         params = [*inputs, *outputs, *k.sizes(), *(f"{c}: tl.constexpr" for c in constexprs)]
         self.out = ["@triton.jit", f"def {self.name}_kernel({', '.join(params)}):"]
-        for axis, pid in enumerate(k.program_names()):
-            self.line(1, f"{pid} = tl.program_id({axis})")
+        if shape.swizzled:
+            self.swizzle()
+        else:
+            for axis, pid in enumerate(k.program_names()):
+                self.line(1, f"{pid} = tl.program_id({axis})")
+        if shape.block_io:
+            # descriptors are made once, before any loop (making one writes it to memory)
+            self.line(1, f"if BLOCK_IO == {BLOCK_IO_MODES['tensor_descriptor']}:")
+            for t in shape.tiles:
+                self.line(2, f"{t.desc} = tl.make_tensor_descriptor({t.ptr}, "
+                             f"shape={_list(t.tensor.shape)}, strides={_list(_strides(t.tensor))}, "
+                             f"block_shape={_list(t.block)})")
         body = k.body.block
         for arg, ptr in zip(body.args, inputs, strict=True):
             self.names[arg] = ptr
         self.walk(body, 1)
         return self.out
+
+    def swizzle(self) -> None:
+        """The grouped program order of a 2D grid launched as one dim: GROUP_SIZE_M rows of
+        tiles run together, so the B tiles they share stay in the L2 (tutorial 03's order)."""
+        (row, col), (rows, cols) = self.kernel.program_names(), self.kernel.grid_exprs()
+        self.line(1, "g_pid = tl.program_id(0)")
+        self.line(1, f"g_cols = {py_int(cols)}")
+        self.line(1, "g_width = GROUP_SIZE_M * g_cols")
+        self.line(1, "g_first = (g_pid // g_width) * GROUP_SIZE_M")
+        self.line(1, f"g_rows = tl.minimum({py_int(rows)} - g_first, GROUP_SIZE_M)")
+        self.line(1, f"{row} = g_first + (g_pid % g_width) % g_rows")
+        self.line(1, f"{col} = (g_pid % g_width) // g_rows")
 
     def line(self, depth: int, text: str) -> None:
         self.out.append("    " * depth + text)
@@ -244,6 +496,10 @@ class _KernelPrinter:
             if isinstance(loop, xt.ForOp):
                 for res, value in zip(loop.results, op.values, strict=True):
                     self.line(depth, f"{self.name_of(res)} = {self.name_of(value)}")
+            return None
+        tile = self.shape.access.get(op)
+        if tile is not None:
+            self.block_io(op, tile, depth)
             return None
         if isinstance(op, xt.StoreOp):
             self.store(op, depth)
@@ -299,27 +555,72 @@ class _KernelPrinter:
             stride = IntExpr.const(1)
             for later in sizes[axis + 1:]:
                 stride = stride * later
-            terms.append(at if stride == IntExpr.const(1) else f"{at} * {py_int(stride)}")
+            terms.append(at if stride == IntExpr.const(1)
+                         else f"_wide({at}, INT64) * {py_int(stride)}")
             masks.append(f"({at} < {py_int(sizes[axis])})")
             if extents[axis] != blocks[axis]:
                 masks.append(f"({lanes} < {py_int(extents[axis])})")
         return f"{ptr} + {' + '.join(terms) or '0'}", " & ".join(masks) or "None"
 
     def store(self, op: xt.StoreOp, depth: int) -> None:
+        self.line(depth, self.store_text(op))
+
+    def store_text(self, op: xt.StoreOp) -> str:
         k = op.result.value.data
         result = self.kernel.output_types()[k]
         t = _tensor_type(op.value)
         ptr, mask = self.address(f"out{k}_ptr", result.shape, op.offset_exprs(), list(t.shape),
                                  op.extent_exprs())
-        value = f"{self.name_of(op.value)}.to({TL_DTYPES[result.dtype]})"
-        self.line(depth, f"tl.store({ptr}, {value}, mask={mask})")
+        return f"tl.store({ptr}, {self.stored(op)}, mask={mask})"
+
+    def stored(self, op: xt.StoreOp) -> str:
+        result = self.kernel.output_types()[op.result.value.data]
+        return f"{self.name_of(op.value)}.to({TL_DTYPES[result.dtype]})"
+
+    def block_io(self, op: Operation, tile: _Tile, depth: int) -> None:
+        """A 2D tile through the launch's `BLOCK_IO`: a tensor descriptor, a block pointer
+        (zero padding and boundary checks: the masks of the pointer form), or pointers; the
+        branches are on a `tl.constexpr`, so each compiled kernel holds one."""
+        if isinstance(op, xt.LoadOp):
+            offsets = list(op.attrs()["offsets"])
+            target = f"{self.name_of(op.results[0])} = "
+            plain = target + self.value_text(op)
+        else:
+            assert isinstance(op, xt.StoreOp)
+            offsets = op.offset_exprs()
+            plain = self.store_text(op)
+        at = _list(offsets)
+        block_ptr = (f"tl.make_block_ptr({tile.ptr}, shape={_tuple(_ints(tile.tensor.shape))}, "
+                     f"strides={_tuple(_ints(_strides(tile.tensor)))}, "
+                     f"offsets={_tuple(_ints(offsets))}, "
+                     f"block_shape={_tuple(_ints(tile.block))}, order=(1, 0))")
+        if isinstance(op, xt.LoadOp):
+            by_desc = f"{target}{tile.desc}.load({at})"
+            by_ptr = (f'{target}tl.load({block_ptr}, boundary_check=(0, 1), '
+                      'padding_option="zero")')
+        else:
+            by_desc = f"{tile.desc}.store({at}, {self.stored(op)})"
+            by_ptr = f"tl.store({block_ptr}, {self.stored(op)}, boundary_check=(0, 1))"
+        self.line(depth, f"if BLOCK_IO == {BLOCK_IO_MODES['tensor_descriptor']}:")
+        self.line(depth + 1, by_desc)
+        self.line(depth, f"elif BLOCK_IO == {BLOCK_IO_MODES['block_ptr']}:")
+        self.line(depth + 1, by_ptr)
+        self.line(depth, "else:")
+        self.line(depth + 1, plain)
 
     # ---- elementwise math ------------------------------------------------------------------------
     def map_text(self, op: xt.MapOp) -> str:
         t = _tensor_type(op.results[0])
         form = parse_form(op.form.data, len(op.inputs))
         printer = _ScalarPrinter(self, form.parallel, op)
-        text = printer.expr(form.body)
+        body = form.body
+        # a transpose or broadcast within one dtype moves the block as it is (a bf16 tile
+        # stays bf16: the dot takes it transposed from shared memory)
+        printer.upcast = not (isinstance(body, Read)
+                              and _tensor_type(op.inputs[body.operand]).dtype == t.dtype)
+        text = printer.expr(body)
+        if not printer.upcast:
+            return f"tl.broadcast_to({text}, {_shape(t)})"
         dtype = TL_DTYPES[t.dtype]
         if not printer.is_block:
             return f"tl.full({_shape(t)}, {text}, {dtype})" if t.shape else text
@@ -334,6 +635,8 @@ class _ScalarPrinter:
     domain: tuple[LoopDim, ...]
     op: xt.MapOp
     is_block: bool = False
+    upcast: bool = True
+    """Reads of bf16 and f16 blocks in fp32 (the map computes in fp32)."""
 
     def position(self, name: str) -> int | None:
         for k, d in enumerate(self.domain):
@@ -393,7 +696,7 @@ class _ScalarPrinter:
         value = self.op.inputs[r.operand]
         t = _tensor_type(value)
         text = self.kernel.name_of(value)
-        if DTYPES[t.dtype].is_float and t.dtype != "f32":
+        if self.upcast and DTYPES[t.dtype].is_float and t.dtype != "f32":
             text = f"{text}.to(tl.float32)"
         if not t.shape:
             return text
@@ -450,12 +753,28 @@ def _place(targets: list[int | None], rank: int) -> list[int] | None:
 
 
 # ---- the host function --------------------------------------------------------------------------
-def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: int) -> list[str]:
+def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: int,
+          options: Mapping[str, int | str], shape: _KernelShape, dev: Device) -> list[str]:
     inputs = [f"in{n}" for n in range(len(kernel.inputs))]
     params = [f"{p}={defaults[p]}" if p in defaults else p for p in kernel.param_names()]
-    signature = [*inputs, "*", *params, f"num_warps={num_warps}", 'grf_mode="default"']
-    lines = [f"def {name}({', '.join(signature)}):",
-             f'    """Run @{name} on torch tensors; block sizes are powers of two."""']
+    knobs = [*([f"GROUP_SIZE_M={options['GROUP_SIZE_M']}"] if shape.swizzled else []),
+             f"num_warps={num_warps}", f"num_stages={options['num_stages']}",
+             'grf_mode="default"',
+             *([f"block_io={options['block_io']!r}"] if shape.block_io else []), "int64=None"]
+    signature = [*inputs, "*", *params, *knobs]
+    lines = [*(_host_helpers(dev) if shape.block_io else []),
+             "def _needs_int64(*tensors):",
+             '    """Whether a pointer offset may pass 2**31 - 1: a tensor of 2**31 elements or '
+             'more."""',
+             "    return max(t.numel() for t in tensors) >= 2**31",
+             "", "",
+             f"def {name}({', '.join(signature)}):",
+             f'    """Run @{name} on torch tensors; block sizes are powers of two. `int64`: '
+             'pointer',
+             "    offsets in int64 (None: where a tensor holds 2**31 elements or more)."
+             + (" `block_io`:\n    how the 2D tiles move (tensor descriptors fall back to block "
+                "pointers where\n    the tensors do not meet the device's rules)."
+                if shape.block_io else "") + '"""']
     bound: set[str] = set()
     for arg, t in zip(inputs, kernel.input_types(), strict=True):
         lines.append(f"    if {arg}.dim() != {t.rank} or {arg}.dtype != {TORCH_DTYPES[t.dtype]}:")
@@ -476,29 +795,85 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
             lines.append(f"        raise ValueError(f\"{arg}: dim {axis} is "
                          f"{{{arg}.shape[{axis}]}}, expected {dim}\")")
         lines.append(f"    {arg} = {arg}.contiguous()")
-    for p in kernel.param_names():
+    for p in [*kernel.param_names(), *(["GROUP_SIZE_M"] if shape.swizzled else [])]:
         lines.append(f"    if {p} < 1 or {p} & ({p} - 1):")
         lines.append(f'        raise ValueError(f"{p}={{{p}}} is not a power of two")')
     outputs = []
     for n, t in enumerate(kernel.output_types()):
-        shape = _tuple([py_int(d, kernel=False) for d in t.shape])
+        out_shape = _tuple([py_int(d, kernel=False) for d in t.shape])
         device = f"{inputs[0]}.device" if inputs else '"cpu"'
-        lines.append(f"    out{n} = torch.empty({shape}, dtype={TORCH_DTYPES[t.dtype]}, "
+        lines.append(f"    out{n} = torch.empty({out_shape}, dtype={TORCH_DTYPES[t.dtype]}, "
                      f"device={device})")
         outputs.append(f"out{n}")
-    grid = _tuple([py_int(g, kernel=False) for g in kernel.grid_exprs()])
-    lines.append(f"    grid = {grid}")
+    for b, e in kernel.block_defs():
+        lines.append(f"    {b} = triton.next_power_of_2({py_int(e, kernel=False)})")
+    launch_io = []
+    if shape.block_io:
+        tiles = ", ".join(f"({t.ptr.removesuffix('_ptr')}, {_tuple(_ints(t.block))})"
+                          for t in shape.tiles)
+        lines.append(f"    block_io = _block_io(block_io, [{tiles}])")
+        launch_io = ["BLOCK_IO=_BLOCK_IO[block_io]"]
+    grid = [py_int(g, kernel=False) for g in kernel.grid_exprs()]
+    lines.append(f"    grid = {_tuple([' * '.join(grid)] if shape.swizzled else grid)}")
     launch = [*inputs, *outputs, *kernel.sizes(), *(f"{p}={p}" for p in kernel.param_names()),
-              *(f"{b}=triton.next_power_of_2({py_int(e, kernel=False)})"
-                for b, e in kernel.block_defs()),
-              "grf_mode=grf_mode", "num_warps=num_warps"]
+              *(f"{b}={b}" for b, _ in kernel.block_defs()), "grf_mode=grf_mode",
+              f"INT64=_needs_int64({', '.join([*inputs, *outputs])}) if int64 is None "
+              "else bool(int64)", *launch_io,
+              *(["GROUP_SIZE_M=GROUP_SIZE_M"] if shape.swizzled else []),
+              "num_warps=num_warps", "num_stages=num_stages"]
     lines.append(f"    {name}_kernel[grid]({', '.join(launch)})")
     lines.append(f"    return {', '.join(outputs)}")
     return lines
 
 
+def _host_helpers(dev: Device) -> list[str]:
+    """The host's choice of block I/O: a tensor descriptor where every tile meets the device's
+    rules (from its KB entry), else a block pointer; descriptors made on the device take their
+    memory from `triton.set_allocator` (NVIDIA)."""
+    if dev.tma is not None:
+        # TMA: a box of at most 256 lanes a dim whose last dim spans 16 bytes or more (CUDA
+        # driver API, cuTensorMapEncodeTiled: boxDim[i] <= 256, boxDim[0] * elementSize a
+        # multiple of 16 bytes)
+        base, pitch, width, box, box_bytes = (dev.tma.base_alignment_bytes,
+                                              dev.tma.stride_alignment_bytes, 0, 256, 16)
+    elif dev.block_io is not None:
+        io = dev.block_io
+        base, pitch, width, box, box_bytes = (io.base_alignment_bytes, io.pitch_alignment_bytes,
+                                              io.width_bytes_min, 0, 0)
+    else:
+        base = pitch = width = box = box_bytes = 0  # no descriptors: block pointers
+    rules = [f"t.data_ptr() % {base}", f"t.stride(0) * size % {pitch}"]
+    if width:
+        rules.append(f"t.shape[-1] * size < {width}")
+    if box:
+        rules += [f"block[-1] * size < {box_bytes}", f"max(block) > {box}"]
+    return [
+        f"_BLOCK_IO = {BLOCK_IO_MODES!r}",
+        "", "",
+        "def _block_io(block_io, tiles):",
+        '    """`block_io`, or "block_ptr" for "tensor_descriptor" where a (tensor, block) of '
+        "`tiles` breaks",
+        f"    {dev.name}'s descriptor rules: {' or '.join(rules)}.\"\"\"",
+        "    if block_io not in _BLOCK_IO:",
+        '        raise ValueError(f"block_io={block_io!r} is not one of " + ", ".join(_BLOCK_IO))',
+        '    if block_io != "tensor_descriptor":',
+        "        return block_io",
+        *(["    for t, block in tiles:",
+           "        size = t.element_size()",
+           f"        if {' or '.join(rules)}:",
+           '            return "block_ptr"'] if base else ['    return "block_ptr"']),
+        "    device = tiles[0][0].device",
+        "    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, "
+        "dtype=torch.int8, device=device))",
+        '    return "tensor_descriptor"',
+        "", ""]
+
+
 #: names the emitted module binds itself: a program size of one of these would shadow it
-_MODULE_NAMES = frozenset({"tl", "triton", "torch", "math"})
+_MODULE_NAMES = frozenset({"tl", "triton", "torch", "math", "np", "grid", "num_warps",
+                           "num_stages", "grf_mode", "block_io", "int64", "device",
+                           "_BLOCK_IO", "_block_io", "_needs_int64", "_wide",
+                           "autotune_configs"})
 
 
 def _check_names(kernel: xt.KernelOp, ours: list[str]) -> None:
@@ -507,6 +882,6 @@ def _check_names(kernel: xt.KernelOp, ours: list[str]) -> None:
     clash is "not supported", naming it, never a module that reads the wrong value."""
     for name in [*kernel.sizes(), *kernel.program_names()]:
         if (name in ours or name in _MODULE_NAMES or keyword.iskeyword(name)
-                or re.fullmatch(r"v\d+", name)):
+                or re.fullmatch(r"(v|desc)\d+", name)):
             raise NotSupported(f"the size or program id '{name}' is a name the emitted module "
                                "uses itself")

@@ -45,6 +45,7 @@ from axon.dialects.form.scalar import (
     call,
     substitute,
 )
+from axon.dialects.form.syntax import parse_form
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 
 #: the dtype blocks are computed in (loads and stores keep the tensors' own)
@@ -88,6 +89,12 @@ def lower_function(func: FuncOp) -> FuncOp:
         if name.startswith("axon."):
             out.attributes[name] = attr
     return out
+
+
+def _dtype_of(value: SSAValue) -> str:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return t.dtype
 
 
 def _is_float(dtype: str) -> bool:
@@ -234,6 +241,16 @@ class _Lowering:
         assert isinstance(t, TensorType)
         if t.dtype == dtype or dtype not in ("bf16", "f16"):
             return lowered
+        owner = lowered.owner
+        if (isinstance(owner, xt.MapOp) and len(owner.inputs) == 1
+                and isinstance(parse_form(owner.form.data, 1).body, Read)
+                and _dtype_of(owner.inputs[0]) == dtype):
+            # a transpose or broadcast of a block in the dot's dtype: moved in that dtype, so
+            # the dot reads it where it lies (a transposed shared-memory tile, no round trip
+            # through fp32 registers)
+            layout = xt.MapOp.make([owner.inputs[0]], form=owner.form.data, dtype=dtype)
+            target.add_op(layout)
+            return layout.results[0]
         dims = [f"d{n}" for n in range(t.rank)]
         form = (f"out[{', '.join(f'{d} < {e}' for d, e in zip(dims, t.shape, strict=True))}] = "
                 f"cast(in0[{', '.join(dims)}], {dtype})")

@@ -40,6 +40,7 @@ from axon.selection.executor import Executor
 from axon.selection.space import Tally, Verdict, pick, ranked_bounded
 from axon.targets.profiles import DeviceProfile, load_profile
 from axon.targets.xe_triton.cascade import (
+    TRITON_NUM_STAGES,
     Job,
     check_job,
     check_shapes,
@@ -58,6 +59,8 @@ from axon.verifier.cache import ProofCache
 FALLBACK_COST_PROFILE = "h200"
 #: the KB's axes and the kernels' tile parameters they set
 _BLOCK_AXES = (("block_m", "BM"), ("block_n", "BN"), ("block_k", "BK"))
+#: the launch settings a candidate may fix besides its block sizes (the emitter's names)
+_TUNED = ("GROUP_M", "num_stages", "num_warps", "grf_mode")
 #: the KB's names of Axon's dtypes
 _KB_DTYPES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32"}
 
@@ -186,7 +189,8 @@ def _tile_kernel(func: FuncOp) -> KernelOp:
 def candidate_id(variant: str, tiling: str, kwargs: Mapping[str, Any]) -> str:
     """`rmsnorm_matmul.blocks_k.BM128.BN128.BK64.w8` (`.grf256` when a GRF mode is asked)."""
     parts = [variant, tiling]
-    parts += [f"{k}{v}" for k, v in kwargs.items() if k not in ("num_warps", "grf_mode")]
+    parts += [f"{k.removeprefix('num_')}{v}" for k, v in kwargs.items()
+              if k not in ("num_warps", "grf_mode")]
     parts.append(f"w{kwargs.get('num_warps')}")
     if "grf_mode" in kwargs:
         parts.append(f"grf{kwargs['grf_mode']}")
@@ -216,6 +220,8 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
         for c in proposal.candidates[:options.tile_sizes]:
             kwargs: dict[str, Any] = {p: int(c.params[p]) for p in params if p in c.params}
             kwargs["num_warps"] = int(c.params.get("num_warps", default_warps))
+            if "GROUP_M" in c.params:
+                kwargs["GROUP_M"] = int(c.params["GROUP_M"])
             settings.append((kwargs, "tile sizes"))
         best = dict(settings[0][0]) if settings else {}
         facts = kernel_facts(xt_kernel, sizes)
@@ -232,7 +238,7 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
                 break
         for kwargs, origin in settings:
             ordered = {p: kwargs[p] for p in params if p in kwargs}
-            ordered.update({k: kwargs[k] for k in ("num_warps", "grf_mode") if k in kwargs})
+            ordered.update({k: kwargs[k] for k in _TUNED if k in kwargs})
             cost = plan.cost({**sizes, **{p: ordered[p] for p in params}}, profile,
                              warps=int(ordered["num_warps"]))
             cid = candidate_id(proposal.variant, proposal.tiling.kind, ordered)
@@ -252,6 +258,10 @@ def _config_kwargs(config: Config, params: Sequence[str], device: Device) -> dic
             kwargs[param] = int(value)
     if config.num_warps is not None:
         kwargs["num_warps"] = int(config.num_warps)
+    if config.num_stages is not None:
+        kwargs["num_stages"] = int(config.num_stages)
+    if config.group_size_m is not None:
+        kwargs["GROUP_M"] = int(config.group_size_m)
     if device.vendor == "intel" and config.grf_mode not in (None, "default"):
         kwargs["grf_mode"] = str(config.grf_mode)
     return kwargs
@@ -268,16 +278,20 @@ def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mappin
              time_on_gpu: bool, program: str = "") -> tuple[Job, EmittedModule]:
     """The cascade's job for `candidate` (NotSupported / ValueError when it does not emit)."""
     launch = {k: v for k, v in candidate.kwargs.items() if k != "grf_mode"}
-    emitted = emit_triton(candidate.kernel, device.name, launch)
+    emitted = emit_triton(candidate.kernel, device.name, launch, sizes=sizes)
     if "grf_mode" in candidate.kwargs:
         # the emitter takes integer launch defaults only: the chosen GRF mode becomes the host
         # function's default here, so the module runs as selected without keywords
-        emitted = dataclasses.replace(emitted, text=emitted.text.replace(
-            'grf_mode="default"):', f'grf_mode="{candidate.kwargs["grf_mode"]}"):', 1))
-    twin = emit_triton(retyped(candidate.kernel), device.name, launch)
+        emitted = dataclasses.replace(emitted, text=_with_grf_mode(
+            emitted.text, emitted.name, str(candidate.kwargs["grf_mode"])))
+    twin = emit_triton(retyped(candidate.kernel), device.name, launch, sizes=sizes)
+    # the host function's keywords, as the module's defaults hold them
+    candidate.kwargs = {**emitted.defaults, "num_warps": emitted.num_warps, **emitted.options,
+                        **({"grf_mode": candidate.kwargs["grf_mode"]}
+                           if "grf_mode" in candidate.kwargs else {})}
     lowered = lower_function(candidate.kernel)
     (xt_kernel,) = [op for op in lowered.body.block.ops if isinstance(op, xt.KernelOp)]
-    env = {**sizes, **{k: v for k, v in candidate.kwargs.items() if isinstance(v, int)}}
+    env = {**sizes, **emitted.defaults}
     reference = retyped(source)
     tensors = [t for t in source.function_type.inputs.data if isinstance(t, TensorType)]
     symbols = sorted({s for t in tensors for d in t.shape for s in d.symbols()})
@@ -285,14 +299,23 @@ def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mappin
     def largest(binding: Mapping[str, int]) -> int:
         return max((_elements(t, binding) for t in tensors), default=0)
 
-    blocks = {k: v for k, v in candidate.kwargs.items() if k not in ("num_warps", "grf_mode")}
-    shapes = check_shapes(symbols, tiled_sizes(xt_kernel, blocks), largest)
+    shapes = check_shapes(symbols, tiled_sizes(xt_kernel, emitted.defaults), largest)
+    stages = int(emitted.options.get("num_stages", TRITON_NUM_STAGES))
     job = Job(candidate.id, emitted.name, emitted.text, dict(candidate.kwargs), device.name,
-              kernel_facts(xt_kernel, sizes), footprint(xt_kernel, device, env), twin.text,
+              kernel_facts(xt_kernel, sizes), footprint(xt_kernel, device, env, stages), twin.text,
               function_text(reference), shapes, program,
               dict(sizes), tuple((tuple(d.evaluate(sizes) for d in t.shape), t.dtype)
                                  for t in tensors), time_on_gpu)
     return job, emitted
+
+
+def _with_grf_mode(text: str, function: str, mode: str) -> str:
+    """`text` with the host function's `grf_mode` default set to `mode`."""
+    lines = text.split("\n")
+    for n, line in enumerate(lines):
+        if line.startswith(f"def {function}("):
+            lines[n] = line.replace('grf_mode="default"', f'grf_mode="{mode}"', 1)
+    return "\n".join(lines)
 
 
 def _elements(t: TensorType, sizes: Mapping[str, int]) -> int:

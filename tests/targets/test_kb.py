@@ -417,3 +417,22 @@ def test_the_check_command_reports_a_bad_file(tmp_path: Path,
     line = bad.read_text().splitlines().index("    values: [1, 2, 4, 6, 16, 32, 64]") + 1
     column = "    values: [1, 2, 4, 6, 16, 32, 64]".index("6,") + 1
     assert err == f"{bad}:{line}:{column}: error: launch.num_warps: expected powers of two, got 6"
+
+
+def test_nvidia_accumulators_that_would_spill_and_two_dots_stages_are_dropped() -> None:
+    h200 = load_device("h200")
+    one, two = big_bf16_matmul(), big_bf16_matmul(dots=2)
+    assert config_error(h200, one, Config(block_m=128, block_n=256, num_warps=4)) == (
+        "1 accumulator(s) of 128x256 hold 256 values a thread (at most 128)")
+    assert config_error(h200, one, Config(block_m=128, block_n=128, num_warps=4)) is None
+    assert config_error(h200, two, Config(block_m=128, block_n=128, num_warps=4)) == (
+        "2 accumulator(s) of 128x128 hold 256 values a thread (at most 128)")
+    # a gated MLP's stage holds one A and two B tiles: 3 stages of 128x256x64 do not fit
+    assert config_error(h200, two, Config(block_m=128, block_n=256, block_k=64, num_stages=3,
+                                          num_warps=16)) == (
+        "3 stages of 81920 B exceed the 232448 B of shared memory")
+    assert all(c.num_warps != 4 or (c.block_m or 0) * (c.block_n or 0) <= 128 * 128
+               for c in autotune_grid(h200, one, limit=200))
+    # Intel's registers are another matter: its grid keeps 256x256 tiles
+    pvc = load_device("max1550")
+    assert config_error(pvc, one, Config(block_m=256, block_n=256, num_warps=32)) is None

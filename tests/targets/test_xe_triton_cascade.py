@@ -100,10 +100,11 @@ def test_a_launch_the_device_cannot_run_is_a_structure_rejection() -> None:
 
 
 def test_tiles_that_overflow_the_registers_are_a_structure_rejection() -> None:
-    made = job("matmul", "blocks_k", {"BM": 256, "BN": 256, "BK": 128, "num_warps": 1})
+    # 512 rows of 64 a program: the row block loaded in bf16, then computed in f32 in its place
+    made = job("relu", "rows", {"BM": 512, "num_warps": 1})
     verdict = check_job(made)
     assert verdict.step == "structure"
-    live = (256 * 256 * 4 + 256 * 128 * 2 + 128 * 256 * 2) // 1024  # accumulator, a, b
+    live = 512 * 64 * 4 // 1024
     budget = 32 * 1020 // 1024  # one warp of 32 threads of 255 registers
     assert verdict.reason == (f"h200: an estimated {live} KiB of live tiles exceed the {budget} "
                               "KiB of registers of 1 warps of 32 threads")

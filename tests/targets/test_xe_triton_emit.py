@@ -5,9 +5,11 @@ told apart; what does not lower is a "not supported" diagnostic."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -122,7 +124,8 @@ func.func @f(%x: {t}) -> !ax.tensor<[M, N], f32> {{
         lower_function(kernel)
 
 
-@pytest.mark.parametrize("size", ["tl", "v3", "in0_ptr", "B_N"])
+@pytest.mark.parametrize("size", ["tl", "v3", "in0_ptr", "B_N", "INT64", "g_pid", "desc1",
+                                  "num_stages", "_wide"])
 def test_a_size_named_like_one_of_the_modules_own_names_is_refused(size: str) -> None:
     # `B_N` is the block the kernel binds for a row held whole (N): a size of that name clashes
     source = (f"def f(x: f32[M, {size}], y: f32[M, N]):\n"
@@ -130,3 +133,156 @@ def test_a_size_named_like_one_of_the_modules_own_names_is_refused(size: str) ->
     (func,) = (op for op in parse_source(source, "f.py").ops if isinstance(op, FuncOp))
     with pytest.raises(NotSupported, match=f"'{size}' is a name the emitted module uses"):
         emit_triton(tiled(func, "rows"), tile_sizes=BLOCKS)
+
+
+# ---- performance choices: block I/O, program order, int64 offsets, KB launch options ----------
+#: GEMM kernels whose 2D tiles move by block I/O
+GEMMS = [("matmul", "blocks_k"), ("transpose_matmul", "blocks_k"),
+         ("rmsnorm_matmul", "blocks_k"), ("gated_mlp", "blocks_k")]
+#: blocks of at least 16 bytes a row in float32 (a descriptor's smallest)
+WIDE = {"BM": 4, "BN": 8, "BK": 8}
+
+
+def aligned(func: FuncOp) -> list[dict[str, int]]:
+    """Three shapes whose rows are 16-byte aligned in float32 (every size a multiple of 4, past
+    a multiple of each block), one of them with the smallest sizes."""
+    names = sorted({s for t in func.function_type.inputs.data if isinstance(t, TensorType)
+                    for d in t.shape for s in d.symbols()})
+    return [{s: n + 4 * k for k, s in enumerate(names)} for n in (12, 4, 36)]
+
+
+def loaded(func: FuncOp, kind: str, blocks: dict[str, int],
+           scratch: str) -> tuple[ModuleType, str]:
+    emitted = emit_triton(tiled(func, kind), tile_sizes=blocks)
+    return load_module(emitted, Path(scratch)), emitted.name
+
+
+@pytest.mark.parametrize("mode", ["pointer", "block_ptr", "tensor_descriptor"])
+@pytest.mark.parametrize(("name", "kind"), GEMMS)
+def test_every_block_io_mode_computes_the_program(name: str, kind: str, mode: str) -> None:
+    # remainders and sizes of 1 (descriptors fall back to block pointers: unaligned rows),
+    # then aligned shapes, where descriptors are used
+    func = program(name)
+    with tempfile.TemporaryDirectory() as scratch:
+        module, host = loaded(func, kind, WIDE, scratch)
+        for sizes in (shapes(func), aligned(func)):
+            checks = compare(func, module, host, sizes, options={"block_io": mode})
+            assert all(c.passed for c in checks), checks
+
+
+def test_descriptors_are_used_where_the_tensors_allow_them() -> None:
+    func = program("matmul")
+    with tempfile.TemporaryDirectory() as scratch:
+        module, _ = loaded(func, "blocks_k", WIDE, scratch)
+        choose = module._block_io
+        rows = torch.ones(12, 8)
+        assert choose("tensor_descriptor", [(rows, (4, 8))]) == "tensor_descriptor"
+        # a row pitch of 20 bytes, a block row of 8 bytes, a block of 512 lanes
+        assert choose("tensor_descriptor", [(torch.ones(12, 5), (4, 8))]) == "block_ptr"
+        assert choose("tensor_descriptor", [(rows, (4, 2))]) == "block_ptr"
+        assert choose("tensor_descriptor", [(torch.ones(512, 8), (512, 8))]) == "block_ptr"
+        assert choose("pointer", [(rows, (4, 8))]) == "pointer"
+        with pytest.raises(ValueError, match="block_io='tma' is not one of pointer"):
+            choose("tma", [(rows, (4, 8))])
+    text = emit_triton(tiled(func, "blocks_k"), tile_sizes=WIDE).text
+    assert "tl.make_tensor_descriptor(in0_ptr, shape=[M, K], strides=[K, 1], " \
+           "block_shape=[BM, BK])" in text
+    assert 'boundary_check=(0, 1), padding_option="zero")' in text
+    assert "block_io='tensor_descriptor'" in text  # the KB's choice for the H200 (TMA)
+    # Intel: descriptors too (the XPU backend's recommended path), with its 2D block rules
+    intel = emit_triton(tiled(func, "blocks_k"), device="max1550", tile_sizes=WIDE).text
+    assert "t.data_ptr() % 64" in intel and "t.shape[-1] * size < 64" in intel
+    with pytest.raises(ValueError, match="block_io='tma' is not one of"):
+        emit_triton(tiled(func, "blocks_k"), block_io="tma")
+
+
+@pytest.mark.parametrize("group", [1, 2, 4])
+def test_the_grouped_program_order_covers_every_tile_once(group: int) -> None:
+    # 11 rows of BM=2 are 6 row tiles: groups of 4 leave a short last group
+    func = program("matmul")
+    sizes = [{"M": 11, "N": 9, "K": 5}, {"M": 1, "N": 1, "K": 1}, {"M": 7, "N": 17, "K": 3}]
+    report = check_emitted(func, tiled(func, "blocks_k"), sizes, BLOCKS,
+                           options={"GROUP_SIZE_M": group})
+    assert report.passed, report.shapes
+    text = report.module.text
+    assert "g_rows = tl.minimum(" in text and "grid = (((BM + M + -1) // BM) * " in text
+    with tempfile.TemporaryDirectory() as scratch:
+        run = getattr(load_module(report.module, Path(scratch)), report.module.name)
+        with pytest.raises(ValueError, match="GROUP_SIZE_M=3 is not a power of two"):
+            run(torch.ones(2, 2), torch.ones(2, 2), GROUP_SIZE_M=3)
+
+
+@pytest.mark.parametrize(("name", "kind"), [("matmul", "blocks_k"), ("softmax", "rows"),
+                                            ("mul", "blocks")])
+def test_int64_offsets_compute_the_program(name: str, kind: str) -> None:
+    func = program(name)
+    report = check_emitted(func, tiled(func, kind), shapes(func), BLOCKS,
+                           options={"int64": True, "block_io": "pointer"}
+                           if kind == "blocks_k" else {"int64": True})
+    assert report.passed, report.shapes
+    assert "_wide((BM * i + tl.arange(0, BM)[:, None]), INT64) * " in report.module.text
+
+
+def test_int64_offsets_are_chosen_from_the_element_count() -> None:
+    func = program("mul")
+    with tempfile.TemporaryDirectory() as scratch:
+        module, _ = loaded(func, "blocks", BLOCKS, scratch)
+    needs = module._needs_int64
+    small, big = torch.empty(2**16, 2**15 - 1, device="meta"), torch.empty(2**16, 2**15,
+                                                                            device="meta")
+    assert not needs(small, small) and needs(small, big)
+
+
+def test_launch_options_and_autotune_grid_come_from_the_kb() -> None:
+    func = program("matmul")
+    sizes = {"M": 1024, "N": 1024, "K": 1024}
+    emitted = emit_triton(tiled(func, "blocks_k"), tile_sizes=BLOCKS, sizes=sizes)
+    assert emitted.options == {"num_stages": 3, "GROUP_SIZE_M": 8,
+                               "block_io": "tensor_descriptor"}
+    assert "GROUP_SIZE_M=8, num_warps=4, num_stages=3" in emitted.text
+    with tempfile.TemporaryDirectory() as scratch:
+        configs = load_module(emitted, Path(scratch)).autotune_configs()
+    assert configs == [dict(c) for c in emitted.configs] and len(configs) > 8
+    # float32 tiles: 3 stages of 128x256x64 would pass the H200's 227 KiB of shared memory
+    assert configs[0] == {"BM": 128, "BN": 256, "BK": 32, "GROUP_SIZE_M": 8, "num_warps": 8,
+                          "num_stages": 3}
+    bf16 = parse_source(PROGRAMS["matmul"].source, "matmul.py")
+    (bf16_func,) = (op for op in bf16.ops if isinstance(op, FuncOp))
+    assert emit_triton(tiled(bf16_func, "blocks_k"), tile_sizes=BLOCKS, sizes=sizes).configs[0][
+        "BK"] == 64
+    assert all(c["num_warps"] in (4, 8) and "grf_mode" not in c for c in configs)
+    # a gated MLP's two dots: two accumulators and two B tiles a stage count against the H200
+    gated = parse_source(PROGRAMS["gated_mlp"].source, "gated_mlp.py")
+    (gated_func,) = (op for op in gated.ops if isinstance(op, FuncOp))
+    grid = emit_triton(tiled(gated_func, "blocks_k"), tile_sizes=BLOCKS,
+                       sizes={"M": 4096, "K": 4096, "N": 11008}).configs
+    assert grid and all(
+        int(c["BM"]) * int(c["BN"]) * 2 <= 128 * 32 * int(c["num_warps"])
+        and int(c["num_stages"]) * (int(c["BM"]) + 2 * int(c["BN"])) * int(c["BK"]) * 2
+        <= 232448 for c in grid)
+    # the tile pass's launch order and the caller's stages win over the KB's
+    mine = emit_triton(tiled(func, "blocks_k"), tile_sizes={**BLOCKS, "GROUP_M": 1,
+                                                            "num_stages": 5})
+    assert mine.options["GROUP_SIZE_M"] == 1 and mine.options["num_stages"] == 5
+    # an Intel device: its grid (32 warps, GRF modes) and its group size
+    intel = emit_triton(tiled(func, "blocks_k"), device="max1550", tile_sizes=BLOCKS,
+                        sizes=sizes)
+    assert intel.options["GROUP_SIZE_M"] == 4
+    assert intel.configs[0]["num_warps"] == 32 and intel.configs[0]["grf_mode"] == "256"
+    # a row kernel: no swizzle or block I/O, the KB's stages
+    rows = emit_triton(tiled(program("softmax"), "rows"), tile_sizes={"BM": 2})
+    assert rows.options == {"num_stages": 2} and "BLOCK_IO" not in rows.text
+
+
+def test_a_transposed_half_precision_operand_moves_in_its_own_dtype() -> None:
+    # x.T @ w in f16: the [BK, BM] tile is permuted as f16 and goes to the dot as it is (no
+    # round trip through fp32), and the kernel still computes the program (the interpreter's
+    # f16 dot is right; its bf16 one is not)
+    source = PROGRAMS["transpose_matmul"].source.replace("bf16[", "f16[")
+    (func,) = (op for op in parse_source(source, "t.py").ops if isinstance(op, FuncOp))
+    report = check_emitted(func, tiled(func, "blocks_k"), shapes(func), BLOCKS)
+    assert report.passed, report.shapes
+    text = report.module.text
+    moved = re.search(r"(v\d+) = tl\.broadcast_to\(tl\.permute\((v\d+), \(1, 0\)\), \(BM, BK\)\)",
+                      text)
+    assert moved is not None and f"tl.dot({moved.group(1)}, " in text

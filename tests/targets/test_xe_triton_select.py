@@ -28,6 +28,7 @@ from axon.targets.xe_triton.bundle import (
     suite_bundle,
     write_bundle,
 )
+from axon.targets.xe_triton.harness.bundle import read_bundle
 from axon.targets.xe_triton.kb import load_device
 from axon.targets.xe_triton.select import (
     Selection,
@@ -131,6 +132,9 @@ def test_the_bundle_and_the_winners_of_its_gpu_run(selection: Selection, tmp_pat
     assert record["inputs"][0] == {"name": "x", "shape": [48, 40], "dtype": "bf16",
                                    "init": {"kind": "normal", "scale": 1.0}}
     assert record["outputs"] == [{"shape": [48, 40], "dtype": "bf16"}]
+    harness = read_bundle(bundle)  # what axon-bench reads on the GPU machine
+    assert [c.case for c in harness.cases] == ["mul_48x40"]
+    assert len(harness.cases[0].candidates) == len(record["candidates"])
     first = record["candidates"][0]
     assert (bundle / first["module"]).read_text() == selection.emitted[first["id"]].text
     assert set(first) == {"id", "module", "function", "kwargs", "tiling", "proof_id",
@@ -148,7 +152,12 @@ def test_the_bundle_and_the_winners_of_its_gpu_run(selection: Selection, tmp_pat
     winner = WinnerCache(tmp_path / "cache.json").get(record["key"])
     assert winner is not None and winner.candidate == first["id"]
     assert winner.module_text == (bundle / first["module"]).read_text()
-    assert (winner.axon_ms, winner.baseline) == (0.01, "torch eager")
+    assert (winner.axon_ms, winner.baseline_ms, winner.baseline) == (0.01, 0.02, "torch eager")
+    results.write_text(json.dumps({"winners": [{"case": "mul_48x40", "candidate": first["id"],
+                                                "axon_ms": None, "baseline": None}]}))
+    assert record_winners(results, bundle, cache) == 1  # a later run replaces the winner
+    winner = WinnerCache(tmp_path / "cache.json").get(record["key"])
+    assert winner is not None and (winner.axon_ms, winner.baseline) == (None, "")
     results.write_text(json.dumps({"winners": [{"case": "nope", "candidate": "x"}]}))
     with pytest.raises(ValueError, match=r"winners\[0\]: case 'nope' is not in"):
         record_winners(results, bundle, cache)

@@ -1,5 +1,5 @@
 """docs/cli.md stays in step with the commands: the pass options as `axon-opt --help` lists them,
-and every option of `axon` and Axon's own options of `axon-opt`."""
+every option of `axon` and of `axon-bench`, and Axon's own options of `axon-opt`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from axon.tools import axon_main, axon_opt
+from axon.tools import axon_bench, axon_main, axon_opt
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = (ROOT / "docs" / "cli.md").read_text()
@@ -36,3 +36,10 @@ def test_axon_opt_options_are_documented(option: str, capsys: pytest.CaptureFixt
         axon_opt.main(["--help"])
     assert option in capsys.readouterr().out
     assert f"`{option}" in CLI
+
+
+def test_every_axon_bench_option_is_documented() -> None:
+    options = {o for action in axon_bench.parser()._actions for o in action.option_strings}
+    missing = sorted(o for o in options - {"-h", "--help"} if f"`{o}" not in CLI)
+    assert not missing, f"docs/cli.md does not document axon-bench's {missing}"
+    assert options >= {"--run", "--json", "--plot", "--cases", "--repeats", "--timeout"}

@@ -67,6 +67,9 @@ class KernelFacts:
     """Bytes of the tiles one program holds at once (operand tiles and accumulator)."""
     programs: int = 1
     """Programs of the launch at the emitter's tile sizes."""
+    dots: int = 1
+    """`tl.dot`s in the K loop: each carries its own fp32 accumulator and B tile (the A tile
+    is taken as shared, as in a gated MLP's two dots)."""
 
 
 #: every fact a condition may name
@@ -91,6 +94,7 @@ FACTS: dict[str, Fact] = {
     "kernel.grid_dims": Fact("number"),
     "kernel.tile_bytes": Fact("number"),
     "kernel.programs": Fact("number"),
+    "kernel.dots": Fact("number"),
 }
 
 
@@ -325,7 +329,30 @@ def config_error(device: Device, kernel: KernelFacts, config: Config) -> str | N
             block = getattr(config, axis)
             if block is not None and block % multiple:
                 return f"{axis} {block} is not a multiple of the {kernel.dtype} dot's {multiple}"
-    return _shared_memory_error(device, kernel, config)
+    return _shared_memory_error(device, kernel, config) or _accumulator_error(device, kernel,
+                                                                              config)
+
+
+#: the most fp32 accumulator values one NVIDIA thread may hold before the dot's operands and
+#: addresses spill (ours: on the H200 a 128x256 tile at 4 warps, 256 a thread, ran 5.6x slower
+#: than at 8 warps, and a gated MLP's two 128x128 tiles at 4 warps 4.5x slower; one 128x128 tile
+#: at 4 warps, 128 a thread, ran as fast as at 8; docs/design-notes.md, Triton emission)
+ACCUMULATOR_VALUES_MAX = 128
+
+
+def _accumulator_error(device: Device, kernel: KernelFacts, config: Config) -> str | None:
+    """NVIDIA: the dots' accumulators spread over the warps' threads must leave registers."""
+    if device.vendor != "nvidia" or not kernel.has_dot:
+        return None
+    if None in (config.block_m, config.block_n, config.num_warps):
+        return None
+    assert config.block_m and config.block_n and config.num_warps
+    threads = config.num_warps * int(config.warp_size or 32)
+    values = config.block_m * config.block_n * kernel.dots // threads
+    if values > ACCUMULATOR_VALUES_MAX:
+        return (f"{kernel.dots} accumulator(s) of {config.block_m}x{config.block_n} hold "
+                f"{values} values a thread (at most {ACCUMULATOR_VALUES_MAX})")
+    return None
 
 
 def _shared_memory_error(device: Device, kernel: KernelFacts, config: Config) -> str | None:
@@ -340,7 +367,7 @@ def _shared_memory_error(device: Device, kernel: KernelFacts, config: Config) ->
         return None
     assert config.block_m and config.block_n and config.block_k and config.num_stages
     element = DTYPE_BITS[kernel.dtype] // 8
-    stage = (config.block_m + config.block_n) * config.block_k * element
+    stage = (config.block_m + kernel.dots * config.block_n) * config.block_k * element
     need = config.num_stages * stage
     share = int(memory.slm_per_work_group_bytes.value)
     if need > share:
