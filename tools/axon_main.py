@@ -7,6 +7,8 @@ cheaper equivalent (and, with other pipelines, any `axon-opt` pass on it).
     axon - < prog.py           # the program on stdin
     axon --list                # the packaged benchmark names
     axon gemm_sum_scale -p propagate -o out.mlir   # an axon-opt pipeline, the result to a file
+    axon matmul --target xe_triton --profile h200 --sizes M=4096,K=4096 -o kernel.py
+                               # a checked Triton kernel (targets/xe_triton/command.py)
 
 Benchmark programs are looked up at run time in the installed package
 (`axon/benchmarks/programs/*.py`), so a new program file needs no change here. A step longer than
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from xdsl.dialects.func import FuncOp
 
+from axon.selection.executor import EXECUTORS
 from axon.tools import progress
 from axon.tools.embed import make_context, parse_pipeline, parse_source, print_ir
 from axon.tools.pass_options import PassOptionError
@@ -52,8 +55,8 @@ With no PROGRAM and no -p, axon runs the demo: the built-in program %(default)s
 through propagate (candidate reorderings, each admitted only on an SMT proof, then the
 cheapest under a roofline cost), the search reported on stderr, the cheaper program
 printed. `-p 'propagate,tile'` goes on to tiled kernels (the tile dialect, each kernel
-proved); emitting NKI and Triton kernels from them is planned for later versions of this
-command. MLIR input goes to axon-opt."""
+proved); `--target xe_triton` selects, checks and writes the program's Triton kernel
+(docs/xe_triton.md). MLIR input goes to axon-opt."""
 
 
 def benchmark_programs() -> dict[str, Traversable]:
@@ -100,6 +103,23 @@ def _parser() -> ArgumentParser:
                              "lists the passes and their options)")
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the IR to FILE instead of stdout (never the input file)")
+    target = parser.add_argument_group("kernels (--target)")
+    target.add_argument("--target", choices=("xe_triton",),
+                        help="write the program's selected and checked kernel for this target")
+    target.add_argument("--profile", default="h200",
+                        help="the target's device (a KB device, default h200)")
+    target.add_argument("--sizes", default="", metavar="NAME=INT,...",
+                        help="the sizes the kernel is selected for (the others are 1024)")
+    target.add_argument("--executor", choices=EXECUTORS, default="local",
+                        help="where candidates are checked: a local process pool (default) "
+                             "or Ray")
+    target.add_argument("--max-candidates", type=int, default=24, metavar="N",
+                        help="candidates checked at most (default 24)")
+    target.add_argument("--cache", metavar="FILE",
+                        help="the winner cache (default $AXON_WINNER_CACHE, else the user's "
+                             "cache folder)")
+    target.add_argument("--no-cache", action="store_true",
+                        help="select anew even where the cache holds a winner")
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="no progress lines on stderr (and, in the demo, no report)")
     parser.add_argument("--debug", action="store_true",
@@ -113,6 +133,9 @@ def run(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     if args.list:
         print("\n".join(sorted(benchmark_programs())))
+        return
+    if args.target is not None:
+        run_target(args)
         return
     demo = args.program is None and not args.passes
     pipeline = (QUIET_DEMO_PIPELINE if args.quiet else DEMO_PIPELINE) if demo else args.passes
@@ -144,6 +167,37 @@ def run(argv: list[str] | None = None) -> None:
             out.write(text)
     if demo and not args.quiet:
         print(NEXT_STEPS, file=sys.stderr)
+
+
+def run_target(args: argparse.Namespace) -> None:
+    """`axon PROGRAM --target T ...`: the kernel module to -o or stdout."""
+    # imported here: selection pulls in the tiler, the emitter and torch's neighbours, which
+    # the other uses of `axon` do not need
+    from axon.targets.xe_triton.command import TargetError, TargetOptions, emit_kernel
+
+    if args.passes:
+        raise UsageError("--target selects from the program itself; leave out -p")
+    if args.program is None:
+        raise UsageError("--target needs a PROGRAM")
+    options = TargetOptions(args.profile, args.sizes, args.executor, args.max_candidates,
+                            args.cache, not args.no_cache)
+    _check_output(args.output, args.program)
+    text, filename = load_program(args.program)
+    module = parse_source(text, filename)
+
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(f"axon: {line}", file=sys.stderr, flush=True)
+
+    try:
+        kernel = emit_kernel(module, filename, options, say)
+    except TargetError as err:
+        raise UsageError(str(err)) from None
+    if args.output is None:
+        print(kernel, end="", flush=True)
+    else:
+        with open(args.output, "w") as out:
+            out.write(kernel)
 
 
 def _check_output(output: str | None, program: str) -> None:

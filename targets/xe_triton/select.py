@@ -1,0 +1,387 @@
+"""Selecting the Triton kernel of a program: candidates enumerated, ordered, checked, picked.
+
+    selection = select_kernel(func, SelectOptions(profile="h200", sizes={"M": 4096}),
+                              executor=LocalExecutor())
+    selection.chosen, selection.module          # the winner and its emitted module
+
+The candidates are the nu-graph's top-k programs (`propagate{emit="top-k"}`: the program and
+its cheapest proved reorderings) x their top-k proved tilings (`tiling.search.tile_program`,
+ranked by the tiled cost model) x launch configurations: each tiling's top concrete tile sizes
+(`tiling.concretize`) and the KB's autotune configurations (`kb.autotune_grid`). Each is priced
+by the tiled cost model at the program's sizes (a configuration it cannot fit is pruned), the
+space is bounded to `max_candidates` (`selection.space.ranked_bounded`, the best of each
+program and tiling first), each kept candidate is emitted (what does not lower is skipped with
+the lowering's reason) and checked through the cascade (`cascade.py`) on the executor, and the
+fastest measured candidate that passed wins, or, where nothing could be timed, the one the
+model prices lowest.
+
+The KB devices without a cost profile of their own (the Intel GPUs) are priced with the h200
+profile: it orders their candidates, the KB device decides what they may launch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.func import FuncOp
+from xdsl.utils.exceptions import DiagnosticException
+
+from axon.dialects import xt
+from axon.dialects.ax import TensorType
+from axon.dialects.tile import KernelOp
+from axon.nugraph.stored import function_text, functions_from_texts
+from axon.selection.executor import Executor
+from axon.selection.space import Tally, Verdict, pick, ranked_bounded
+from axon.targets.profiles import DeviceProfile, load_profile
+from axon.targets.xe_triton.cascade import (
+    TRITON_NUM_STAGES,
+    Job,
+    check_job,
+    check_shapes,
+    footprint,
+    tiled_sizes,
+)
+from axon.targets.xe_triton.emit import EmittedModule, emit_triton
+from axon.targets.xe_triton.kb import Config, Device, KernelFacts, autotune_grid, load_device
+from axon.targets.xe_triton.lower import NotSupported, lower_function
+from axon.tiling.cost import KernelPlan
+from axon.tiling.search import Proposal, all_sizes, tile_program
+from axon.tools.embed import run_pipeline
+from axon.verifier.cache import ProofCache
+
+#: the cost profile of a KB device that names none (see the module docstring)
+FALLBACK_COST_PROFILE = "h200"
+#: the KB's axes and the kernels' tile parameters they set
+_BLOCK_AXES = (("block_m", "BM"), ("block_n", "BN"), ("block_k", "BK"))
+#: the launch settings a candidate may fix besides its block sizes (the emitter's names)
+_TUNED = ("GROUP_M", "num_stages", "num_warps", "grf_mode")
+#: the KB's names of Axon's dtypes
+_KB_DTYPES = {"bf16": "bf16", "f16": "fp16", "f32": "fp32"}
+
+
+class SelectionError(ValueError):
+    """A program that yields no candidate: it does not tile, or none of its kernels lowers."""
+
+
+@dataclass(frozen=True)
+class SelectOptions:
+    """How widely to search and how to check."""
+
+    profile: str = "h200"
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    programs: int = 3
+    """The nu-graph's top-k programs tiled (1: the program alone, no propagation)."""
+    tilings: int = 3
+    """Proved tilings kept, over all programs, by modeled time."""
+    tile_sizes: int = 3
+    """Concrete tile sizes per tiling (the tiled cost model's best)."""
+    configs: int = 4
+    """KB autotune configurations per tiling."""
+    max_candidates: int = 24
+    time_on_gpu: bool = True
+    timeout_ms: int = 5_000
+    time_limit_s: float = 60.0
+
+
+@dataclass
+class Candidate:
+    """One program x tiling x launch configuration, priced."""
+
+    id: str
+    variant: str
+    tiling: str
+    proof_id: str
+    kwargs: dict[str, Any]
+    modeled_ms: float
+    origin: str
+    """"tile sizes" (the cost model's) or "autotune" (the KB's)."""
+    kernel: FuncOp = field(repr=False)
+
+
+@dataclass
+class Selection:
+    """What selecting one program's kernel found."""
+
+    program: str
+    sizes: dict[str, int]
+    space: int = 0
+    pruned: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(candidate or tiling, reason) of what could not be emitted."""
+    candidates: list[Candidate] = field(default_factory=list)
+    emitted: dict[str, EmittedModule] = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
+    chosen: Candidate | None = None
+    verdict: Verdict | None = None
+    seconds: float = 0.0
+
+    @property
+    def module(self) -> EmittedModule | None:
+        """The chosen candidate's emitted module."""
+        return self.emitted[self.chosen.id] if self.chosen is not None else None
+
+    def tally(self) -> Tally:
+        counts = Tally()
+        counts.add(self.verdicts)
+        return counts
+
+    def passed(self) -> list[Candidate]:
+        """The candidates that passed the cascade, best first (measured, else modeled)."""
+        ok = {v.id: v for v in self.verdicts if v.passed}
+        return sorted((c for c in self.candidates if c.id in ok),
+                      key=lambda c: (ok[c.id].measured_ms or 0.0, c.modeled_ms))
+
+
+Report = Callable[[str], None]
+
+
+def cost_profile(device: Device) -> DeviceProfile:
+    """The tiled cost model's profile for `device` (see the module docstring)."""
+    return load_profile(device.profile or FALLBACK_COST_PROFILE)
+
+
+def program_variants(func: FuncOp, profile: str, sizes: Mapping[str, int],
+                     count: int) -> list[FuncOp]:
+    """The program and the nu-graph's next `count - 1` cheapest programs equal to it."""
+    if count <= 1:
+        return [func]
+    module = ModuleOp([func.clone()])
+    shown = ",".join(f"{k}={v}" for k, v in sizes.items())
+    run_pipeline(module, f'propagate{{emit="top-k" top_k={count} device={profile} '
+                         f'sizes="{shown}"}}')
+    return [op for op in module.ops if isinstance(op, FuncOp)]
+
+
+def kernel_facts(kernel: xt.KernelOp, sizes: Mapping[str, int]) -> KernelFacts:
+    """What the KB asks of a lowered kernel at `sizes`."""
+    dots = [op for op in kernel.walk() if isinstance(op, xt.DotOp)]
+    out = kernel.output_types()[0]
+    dims = [d.evaluate(sizes) for d in out.shape] or [1]
+    ones = dict.fromkeys(kernel.param_names(), 1)
+    if dots:
+        a = dots[0].operands[0].type
+        assert isinstance(a, TensorType)
+        loop = dots[0].parent_op()
+        held = dict(kernel.block_defs())  # K held whole: the block's own extent
+        k = (loop.extent_expr().evaluate({**sizes, **ones}) if isinstance(loop, xt.ForOp)
+             else held[str(a.shape[-1])].evaluate(sizes) if str(a.shape[-1]) in held
+             else a.shape[-1].evaluate({**sizes, **ones}))
+        return KernelFacts("matmul", _KB_DTYPES.get(a.dtype, "fp32"),  # type: ignore[arg-type]
+                           has_dot=True, m=dims[0] if len(dims) > 1 else 1, n=dims[-1], k=k,
+                           grid_dims=len(kernel.grid_exprs()))
+    kind = "reduction" if any(isinstance(op, xt.ReduceOp) for op in kernel.walk()) \
+        else "elementwise"
+    return KernelFacts(kind, _KB_DTYPES.get(out.dtype, "fp32"),  # type: ignore[arg-type]
+                       m=dims[0], n=dims[-1], grid_dims=len(kernel.grid_exprs()))
+
+
+def _tile_kernel(func: FuncOp) -> KernelOp:
+    (kernel,) = [op for op in func.body.block.ops if isinstance(op, KernelOp)]
+    return kernel
+
+
+def candidate_id(variant: str, tiling: str, kwargs: Mapping[str, Any]) -> str:
+    """`rmsnorm_matmul.blocks_k.BM128.BN128.BK64.w8` (`.grf256` when a GRF mode is asked)."""
+    parts = [variant, tiling]
+    parts += [f"{k.removeprefix('num_')}{v}" for k, v in kwargs.items()
+              if k not in ("num_warps", "grf_mode")]
+    parts.append(f"w{kwargs.get('num_warps')}")
+    if "grf_mode" in kwargs:
+        parts.append(f"grf{kwargs['grf_mode']}")
+    return ".".join(parts)
+
+
+def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile: DeviceProfile,
+                         sizes: Mapping[str, int], options: SelectOptions,
+                         skipped: list[tuple[str, str]]) -> list[Candidate]:
+    """Every launch configuration of the top `options.tilings` proposals, priced (infinite:
+    the cost model cannot fit it); a proposal whose kernel does not lower goes to `skipped`."""
+    found: dict[str, Candidate] = {}
+    default_warps = int(device.launch.num_warps_default.value
+                        if device.launch.num_warps_default else 4)
+    for proposal in proposals[:options.tilings]:
+        assert proposal.kernel is not None
+        where = f"{proposal.tiling.kind} of @{proposal.variant}"
+        try:
+            lowered = lower_function(proposal.kernel)
+        except NotSupported as err:
+            skipped.append((where, str(err)))
+            continue
+        (xt_kernel,) = [op for op in lowered.body.block.ops if isinstance(op, xt.KernelOp)]
+        params = xt_kernel.param_names()
+        plan = KernelPlan.of(_tile_kernel(proposal.kernel))
+        settings: list[tuple[dict[str, Any], str]] = []
+        for c in proposal.candidates[:options.tile_sizes]:
+            kwargs: dict[str, Any] = {p: int(c.params[p]) for p in params if p in c.params}
+            kwargs["num_warps"] = int(c.params.get("num_warps", default_warps))
+            if "GROUP_M" in c.params:
+                kwargs["GROUP_M"] = int(c.params["GROUP_M"])
+            settings.append((kwargs, "tile sizes"))
+        best = dict(settings[0][0]) if settings else {}
+        facts = kernel_facts(xt_kernel, sizes)
+        configs = 0
+        for config in autotune_grid(device, facts, limit=64):
+            kwargs = {**best, **_config_kwargs(config, params, device)}
+            if any(p not in kwargs for p in params):
+                continue
+            if any(kwargs == k for k, _ in settings):
+                continue
+            settings.append((kwargs, "autotune"))
+            configs += 1
+            if configs == options.configs:
+                break
+        for kwargs, origin in settings:
+            ordered = {p: kwargs[p] for p in params if p in kwargs}
+            ordered.update({k: kwargs[k] for k in _TUNED if k in kwargs})
+            cost = plan.cost({**sizes, **{p: ordered[p] for p in params}}, profile,
+                             warps=int(ordered["num_warps"]))
+            cid = candidate_id(proposal.variant, proposal.tiling.kind, ordered)
+            modeled = cost.seconds * 1e3 if cost.fits else float("inf")
+            found.setdefault(cid, Candidate(cid, proposal.variant, proposal.tiling.kind,
+                                            proposal.proof_id, ordered, modeled, origin,
+                                            proposal.kernel))
+    return list(found.values())
+
+
+def _config_kwargs(config: Config, params: Sequence[str], device: Device) -> dict[str, Any]:
+    """A KB configuration as the emitted host function's keywords (what it takes)."""
+    kwargs: dict[str, Any] = {}
+    for axis, param in _BLOCK_AXES:
+        value = getattr(config, axis)
+        if value is not None and param in params:
+            kwargs[param] = int(value)
+    if config.num_warps is not None:
+        kwargs["num_warps"] = int(config.num_warps)
+    if config.num_stages is not None:
+        kwargs["num_stages"] = int(config.num_stages)
+    if config.group_size_m is not None:
+        kwargs["GROUP_M"] = int(config.group_size_m)
+    if device.vendor == "intel" and config.grf_mode not in (None, "default"):
+        kwargs["grf_mode"] = str(config.grf_mode)
+    return kwargs
+
+
+def retyped(func: FuncOp, dtype: str = "f32") -> FuncOp:
+    """`func` with every float tensor in `dtype` (the CPU interpreter's bf16 dot is wrong)."""
+    text = re.sub(r"\b(bf16|f16)\b", dtype, function_text(func))
+    (twin,) = functions_from_texts([text])
+    return twin
+
+
+def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mapping[str, int],
+             time_on_gpu: bool, program: str = "") -> tuple[Job, EmittedModule]:
+    """The cascade's job for `candidate` (NotSupported / ValueError when it does not emit)."""
+    launch = {k: v for k, v in candidate.kwargs.items() if k != "grf_mode"}
+    emitted = emit_triton(candidate.kernel, device.name, launch, sizes=sizes)
+    if "grf_mode" in candidate.kwargs:
+        # the emitter takes integer launch defaults only: the chosen GRF mode becomes the host
+        # function's default here, so the module runs as selected without keywords
+        emitted = dataclasses.replace(emitted, text=_with_grf_mode(
+            emitted.text, emitted.name, str(candidate.kwargs["grf_mode"])))
+    twin = emit_triton(retyped(candidate.kernel), device.name, launch, sizes=sizes)
+    # the host function's keywords, as the module's defaults hold them
+    candidate.kwargs = {**emitted.defaults, "num_warps": emitted.num_warps, **emitted.options,
+                        **({"grf_mode": candidate.kwargs["grf_mode"]}
+                           if "grf_mode" in candidate.kwargs else {})}
+    lowered = lower_function(candidate.kernel)
+    (xt_kernel,) = [op for op in lowered.body.block.ops if isinstance(op, xt.KernelOp)]
+    env = {**sizes, **emitted.defaults}
+    reference = retyped(source)
+    tensors = [t for t in source.function_type.inputs.data if isinstance(t, TensorType)]
+    symbols = sorted({s for t in tensors for d in t.shape for s in d.symbols()})
+
+    def largest(binding: Mapping[str, int]) -> int:
+        return max((_elements(t, binding) for t in tensors), default=0)
+
+    shapes = check_shapes(symbols, tiled_sizes(xt_kernel, emitted.defaults), largest)
+    stages = int(emitted.options.get("num_stages", TRITON_NUM_STAGES))
+    job = Job(candidate.id, emitted.name, emitted.text, dict(candidate.kwargs), device.name,
+              kernel_facts(xt_kernel, sizes), footprint(xt_kernel, device, env, stages), twin.text,
+              function_text(reference), shapes, program,
+              dict(sizes), tuple((tuple(d.evaluate(sizes) for d in t.shape), t.dtype)
+                                 for t in tensors), time_on_gpu)
+    return job, emitted
+
+
+def _with_grf_mode(text: str, function: str, mode: str) -> str:
+    """`text` with the host function's `grf_mode` default set to `mode`."""
+    lines = text.split("\n")
+    for n, line in enumerate(lines):
+        if line.startswith(f"def {function}("):
+            lines[n] = line.replace('grf_mode="default"', f'grf_mode="{mode}"', 1)
+    return "\n".join(lines)
+
+
+def _elements(t: TensorType, sizes: Mapping[str, int]) -> int:
+    count = 1
+    for d in t.shape:
+        count *= d.evaluate(sizes)
+    return count
+
+
+def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
+                  report: Report | None = None, program: str = "",
+                  proofs: ProofCache | None = None) -> Selection:
+    """Enumerate, prune, check and pick `func`'s Triton kernel (see the module docstring).
+    SelectionError when nothing tiles or nothing lowers."""
+    start = time.perf_counter()
+    say = report or (lambda line: None)
+    device = load_device(options.profile)
+    profile = cost_profile(device)
+    sizes = all_sizes(func, options.sizes)
+    selection = Selection(func.sym_name.data, sizes)
+    try:
+        funcs = program_variants(func, profile.name, sizes, options.programs)
+    except DiagnosticException as err:
+        say(f"propagation found no variant ({err}); tiling the program alone")
+        funcs = [func]
+    say(f"programs: {len(funcs)} (the program and {len(funcs) - 1} nu-graph variant(s))")
+    result = tile_program(funcs, profile, sizes, timeout_ms=options.timeout_ms,
+                          time_limit_s=options.time_limit_s, top_k=options.tile_sizes,
+                          cache=proofs)
+    proved = result.proved
+    say(f"tilings: {len(result.proposals)} proposed, {len(proved)} proved")
+    if not proved:
+        first = next((p.reason for p in result.proposals if p.reason), "")
+        raise SelectionError(f"@{selection.program} does not tile: no kernel proved"
+                             + (f" ({first})" if first else ""))
+    everything = enumerate_candidates(proved, device, profile, sizes, options,
+                                      selection.skipped)
+    for where, why in selection.skipped:
+        say(f"skipped {where}: {why}")
+    bounded = ranked_bounded(everything, cost=lambda c: c.modeled_ms,
+                             group=lambda c: (c.variant, c.tiling), limit=options.max_candidates)
+    selection.space, selection.pruned = bounded.space, bounded.pruned
+    say(f"candidates: {bounded.space} in the space, {len(bounded.chosen)} kept "
+        f"(max {options.max_candidates}), {bounded.pruned} pruned by the cost model")
+    jobs: list[Job] = []
+    for candidate in bounded.chosen:
+        try:
+            job, emitted = make_job(candidate, func, device, sizes, options.time_on_gpu,
+                                    program)
+        except (NotSupported, ValueError) as err:
+            selection.skipped.append((candidate.id, str(err)))
+            say(f"skipped {candidate.id}: {err}")
+            continue
+        selection.candidates.append(candidate)
+        selection.emitted[candidate.id] = emitted
+        jobs.append(job)
+    if not jobs:
+        raise SelectionError(f"@{selection.program}: no candidate emits"
+                             + (f" ({selection.skipped[0][1]})" if selection.skipped else ""))
+    selection.verdicts = executor.map(
+        check_job, jobs,
+        progress=lambda done, total: say(f"cascade: {done}/{total} candidates checked"))
+    modeled = {c.id: c.modeled_ms for c in selection.candidates}
+    selection.verdict = pick(selection.verdicts, lambda cid: modeled[cid])
+    if selection.verdict is not None:
+        selection.chosen = next(c for c in selection.candidates
+                                if c.id == selection.verdict.id)
+    selection.seconds = time.perf_counter() - start
+    return selection

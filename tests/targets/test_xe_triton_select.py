@@ -1,0 +1,192 @@
+"""Selection: candidates are programs x tilings x launch configurations, priced and bounded;
+a selection on the CPU checks them all and picks one whose module runs; the chosen candidates
+make a bundle in the harness's format, and a GPU run's winners are filed in the winner cache;
+a program whose kernels do not lower is a skipped case, with the lowering's reason."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from xdsl.dialects.func import FuncOp
+
+from axon.benchmarks.suite import PROGRAMS
+from axon.selection.cache import WinnerCache
+from axon.selection.executor import LocalExecutor
+from axon.selection.space import ranked_bounded
+from axon.targets.xe_triton.bundle import (
+    BundleCandidate,
+    bundle_case,
+    record_winners,
+    suite_bundle,
+    write_bundle,
+)
+from axon.targets.xe_triton.harness.bundle import read_bundle
+from axon.targets.xe_triton.kb import load_device
+from axon.targets.xe_triton.select import (
+    Selection,
+    SelectOptions,
+    cost_profile,
+    enumerate_candidates,
+    program_variants,
+    select_kernel,
+)
+from axon.tiling.search import all_sizes, tile_program
+from axon.tools.embed import parse_source
+
+SMALL = {"M": 48, "N": 40}
+
+
+def program(name: str) -> FuncOp:
+    (func,) = [op for op in parse_source(PROGRAMS[name].source, f"{name}.py").ops
+               if isinstance(op, FuncOp)]
+    return func
+
+
+@pytest.fixture(scope="module")
+def selection() -> Selection:
+    executor = LocalExecutor(workers=1)
+    try:
+        return select_kernel(program("mul"), SelectOptions(sizes=SMALL, max_candidates=2),
+                             executor, program="mul")
+    finally:
+        executor.close()
+
+
+def test_candidates_are_programs_by_tilings_by_configs() -> None:
+    func = program("rmsnorm_matmul")
+    device = load_device("h200")
+    profile = cost_profile(device)
+    sizes = all_sizes(func, {"M": 4096, "N": 4096, "K": 4096})
+    funcs = program_variants(func, "h200", sizes, 3)
+    assert len(funcs) > 1  # the nu-graph's runners-up, each marked a variant of the program
+    assert all("axon.variant_of" in f.attributes for f in funcs[1:])
+    result = tile_program(funcs, profile, sizes, top_k=3)
+    skipped: list[tuple[str, str]] = []
+    found = enumerate_candidates(result.proved, device, profile, sizes,
+                                 SelectOptions(tilings=3, configs=3), skipped)
+    assert len({c.id for c in found}) == len(found)
+    assert {c.origin for c in found} == {"tile sizes", "autotune"}
+    assert len({(c.variant, c.tiling) for c in found}) >= 2
+    priced = [c for c in found if c.modeled_ms != float("inf")]
+    assert priced and all(c.kwargs["num_warps"] in device.num_warps for c in found)
+    kept = ranked_bounded(found, lambda c: c.modeled_ms, lambda c: (c.variant, c.tiling), 4)
+    assert len(kept.chosen) == min(4, len(priced)) and kept.space == len(found)
+
+
+def test_a_selection_checks_every_kept_candidate_and_its_pick_runs(
+        selection: Selection) -> None:
+    assert len(selection.verdicts) == len(selection.candidates) == 2
+    assert selection.chosen is not None and selection.verdict is not None
+    assert selection.verdict.passed
+    assert selection.verdict.timing == "timing skipped: no GPU"
+    passed = [c.id for c in selection.passed()]
+    assert selection.chosen.id == passed[0]
+    emitted = selection.module
+    assert emitted is not None
+    os.environ["TRITON_INTERPRET"] = "1"  # the CPU interpreter: no GPU here
+    run = _load(emitted.text, emitted.name)
+    x, y = torch.randn(48, 40).bfloat16(), torch.randn(48, 40).bfloat16()
+    got = run(x, y, **{k: v for k, v in selection.chosen.kwargs.items()})
+    assert torch.allclose(got.float(), (x.float() * y.float()), rtol=3e-2, atol=8e-3)
+
+
+def _load(text: str, name: str) -> Callable[..., Any]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / f"{name}_chosen.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(f"chosen_{name}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        run: Callable[..., Any] = getattr(module, name)
+        return run
+
+
+def test_the_bundle_and_the_winners_of_its_gpu_run(selection: Selection, tmp_path: Path
+                                                   ) -> None:
+    func = program("mul")
+    case = bundle_case(PROGRAMS["mul"], SMALL, "h200", func)
+    for c in selection.passed():
+        emitted = selection.emitted[c.id]
+        case.candidates.append(BundleCandidate(c.id, emitted.name, c.kwargs, c.tiling,
+                                               c.proof_id, c.modeled_ms, emitted.text))
+    bundle = tmp_path / "bundle"
+    manifest = json.loads(write_bundle(bundle, [case], "h200").read_text())
+    assert {k: manifest[k] for k in ("format", "version", "profile", "seed")} == {
+        "format": "axon-bundle", "version": 1, "profile": "h200", "seed": 0}
+    (record,) = manifest["cases"]
+    assert record["case"] == "mul_48x40" and record["tier"] == 1
+    assert record["tolerance"] == [0.03, 0.008]
+    assert (record["flops"], record["bytes"]) == (48 * 40, 3 * 48 * 40 * 2)
+    assert record["inputs"][0] == {"name": "x", "shape": [48, 40], "dtype": "bf16",
+                                   "init": {"kind": "normal", "scale": 1.0}}
+    assert record["outputs"] == [{"shape": [48, 40], "dtype": "bf16"}]
+    harness = read_bundle(bundle)  # what axon-bench reads on the GPU machine
+    assert [c.case for c in harness.cases] == ["mul_48x40"]
+    assert len(harness.cases[0].candidates) == len(record["candidates"])
+    first = record["candidates"][0]
+    assert (bundle / first["module"]).read_text() == selection.emitted[first["id"]].text
+    assert set(first) == {"id", "module", "function", "kwargs", "tiling", "proof_id",
+                          "modeled_ms"}
+    results = tmp_path / "winners.json"
+    results.write_text(json.dumps({"profile": "h200", "axon_version": manifest["axon_version"],
+                                   "winners": [{"case": "mul_48x40", "program": "mul",
+                                                "sizes": SMALL, "dtype": "bf16",
+                                                "candidate": first["id"],
+                                                "kwargs": first["kwargs"], "axon_ms": 0.01,
+                                                "baseline_ms": 0.02,
+                                                "baseline": "torch eager"}]}))
+    cache = WinnerCache(tmp_path / "cache.json")
+    assert record_winners(results, bundle, cache) == 1
+    winner = WinnerCache(tmp_path / "cache.json").get(record["key"])
+    assert winner is not None and winner.candidate == first["id"]
+    assert winner.module_text == (bundle / first["module"]).read_text()
+    assert (winner.axon_ms, winner.baseline_ms, winner.baseline) == (0.01, 0.02, "torch eager")
+    results.write_text(json.dumps({"winners": [{"case": "mul_48x40", "candidate": first["id"],
+                                                "axon_ms": None, "baseline": None}]}))
+    assert record_winners(results, bundle, cache) == 1  # a later run replaces the winner
+    winner = WinnerCache(tmp_path / "cache.json").get(record["key"])
+    assert winner is not None and (winner.axon_ms, winner.baseline) == (None, "")
+    results.write_text(json.dumps({"winners": [{"case": "nope", "candidate": "x"}]}))
+    with pytest.raises(ValueError, match=r"winners\[0\]: case 'nope' is not in"):
+        record_winners(results, bundle, cache)
+
+
+def test_a_program_that_does_not_lower_is_a_skipped_case() -> None:
+    executor = LocalExecutor(workers=1)
+    try:
+        cases, skipped = suite_bundle("h200", executor, names=["cumsum"], say=lambda _: None)
+    finally:
+        executor.close()
+    assert cases == []
+    assert len(skipped) == len(PROGRAMS["cumsum"].default_sizes)
+    assert all("not supported: 'ax.cumsum'" in why for _, why in skipped)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--record", "w.json"], "bundle: error: --record needs --bundle DIR"),
+    (["--suite"], "bundle: error: --suite needs -o DIR"),
+    (["--suite", "-o", "b", "--profile", "h100"], "bundle: error: unknown profile 'h100'"),
+    (["--suite", "-o", "b", "--programs", "mul,nope"], "bundle: error: unknown program(s) nope"),
+    (["--record", "missing.json", "--bundle", "."],
+     "bundle: error: missing.json: cannot read: No such file or directory"),
+])
+def test_the_bundle_command_refuses_bad_input(argv: list[str], message: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from axon.targets.xe_triton import bundle
+
+    with pytest.raises(SystemExit) as stop:
+        bundle.main(argv)
+    assert stop.value.code == 1
+    assert capsys.readouterr().err.startswith(message)
