@@ -102,7 +102,7 @@ def measure(program: str, statements: int, device: str, budget: Budget, growth: 
     ops = sum(1 for _ in func_op.body.walk()) - 1  # less the return
     s = Session.with_sizes(func_op, device, {})
     limits = Budget(budget.max_iterations, s.graph.num_nodes + growth, budget.time_limit_s,
-                    budget.proof_timeout_ms)
+                    budget.proof_budget)
     report = s.run(limits)
     best = s.checked_best()
     Rewriter.replace_op(func_op, s.export(best.extraction))

@@ -1,6 +1,6 @@
 """Benchmark of the SMT verifier over its whole corpus (benchmarks/verifier_corpus.py); not a test.
 
-    python -m axon.benchmarks.verifier [--timeout-ms 10000]
+    python -m axon.benchmarks.verifier [--proof-rlimit 1000000 --proof-steps 50000]
 
 Prints proved / refuted / unknown counts (and how many cases got the verdict they should) and the
 per-query median and p95 wall time, cold (fresh cache) and warm (a second pass over the same cache,
@@ -15,6 +15,7 @@ import argparse
 import statistics
 import time
 
+from axon.benchmarks import proof_budget
 from axon.benchmarks.verifier_corpus import (
     IDENTITIES,
     NON_IDENTITIES,
@@ -22,17 +23,18 @@ from axon.benchmarks.verifier_corpus import (
     Case,
     functions,
 )
-from axon.verifier import ProofCache, prove_equivalent
+from axon.verifier import ProofBudget, ProofCache, prove_equivalent
+from axon.verifier.budget import DEFAULT_BUDGET
 
 
-def _pass(cases: list[tuple[str, Case]], cache: ProofCache, timeout_ms: int
+def _pass(cases: list[tuple[str, Case]], cache: ProofCache, budget: ProofBudget
           ) -> tuple[dict[str, int], int, list[float], list[str]]:
     counts = {"proved": 0, "refuted": 0, "unknown": 0}
     right, times, wrong = 0, [], []
     for want, case in cases:
         a, b = functions(case)
         start = time.perf_counter()
-        verdict = prove_equivalent(a, b, case.assumptions, timeout_ms=timeout_ms, cache=cache)
+        verdict = prove_equivalent(a, b, case.assumptions, budget, cache)
         times.append(time.perf_counter() - start)
         counts[verdict.verdict] += 1
         if verdict.verdict == want:
@@ -49,13 +51,14 @@ def _p95(times: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timeout-ms", type=int, default=10_000)
+    proof_budget.add_arguments(parser, DEFAULT_BUDGET)
     args = parser.parse_args()
+    budget = proof_budget.from_arguments(args)
     cases = [("proved", c) for c in IDENTITIES] + [("refuted", c) for c in NON_IDENTITIES]
     cache = ProofCache()
     print(f"corpus: {len(IDENTITIES)} identities, {len(NON_IDENTITIES)} non-identities")
     for label in ("cold", "warm"):
-        counts, right, times, wrong = _pass(cases, cache, args.timeout_ms)
+        counts, right, times, wrong = _pass(cases, cache, budget)
         print(f"{label}: proved {counts['proved']}, refuted {counts['refuted']}, unknown "
               f"{counts['unknown']}; as expected {right}/{len(cases)}; per query median "
               f"{statistics.median(times):.3f}s, p95 {_p95(times):.3f}s, max {max(times):.3f}s, "
@@ -66,7 +69,7 @@ def main() -> None:
     print(f"pending: {len(PENDING)} cases the verifier does not yet decide as it should")
     for pending in PENDING:
         a, b = functions(pending.case)
-        verdict = prove_equivalent(a, b, pending.case.assumptions, timeout_ms=args.timeout_ms)
+        verdict = prove_equivalent(a, b, pending.case.assumptions, budget)
         print(f"  {pending.case.name}: {verdict.verdict} (should be {pending.expected}): "
               f"{pending.why}")
 

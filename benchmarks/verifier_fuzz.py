@@ -24,10 +24,12 @@ from typing import Any, TypeVar
 import numpy as np
 from xdsl.dialects.func import FuncOp
 
+from axon.benchmarks import proof_budget
 from axon.benchmarks.verifier_corpus import program
 from axon.dialects.ax.tensor_type import TensorType
 from axon.interpreter import run_function
-from axon.verifier import Proved, Refuted, prove_equivalent
+from axon.verifier import ProofBudget, Proved, Refuted, prove_equivalent
+from axon.verifier.budget import DEFAULT_BUDGET
 from axon.verifier.replay import confirms, differs
 
 #: every program takes all of these; z's extra column makes off-by-one slices expressible
@@ -400,9 +402,10 @@ class Summary:
                 f"{seconds:.1f}s")
 
 
-def judge(pair: Pair, summary: Summary, rng: np.random.Generator, timeout_ms: int) -> None:
+def judge(pair: Pair, summary: Summary, rng: np.random.Generator, budget: ProofBudget
+          ) -> None:
     """Run the verifier on one pair and check its verdict; failures go into the summary."""
-    verdict = prove_equivalent(pair.fa, pair.fb, timeout_ms=timeout_ms)
+    verdict = prove_equivalent(pair.fa, pair.fb, budget=budget)
     summary.pairs += 1
     if isinstance(verdict, Proved):
         summary.proved += 1
@@ -419,8 +422,8 @@ def judge(pair: Pair, summary: Summary, rng: np.random.Generator, timeout_ms: in
         summary.unproved_rewrites += 1
 
 
-def fuzz(pairs: int, seed: int, every: int = 0, timeout_ms: int = 10_000, depth: int = 3
-         ) -> Summary:
+def fuzz(pairs: int, seed: int, every: int = 0, budget: ProofBudget = DEFAULT_BUDGET,
+         depth: int = 3) -> Summary:
     """Judge `pairs` random pairs from `seed`; print progress every `every` pairs (0: never)."""
     rng, nrng = random.Random(seed), np.random.default_rng(seed)
     ch, summary, start = random_chooser(rng), Summary(), time.perf_counter()
@@ -428,7 +431,7 @@ def fuzz(pairs: int, seed: int, every: int = 0, timeout_ms: int = 10_000, depth:
         pair = make_pair(ch, depth)
         if pair is None:
             continue
-        judge(pair, summary, nrng, timeout_ms)
+        judge(pair, summary, nrng, budget)
         if every and summary.pairs % every == 0:
             print(summary.line(time.perf_counter() - start), flush=True)
     return summary
@@ -439,11 +442,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--every", type=int, default=500, help="progress line every N pairs")
-    parser.add_argument("--timeout-ms", type=int, default=10_000)
+    proof_budget.add_arguments(parser, DEFAULT_BUDGET)
     parser.add_argument("--depth", type=int, default=3, help="program tree depth")
     args = parser.parse_args()
     start = time.perf_counter()
-    summary = fuzz(args.pairs, args.seed, args.every, args.timeout_ms, args.depth)
+    summary = fuzz(args.pairs, args.seed, args.every, proof_budget.from_arguments(args),
+                   args.depth)
     print(summary.line(time.perf_counter() - start))
     for line in summary.unsound:
         print(f"UNSOUND PROOF\n  {line}")

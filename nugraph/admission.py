@@ -16,17 +16,16 @@ runner counts.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from axon.nugraph.candidates import Candidate
 from axon.nugraph.egraph import EGraph, Proof
 from axon.nugraph.prover import NumericRejection, Prover, is_proved
 from axon.nugraph.term import Child, Term, insert_term, lookup_term
-from axon.verifier import Refuted, Unknown, Verdict
+from axon.verifier import ProofBudget, Refuted, Unknown, Verdict
 
 NODE_LIMIT = "node limit"
 TIME_LIMIT = "time limit"
@@ -58,9 +57,9 @@ class Limits:
     def out_of_time(self) -> bool:
         return self.elapsed() > self.time_limit_s
 
-    def remaining_ms(self) -> int:
-        """Milliseconds left on the run's clock (at least 1)."""
-        return max(1, math.ceil((self.time_limit_s - self.elapsed()) * 1000))
+    def remaining_s(self) -> float:
+        """Seconds left on the run's clock (at least a millisecond)."""
+        return max(0.001, self.time_limit_s - self.elapsed())
 
 
 @dataclass(frozen=True)
@@ -93,10 +92,11 @@ def admit(g: EGraph, prover: Prover, candidate: Candidate, limits: Limits, tried
     if g.num_nodes + term.size() > limits.max_nodes:
         return Admission(Outcome.NODE_LIMIT)
     start = time.perf_counter()
-    # the solver's timeout never outlasts the run's clock
+    # a proof's safety net never outlasts the run's clock (what it cuts is Unknown.by_clock,
+    # and the run is cut by its clock anyway)
+    budget = replace(prover.budget, seconds=min(prover.budget.seconds, limits.remaining_s()))
     verdict, pid = prove_and_record(g, prover, candidate.move, candidate.original, term,
-                                    candidate.extra_leaves,
-                                    min(prover.timeout_ms, limits.remaining_ms()))
+                                    candidate.extra_leaves, budget)
     seconds = time.perf_counter() - start
     if pid is None and isinstance(verdict, Unknown) and limits.out_of_time():
         return Admission(Outcome.TIME_LIMIT, seconds=seconds)  # cut by the clock, not undecided
@@ -107,12 +107,12 @@ def admit(g: EGraph, prover: Prover, candidate: Candidate, limits: Limits, tried
 
 
 def prove_and_record(g: EGraph, prover: Prover, move: str, original: Term, candidate: Term,
-                     extra_leaves: bool = False, timeout_ms: int | None = None
+                     extra_leaves: bool = False, budget: ProofBudget | None = None
                      ) -> tuple[Verdict | NumericRejection, str | None]:
-    """Ask `prover` whether `original == candidate` (within `timeout_ms`, default the prover's
+    """Ask `prover` whether `original == candidate` (under `budget`, default the prover's
     own); on a proof, record it in `g` under a fresh proof id. Returns the verdict and that id
     (None when nothing was proved)."""
-    verdict = prover(g, original, candidate, extra_leaves=extra_leaves, timeout_ms=timeout_ms)
+    verdict = prover(g, original, candidate, extra_leaves=extra_leaves, budget=budget)
     if not is_proved(verdict):
         return verdict, None
     pid = fresh_proof_id(g)

@@ -49,7 +49,8 @@ from axon.nugraph.kernels import KernelNode, TiledGraph
 from axon.nugraph.prover import NumericRejection, Prover
 from axon.nugraph.term import Child, Term
 from axon.nugraph.traversal import Nested, postorder, run_nested
-from axon.verifier import Proved, Refuted, Unknown, prove_equivalent
+from axon.verifier import ProofBudget, Proved, Refuted, Unknown, prove_equivalent
+from axon.verifier.budget import SEARCH_BUDGET
 from axon.verifier.cache import ProofCache
 
 #: the most ops a read-back claim unfolds to (see `_Definitions.claim_depth`)
@@ -200,11 +201,12 @@ def _read(func_op: FuncOp, prover: Prover | None) -> _Reading:
                     defs, input_nodes)
 
 
-def read_tiled_graph(func_op: FuncOp, prover: Prover | None = None, *, timeout_ms: int = 5_000,
-                     cache: ProofCache | None = None) -> TiledGraph:
+def read_tiled_graph(func_op: FuncOp, prover: Prover | None = None, *,
+                     budget: ProofBudget = SEARCH_BUDGET, cache: ProofCache | None = None
+                     ) -> TiledGraph:
     """Read a graph with its kernel e-nodes back (the inverse of `graph_function` with
     kernels). The untiled classes are read as `read_graph` reads them; each kernel is proved
-    again (`verify-equivalence`, `timeout_ms`, with `cache`) equal to the program its
+    again (`verify-equivalence`, under `budget`, with `cache`) equal to the program its
     `nu.variant` names, an extraction of the graph: a proved kernel is justified by its fresh
     proof. GraphReadError, located at the kernel, when the variant is no program of the
     results or the kernel is not proved equal to it."""
@@ -213,7 +215,7 @@ def read_tiled_graph(func_op: FuncOp, prover: Prover | None = None, *, timeout_m
     kernel_ops = [op for op in reading.graph.body.block.ops if nu.is_kernel(op)]
     for op in kernel_ops:
         assert isinstance(op, KernelOp)
-        tiled.kernels.append(_read_kernel(reading, op, timeout_ms, cache))
+        tiled.kernels.append(_read_kernel(reading, op, budget, cache))
     first = reading.graph.body.block.last_op
     assert isinstance(first, nu.YieldOp)
     if first.values:
@@ -225,7 +227,7 @@ def read_tiled_graph(func_op: FuncOp, prover: Prover | None = None, *, timeout_m
     return tiled
 
 
-def _read_kernel(reading: _Reading, op: KernelOp, timeout_ms: int,
+def _read_kernel(reading: _Reading, op: KernelOp, budget: ProofBudget,
                  cache: ProofCache | None) -> KernelNode:
     """One kernel e-node, proved equal to its variant."""
     g, imported = reading.g, reading.imported
@@ -253,7 +255,7 @@ def _read_kernel(reading: _Reading, op: KernelOp, timeout_ms: int,
                       _float(op, "axon.hbm_bytes"))
     program = export_function(g, node.variant_extraction(g, imported.results),
                               imported.name, imported.params, imported.param_names)
-    verdict = prove_equivalent(node.kernel, program, timeout_ms=timeout_ms, cache=cache)
+    verdict = prove_equivalent(node.kernel, program, budget=budget, cache=cache)
     if not isinstance(verdict, Proved):
         raise GraphReadError(_located(op, f"{where} is not proved equal to the program its "
                                       f"{nu.VARIANT_ATTR} names: {_why(verdict)}"))

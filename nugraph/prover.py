@@ -2,8 +2,8 @@
 
 The obligation is one `func.func` per side over the same parameters (the classes the original
 term reads): the consumer with its producers expanded, and the candidate term. `Proved` admits;
-`Refuted` and `Unknown` (including a timeout) admit nothing. The decision procedure is injectable
-so tests can force a timeout; the default is `axon.verifier.prove_equivalent`.
+`Refuted` and `Unknown` (including one out of its budget) admit nothing. The decision procedure
+is injectable so tests can force a timeout; the default is `axon.verifier.prove_equivalent`.
 
 Before the solver, a numeric test runs both sides in the reference interpreter on small random
 inputs: a clear difference rejects the candidate at once (z3 is slow to find counterexamples, and
@@ -24,7 +24,16 @@ from axon.interpreter import StrayReadError, run_function
 from axon.nugraph.egraph import EGraph
 from axon.nugraph.shrink import plan
 from axon.nugraph.term import Term, term_function
-from axon.verifier import ProofCache, Proved, Refuted, Unknown, Verdict, prove_equivalent
+from axon.verifier import (
+    ProofBudget,
+    ProofCache,
+    Proved,
+    Refuted,
+    Unknown,
+    Verdict,
+    prove_equivalent,
+)
+from axon.verifier.budget import SEARCH_BUDGET
 
 Decide = Callable[..., Verdict]
 
@@ -34,16 +43,17 @@ class Prover:
     """Decides candidate equalities with the SMT verifier (a shared cache across runs).
 
     It keeps what a stored result of its run needs: the obligation keys of the proofs it found
-    (`proofs`), and how many verdicts a limit decided (`limited`: Unknown because time ran out
-    or z3 gave up; another run may decide them)."""
+    (`proofs`), and how many verdicts a clock decided (`by_clock`: Unknown because a proof ran
+    past its safety net, `Unknown.by_clock`; another run may decide them). An Unknown a
+    budget's count decided repeats, so it does not keep a result from being stored."""
 
-    timeout_ms: int = 5_000
+    budget: ProofBudget = SEARCH_BUDGET
     assumptions: tuple[str, ...] = ()
     cache: ProofCache = field(default_factory=ProofCache)
     decide: Decide = prove_equivalent
     numeric_test: bool = True
     proofs: list[str] = field(default_factory=list)
-    limited: int = 0
+    by_clock: int = 0
 
     def obligation(self, g: EGraph, original: Term, candidate: Term,
                    extra_leaves: bool = False) -> tuple[FuncOp, FuncOp]:
@@ -63,9 +73,8 @@ class Prover:
                 term_function(g, [candidate], leaves, "candidate"))
 
     def __call__(self, g: EGraph, original: Term, candidate: Term, extra_leaves: bool = False,
-                 timeout_ms: int | None = None) -> Verdict | NumericRejection:
-        """The verdict on `original == candidate`; the solver gets `timeout_ms` (default the
-        prover's own `timeout_ms`)."""
+                 budget: ProofBudget | None = None) -> Verdict | NumericRejection:
+        """The verdict on `original == candidate` under `budget` (default the prover's own)."""
         a, b = self.obligation(g, original, candidate, extra_leaves)
         # sizes the obligation's parameters do not carry (a broadcast's `G` in gqa) are still the
         # program's own when some class of the graph has them in its type
@@ -78,12 +87,12 @@ class Prover:
         if self.numeric_test and differs_numerically(a, b):
             return NumericRejection()
         verdict = self.decide(a, b, assumptions=self.assumptions,
-                              timeout_ms=self.timeout_ms if timeout_ms is None else timeout_ms,
+                              budget=self.budget if budget is None else budget,
                               cache=self.cache)
         if isinstance(verdict, Proved):
             self.proofs.append(verdict.obligation)
-        elif isinstance(verdict, Unknown) and verdict.limited:
-            self.limited += 1
+        elif isinstance(verdict, Unknown) and verdict.by_clock:
+            self.by_clock += 1
         return verdict
 
 

@@ -41,6 +41,8 @@ from axon.nugraph.moves import Move, default_moves
 from axon.nugraph.moves.sites import SITE_KINDS, Mark
 from axon.nugraph.prover import Prover
 from axon.nugraph.term import Term
+from axon.verifier import ProofBudget
+from axon.verifier.budget import SEARCH_BUDGET
 
 SATURATED = "saturated"
 ITERATION_LIMIT = "iteration limit"
@@ -56,7 +58,7 @@ class Budget:
     max_iterations: int = 6
     max_nodes: int = 2_000
     time_limit_s: float = 60.0
-    proof_timeout_ms: int = 5_000
+    proof_budget: ProofBudget = SEARCH_BUDGET
 
 
 @dataclass
@@ -284,7 +286,7 @@ class Runner:
     def run(self) -> Report:
         """Run to saturation or a limit; returns the report (also `self.report`)."""
         g, report = self.graph, self.report
-        prover = self.prover or Prover(timeout_ms=self.budget.proof_timeout_ms)
+        prover = self.prover or Prover(budget=self.budget.proof_budget)
         limits = Limits(self.budget.max_nodes, self.budget.time_limit_s, report.elapsed)
         try:
             for index in range(1, self.budget.max_iterations + 1):

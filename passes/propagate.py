@@ -30,8 +30,11 @@ same key takes the stored functions instead of searching again, as long as every
 result relies on is still in the cache and each function read back proves equal to the input
 again (its obligation derived from the two programs and met in the cache; a graph read back
 with its memberships re-proved). A result is stored only when the search was not cut by
-its clock and no proof was left undecided by a time-out (a re-run might go further), so a
-stored result is what the search would find again. `report=true` always searches (its lines
+its clock and no proof's verdict was decided by its safety-net clock (a re-run might go
+further), so a stored result is what the search would find again. A proof's budget is a count
+of work (`proof_steps` normalization steps, `proof_rlimit` z3 resource units): a proof it
+stops is stopped again in every run, so it does not keep a result from being stored;
+`proof_seconds` is the safety net. `report=true` always searches (its lines
 describe the search).
 
 With `report=true`, stderr gets a progress line per iteration and then one summary line per
@@ -83,7 +86,8 @@ from axon.passes.sizes import SIZES_VALID, check_size_names, parse_sizes, sizes_
 from axon.targets.profiles import load_profile, unknown_profile
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
-from axon.verifier import Proved, prove_equivalent
+from axon.verifier import ProofBudget, Proved, prove_equivalent
+from axon.verifier.budget import SEARCH_BUDGET
 from axon.verifier.cache import ProofCache, step_key
 from axon.verifier.prove import ENCODING_REVISION
 
@@ -104,8 +108,13 @@ class PropagatePass(CheckedPass):
                             at_least=1)
     time_limit: float = option(Budget.time_limit_s, "seconds for one function's whole search",
                                above=0)
-    proof_timeout_ms: int = option(Budget.proof_timeout_ms, "milliseconds for one proof",
-                                   at_least=1)
+    proof_steps: int = option(SEARCH_BUDGET.steps, "normalization steps for one proof",
+                              at_least=1)
+    proof_rlimit: int = option(SEARCH_BUDGET.rlimit, "z3 resource units (rlimit) for one proof",
+                               at_least=1)
+    proof_seconds: float = option(SEARCH_BUDGET.seconds, "seconds after which one proof stops "
+                                  "whatever its counts (its verdict is then not stored)",
+                                  above=0)
     device: str = option("h200", "the device whose roofline prices the programs",
                          check=_device_problem, valid="a profile of targets/*/profiles/")
     sizes: str = option("", f"size symbols' values for the cost; the others are {DEFAULT_SIZE}",
@@ -116,6 +125,10 @@ class PropagatePass(CheckedPass):
     report: bool = option(False, "a line per iteration and a summary per function on stderr")
     cache: str = option("", "a proof-cache file to read and write; empty for none")
 
+    def proof_budget(self) -> ProofBudget:
+        """One proof's budget, from the `proof_*` options."""
+        return ProofBudget(self.proof_steps, self.proof_rlimit, self.proof_seconds)
+
     def size_bindings(self) -> dict[str, int]:
         """`sizes` as a mapping (checked at construction)."""
         return parse_sizes(self.sizes)
@@ -124,7 +137,7 @@ class PropagatePass(CheckedPass):
         sizes = self.size_bindings()
         check_size_names(sizes, op, "propagate")
         budget = Budget(self.max_iterations, self.max_nodes, self.time_limit,
-                        self.proof_timeout_ms)
+                        self.proof_budget())
         cache = ProofCache(self.cache or None)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
             key = self._result_key(func_op, sizes)
@@ -137,7 +150,7 @@ class PropagatePass(CheckedPass):
                 continue
             cost = RooflineCost(self.device, sizes)
             # one prover reads a printed graph back (re-proving it) and grows it: one cache
-            prover = Prover(timeout_ms=budget.proof_timeout_ms, cache=cache)
+            prover = Prover(budget=budget.proof_budget, cache=cache)
             try:
                 if any(isinstance(o, nu.GraphOp) for o in func_op.walk()):
                     session = Session.from_graph_function(func_op, cost, prover)
@@ -185,14 +198,14 @@ class PropagatePass(CheckedPass):
             if any(isinstance(o, nu.GraphOp) for o in f.walk()):
                 try:
                     Session.from_graph_function(f, RooflineCost(self.device, {}),
-                                                Prover(timeout_ms=self.proof_timeout_ms,
+                                                Prover(budget=self.proof_budget(),
                                                        cache=cache))
                 except GraphReadError:
                     ok = False
                 else:
                     ok = True
             else:
-                ok = isinstance(prove_equivalent(func_op, f, timeout_ms=self.proof_timeout_ms,
+                ok = isinstance(prove_equivalent(func_op, f, budget=self.proof_budget(),
                                                  cache=cache), Proved)
             if not ok:
                 warnings.warn(f"a stored {self.name} result of @{func_op.sym_name.data} is not "
@@ -204,7 +217,7 @@ class PropagatePass(CheckedPass):
         """What determines a function's result: its text, the options that shape the search
         and the emitted programs, the device's profile data and the verifier's encoding."""
         options = (f"max_iterations={self.max_iterations} max_nodes={self.max_nodes} "
-                   f"time_limit={self.time_limit!r} proof_timeout_ms={self.proof_timeout_ms} "
+                   f"time_limit={self.time_limit!r} proof budget {self.proof_budget().key()} "
                    f"emit={self.emit} top_k={self.top_k} sizes={sorted(sizes.items())}")
         return step_key(self.name, function_text(func_op), options,
                         repr(load_profile(self.device)), f"encoding {ENCODING_REVISION}")
@@ -212,8 +225,9 @@ class PropagatePass(CheckedPass):
 
 def _repeatable(report: Report, prover: Prover) -> bool:
     """Whether a re-run would find the same result: no clock cut the search or what came
-    after it, and no proof was left undecided by a limit."""
-    return report.stop_reason != TIME_LIMIT and not report.cut_after and prover.limited == 0
+    after it, and no proof's verdict was decided by its safety-net clock (an Unknown a
+    budget's count decided is decided again)."""
+    return report.stop_reason != TIME_LIMIT and not report.cut_after and prover.by_clock == 0
 
 
 def _float_summary(emitted: list[Checked], rejected: int) -> str:

@@ -25,7 +25,10 @@ and the cheapest is the best. Options:
   refuses variants marked `axon.variant_of` (a graph holds only what propagation proved:
   run `propagate{emit="graph"}` first);
 - `top_k`: kernels `emit="top-k"` prints, and concrete tile sizes kept per kernel;
-- `timeout_ms`: one proof's budget; `time_limit`: seconds for one program's whole search;
+- `proof_steps`, `proof_rlimit`: one kernel's proof budget, normalization steps and z3 resource
+  units (counts of work: a proof they stop is stopped again in every run, so the result of a
+  search it shaped is stored); `proof_seconds`: a safety-net clock per proof (a verdict it
+  decides is not stored); `time_limit`: seconds for one program's whole search;
 - `cache`: a proof-cache file (read, then written back), as for `verify-equivalence`;
 - `report=true`: a line per proposed tiling too (its verdict, and the reason of a rejection).
 
@@ -67,6 +70,8 @@ from axon.tiling.graph import (
 from axon.tiling.search import Proposal, Result, tile_program
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
+from axon.verifier import ProofBudget
+from axon.verifier.budget import SEARCH_BUDGET
 from axon.verifier.cache import ProofCache
 
 
@@ -88,7 +93,13 @@ class TilePass(CheckedPass):
                         at_least=1)
     variants: int = option(3, "untiled programs tiled per nu.graph input (its cheapest)",
                            at_least=1)
-    timeout_ms: int = option(5_000, "milliseconds for one kernel's proof", at_least=1)
+    proof_steps: int = option(SEARCH_BUDGET.steps, "normalization steps for one kernel's proof",
+                              at_least=1)
+    proof_rlimit: int = option(SEARCH_BUDGET.rlimit,
+                               "z3 resource units (rlimit) for one kernel's proof", at_least=1)
+    proof_seconds: float = option(SEARCH_BUDGET.seconds,
+                                  "seconds after which one kernel's proof stops whatever its "
+                                  "counts (its verdict is then not stored)", above=0)
     time_limit: float = option(60.0, "seconds for one program's whole search", above=0)
     cache: str = option("", "a proof-cache file to read and write back")
     report: bool = option(False, "a line per proposed tiling (its verdict and reason) on stderr")
@@ -100,7 +111,8 @@ class TilePass(CheckedPass):
         cache = ProofCache(self.cache or None)
         start = time.perf_counter()
         results: list[Result] = []
-        prover = Prover(timeout_ms=self.timeout_ms, cache=cache)
+        budget = ProofBudget(self.proof_steps, self.proof_rlimit, self.proof_seconds)
+        prover = Prover(budget=budget, cache=cache)
         for funcs in _programs(op):
             graph = self._graph_variants(funcs, profile, sizes, prover)
             if graph is not None and self.emit != "graph":
@@ -111,7 +123,7 @@ class TilePass(CheckedPass):
             name = tiled[0].sym_name.data
             with progress.step(f"tile @{name}") as step:
                 result = tile_program(
-                    tiled, profile, sizes, timeout_ms=self.timeout_ms,
+                    tiled, profile, sizes, budget=budget,
                     time_limit_s=self.time_limit, top_k=self.top_k, cache=cache,
                     progress=lambda p, done, total: step.update(
                         f"{done}/{total} tilings, last {p.tiling.kind} of @{p.variant}: "
@@ -216,7 +228,7 @@ def report_line(result: Result) -> str:
               f"{result.count('not tileable')} not tileable, "
               f"{sum(p.fused for p in result.proved)} fused")
     if result.count("skipped"):
-        counts += f", {result.count('skipped')} skipped after a timeout"
+        counts += f", {result.count('skipped')} skipped after a proof ran out of budget"
     if result.unproposed:
         counts += f", {result.unproposed} not tried (time limit)"
     line = f"tile: @{result.program}: {counts} in {result.seconds:.2f} s"

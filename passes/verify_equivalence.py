@@ -6,13 +6,16 @@ over size symbols. The pass writes the verdict onto the marked function:
 
     axon.verdict = "proved"   + axon.proof_id = "<16 hex digits>"
     axon.verdict = "refuted"  + axon.counterexample = "K=2, M=1: result #0[0, 0] is 1.5 vs 2"
-    axon.verdict = "unknown"  + axon.reason = "z3: timeout"
+    axon.verdict = "unknown"  + axon.reason = "out of budget: z3 spent the query's rlimit ..."
     axon.verdict = "inconsistent" + axon.reason = "no sizes satisfy the assumptions (N < 1) ..."
 
 and prints a report to stderr (one line per pair, then tried/proved/refuted/unknown and time).
 Unknown and inconsistent (assumptions no sizes satisfy) never count as proved. Options:
-`timeout_ms` (the budget of each pair's query), `cache` (a proof-cache file,
-read and written; empty for none), `fail_on_refuted` (after annotating and reporting, fail with a
+`proof_steps`, `proof_rlimit` (the budget of each pair's query: normalization steps and z3
+resource units, counts of work that stop a query at the same point in every run) and
+`proof_seconds` (a safety-net clock; a verdict it decides is not stored), `cache` (a
+proof-cache file, read and written; empty for none; it keeps an Unknown the counts decided,
+for the same budget), `fail_on_refuted` (after annotating and reporting, fail with a
 diagnostic, so the command exits non-zero, when some pair is refuted).
 """
 
@@ -28,7 +31,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import PassFailedException
 
 from axon.tools.pass_options import CheckedPass, option
-from axon.verifier import ProofCache, Proved, Refuted, prove_equivalent
+from axon.verifier import ProofBudget, ProofCache, Proved, Refuted, prove_equivalent
+from axon.verifier.budget import DEFAULT_BUDGET
 
 MARK = "axon.equivalent_to"
 ASSUME = "axon.assume"
@@ -40,7 +44,13 @@ class VerifyEquivalencePass(CheckedPass):
 
     name = "verify-equivalence"
 
-    timeout_ms: int = option(10_000, "milliseconds for one pair's solver query", at_least=1)
+    proof_steps: int = option(DEFAULT_BUDGET.steps, "normalization steps for one pair's query",
+                              at_least=1)
+    proof_rlimit: int = option(DEFAULT_BUDGET.rlimit,
+                               "z3 resource units (rlimit) for one pair's query", at_least=1)
+    proof_seconds: float = option(DEFAULT_BUDGET.seconds,
+                                  "seconds after which one pair's query stops whatever its counts "
+                                  "(its verdict is then not stored)", above=0)
     cache: str = option("", "a proof-cache file to read and write; empty for none")
     fail_on_refuted: bool = option(False, "fail (a non-zero exit) when some pair is refuted")
 
@@ -65,7 +75,8 @@ class VerifyEquivalencePass(CheckedPass):
                                           "of this module")
             assumptions = _assumptions(func)
             verdict = prove_equivalent(func, funcs[other_name], assumptions,
-                                       timeout_ms=self.timeout_ms, cache=cache)
+                                       ProofBudget(self.proof_steps, self.proof_rlimit,
+                                                   self.proof_seconds), cache)
             counts[verdict.verdict] += 1
             func.attributes["axon.verdict"] = StringAttr(verdict.verdict)
             if isinstance(verdict, Proved):

@@ -11,20 +11,23 @@ kernel is priced at the program's sizes (1024 where none is given, as propagatio
 them) by enumerating concrete tile sizes
 (`tiling.concretize`), and the kernels are ranked by their best candidate's modeled time.
 
-The search is bounded: a proof has `timeout_ms`, a program's whole search `time_limit_s` (what
-is left unproposed is counted, never silently dropped); once a tiling's proof runs out of time
-on one variant, the same tiling of the later variants is skipped (counted, with the reason);
-so is a nested tiling (`Tiling.inner`) whose tiling without the nested loop has a candidate
-that fits (the nested loop is for a dim too large to be one tile: K past a NeuronCore's 128
-partitions); a progress callback hears of each proposal.
+The search is bounded: a proof has its `budget` (`verifier.ProofBudget`: counts of work, and a
+safety-net clock), a program's whole search `time_limit_s` (what is left unproposed is counted,
+never silently dropped); once a tiling's proof runs out of its budget on one variant, the same
+tiling of the later variants is skipped (counted, with the reason); so is a nested tiling
+(`Tiling.inner`) whose tiling without the nested loop has a candidate that fits (the nested
+loop is for a dim too large to be one tile: K past a NeuronCore's 128 partitions); a progress
+callback hears of each proposal.
 
 With a cache, the whole result is stored in it too (`ProofCache.put_result`), keyed by the
 functions' text, the profile's data, the sizes, the limits and Axon's code, and listing the
 proofs of its kernels: a later search with the same key, while those proofs are still in the
 cache, returns the stored result without proving or pricing anything: its kernels are built
 again (cheap, and checked to print as the stored ones did, by a hash of their text). Only a
-result no clock shaped is stored: every tiling proposed, none skipped after a timeout, no
-proof left undecided by a time-out.
+result no clock shaped is stored: every tiling proposed within `time_limit_s`, and no proof
+decided by its safety-net clock (`Unknown.by_clock`). A proof its budget's counts left Unknown
+is Unknown again in every run with that budget (the key includes it), so it, and the skips it
+caused, do not keep the result from being stored.
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ from axon.tiling.concretize import Candidate, concretize
 from axon.tiling.cost import KernelCost
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
-from axon.verifier import Proved, Unknown, Verdict, prove_equivalent
+from axon.verifier import ProofBudget, Proved, Unknown, Verdict, prove_equivalent
+from axon.verifier.budget import SEARCH_BUDGET
 from axon.verifier.cache import ProofCache, step_key
 from axon.verifier.prove import ENCODING_REVISION
 
@@ -106,7 +110,7 @@ Progress = Callable[[Proposal, int, int], None]
 
 
 def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping[str, int],
-                 *, timeout_ms: int = 5_000, time_limit_s: float = 60.0, top_k: int = 3,
+                 *, budget: ProofBudget = SEARCH_BUDGET, time_limit_s: float = 60.0, top_k: int = 3,
                  cache: ProofCache | None = None, progress: Progress | None = None) -> Result:
     """Propose, prove and price every tiling of `funcs` (a program and its variants, the
     program first); see the module docstring."""
@@ -114,7 +118,7 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
     sizes = all_sizes(funcs[0], sizes)
     key = step_key("tile", *(function_text(f) for f in funcs), repr(profile),
                    repr(sorted(sizes.items())),
-                   f"timeout_ms={timeout_ms} time_limit_s={time_limit_s!r} top_k={top_k}",
+                   f"proof budget {budget.key()} time_limit_s={time_limit_s!r} top_k={top_k}",
                    f"encoding {ENCODING_REVISION}")
     space, accumulator_space = tile_spaces(profile)
     stored = (_stored(cache.result(key), funcs, profile, space, accumulator_space)
@@ -131,10 +135,10 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         except NotTileable as err:
             plan.append((func, None, str(err)))
     proposals: list[Proposal] = []
-    gave_up: set[str] = set()  # tilings whose proof ran out of time on some variant
+    gave_up: set[str] = set()  # tilings whose proof ran out of its budget on some variant
     fitting: set[tuple[str, Tiling]] = set()  # (variant, tiling) with a fitting candidate
     proofs: list[str] = []  # the obligation keys of the kernels' proofs
-    limited = False  # a proof a limit left undecided: a re-run may decide it
+    by_clock = False  # a proof the safety-net clock decided: a re-run may decide otherwise
     for index, (func, tiling, why) in enumerate(plan):
         if time.perf_counter() - start > time_limit_s:
             return Result(funcs[0].sym_name.data, proposals, len(plan) - index,
@@ -143,7 +147,7 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         if tiling is not None and tiling.kind in gave_up:
             proposal.verdict = "skipped"
             proposal.reason = (f"the {tiling.kind} kernel of an earlier variant ran out of "
-                               "time; the variants are the same computation")
+                               "its proof budget; the variants are the same computation")
         elif (tiling is not None and tiling.inner is not None
               and (proposal.variant, replace(tiling, inner=None)) in fitting):
             proposal.verdict = "skipped"
@@ -151,24 +155,24 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
                                f"the loop over {tiling.inner} nested in it")
         elif tiling is not None:
             verdict = _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
-                             timeout_ms, top_k, cache)
-            if isinstance(verdict, Unknown) and verdict.limited:  # ran out of time
+                             budget, top_k, cache)
+            if isinstance(verdict, Unknown) and verdict.limited:
                 gave_up.add(tiling.kind)
             if isinstance(verdict, Proved):
                 proofs.append(verdict.obligation)
             if proposal.candidates:
                 fitting.add((proposal.variant, tiling))
-            limited |= isinstance(verdict, Unknown) and verdict.limited
+            by_clock |= isinstance(verdict, Unknown) and verdict.by_clock
         proposals.append(proposal)
         if progress is not None:
             progress(proposal, index + 1, len(plan))
-    if cache is not None and not limited and not gave_up:
+    if cache is not None and not by_clock:
         cache.put_result(key, {"proposals": [_record(p) for p in proposals]}, proofs)
     return Result(funcs[0].sym_name.data, proposals, 0, time.perf_counter() - start)
 
 
 def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProfile,
-           sizes: Mapping[str, int], space: str, accumulator_space: str, timeout_ms: int,
+           sizes: Mapping[str, int], space: str, accumulator_space: str, budget: ProofBudget,
            top_k: int, cache: ProofCache | None) -> Verdict | None:
     """Build, prove and price one tiling into `proposal`; the verdict (None when the tiling
     does not build)."""
@@ -177,7 +181,7 @@ def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProf
     except NotTileable as err:
         proposal.reason = str(err)
         return None
-    verdict = prove_equivalent(kernel, func, timeout_ms=timeout_ms, cache=cache)
+    verdict = prove_equivalent(kernel, func, budget=budget, cache=cache)
     proposal.kernel, proposal.seconds = kernel, verdict.seconds
     proposal.source_ops = len(func.body.block.ops) - 1  # all but the return
     proposal.verdict = verdict.verdict
@@ -194,7 +198,7 @@ def _priced(kernel: FuncOp, sizes: Mapping[str, int], profile: DeviceProfile, to
             cache: ProofCache | None) -> list[Candidate]:
     """The kernel's best concrete tile sizes (`concretize`), kept in the cache by the kernel's
     text, the sizes, the profile's data and `top_k`: pricing relies on no proof and no clock,
-    so a search whose whole result is not stored (a proof timed out) still prices each
+    so a search whose whole result is not stored (a clock shaped it) still prices each
     kernel once."""
     if cache is None:
         return concretize(_kernel_op(kernel), dict(sizes), profile, top_k)

@@ -4,19 +4,23 @@ determines them.
 
 In memory for a run; optionally persisted as JSON (no pickle):
 
-    {"format": "axon-proof-cache", "version": 2, "entries": {key: record},
+    {"format": "axon-proof-cache", "version": 3, "entries": {key: record},
      "results": {key: record}, "sha256": ...}
 
-`sha256` is the hash of the canonical JSON of `entries` and `results` (a version 1 file, which
-has only `entries`, is read too). A file with another format, version or checksum, or that does
-not parse, is ignored with a warning (and overwritten on save). Only proved and refuted verdicts
-are stored: an unknown may be a timeout that a later run resolves.
+`sha256` is the hash of the canonical JSON of `entries` and `results` (files of versions 1 and
+2, which hold no Unknown, are read too; version 1 has only `entries`). A file with another
+format, version or checksum, or that does not parse, is ignored with a warning (and overwritten
+on save). `entries` holds proved and refuted verdicts by obligation key, and Unknowns that a
+budget's count decided (`verdict: "unknown"`, with the budget that ran out and the reason) by
+the query's key, which includes the budget: the same query under the same budget runs out
+again, and a larger budget has another key (`prove.prove_equivalent`). An Unknown the
+safety-net clock decided is never stored: a later run may decide it.
 
 A step's result (`result`, `put_result`) is keyed by `step_key`: the step's name, the hash of
 Axon's own code and data (`code_fingerprint`) and the step's inputs as text. It lists the
 obligation keys of the proofs it relies on, and is served only while each of them is in
 `entries` as proved (`holds_proofs`); the step decides what else makes a result reusable (it
-stores only results a re-run would compute identically: none cut by a clock).
+stores only results a re-run would compute identically: none a clock shaped).
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = "axon-proof-cache"
-VERSION = 2
+VERSION = 3
+#: older versions read as they are: their records mean what they meant
+_READ_VERSIONS = (1, 2, VERSION)
 #: the package's folders whose files do not change what a step computes
 _NOT_CODE = ("tests", "lit_tests", "docs")
 
@@ -43,8 +49,8 @@ def _checksum(entries: dict[str, Any], results: dict[str, Any] | None = None) ->
 
 
 class ProofCache:
-    """Verdict records by obligation key, step results by step key; counts verdict hits and
-    misses."""
+    """Verdict records by obligation key (and Unknowns a budget's count decided, by query key),
+    step results by step key; counts verdict hits and misses."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
@@ -59,6 +65,7 @@ class ProofCache:
             self.entries, self.results = _load(self.path)
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The proved or refuted verdict stored under the obligation `key` (a hit or a miss)."""
         rec = self.entries.get(key)
         if rec is None:
             self.misses += 1
@@ -67,7 +74,17 @@ class ProofCache:
         return rec
 
     def put(self, key: str, record: dict[str, Any]) -> None:
+        """Store a verdict's record under `key`."""
         self.entries[key] = record
+
+    def limited(self, key: str) -> dict[str, Any] | None:
+        """The Unknown a budget's count decided, stored under the query `key` (a hit when
+        found; not found is no miss: the query goes on to its obligation's key)."""
+        rec = self.entries.get(key)
+        if rec is None or rec.get("verdict") != "unknown":
+            return None
+        self.hits += 1
+        return rec
 
     def holds_proofs(self, keys: Iterable[str]) -> bool:
         """Whether every obligation key in `keys` has a proved verdict here."""
@@ -135,13 +152,13 @@ def _load(path: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, An
         warnings.warn(f"proof cache {path} ignored: not an {FORMAT} file", stacklevel=3)
         return nothing
     version = doc.get("version")
-    if version not in (1, VERSION):
+    if version not in _READ_VERSIONS:
         warnings.warn(f"proof cache {path} ignored: version {version}, expected {VERSION}",
                       stacklevel=3)
         return nothing
     entries = doc.get("entries")
-    results = doc.get("results") if version == VERSION else None
-    if not isinstance(entries, dict) or (version == VERSION and not isinstance(results, dict)) \
+    results = doc.get("results") if version != 1 else None
+    if not isinstance(entries, dict) or (version != 1 and not isinstance(results, dict)) \
             or doc.get("sha256") != _checksum(entries, results):
         warnings.warn(f"proof cache {path} ignored: checksum mismatch", stacklevel=3)
         return nothing

@@ -3,39 +3,59 @@
 The obligation: for all sizes >= 1 (and the assumptions), all input contents (reals) and every
 output index in range, the two functions' outputs are equal as real numbers. Proved only on z3's
 UNSAT for the negation; Refuted only when the reference interpreter reproduces a difference at the
-model's (small) dims; anything else, including timeouts, is Unknown.
+model's (small) dims; anything else, including a query that runs out of its budget, is Unknown.
+
+The budget (`budget.ProofBudget`) counts work: normalization steps and z3's resource units, so
+a query it stops is stopped again by every run with the same budget. With a cache, such an
+Unknown is stored under the query's key (both functions' text, the assumptions, the budget's
+counts, the z3 version and the hash of Axon's code) and served without normalizing or calling
+z3; a larger budget has another key and tries again. An Unknown the safety-net clock decided is
+never stored.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from io import StringIO
 
 import numpy as np
 import z3
 from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.printer import Printer
 
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 from axon.dialects.tile import ForOp, KernelOp
-from axon.verifier import induction, kernels
+from axon.verifier import induction, kernels, sums
 from axon.verifier import terms as T
-from axon.verifier.budget import OutOfTime, TooLarge, deadline, expired, remaining_ms
-from axon.verifier.cache import ProofCache
+from axon.verifier.budget import (
+    DEFAULT_BUDGET,
+    OutOfBudget,
+    OutOfTime,
+    ProofBudget,
+    TooLarge,
+    expired,
+    out_of_rlimit,
+    remaining_ms,
+    rlimit_left,
+    spend_rlimit,
+    spending,
+)
+from axon.verifier.cache import ProofCache, code_fingerprint
 from axon.verifier.encode import Encoder
 from axon.verifier.induction import NotInductive
 from axon.verifier.inline import Output, Unsupported, inline_function, signature
 from axon.verifier.replay import replay
 from axon.verifier.structure import shared_structure
 
-#: z3 is asked first for a counterexample with every size at most this (small replays)
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
 #: changes: the obligation key includes it, so a persisted cache never serves an older verdict
 ENCODING_REVISION = 16
 
+#: z3 is asked first for a counterexample with every size at most this (small replays)
 SMALL_DIM = 6
 #: how many distinct candidate size assignments are replayed before giving up
 CANDIDATES = 4
@@ -124,59 +144,108 @@ class Inconsistent:
 
 @dataclass(frozen=True)
 class Unknown:
-    """Neither proved nor refuted (timeout, unsupported, unreplayed model): never a proof."""
+    """Neither proved nor refuted (out of budget, unsupported, unreplayed model): never a
+    proof."""
 
     reason: str
     seconds: float
     verdict: str = "unknown"
     limited: bool = False
-    """A limit stopped the query (its time budget, or a z3 call answering unknown, which is
-    how z3 reports its timeout): with more time it may be decided. A step whose result such a
-    verdict shaped does not store that result."""
+    """A budget stopped the query (`budget` says which): with a larger one it may be decided."""
+    budget: str = ""
+    """The budget that ran out, when `limited`: "steps" or "rlimit" (counts of work: the same
+    budget stops the same query again, so the verdict is stored and a step it shaped may store
+    its result) or "seconds" (the safety-net clock: the verdict depends on the machine and its
+    load, so neither it nor a result it shaped is stored)."""
+    cached: bool = False
+
+    @property
+    def by_clock(self) -> bool:
+        """The safety-net clock decided this verdict (another run may decide otherwise)."""
+        return self.budget == "seconds"
 
 
 Verdict = Proved | Refuted | Unknown | Inconsistent
 
 
 def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
-                     timeout_ms: int = 10_000, cache: ProofCache | None = None,
-                     rlimit: int | None = None) -> Verdict:
+                     budget: ProofBudget = DEFAULT_BUDGET, cache: ProofCache | None = None
+                     ) -> Verdict:
     """Decide whether `a` and `b` compute the same results for all sizes and all inputs.
 
     `assumptions` are integer facts over size symbols, e.g. "K mod 4 == 0" or "M >= 2"
     (operators == != < <= > >=). Results are compared position by position, types first (shape
-    and dtype), then values; parameters must have the same types. `timeout_ms` bounds the whole
-    query: inlining, normalization, every z3 call and the replay of counterexamples share it;
-    `rlimit` (z3's deterministic resource limit) bounds each z3 call too, when given. Running out
-    gives Unknown, never Proved. So does a failure inside the verifier itself: a caller
-    (propagation, the pass) then keeps going without the equality, and the reason names the
-    failure so it can be reported. Assumptions that no sizes satisfy give `Inconsistent`.
+    and dtype), then values; parameters must have the same types. `budget` bounds the whole
+    query (`budget.ProofBudget`): normalization's steps, the resource units of every z3 call
+    together, and a safety-net clock that replaying counterexamples shares too. Running out
+    gives Unknown, never Proved; with a `cache`, an Unknown that a count (not the clock)
+    decided is stored under this budget and served again without any work. So does a failure
+    inside the verifier itself give Unknown: a caller (propagation, the pass) then keeps going
+    without the equality, and the reason names the failure so it can be reported. Assumptions
+    that no sizes satisfy give `Inconsistent`.
     """
-    global _solver_gave_up
+    global _obligation
     start = time.perf_counter()
-    _solver_gave_up = False
+    query = _query_key(a, b, assumptions, budget) if cache is not None else ""
+    if cache is not None:
+        stored = cache.limited(query)
+        if stored is not None:
+            return _from_stored_unknown(stored, cache, time.perf_counter() - start)
+    _obligation = ""
+    # the memos open afresh, so the steps a query takes do not depend on the queries before it
+    sums.reset()
     verdict: Verdict
     try:
-        with deadline(max(1, timeout_ms) / 1000):
-            verdict = _prove(a, b, tuple(assumptions), rlimit, cache, start)
+        with spending(budget):
+            verdict = _prove(a, b, tuple(assumptions), cache, start)
     except Unsupported as err:
         verdict = Unknown(str(err), time.perf_counter() - start)
-    except OutOfTime:
-        verdict = Unknown(f"out of time: the query's budget of {timeout_ms} ms ran out before a "
-                          "verdict", time.perf_counter() - start, limited=True)
+    except OutOfBudget as err:
+        verdict = Unknown(f"out of budget: {err} (budget {budget})", time.perf_counter() - start,
+                          limited=True, budget=err.budget)
     except TooLarge as err:
         verdict = Unknown(f"too large: {err} during normalization", time.perf_counter() - start)
     except (ArithmeticError, AssertionError, KeyError, RecursionError, TypeError,
             ValueError, z3.Z3Exception) as err:
         verdict = Unknown(f"internal verifier error, please report: {type(err).__name__}: "
                           f"{err}", time.perf_counter() - start)
-    if isinstance(verdict, Unknown) and _solver_gave_up:
-        verdict = dataclasses.replace(verdict, limited=True)
+    if cache is not None and isinstance(verdict, Unknown) and verdict.limited \
+            and not verdict.by_clock:
+        cache.put(query, {"verdict": "unknown", "reason": verdict.reason,
+                          "budget": verdict.budget, "obligation": _obligation})
     return verdict
 
 
-def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | None,
-           cache: ProofCache | None, start: float) -> Verdict:
+#: the obligation key of the query under way, once normalization has derived it (a stored
+#: Unknown names it, so that a proof found since, with a larger budget, is served instead)
+_obligation = ""
+
+
+def _query_key(a: FuncOp, b: FuncOp, assumptions: Sequence[str], budget: ProofBudget) -> str:
+    """The key of a query's Unknown that a count decided: what determines the counts' verdict
+    (both functions' text, the assumptions, the counts, z3's version and Axon's code)."""
+    texts = []
+    for func in (a, b):
+        out = StringIO()
+        Printer(stream=out).print_op(func)
+        texts.append(out.getvalue())
+    text = "\n".join(["query", code_fingerprint(), f"z3 {z3.get_version_string()}",
+                      budget.key(), f"assume {' ; '.join(sorted(assumptions))}", *texts])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _from_stored_unknown(record: dict, cache: ProofCache, seconds: float) -> Verdict:
+    """A stored Unknown as a verdict; the verdict of its obligation instead, where the cache
+    holds one (decided since, under a larger budget: a run with this budget meets it too)."""
+    decided = cache.entries.get(record["obligation"]) if record["obligation"] else None
+    if decided is not None:
+        return _from_cache(decided, record["obligation"], seconds)
+    return Unknown(record["reason"], seconds, limited=True, budget=record["budget"], cached=True)
+
+
+def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], cache: ProofCache | None,
+           start: float) -> Verdict:
+    global _obligation
     sig_a, sig_b = signature(a), signature(b)
     if [str(t) for t in sig_a] != [str(t) for t in sig_b]:
         raise Unsupported(f"parameters differ: ({', '.join(map(str, sig_a))}) vs "
@@ -190,10 +259,11 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
         # the same DAG of ops: equal by construction, once the premises are seen to hold
         key = hashlib.sha256(f"{ENCODING_REVISION}\nshared structure\nassume "
                              f"{' ; '.join(assumptions)}\n{shared}".encode()).hexdigest()
+        _obligation = key
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
             return _from_cache(hit, key, time.perf_counter() - start)
-        premises = _premises(a, b, sig_a, assumptions, rlimit, start)
+        premises = _premises(a, b, sig_a, assumptions, start)
         if not isinstance(premises, tuple):
             return premises
         proved = Proved(shared[:16], time.perf_counter() - start, obligation=key)
@@ -205,26 +275,25 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
         # the interpreter looks first: a wrong kernel's terms may normalize slowly (blocks
         # that do not partition their dim), and one whose loops the verifier does not read
         # (an inner accumulator carried through the outer loop) is refuted only so
-        premises = _premises(a, b, sig_a, assumptions, rlimit, start)
+        premises = _premises(a, b, sig_a, assumptions, start)
         if not isinstance(premises, tuple):
             return premises
-        probed = _probe_kernel(a, b, *premises, start) or _probe(a, b, *premises, rlimit,
-                                                                  start)
+        probed = _probe_kernel(a, b, *premises, start) or _probe(a, b, *premises, start)
         if probed is not None:
             return probed
     try:
-        inductive = [_inductive_loops(f, sig_a, assumptions, rlimit) for f in (a, b)]
+        inductive = [_inductive_loops(f, sig_a, assumptions) for f in (a, b)]
         out_a, out_b = (inline_function(a, inductive[0], "a"),
                         inline_function(b, inductive[1], "b"))
     except NotInductive as err:
-        return _not_inductive(a, b, sig_a, assumptions, rlimit, start, err)
+        return _not_inductive(a, b, sig_a, assumptions, start, err)
     except TooLarge:
         # the normal forms outgrew their limits (a long chain's coefficients): no proof, but the
         # interpreter may still show a difference
-        premises = _premises(a, b, sig_a, assumptions, rlimit, start)
+        premises = _premises(a, b, sig_a, assumptions, start)
         if not isinstance(premises, tuple):
             return premises
-        probed = _probe(a, b, *premises, rlimit, start)
+        probed = _probe(a, b, *premises, start)
         if probed is not None:
             return probed
         raise
@@ -233,19 +302,19 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
     text = obligation_text(sig_a, out_a, out_b, assumptions)
     # the revision keeps verdicts of an older normalization or encoding out of a persisted cache
     key = hashlib.sha256(f"{ENCODING_REVISION}\n{text}".encode()).hexdigest()
+    _obligation = key
     if cache is not None:
         hit = cache.get(key)
         if hit is not None:
             return _from_cache(hit, key, time.perf_counter() - start)
-    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, rlimit, key, start,
-                      probe=not kernel)
+    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, key, start, probe=not kernel)
     if cache is not None and isinstance(verdict, (Proved, Refuted)):
         cache.put(key, _to_cache(verdict))
     return verdict
 
 
-def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
-                     rlimit: int | None) -> frozenset[ForOp]:
+def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...]
+                     ) -> frozenset[ForOp]:
     """The loops of `func`'s kernels that state an invariant, each with its induction
     obligations proved (`induction.py`), in program order (a loop's obligations may read the
     results of the loops before it); NotInductive at the first obligation not proved."""
@@ -254,20 +323,18 @@ def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple
         kernels.check_readable(kernel)
         for loop in induction.stated_loops(kernel):
             for ob in induction.obligations(kernel, loop, frozenset(proved)):
-                _discharge(func, sig, assumptions, rlimit, ob)
+                _discharge(func, sig, assumptions, ob)
             proved.add(loop)
     return frozenset(proved)
 
 
 def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
-               rlimit: int | None, ob: induction.Obligation) -> None:
+               ob: induction.Obligation) -> None:
     """Prove one obligation (z3 unsat of its negation, under the sizes' constraints and the
     assumptions); NotInductive with z3's sizes (small ones first) where it is false or z3 gives
-    up."""
+    up (out of the query's budget: `OutOfBudget`)."""
     enc = Encoder()
     solver = z3.Solver(ctx=enc.ctx)
-    if rlimit is not None:
-        solver.set("rlimit", max(1, rlimit))
     solver.add(*_size_constraints(enc, sig, _result_types(func), assumptions))
     in_range = [z3.And(enc.int_var(n) >= 0, enc.int_var(n) < enc.int_expr(e, {}))
                 for n, e in zip(ob.index, ob.extents, strict=True)]
@@ -297,13 +364,12 @@ def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, 
 
 
 def _not_inductive(a: FuncOp, b: FuncOp, sig: Sequence[TensorType],
-                   assumptions: tuple[str, ...], rlimit: int | None, start: float,
-                   err: NotInductive) -> Verdict:
+                   assumptions: tuple[str, ...], start: float, err: NotInductive) -> Verdict:
     """A loop whose invariant is not proved is not read, so no proof; a wrong kernel is still
     refuted where the interpreter shows the two functions differ: at the sizes where the
     obligation failed (a kernel that breaks its own invariant there usually differs there),
     else at small random ones. Otherwise Unknown, naming the obligation."""
-    premises = _premises(a, b, sig, assumptions, rlimit, start)
+    premises = _premises(a, b, sig, assumptions, start)
     if not isinstance(premises, tuple):
         return premises
     if err.sizes is not None:
@@ -312,7 +378,7 @@ def _not_inductive(a: FuncOp, b: FuncOp, sig: Sequence[TensorType],
             cex = Counterexample(found.sizes, found.output, found.index, found.inputs,
                                  found.value_a, found.value_b, exact=found.exact)
             return Refuted(cex, time.perf_counter() - start)
-    probed = _probe(a, b, *premises, rlimit, start)
+    probed = _probe(a, b, *premises, start)
     if probed is not None:
         return probed
     return Unknown(str(err), time.perf_counter() - start)
@@ -366,14 +432,12 @@ def _assumption(enc: Encoder, text: str) -> z3.BoolRef:
 
 
 def _premises(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
-              rlimit: int | None, start: float) -> tuple[Encoder, z3.Solver] | Verdict:
+              start: float) -> tuple[Encoder, z3.Solver] | Verdict:
     """The sizes the obligation ranges over, in a solver, once they are seen to exist and the
     results' types to agree; else the verdict that settles it (Inconsistent premises, a
     refutation by types, or Unknown). Only the types are read, not the terms."""
     enc = Encoder()
     solver = z3.Solver(ctx=enc.ctx)
-    if rlimit is not None:
-        solver.set("rlimit", max(1, rlimit))
     types_a, types_b = _result_types(a), _result_types(b)
     results = [*types_a, *types_b]
     solver.add(*_size_constraints(enc, sig, results, assumptions))
@@ -413,15 +477,15 @@ def _premises(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], assumptions: tupl
 
 
 def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Output],
-            out_b: Sequence[Output], assumptions: tuple[str, ...], rlimit: int | None,
-            key: str, start: float, probe: bool = True) -> Verdict:
+            out_b: Sequence[Output], assumptions: tuple[str, ...], key: str, start: float,
+            probe: bool = True) -> Verdict:
     """The value query of the obligation; `probe`: the interpreter looks for a difference
     first (`_probe`; false where it has looked already)."""
-    premises = _premises(a, b, sig, assumptions, rlimit, start)
+    premises = _premises(a, b, sig, assumptions, start)
     if not isinstance(premises, tuple):
         return premises
     enc, solver = premises
-    probed = _probe(a, b, enc, solver, rlimit, start) if probe else None
+    probed = _probe(a, b, enc, solver, start) if probe else None
     if probed is not None:
         return probed
     disjuncts = []
@@ -444,18 +508,16 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
     return _refute(a, b, enc, solver, out_a, start)
 
 
-def _probe(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, rlimit: int | None,
-           start: float) -> Refuted | None:
+def _probe(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: float
+           ) -> Refuted | None:
     """A cheap first look for a counterexample before the value query: one random input at
     small sizes (each in [2, SMALL_DIM] where the premises allow; a size of 1 hides wrong axes).
 
     Most wrong rewrites differ everywhere, and z3 takes far longer to find a model than the
     interpreter takes to show a difference; the evidence is the same replay as for a model's
     (`replay.replay`), so this path refutes exactly what replay would confirm."""
-    # a solver of its own, so the value query's resource limit (rlimit) is not spent here
+    # a solver of its own, so the value query's solver does not keep these size bounds
     sizing = z3.Solver(ctx=enc.ctx)
-    if rlimit is not None:
-        sizing.set("rlimit", max(1, rlimit))
     sizing.add(*solver.assertions())
     sizing.add(*(z3.And(v >= 2, v <= SMALL_DIM) for v in enc.sizes.values()))
     if _check(sizing) != z3.sat:
@@ -466,10 +528,6 @@ def _probe(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, rlimit: int | 
     cex = Counterexample(found.sizes, found.output, found.index, found.inputs, found.value_a,
                          found.value_b, exact=found.exact)
     return Refuted(cex, time.perf_counter() - start)
-
-
-#: whether a z3 call of the query under way answered unknown (see `Unknown.limited`)
-_solver_gave_up = False
 
 
 def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: float
@@ -494,15 +552,36 @@ def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: 
 
 
 def _check(solver: z3.Solver) -> z3.CheckSatResult:
-    """solver.check() under what remains of the query's budget."""
-    global _solver_gave_up
+    """solver.check() under what is left of the query's budget: it is charged the resource
+    units the call used; `OutOfRlimit` when they were all that was left, `OutOfTime` when the
+    safety-net clock stopped the call (z3 answers both with unknown)."""
     if expired():
-        raise OutOfTime("the query's time budget ran out before a solver call")
+        raise OutOfTime("the query ran past its safety net before a solver call")
+    limit = min(rlimit_left(), _Z3_MAX_RLIMIT)
+    solver.set("rlimit", limit)
     solver.set("timeout", remaining_ms())
+    before = _resource_count(solver)
     result = solver.check()
+    used = _resource_count(solver) - before
+    spend_rlimit(used)
     if result == z3.unknown:
-        _solver_gave_up = True
+        if limit and used >= limit:
+            raise out_of_rlimit()
+        # z3 says "canceled" or "timeout" when its timer stopped it; other reasons (an
+        # incomplete theory) are its own and repeat
+        if expired() or solver.reason_unknown() in ("canceled", "timeout"):
+            raise OutOfTime("the query ran past its safety net during a solver call")
     return result
+
+
+#: the largest rlimit z3 takes (an unsigned 32-bit parameter); 0 is "no limit"
+_Z3_MAX_RLIMIT = 2**32 - 1
+
+
+def _resource_count(solver: z3.Solver) -> int:
+    """z3's resource count of the solver's context (every call in it adds to it)."""
+    stats = solver.statistics()
+    return int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else 0
 
 
 def _as_bool(enc: Encoder, v: T.Poly | T.Bool) -> z3.BoolRef:

@@ -161,7 +161,7 @@ def _witness(a: FuncOp, b: FuncOp, inputs: list[np.ndarray], sizes: Mapping[str,
              prefer: tuple[int, tuple[int, ...]] | None) -> Replayed | None:
     """A difference on these inputs in exact arithmetic (inputs of bounded magnitude only)."""
     if expired():
-        raise OutOfTime("the query's time budget ran out while replaying counterexamples")
+        raise OutOfTime("the query ran past its safety net while replaying counterexamples")
     if not all(np.all(np.abs(np.asarray(x, dtype=np.float64)) <= _EXACT_INPUT_BOUND)
                for x in inputs):
         return None

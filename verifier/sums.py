@@ -118,6 +118,14 @@ _sum_memo: dict[tuple[str, str, str, str, bool], Poly] = {}
 _subst_memo: dict[tuple[str, tuple[tuple[str, str], ...]], Poly] = {}
 
 
+def reset() -> None:
+    """Empty the memos of `make_sum` and `subst`, whose hits skip the steps (`budget.tick`) a
+    computation takes: a query that starts with them empty takes the same steps in every run,
+    whatever the process proved before it (`prove_equivalent` calls this per query)."""
+    _sum_memo.clear()
+    _subst_memo.clear()
+
+
 def subst(p: Poly, env: Mapping[str, IntExpr]) -> Poly:
     """Replace free loop variables by integer expressions, re-normalizing everything."""
     if not env or not (p.free & env.keys()):

@@ -53,6 +53,7 @@ from axon.targets.xe_triton.lower import NotSupported, lower_function
 from axon.tiling.cost import KernelPlan
 from axon.tiling.search import Proposal, all_sizes, tile_program
 from axon.tools.embed import run_pipeline
+from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
 from axon.verifier.cache import ProofCache
 
 #: the cost profile of a KB device that names none (see the module docstring)
@@ -85,7 +86,8 @@ class SelectOptions:
     """KB autotune configurations per tiling."""
     max_candidates: int = 24
     time_on_gpu: bool = True
-    timeout_ms: int = 5_000
+    proof_budget: ProofBudget = SEARCH_BUDGET
+    """One kernel's proof budget in the tile search (counts of work, a safety-net clock)."""
     time_limit_s: float = 60.0
 
 
@@ -342,7 +344,7 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
         say(f"propagation found no variant ({err}); tiling the program alone")
         funcs = [func]
     say(f"programs: {len(funcs)} (the program and {len(funcs) - 1} nu-graph variant(s))")
-    result = tile_program(funcs, profile, sizes, timeout_ms=options.timeout_ms,
+    result = tile_program(funcs, profile, sizes, budget=options.proof_budget,
                           time_limit_s=options.time_limit_s, top_k=options.tile_sizes,
                           cache=proofs)
     proved = result.proved

@@ -21,7 +21,7 @@ from axon.nugraph.propagate import propagate
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import ITERATION_LIMIT, NODE_LIMIT, SATURATED, TIME_LIMIT, Budget
 from axon.nugraph.session import Session
-from axon.verifier import Unknown, Verdict, prove_equivalent
+from axon.verifier import ProofBudget, Unknown, Verdict, prove_equivalent
 
 
 def chain(statements: int) -> FuncOp:
@@ -87,12 +87,13 @@ def test_the_time_limit_stops_a_run_that_only_proposes() -> None:
 
 
 def test_the_time_limit_cuts_a_proof_short() -> None:
-    def slow(*args: Any, timeout_ms: int, **kwargs: Any) -> Unknown:
-        time.sleep(timeout_ms / 1000)
-        return Unknown("z3: timeout (forced)", timeout_ms / 1000)
+    def slow(*args: Any, budget: ProofBudget, **kwargs: Any) -> Unknown:
+        time.sleep(budget.seconds)  # the safety net, which the run's clock caps
+        return Unknown("out of budget: past the safety net (forced)", budget.seconds,
+                       limited=True, budget="seconds")
 
     g = sums_of_matmuls(3)
-    prover = Prover(timeout_ms=5_000, decide=slow, numeric_test=False)
+    prover = Prover(budget=ProofBudget(10, 10, 5.0), decide=slow, numeric_test=False)
     report = propagate(g, Budget(time_limit_s=0.3), prover)
     assert report.stop_reason == TIME_LIMIT and report.seconds < 1.0
     # the proof the clock cut is not counted as undecided

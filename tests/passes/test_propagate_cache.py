@@ -130,10 +130,24 @@ def test_a_report_always_searches(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert searches.count == 1 and "candidates" in capsys.readouterr().err
 
 
-def test_a_search_with_a_proof_a_time_out_left_undecided_is_not_stored(tmp_path: Path) -> None:
+def test_a_search_with_a_proof_its_safety_net_decided_is_not_stored(tmp_path: Path) -> None:
     cache = tmp_path / "proofs.json"
-    propagate(RMSNORM_MATMUL, cache, "proof_timeout_ms=1")
+    propagate(RMSNORM_MATMUL, cache, "proof_seconds=0.000001")
     assert stored(cache) == {}
+
+
+def test_a_search_whose_proofs_a_count_stopped_is_stored_and_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "proofs.json"
+    cold = propagate(RMSNORM_MATMUL, cache, "proof_rlimit=1")  # every z3 call runs out
+    assert len(stored(cache)) == 1
+    unknowns = [r for r in json.loads(cache.read_text())["entries"].values()
+                if r["verdict"] == "unknown"]
+    assert unknowns and all(r["budget"] == "rlimit" for r in unknowns)
+    searches = Searches(monkeypatch)
+    assert propagate(RMSNORM_MATMUL, cache, "proof_rlimit=1") == cold and searches.count == 0
+    propagate(RMSNORM_MATMUL, cache)  # another budget: another key, searched again
+    assert searches.count == 1
 
 
 def test_a_stored_program_that_does_not_prove_again_is_not_served(

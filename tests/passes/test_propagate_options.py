@@ -24,7 +24,8 @@ def test_an_integer_is_a_valid_float() -> None:
     ("top_k=-3", "propagate: top_k must be an integer >= 1, not -3"),
     ("max_iterations=0", "propagate: max_iterations must be an integer >= 1, not 0"),
     ("max_nodes=-1", "propagate: max_nodes must be an integer >= 1, not -1"),
-    ("proof_timeout_ms=0", "propagate: proof_timeout_ms must be an integer >= 1, not 0"),
+    ("proof_rlimit=0", "propagate: proof_rlimit must be an integer >= 1, not 0"),
+    ("proof_seconds=0", "propagate: proof_seconds must be a number > 0, not 0.0"),
     ("time_limit=0", "propagate: time_limit must be a number > 0, not 0.0"),
     ("max_iterations=2.5", "propagate: max_iterations must be an integer >= 1, not 2.5"),
     ('max_iterations="many"', "propagate: max_iterations must be an integer >= 1, not 'many'"),
@@ -57,6 +58,6 @@ def test_sizes_bind_the_named_symbols() -> None:
 def test_every_option_is_documented() -> None:
     lines = describe_options(PropagatePass)
     assert [line.split("=")[0] for line in lines] == [
-        "max_iterations", "max_nodes", "time_limit", "proof_timeout_ms", "device", "sizes",
-        "emit", "top_k", "report", "cache"]
+        "max_iterations", "max_nodes", "time_limit", "proof_steps", "proof_rlimit",
+        "proof_seconds", "device", "sizes", "emit", "top_k", "report", "cache"]
     assert "top_k=3: programs that emit=\"top-k\" prints (an integer >= 1)" in lines

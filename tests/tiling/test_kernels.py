@@ -16,7 +16,7 @@ from axon.tiling import kernels
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.tools.embed import parse_mlir, print_ir
-from axon.verifier import Proved, Refuted, prove_equivalent
+from axon.verifier import ProofBudget, Proved, Refuted, prove_equivalent
 
 T = "!ax.tensor<[M, K], f32>"
 W = "!ax.tensor<[K, N], f32>"
@@ -245,7 +245,7 @@ def test_attention_is_split_over_batch_and_heads_and_reads_its_kv_head_one_wide(
         ["b0", "b1", "BM*i", "0"], ["b0", "b1 floordiv G", "0", "0"],
         ["b0", "b1 floordiv G", "0", "0"]]
     run_both(func, tiled, ATTENTION_SHAPES)
-    assert isinstance(prove_equivalent(func, tiled, timeout_ms=20_000), Proved)
+    assert isinstance(prove_equivalent(func, tiled, budget=ProofBudget.nominal(20.0)), Proved)
 
 
 def test_a_kv_head_read_at_the_wrong_offset_is_refuted() -> None:
@@ -254,7 +254,7 @@ def test_a_kv_head_read_at_the_wrong_offset_is_refuted() -> None:
     k_load = [op for op in tiled.walk() if isinstance(op, LoadOp)][1]
     k_load.properties["offsets"] = ArrayAttr([StringAttr(t) for t in
                                               ["b0", "b1 mod H", "0", "0"]])
-    verdict = prove_equivalent(func, tiled, timeout_ms=20_000)
+    verdict = prove_equivalent(func, tiled, budget=ProofBudget.nominal(20.0))
     assert isinstance(verdict, Refuted), verdict
     assert verdict.counterexample.shows_in(func, tiled)
 
@@ -289,7 +289,7 @@ def test_the_online_softmax_is_one_loop_stating_its_invariant_and_is_proved() ->
         "", "out[d0 < BM, d1 < 1] = add over r0 in [0, min(BK*k, N)) of "
             "exp((in1[d0, r0] - in2[d0, 0]))"]
     run_both(func, tiled, ROW_SHAPES)
-    assert isinstance(prove_equivalent(func, tiled, timeout_ms=20_000), Proved)
+    assert isinstance(prove_equivalent(func, tiled, budget=ProofBudget.nominal(20.0)), Proved)
 
 
 def test_a_sum_rescaled_the_wrong_way_is_refuted() -> None:
@@ -300,7 +300,7 @@ def test_a_sum_rescaled_the_wrong_way_is_refuted() -> None:
     (scale,) = (op for op in online_loop(tiled).body.block.ops
                 if op.name == "ax.sub" and op.operands[0] is m_old)
     scale.operands = (scale.operands[1], scale.operands[0])  # exp(m_new - m_old)
-    verdict = prove_equivalent(func, tiled, timeout_ms=20_000)
+    verdict = prove_equivalent(func, tiled, budget=ProofBudget.nominal(20.0))
     assert isinstance(verdict, Refuted), verdict
     assert verdict.counterexample.shows_in(func, tiled)
 
@@ -312,7 +312,7 @@ def test_flash_attention_over_batch_and_heads_is_one_online_loop_and_is_proved()
     loop = online_loop(tiled)
     assert len(loop.results) == 3  # m, the weighted values, l
     run_both(func, tiled, ATTENTION_SHAPES)
-    assert isinstance(prove_equivalent(func, tiled, timeout_ms=30_000), Proved)
+    assert isinstance(prove_equivalent(func, tiled, budget=ProofBudget.nominal(30.0)), Proved)
 
 
 def test_an_online_loop_needs_a_max_and_sums_reading_it() -> None:

@@ -20,7 +20,7 @@ from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.tiling.search import tile_program
 from axon.tools.embed import parse_mlir, print_ir
-from axon.verifier import Proved, Refuted, prove_equivalent
+from axon.verifier import ProofBudget, Proved, Refuted, prove_equivalent
 
 X = "!ax.tensor<[M, K], f32>"
 W = "!ax.tensor<[K, F], f32>"
@@ -208,13 +208,14 @@ func.func @lora(%x: {X}, %w: !ax.tensor<[K, N], f32>, %a: !ax.tensor<[K, R], f32
 
 def test_trn2_picks_the_nested_mlp_kernel_and_h200_skips_what_fits_without_it() -> None:
     sizes = {"M": 1024, "K": 1024, "F": 1024, "N": 1024}
-    trn2 = tile_program([function(MLP)], load_profile("trn2"), sizes, timeout_ms=30_000)
+    budget = ProofBudget.nominal(30)
+    trn2 = tile_program([function(MLP)], load_profile("trn2"), sizes, budget=budget)
     best = trn2.proved[0]
     assert best.tiling == Tiling("M", "N", "F", inner="K") and best.candidates
     cost = best.candidates[0].cost
     assert cost.fits and cost.hbm_bytes > cost.compulsory_bytes
     assert not any(p.candidates for p in trn2.proved if p.tiling.inner is None)
-    h200 = tile_program([function(MLP)], load_profile("h200"), sizes, timeout_ms=30_000)
+    h200 = tile_program([function(MLP)], load_profile("h200"), sizes, budget=budget)
     fitting = {p.tiling for p in h200.proposals if p.candidates}
     nested = [p for p in h200.proposals if p.tiling.inner is not None]
     assert nested and Tiling("M", "N", "F") in fitting

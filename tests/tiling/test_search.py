@@ -16,7 +16,7 @@ from axon.nugraph.stored import function_text
 from axon.targets.profiles import load_profile
 from axon.tiling import search
 from axon.tools.embed import parse_mlir, parse_source
-from axon.verifier import ProofCache, Unknown
+from axon.verifier import ProofBudget, ProofCache, Unknown
 
 T = "!ax.tensor<[M, N], f32>"
 ADD = f"""
@@ -32,20 +32,20 @@ def program(copies: int) -> list[FuncOp]:
             for _ in range(copies)]
 
 
-def test_a_tiling_that_ran_out_of_time_is_skipped_for_the_later_variants(
+def test_a_tiling_that_ran_out_of_budget_is_skipped_for_the_later_variants(
         monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
 
-    def out_of_time(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:
+    def out_of_budget(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:
         calls.append(kernel.sym_name.data)
-        return Unknown("out of time: the query's budget of 1 ms ran out before a verdict", 0.0,
-                       limited=True)
+        return Unknown("out of budget: z3 spent the query's rlimit of 1 resource units", 0.0,
+                       limited=True, budget="rlimit")
 
-    monkeypatch.setattr(search, "prove_equivalent", out_of_time)
+    monkeypatch.setattr(search, "prove_equivalent", out_of_budget)
     result = search.tile_program(program(3), load_profile("h200"), {"M": 64, "N": 64})
     assert calls == ["f_rows", "f_blocks"]  # once per tiling, not once per variant
     assert [p.verdict for p in result.proposals] == ["unknown", "unknown", *["skipped"] * 4]
-    assert "ran out of time" in result.proposals[-1].reason
+    assert "ran out of its proof budget" in result.proposals[-1].reason
 
 
 def test_an_unknown_for_a_reason_is_not_taken_for_a_timeout(
@@ -158,9 +158,31 @@ def test_a_stored_kernel_that_builds_otherwise_is_searched_again(
     assert proposals_text(again) == proposals_text(cold)
 
 
-def test_a_search_a_time_out_shaped_is_not_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_search_whose_proofs_a_count_stopped_is_stored_for_that_budget(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "proofs.json"
+    tiny = ProofBudget(25_000, 1, 50.0)  # one z3 resource unit: every proof runs out
+    cache = ProofCache(path)
+    cold = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                               budget=tiny, cache=cache)
+    cache.save()
+    assert [p.verdict for p in cold.proposals] == ["unknown", "unknown", "skipped", "skipped"]
+    assert "rlimit of 1 resource units" in cold.proposals[0].reason
+    assert len(tile_results(cache)) == 1  # a count, not a clock, shaped it: it repeats
+    with monkeypatch.context() as patched:
+        no_search(patched)
+        warm = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                                   budget=tiny, cache=ProofCache(path))
+    assert proposals_text(warm) == proposals_text(cold)
+    larger = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                                 cache=ProofCache(path))  # the default budget tries again
+    assert len(larger.proved) == 4
+
+
+def test_a_search_a_clock_shaped_is_not_stored(monkeypatch: pytest.MonkeyPatch) -> None:
     def out_of_time(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:
-        return Unknown("z3: timeout", 0.0, limited=True)
+        return Unknown("out of budget: the query ran past its safety net", 0.0, limited=True,
+                       budget="seconds")
 
     monkeypatch.setattr(search, "prove_equivalent", out_of_time)
     cache = ProofCache()
@@ -177,7 +199,8 @@ def test_a_kernel_is_priced_once_even_when_its_search_is_not_stored(
 
     def blocks_time_out(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> object:
         if kernel.sym_name.data.endswith("_blocks"):
-            return Unknown("z3: timeout", 0.0, limited=True)
+            return Unknown("out of budget: the query ran past its safety net", 0.0,
+                           limited=True, budget="seconds")
         return prove(kernel, func, **kwargs)
 
     priced: list[str] = []

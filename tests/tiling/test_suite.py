@@ -15,6 +15,7 @@ from axon.interpreter import run_function
 from axon.targets.profiles import load_profile
 from axon.tiling.search import tile_program
 from axon.tools.embed import parse_source
+from axon.verifier import ProofBudget
 
 #: programs with no proved kernel yet
 NOT_YET: set[str] = set()
@@ -38,7 +39,7 @@ def shapes_for(func: FuncOp, params: list[str]) -> list[tuple[dict[str, int], di
 def test_every_proved_kernel_of_the_program_computes_what_it_does(name: str) -> None:
     module = parse_source(PROGRAMS[name].source, f"{name}.py")
     (func,) = (op for op in module.ops if isinstance(op, FuncOp))
-    result = tile_program([func], load_profile("h200"), {}, timeout_ms=3000,
+    result = tile_program([func], load_profile("h200"), {}, budget=ProofBudget.nominal(3.0),
                           time_limit_s=30)
     assert bool(result.proved) == (name not in NOT_YET), [p.reason for p in result.proposals]
     rng = np.random.default_rng(0)

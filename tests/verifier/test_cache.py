@@ -1,29 +1,47 @@
-"""The proof cache and the limits: one proof per obligation per run, a versioned checksummed file,
-and running out of time or resources gives Unknown, never Proved."""
+"""The proof cache and the budgets: one proof per obligation per run, a versioned checksummed
+file, running out of a budget gives Unknown, never Proved, and an Unknown a budget's count
+decided repeats exactly, so it is stored for that budget and served again."""
 
 import json
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
+import z3
 
 from axon.benchmarks.verifier_corpus import IDENTITIES, NON_IDENTITIES, functions
-from axon.verifier import ProofCache, Proved, Refuted, Unknown, prove_equivalent
+from axon.verifier import ProofBudget, ProofCache, Proved, Refuted, Unknown, prove_equivalent
+from axon.verifier import budget as budget_module
 from axon.verifier import cache as cache_module
+from axon.verifier import prove as prove_module
 from axon.verifier.cache import step_key
 
 HARD = next(c for c in IDENTITIES if c.name == "softmax_max_invariance")
 FALSE = next(c for c in NON_IDENTITIES if c.name == "max_subtraction_wrong_axis")
+#: a query whose normalization reuses `make_sum`'s and `subst`'s memos across runs
+SUMS = next(c for c in IDENTITIES if c.name == "matmul_associative")
+#: counts no query of the corpus comes near, and a clock it never reaches
+AMPLE = ProofBudget(10**9, 10**9, 600.0)
+
+
+def one_unit() -> ProofBudget:
+    """A budget whose z3 calls run out at once (its normalization steps are ample)."""
+    return ProofBudget(AMPLE.steps, 1, AMPLE.seconds)
 
 
 def test_resource_limit_gives_unknown_never_proved() -> None:
-    verdict = prove_equivalent(*functions(HARD), rlimit=1)
-    assert isinstance(verdict, Unknown)
-    assert "resource" in verdict.reason
+    verdict = prove_equivalent(*functions(HARD), budget=one_unit())
+    assert isinstance(verdict, Unknown) and verdict.limited and verdict.budget == "rlimit"
+    assert "rlimit of 1 resource units" in verdict.reason
 
 
-def test_tiny_timeout_never_proves_a_non_identity() -> None:
-    verdict = prove_equivalent(*functions(FALSE), timeout_ms=1)
+def test_tiny_safety_net_never_proves_a_non_identity() -> None:
+    verdict = prove_equivalent(*functions(FALSE),
+                               budget=ProofBudget(AMPLE.steps, AMPLE.rlimit, 0.001))
     assert not isinstance(verdict, Proved)
 
 
@@ -36,11 +54,124 @@ def test_same_obligation_is_proved_once() -> None:
     assert (cache.hits, cache.misses) == (1, 1)
 
 
-def test_unknown_is_not_cached() -> None:
+def spent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The (steps, rlimit) each later query spends, as the budget counted them."""
+    record: list[tuple[int, int]] = []
+    prove = prove_module._prove
+
+    def counted(*args: Any, **kwargs: Any) -> object:
+        try:
+            return prove(*args, **kwargs)
+        finally:
+            record.append((budget_module.steps_spent(), budget_module.rlimit_spent()))
+
+    monkeypatch.setattr(prove_module, "_prove", counted)
+    return record
+
+
+def test_a_query_spends_the_same_counts_whatever_the_process_proved_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    record = spent(monkeypatch)
+    for _ in range(2):  # the second run meets the first one's memos
+        assert isinstance(prove_equivalent(*functions(SUMS), budget=AMPLE), Proved)
+    assert record[0] == record[1] and record[0][0] > 0 and record[0][1] > 0
+
+
+@pytest.mark.parametrize("count", ["steps", "rlimit"])
+def test_a_query_a_count_stops_gives_the_same_unknown_every_time(
+        monkeypatch: pytest.MonkeyPatch, count: str) -> None:
+    record = spent(monkeypatch)
+    prove_equivalent(*functions(SUMS), budget=AMPLE)
+    steps, rlimit = record[0]
+    # one short of what the proof takes: it stops, in this process and in another one
+    short = ProofBudget(steps - 1, AMPLE.rlimit, AMPLE.seconds) if count == "steps" else \
+        ProofBudget(AMPLE.steps, rlimit - 1, AMPLE.seconds)
+    first = prove_equivalent(*functions(SUMS), budget=short)
+    again = prove_equivalent(*functions(SUMS), budget=short)
+    assert isinstance(first, Unknown) and isinstance(again, Unknown)
+    assert first.limited and first.budget == count and not first.by_clock
+    assert (again.reason, again.budget) == (first.reason, first.budget)
+    assert f"steps={short.steps} rlimit={short.rlimit}" in first.reason
+    script = ("from axon.benchmarks.verifier_corpus import IDENTITIES, functions\n"
+              "from axon.verifier import ProofBudget, prove_equivalent\n"
+              "case = next(c for c in IDENTITIES if c.name == 'matmul_associative')\n"
+              f"budget = ProofBudget({short.steps}, {short.rlimit}, {short.seconds})\n"
+              "v = prove_equivalent(*functions(case), budget=budget)\n"
+              "print(v.verdict, v.budget, v.reason, sep='|')\n")
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}  # another order of every set of strings
+    other = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, check=True).stdout.strip()
+    assert other == f"unknown|{count}|{first.reason}"
+
+
+def z3_calls(monkeypatch: pytest.MonkeyPatch) -> list[None]:
+    """One entry per z3 check from now on."""
+    calls: list[None] = []
+    check = z3.Solver.check
+
+    def counted(solver: z3.Solver, *args: Any) -> z3.CheckSatResult:
+        calls.append(None)
+        return check(solver, *args)
+
+    monkeypatch.setattr(z3.Solver, "check", counted)
+    return calls
+
+
+def test_an_unknown_a_count_decided_is_stored_and_served_without_z3(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "proofs.json"
+    cache = ProofCache(path)
+    calls = z3_calls(monkeypatch)
+    cold = prove_equivalent(*functions(HARD), cache=cache, budget=one_unit())
+    assert isinstance(cold, Unknown) and cold.budget == "rlimit" and not cold.cached
+    assert calls and not cache.holds_proofs(cache.entries)  # stored, and no proof
+    cache.save()
+    calls.clear()
+    loaded = ProofCache(path)
+    warm = prove_equivalent(*functions(HARD), cache=loaded, budget=one_unit())
+    assert isinstance(warm, Unknown) and warm.cached and calls == []
+    assert (warm.reason, warm.budget, warm.limited) == (cold.reason, cold.budget, True)
+    assert loaded.hits == 1
+    # a larger budget is another key: it tries again, proves, and is never served the Unknown
+    larger = prove_equivalent(*functions(HARD), cache=loaded, budget=AMPLE)
+    assert isinstance(larger, Proved) and not larger.cached and calls
+    # the small budget now meets the proof its stored Unknown's obligation got since
+    calls.clear()
+    small = prove_equivalent(*functions(HARD), cache=loaded, budget=one_unit())
+    assert isinstance(small, Proved) and small.cached and calls == []
+
+
+def test_an_unknown_of_normalization_steps_is_served_without_normalizing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     cache = ProofCache()
-    assert isinstance(prove_equivalent(*functions(HARD), cache=cache, rlimit=1), Unknown)
+    budget = ProofBudget(1, AMPLE.rlimit, AMPLE.seconds)
+    cold = prove_equivalent(*functions(SUMS), cache=cache, budget=budget)
+    assert isinstance(cold, Unknown) and cold.budget == "steps"
+
+    def fail(*_: object) -> None:
+        raise AssertionError("normalized again")
+
+    monkeypatch.setattr(prove_module, "inline_function", fail)
+    warm = prove_equivalent(*functions(SUMS), cache=cache, budget=budget)
+    assert isinstance(warm, Unknown) and warm.cached and warm.reason == cold.reason
+
+
+def test_an_unknown_the_clock_decided_is_not_stored() -> None:
+    cache = ProofCache()
+    verdict = prove_equivalent(*functions(HARD), cache=cache,
+                               budget=ProofBudget(AMPLE.steps, AMPLE.rlimit, 1e-6))
+    assert isinstance(verdict, Unknown) and verdict.by_clock and verdict.limited
     assert cache.entries == {}
     assert isinstance(prove_equivalent(*functions(HARD), cache=cache), Proved)
+
+
+def test_a_stored_unknown_is_never_taken_for_a_proof() -> None:
+    cache = ProofCache()
+    prove_equivalent(*functions(HARD), cache=cache, budget=one_unit())
+    (key,) = cache.entries
+    assert cache.entries[key]["verdict"] == "unknown" and not cache.holds_proofs([key])
+    cache.put_result("k", {"answer": 42}, [key])
+    assert cache.result("k") is None
 
 
 def test_persistence_round_trip(tmp_path) -> None:
@@ -51,7 +182,7 @@ def test_persistence_round_trip(tmp_path) -> None:
     assert isinstance(proved, Proved) and isinstance(refuted, Refuted)
     cache.save()
     doc = json.loads(path.read_text())
-    assert doc["format"] == "axon-proof-cache" and doc["version"] == 2 and len(doc["entries"]) == 2
+    assert doc["format"] == "axon-proof-cache" and doc["version"] == 3 and len(doc["entries"]) == 2
     loaded = ProofCache(path)
     again_p = prove_equivalent(*functions(HARD), cache=loaded)
     again_r = prove_equivalent(*functions(FALSE), cache=loaded)
@@ -192,10 +323,11 @@ def test_an_identical_pair_is_proved_once_and_cached() -> None:
 
 
 def test_an_unknown_a_limit_decided_says_so() -> None:
-    limited = prove_equivalent(*functions(HARD), rlimit=1)
-    assert isinstance(limited, Unknown) and limited.limited
-    timed = prove_equivalent(*functions(HARD), timeout_ms=1)
-    assert isinstance(timed, Unknown) and timed.limited
+    limited = prove_equivalent(*functions(HARD), budget=one_unit())
+    assert isinstance(limited, Unknown) and limited.limited and not limited.by_clock
+    timed = prove_equivalent(*functions(HARD),
+                             budget=ProofBudget(AMPLE.steps, AMPLE.rlimit, 1e-6))
+    assert isinstance(timed, Unknown) and timed.limited and timed.by_clock
     a, _ = functions(HARD)
     _, other = functions(next(c for c in IDENTITIES if c.name != HARD.name and
                               functions(c)[0].function_type != a.function_type))

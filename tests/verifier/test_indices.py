@@ -17,7 +17,7 @@ from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 from axon.interpreter import run_function
 from axon.tiling.kernels import Tiling, tile_function
 from axon.tools.embed import parse_mlir, parse_source
-from axon.verifier import Proved, Refuted, prove_equivalent
+from axon.verifier import ProofBudget, Proved, Refuted, prove_equivalent
 from axon.verifier.indices import bounds, decide, pin, simplify
 from axon.verifier.terms import icompare
 
@@ -198,7 +198,7 @@ def _rope() -> FuncOp:
 def test_ropes_rows_kernel_is_proved_within_the_pass_budget() -> None:
     func = _rope()
     kernel = tile_function(func, Tiling("T"), "sbuf", "psum")
-    verdict = prove_equivalent(kernel, func, timeout_ms=5000)
+    verdict = prove_equivalent(kernel, func, budget=ProofBudget.nominal(5.0))
     assert isinstance(verdict, Proved), verdict
 
 
@@ -210,6 +210,6 @@ def test_ropes_rows_kernel_with_its_even_slice_off_by_one_is_refuted() -> None:
     # the even slice one element on: it reads the odd elements (the same shape)
     wrong = parse_mlir(text.replace(even, 'start = ["0", "0", "1"], stop = ["BM", "H", "2*D2"]'))
     (kernel,) = (op for op in wrong.ops if isinstance(op, FuncOp))
-    verdict = prove_equivalent(kernel, func, timeout_ms=5000)
+    verdict = prove_equivalent(kernel, func, budget=ProofBudget.nominal(5.0))
     assert isinstance(verdict, Refuted), verdict
     _replays(kernel, func, verdict)

@@ -10,13 +10,23 @@ from xdsl.utils.exceptions import VerifyException
 from axon.benchmarks.verifier_corpus import program
 from axon.dialects.ax import TensorType
 from axon.dialects.form.intexpr import IntExpr
-from axon.verifier import Inconsistent, Proved, Refuted, Unknown, Verdict, prove_equivalent
+from axon.verifier import (
+    Inconsistent,
+    ProofBudget,
+    Proved,
+    Refuted,
+    Unknown,
+    Verdict,
+    prove_equivalent,
+)
+from axon.verifier.budget import DEFAULT_BUDGET
 from axon.verifier.replay import confirms
 
 
-def decide(params: str, a: str, b: str, *assumptions: str, timeout_ms: int = 10_000) -> Verdict:
+def decide(params: str, a: str, b: str, *assumptions: str,
+           budget: ProofBudget = DEFAULT_BUDGET) -> Verdict:
     return prove_equivalent(program("a", params, a), program("b", params, b), assumptions,
-                            timeout_ms=timeout_ms)
+                            budget=budget)
 
 
 def refutes(params: str, a: str, b: str, *assumptions: str) -> Refuted:
@@ -90,16 +100,18 @@ def _nested(fn: str, depth: int, inner: str = "x") -> str:
 def test_exploding_normalization_answers_unknown_within_its_budget() -> None:
     start = time.perf_counter()
     verdict = decide("x: f32[N], y: f32[N]", _nested("silu", 14), _nested("silu", 14) + " * 1.0",
-                     timeout_ms=2000)
+                     budget=ProofBudget.nominal(2.0))
     assert isinstance(verdict, Unknown)
-    assert "too large" in verdict.reason or "out of time" in verdict.reason
+    assert "too large" in verdict.reason or "out of budget" in verdict.reason
     assert time.perf_counter() - start < 10
 
 
 def test_a_spent_budget_is_unknown_never_proved() -> None:
     product = " * ".join(f"(x + y * {i}.0)" for i in range(1, 12))
-    verdict = decide("x: f32[N], y: f32[N]", product, product + " + 0.0", timeout_ms=1)
-    assert isinstance(verdict, Unknown) and "out of time" in verdict.reason
+    verdict = decide("x: f32[N], y: f32[N]", product, product + " + 0.0",
+                     budget=ProofBudget(1, DEFAULT_BUDGET.rlimit, DEFAULT_BUDGET.seconds))
+    assert isinstance(verdict, Unknown) and verdict.budget == "steps"
+    assert "normalization took more than its 1 steps" in verdict.reason
 
 
 def test_nested_activations_without_blowup_are_decided() -> None:
@@ -119,7 +131,8 @@ def test_long_chains_are_decided_without_recursion(statement: str) -> None:
     body = "\n".join([*lines, f"return y{n - 1}"])
     changed = "\n".join([*lines, f"return y{n - 1} * 1.5"])
     assert proves("x: f32[N]", body, body)
-    assert not isinstance(decide("x: f32[N]", body, changed, timeout_ms=20_000), Proved)
+    assert not isinstance(decide("x: f32[N]", body, changed, budget=ProofBudget.nominal(20.0)),
+                          Proved)
 
 
 # ---- replay confirms small real differences ------------------------------------------------------
