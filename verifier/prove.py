@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +28,7 @@ from axon.verifier.cache import ProofCache
 from axon.verifier.encode import Encoder
 from axon.verifier.induction import NotInductive
 from axon.verifier.inline import Output, Unsupported, inline_function, signature
-from axon.verifier.replay import replay
+from axon.verifier.replay import Replayed, replay
 from axon.verifier.structure import shared_structure
 
 #: z3 is asked first for a counterexample with every size at most this (small replays)
@@ -37,6 +37,8 @@ from axon.verifier.structure import shared_structure
 ENCODING_REVISION = 15
 
 SMALL_DIM = 6
+#: the bounds on every size a failed induction obligation's model is looked for under, in turn
+SMALL_BOUNDS = (3, SMALL_DIM)
 #: how many distinct candidate size assignments are replayed before giving up
 CANDIDATES = 4
 
@@ -197,7 +199,10 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
             cache.put(key, _to_cache(proved))
         return proved
     try:
-        inductive = [_inductive_loops(f, sig_a, assumptions, rlimit) for f in (a, b)]
+        def witness(sizes: dict[str, int]) -> Replayed | None:
+            return replay(a, b, sizes, None, None, attempts=1)
+
+        inductive = [_inductive_loops(f, sig_a, assumptions, rlimit, witness) for f in (a, b)]
     except NotInductive as err:
         return _not_inductive(a, b, sig_a, assumptions, rlimit, start, err)
     try:
@@ -229,7 +234,9 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], rlimit: int | Non
 
 
 def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
-                     rlimit: int | None) -> frozenset[ForOp]:
+                     rlimit: int | None,
+                     witness: Callable[[dict[str, int]], Replayed | None]
+                     ) -> frozenset[ForOp]:
     """The loops of `func`'s kernels that state an invariant, each with its induction
     obligations proved (`induction.py`), in program order (a loop's obligations may read the
     results of the loops before it); NotInductive at the first obligation not proved."""
@@ -238,16 +245,22 @@ def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple
         kernels.check_readable(kernel)
         for loop in induction.stated_loops(kernel):
             for ob in induction.obligations(kernel, loop, frozenset(proved)):
-                _discharge(func, sig, assumptions, rlimit, ob)
+                _discharge(func, sig, assumptions, rlimit, ob, witness)
             proved.add(loop)
     return frozenset(proved)
 
 
 def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
-               rlimit: int | None, ob: induction.Obligation) -> None:
+               rlimit: int | None, ob: induction.Obligation,
+               witness: Callable[[dict[str, int]], Replayed | None]) -> None:
     """Prove one obligation (z3 unsat of its negation, under the sizes' constraints and the
     assumptions); NotInductive with z3's sizes (small ones first) where it is false or z3 gives
-    up."""
+    up. The query is asked first without the prefix sums' step instances (`Encoder.steps`):
+    unsat without them is unsat with them (each is a true fact), and an online loop's step,
+    whose sums meet at the same points, needs none (its sums' bodies holding an rmsnorm chain,
+    it is decided in a second instead of not in minutes). A model of that first query is a
+    candidate the functions are replayed at (`witness`, once) before the slower query with
+    them: a wrong kernel is refuted there."""
     enc = Encoder()
     solver = z3.Solver(ctx=enc.ctx)
     if rlimit is not None:
@@ -264,20 +277,47 @@ def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, 
     solver.add(*enc.axioms)
     solver.add(*in_range, differ)
     where = f"@{func.sym_name.data}: tile.for {{iv = \"{ob.iv}\"}}: {ob.what} is not proved"
+    if enc.steps:
+        result = _check(solver, share=0.5)
+        if result == z3.unsat:
+            return
+        if result == z3.sat:
+            candidate = _small_model(enc, solver)
+            found = witness(candidate) if candidate is not None else None
+            if found is not None:
+                raise NotInductive(f"{where}: a counterexample at {_shown(found.sizes)}",
+                                   found.sizes, found)
+        solver.add(*enc.steps)
     result = _check(solver)
     if result == z3.unsat:
         return
     if result == z3.unknown:
         raise NotInductive(f"{where} (z3: {solver.reason_unknown()})")
-    solver.push()
-    solver.add(*(v <= SMALL_DIM for v in enc.sizes.values()))
-    if _check(solver) != z3.sat:
-        solver.pop()
-        _check(solver)
-    sizes = _sizes(enc, solver.model())
-    shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
+    sizes = _small_model(enc, solver)
+    if sizes is None:
+        raise NotInductive(f"{where} (z3: {solver.reason_unknown()})")
     # a model is a candidate only (sums and exp are uninterpreted there), as for any query
-    raise NotInductive(f"{where}: z3 finds a candidate counterexample at {shown}", sizes)
+    raise NotInductive(f"{where}: z3 finds a candidate counterexample at {_shown(sizes)}",
+                       sizes)
+
+
+def _small_model(enc: Encoder, solver: z3.Solver) -> dict[str, int] | None:
+    """The sizes of a model of `solver` (found satisfiable), the smallest of each bound in
+    `SMALL_BOUNDS` that has one (a replay runs a kernel's every program: sizes of 3 keep that
+    to a fraction of a second), else any; None where z3 does not find one again."""
+    for bound in SMALL_BOUNDS:
+        solver.push()
+        solver.add(*(v <= bound for v in enc.sizes.values()))
+        small = _check(solver) == z3.sat
+        sizes = _sizes(enc, solver.model()) if small else None
+        solver.pop()
+        if sizes is not None:
+            return sizes
+    return _sizes(enc, solver.model()) if _check(solver) == z3.sat else None
+
+
+def _shown(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
 
 
 def _not_inductive(a: FuncOp, b: FuncOp, sig: Sequence[TensorType],
@@ -291,7 +331,7 @@ def _not_inductive(a: FuncOp, b: FuncOp, sig: Sequence[TensorType],
     if not isinstance(premises, tuple):
         return premises
     if err.sizes is not None:
-        found = replay(a, b, err.sizes, None, None)
+        found = err.witness or replay(a, b, err.sizes, None, None)
         if found is not None:
             cex = Counterexample(found.sizes, found.output, found.index, found.inputs,
                                  found.value_a, found.value_b, exact=found.exact)
@@ -418,7 +458,7 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
     enc.close()
     solver.add(*enc.axioms)
     solver.add(z3.Or(*disjuncts))
-    result = _check(solver)
+    result = _check_steps_last(solver, enc)
     if result == z3.unsat:
         return Proved(key[:16], time.perf_counter() - start, obligation=key)
     if result == z3.unknown:
@@ -454,16 +494,27 @@ def _probe(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, rlimit: int | 
 _solver_gave_up = False
 
 
-def _check(solver: z3.Solver) -> z3.CheckSatResult:
-    """solver.check() under what remains of the query's budget."""
+def _check(solver: z3.Solver, share: float = 1.0) -> z3.CheckSatResult:
+    """solver.check() under `share` of what remains of the query's budget."""
     global _solver_gave_up
     if expired():
         raise OutOfTime("the query's time budget ran out before a solver call")
-    solver.set("timeout", remaining_ms())
+    solver.set("timeout", max(1, int(remaining_ms() * share)))
     result = solver.check()
     if result == z3.unknown:
         _solver_gave_up = True
     return result
+
+
+def _check_steps_last(solver: z3.Solver, enc: Encoder) -> z3.CheckSatResult:
+    """`_check` of the query, first without the prefix sums' step instances (`Encoder.steps`)
+    under half of what remains of the budget (unsat without them is unsat with them, see
+    `_discharge`), then with them (a model it then gives satisfies them too)."""
+    if enc.steps:
+        if _check(solver, share=0.5) == z3.unsat:
+            return z3.unsat
+        solver.add(*enc.steps)
+    return _check(solver)
 
 
 def _as_bool(enc: Encoder, v: T.Poly | T.Bool) -> z3.BoolRef:
