@@ -11,10 +11,10 @@
   extent. Ground instances of P_B(0) = 0 and P_B(e) = P_B(e - 1) + B(e - 1) at the points that
   occur close telescoping sums (and every point of a range of constant length <= 8, which spells
   such a sum out); a sum of positive terms over a nonempty range is positive. The step
-  instances, with the facts of the terms they bring in (each sum's body at a point), are kept
-  apart (`Encoder.steps`): a query whose sums meet at the same points needs none of them, and a
-  body holding a normalization chain (rsqrt of a sum of squares inside an exp) makes them
-  nonlinear arithmetic z3 may not finish; the prover asks without them first;
+  instances, with the facts of the terms they bring in (each sum's body at a point), are built
+  apart and on demand (`Encoder.step_instances`): a query whose sums meet at the same points
+  needs none of them, and a body holding a normalization chain (rsqrt of a sum of squares inside
+  an exp) makes them nonlinear arithmetic z3 may not finish; the prover asks without them first;
 - max / min / mul reductions are uninterpreted per canonical body, applied to (lo, hi, free...).
 
 No quantifiers are asserted, so every axiom is a ground instance of a true fact.
@@ -57,9 +57,6 @@ class Encoder:
     loops: dict[str, z3.ArithRef] = field(default_factory=dict)
     tensors: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
     axioms: list[z3.BoolRef] = field(default_factory=list)
-    #: the prefix sums' step instances and the facts of the terms only they bring in (`close`):
-    #: true facts like `axioms`, asserted after a first check without them
-    steps: list[z3.BoolRef] = field(default_factory=list)
     _funcs: dict[str, z3.FuncDeclRef] = field(default_factory=dict)
     _pending: list[_Pending] = field(default_factory=list)
     _axiom_keys: set[str] = field(default_factory=set)
@@ -271,15 +268,27 @@ class Encoder:
         raise TypeError(f"unknown boolean {b.op}")
 
     # ---- prefix-sum step instances ------------------------------------------------------------
-    def close(self, rounds: int = 2) -> None:
-        """Assert P(0) = 0 and P(e) = P(e - 1) + B(e - 1) for the applications seen so far.
+    def close(self) -> None:
+        """Assert P(0) = 0 for the prefix-function applications seen so far (linear, and what a
+        sum from 0 cancels against); their step instances wait for `step_instances`."""
+        for p in self._pending:
+            args = [p.env[v] for v in p.free]
+            zero = z3.IntVal(0, self.ctx)
+            self._axiom(f"zero {_ids(p.fn(zero, *args))}", p.fn(zero, *args) == 0)
+
+    @property
+    def pending_steps(self) -> int:
+        """How many prefix-function applications wait for `step_instances`."""
+        return len(self._pending)
+
+    def step_instances(self, rounds: int = 2) -> list[z3.BoolRef]:
+        """P(0) = 0 and P(e) = P(e - 1) + B(e - 1) for the applications seen so far, with every
+        fact the terms of B(e - 1) need: true facts like `axioms`, returned (not in `axioms`)
+        for a solver to add after a first check without them.
 
         Instances introduce new applications (inside B); `rounds` bounds how often we follow them.
-        The step instances and every fact encoding them adds go to `steps`, the zero instances
-        (linear, and what a sum from 0 cancels against) to `axioms`.
         """
         core = len(self.axioms)
-        zeros: list[z3.BoolRef] = []
         for _ in range(rounds):
             pending, self._pending = self._pending, []
             for p in pending:
@@ -288,18 +297,15 @@ class Encoder:
                 if key in self._axiom_keys:
                     continue
                 zero = z3.IntVal(0, self.ctx)
-                zero_key = f"zero {_ids(p.fn(zero, *args))}"
-                if zero_key not in self._axiom_keys:
-                    self._axiom_keys.add(zero_key)
-                    zeros.append(p.fn(zero, *args) == 0)
+                self._axiom(f"zero {_ids(p.fn(zero, *args))}", p.fn(zero, *args) == 0)
                 prev = z3.simplify(p.at - 1)
                 env = dict(p.env)
                 env[p.var] = prev
                 step = self.poly(p.body, env)
                 self._axiom(key, p.fn(p.at, *args) == p.fn(prev, *args) + step)
-        self.steps.extend(self.axioms[core:])
+        found = self.axioms[core:]
         del self.axioms[core:]
-        self.axioms.extend(zeros)
+        return found
 
 
 def _int_atom(kind: str, x: z3.ArithRef, y: z3.ArithRef) -> z3.ArithRef:

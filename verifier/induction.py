@@ -113,7 +113,10 @@ def obligations(kernel: KernelOp, loop: ForOp, inductive: frozenset[ForOp]) -> l
         # names of this value's own: the memo of terms ignores ranges, and the tiles of two
         # carried values may differ in extent
         names = tuple(f"{_ELEMENT}{c}_{d}" for d in range(t.rank))
-        index = tuple(IntExpr.sym(n) for n in names)
+        # a dim of one has the one element 0 (a batched tile's leading dims): the terms read it
+        # there, so the two sides of an obligation meet without z3 having to find it
+        index = tuple(IntExpr.const(0) if e == IntExpr.const(1) else IntExpr.sym(n)
+                      for n, e in zip(names, t.shape, strict=True))
         here: Ranges = {**ranges, **{n: (IntExpr.const(0), e)
                                      for n, e in zip(names, t.shape, strict=True)}}
         start = inliner.value(loop.inits[c], index, here, tuple(sorted(env)))

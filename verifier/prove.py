@@ -37,8 +37,9 @@ from axon.verifier.structure import shared_structure
 ENCODING_REVISION = 15
 
 SMALL_DIM = 6
-#: the bounds on every size a failed induction obligation's model is looked for under, in turn
-SMALL_BOUNDS = (3, SMALL_DIM)
+#: the ranges every size of a failed induction obligation's model is looked for in, in turn
+#: (sizes of 1 hide wrong axes, and a replay runs every program of a kernel: 3 keeps it quick)
+SMALL_BOUNDS = ((2, 3), (1, SMALL_DIM))
 #: how many distinct candidate size assignments are replayed before giving up
 CANDIDATES = 4
 
@@ -255,12 +256,12 @@ def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, 
                witness: Callable[[dict[str, int]], Replayed | None]) -> None:
     """Prove one obligation (z3 unsat of its negation, under the sizes' constraints and the
     assumptions); NotInductive with z3's sizes (small ones first) where it is false or z3 gives
-    up. The query is asked first without the prefix sums' step instances (`Encoder.steps`):
-    unsat without them is unsat with them (each is a true fact), and an online loop's step,
-    whose sums meet at the same points, needs none (its sums' bodies holding an rmsnorm chain,
-    it is decided in a second instead of not in minutes). A model of that first query is a
-    candidate the functions are replayed at (`witness`, once) before the slower query with
-    them: a wrong kernel is refuted there."""
+    up. The query is asked first without the prefix sums' step instances
+    (`Encoder.step_instances`), in a solver of its own: unsat without them is unsat with them
+    (each is a true fact), and an online loop's step, whose sums meet at the same points, needs
+    none (its sums' bodies holding an rmsnorm chain, it is decided in a second instead of not
+    in minutes). A model of that first query is a candidate the functions are replayed at
+    (`witness`, once) before the slower query with them: a wrong kernel is refuted there."""
     enc = Encoder()
     solver = z3.Solver(ctx=enc.ctx)
     if rlimit is not None:
@@ -277,17 +278,18 @@ def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, 
     solver.add(*enc.axioms)
     solver.add(*in_range, differ)
     where = f"@{func.sym_name.data}: tile.for {{iv = \"{ob.iv}\"}}: {ob.what} is not proved"
-    if enc.steps:
-        result = _check(solver, share=0.5)
+    if enc.pending_steps:
+        lean = _without_steps(solver, enc, rlimit)
+        result = _check(lean, share=0.5)
         if result == z3.unsat:
             return
         if result == z3.sat:
-            candidate = _small_model(enc, solver)
+            candidate = _small_model(enc, lean)
             found = witness(candidate) if candidate is not None else None
             if found is not None:
                 raise NotInductive(f"{where}: a counterexample at {_shown(found.sizes)}",
                                    found.sizes, found)
-        solver.add(*enc.steps)
+        solver.add(*enc.step_instances())
     result = _check(solver)
     if result == z3.unsat:
         return
@@ -302,12 +304,11 @@ def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, 
 
 
 def _small_model(enc: Encoder, solver: z3.Solver) -> dict[str, int] | None:
-    """The sizes of a model of `solver` (found satisfiable), the smallest of each bound in
-    `SMALL_BOUNDS` that has one (a replay runs a kernel's every program: sizes of 3 keep that
-    to a fraction of a second), else any; None where z3 does not find one again."""
-    for bound in SMALL_BOUNDS:
+    """The sizes of a model of `solver` (found satisfiable), in the first range of
+    `SMALL_BOUNDS` that has one, else any; None where z3 does not find one again."""
+    for low, high in SMALL_BOUNDS:
         solver.push()
-        solver.add(*(v <= bound for v in enc.sizes.values()))
+        solver.add(*(z3.And(v >= low, v <= high) for v in enc.sizes.values()))
         small = _check(solver) == z3.sat
         sizes = _sizes(enc, solver.model()) if small else None
         solver.pop()
@@ -458,7 +459,7 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
     enc.close()
     solver.add(*enc.axioms)
     solver.add(z3.Or(*disjuncts))
-    result = _check_steps_last(solver, enc)
+    result = _check_steps_last(solver, enc, rlimit)
     if result == z3.unsat:
         return Proved(key[:16], time.perf_counter() - start, obligation=key)
     if result == z3.unknown:
@@ -506,15 +507,27 @@ def _check(solver: z3.Solver, share: float = 1.0) -> z3.CheckSatResult:
     return result
 
 
-def _check_steps_last(solver: z3.Solver, enc: Encoder) -> z3.CheckSatResult:
-    """`_check` of the query, first without the prefix sums' step instances (`Encoder.steps`)
-    under half of what remains of the budget (unsat without them is unsat with them, see
-    `_discharge`), then with them (a model it then gives satisfies them too)."""
-    if enc.steps:
-        if _check(solver, share=0.5) == z3.unsat:
+def _check_steps_last(solver: z3.Solver, enc: Encoder, rlimit: int | None
+                      ) -> z3.CheckSatResult:
+    """`_check` of the query, first without the prefix sums' step instances
+    (`Encoder.step_instances`) under half of what remains of the budget (unsat without them is
+    unsat with them, see `_discharge`), then with them (a model it then gives satisfies them
+    too)."""
+    if enc.pending_steps:
+        if _check(_without_steps(solver, enc, rlimit), share=0.5) == z3.unsat:
             return z3.unsat
-        solver.add(*enc.steps)
+        solver.add(*enc.step_instances())
     return _check(solver)
+
+
+def _without_steps(solver: z3.Solver, enc: Encoder, rlimit: int | None) -> z3.Solver:
+    """A solver of its own holding `solver`'s assertions (no step instances yet): `solver`
+    itself then meets them all in its first check, as a query without this first look did."""
+    lean = z3.Solver(ctx=enc.ctx)
+    if rlimit is not None:
+        lean.set("rlimit", max(1, rlimit))
+    lean.add(*solver.assertions())
+    return lean
 
 
 def _as_bool(enc: Encoder, v: T.Poly | T.Bool) -> z3.BoolRef:
