@@ -10,7 +10,11 @@
   Every P_B with P_B(n) = sum over [0, n) of B exists (signed below 0), so this holds for every
   extent. Ground instances of P_B(0) = 0 and P_B(e) = P_B(e - 1) + B(e - 1) at the points that
   occur close telescoping sums (and every point of a range of constant length <= 8, which spells
-  such a sum out); a sum of positive terms over a nonempty range is positive;
+  such a sum out); a sum of positive terms over a nonempty range is positive. The step
+  instances, with the facts of the terms they bring in (each sum's body at a point), are built
+  apart and on demand (`Encoder.step_instances`): a query whose sums meet at the same points
+  needs none of them, and a body holding a normalization chain (rsqrt of a sum of squares inside
+  an exp) makes them nonlinear arithmetic z3 may not finish; the prover asks without them first;
 - max / min / mul reductions are uninterpreted per canonical body, applied to (lo, hi, free...).
 
 No quantifiers are asserted, so every axiom is a ground instance of a true fact.
@@ -264,11 +268,27 @@ class Encoder:
         raise TypeError(f"unknown boolean {b.op}")
 
     # ---- prefix-sum step instances ------------------------------------------------------------
-    def close(self, rounds: int = 2) -> None:
-        """Assert P(0) = 0 and P(e) = P(e - 1) + B(e - 1) for the applications seen so far.
+    def close(self) -> None:
+        """Assert P(0) = 0 for the prefix-function applications seen so far (linear, and what a
+        sum from 0 cancels against); their step instances wait for `step_instances`."""
+        for p in self._pending:
+            args = [p.env[v] for v in p.free]
+            zero = z3.IntVal(0, self.ctx)
+            self._axiom(f"zero {_ids(p.fn(zero, *args))}", p.fn(zero, *args) == 0)
+
+    @property
+    def pending_steps(self) -> int:
+        """How many prefix-function applications wait for `step_instances`."""
+        return len(self._pending)
+
+    def step_instances(self, rounds: int = 2) -> list[z3.BoolRef]:
+        """P(0) = 0 and P(e) = P(e - 1) + B(e - 1) for the applications seen so far, with every
+        fact the terms of B(e - 1) need: true facts like `axioms`, returned (not in `axioms`)
+        for a solver to add after a first check without them.
 
         Instances introduce new applications (inside B); `rounds` bounds how often we follow them.
         """
+        core = len(self.axioms)
         for _ in range(rounds):
             pending, self._pending = self._pending, []
             for p in pending:
@@ -283,6 +303,9 @@ class Encoder:
                 env[p.var] = prev
                 step = self.poly(p.body, env)
                 self._axiom(key, p.fn(p.at, *args) == p.fn(prev, *args) + step)
+        found = self.axioms[core:]
+        del self.axioms[core:]
+        return found
 
 
 def _int_atom(kind: str, x: z3.ArithRef, y: z3.ArithRef) -> z3.ArithRef:

@@ -43,6 +43,7 @@ from axon.verifier import terms as T
 from axon.verifier.budget import Unsupported
 from axon.verifier.indices import Ranges
 from axon.verifier.inline import Inliner, ProgramEnv, Value
+from axon.verifier.replay import Replayed
 
 #: the quantified variables of an obligation: output-index names (nonnegative, `terms.nonneg`)
 #: that no function output uses (those are `$o<digit>...`)
@@ -54,11 +55,14 @@ _ELEMENT = T.OUTPUT_INDEX + "t"
 class NotInductive(Unsupported):
     """An obligation of a loop's invariant was not proved: the loop is not read. `sizes` are
     the sizes (and tile sizes) of z3's model where it found the obligation false, for a replay
-    of the two functions there; None when z3 gave up."""
+    of the two functions there; None when z3 gave up. `witness`: the replay that already showed
+    the two functions differ there, if one did."""
 
-    def __init__(self, reason: str, sizes: dict[str, int] | None = None) -> None:
+    def __init__(self, reason: str, sizes: dict[str, int] | None = None,
+                 witness: Replayed | None = None) -> None:
         super().__init__(reason)
         self.sizes = sizes
+        self.witness = witness
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,10 @@ def obligations(kernel: KernelOp, loop: ForOp, inductive: frozenset[ForOp]) -> l
         # names of this value's own: the memo of terms ignores ranges, and the tiles of two
         # carried values may differ in extent
         names = tuple(f"{_ELEMENT}{c}_{d}" for d in range(t.rank))
-        index = tuple(IntExpr.sym(n) for n in names)
+        # a dim of one has the one element 0 (a batched tile's leading dims): the terms read it
+        # there, so the two sides of an obligation meet without z3 having to find it
+        index = tuple(IntExpr.const(0) if e == IntExpr.const(1) else IntExpr.sym(n)
+                      for n, e in zip(names, t.shape, strict=True))
         here: Ranges = {**ranges, **{n: (IntExpr.const(0), e)
                                      for n, e in zip(names, t.shape, strict=True)}}
         start = inliner.value(loop.inits[c], index, here, tuple(sorted(env)))

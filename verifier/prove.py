@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from io import StringIO
 
@@ -48,7 +48,7 @@ from axon.verifier.cache import ProofCache, code_fingerprint
 from axon.verifier.encode import Encoder
 from axon.verifier.induction import NotInductive
 from axon.verifier.inline import Output, Unsupported, inline_function, signature
-from axon.verifier.replay import replay
+from axon.verifier.replay import Replayed, replay
 from axon.verifier.structure import shared_structure
 
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
@@ -57,6 +57,9 @@ ENCODING_REVISION = 16
 
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 SMALL_DIM = 6
+#: the ranges every size of a failed induction obligation's model is looked for in, in turn
+#: (sizes of 1 hide wrong axes, and a replay runs every program of a kernel: 3 keeps it quick)
+SMALL_BOUNDS = ((2, 3), (1, SMALL_DIM))
 #: how many distinct candidate size assignments are replayed before giving up
 CANDIDATES = 4
 #: a kernel is replayed first with each tile parameter this and every other size
@@ -282,7 +285,10 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], cache: ProofCache
         if probed is not None:
             return probed
     try:
-        inductive = [_inductive_loops(f, sig_a, assumptions) for f in (a, b)]
+        def witness(sizes: dict[str, int]) -> Replayed | None:
+            return replay(a, b, sizes, None, None, attempts=1)
+
+        inductive = [_inductive_loops(f, sig_a, assumptions, witness) for f in (a, b)]
         out_a, out_b = (inline_function(a, inductive[0], "a"),
                         inline_function(b, inductive[1], "b"))
     except NotInductive as err:
@@ -313,7 +319,8 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], cache: ProofCache
     return verdict
 
 
-def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...]
+def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
+                     witness: Callable[[dict[str, int]], Replayed | None]
                      ) -> frozenset[ForOp]:
     """The loops of `func`'s kernels that state an invariant, each with its induction
     obligations proved (`induction.py`), in program order (a loop's obligations may read the
@@ -323,16 +330,23 @@ def _inductive_loops(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple
         kernels.check_readable(kernel)
         for loop in induction.stated_loops(kernel):
             for ob in induction.obligations(kernel, loop, frozenset(proved)):
-                _discharge(func, sig, assumptions, ob)
+                _discharge(func, sig, assumptions, ob, witness)
             proved.add(loop)
     return frozenset(proved)
 
 
 def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, ...],
-               ob: induction.Obligation) -> None:
+               ob: induction.Obligation,
+               witness: Callable[[dict[str, int]], Replayed | None]) -> None:
     """Prove one obligation (z3 unsat of its negation, under the sizes' constraints and the
     assumptions); NotInductive with z3's sizes (small ones first) where it is false or z3 gives
-    up (out of the query's budget: `OutOfBudget`)."""
+    up (out of the query's budget: `OutOfBudget`). The query is asked first without the prefix
+    sums' step instances (`Encoder.step_instances`), in a solver of its own: unsat without them
+    is unsat with them (each is a true fact), and an online loop's step, whose sums meet at the
+    same points, needs none (its sums' bodies holding an rmsnorm chain, it is decided in a
+    second instead of not in minutes). A model of that first query is a candidate the
+    functions are replayed at (`witness`, once) before the slower query with them: a wrong
+    kernel is refuted there."""
     enc = Encoder()
     solver = z3.Solver(ctx=enc.ctx)
     solver.add(*_size_constraints(enc, sig, _result_types(func), assumptions))
@@ -347,20 +361,47 @@ def _discharge(func: FuncOp, sig: Sequence[TensorType], assumptions: tuple[str, 
     solver.add(*enc.axioms)
     solver.add(*in_range, differ)
     where = f"@{func.sym_name.data}: tile.for {{iv = \"{ob.iv}\"}}: {ob.what} is not proved"
+    if enc.pending_steps:
+        lean = _without_steps(solver, enc)
+        result = _check(lean, share=0.5)
+        if result == z3.unsat:
+            return
+        if result == z3.sat:
+            candidate = _small_model(enc, lean)
+            found = witness(candidate) if candidate is not None else None
+            if found is not None:
+                raise NotInductive(f"{where}: a counterexample at {_shown(found.sizes)}",
+                                   found.sizes, found)
+        solver.add(*enc.step_instances())
     result = _check(solver)
     if result == z3.unsat:
         return
     if result == z3.unknown:
         raise NotInductive(f"{where} (z3: {solver.reason_unknown()})")
-    solver.push()
-    solver.add(*(v <= SMALL_DIM for v in enc.sizes.values()))
-    if _check(solver) != z3.sat:
-        solver.pop()
-        _check(solver)
-    sizes = _sizes(enc, solver.model())
-    shown = ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
+    sizes = _small_model(enc, solver)
+    if sizes is None:
+        raise NotInductive(f"{where} (z3: {solver.reason_unknown()})")
     # a model is a candidate only (sums and exp are uninterpreted there), as for any query
-    raise NotInductive(f"{where}: z3 finds a candidate counterexample at {shown}", sizes)
+    raise NotInductive(f"{where}: z3 finds a candidate counterexample at {_shown(sizes)}",
+                       sizes)
+
+
+def _small_model(enc: Encoder, solver: z3.Solver) -> dict[str, int] | None:
+    """The sizes of a model of `solver` (found satisfiable), in the first range of
+    `SMALL_BOUNDS` that has one, else any; None where z3 does not find one again."""
+    for low, high in SMALL_BOUNDS:
+        solver.push()
+        solver.add(*(z3.And(v >= low, v <= high) for v in enc.sizes.values()))
+        small = _check(solver) == z3.sat
+        sizes = _sizes(enc, solver.model()) if small else None
+        solver.pop()
+        if sizes is not None:
+            return sizes
+    return _sizes(enc, solver.model()) if _check(solver) == z3.sat else None
+
+
+def _shown(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(sizes.items()))
 
 
 def _not_inductive(a: FuncOp, b: FuncOp, sig: Sequence[TensorType],
@@ -373,7 +414,7 @@ def _not_inductive(a: FuncOp, b: FuncOp, sig: Sequence[TensorType],
     if not isinstance(premises, tuple):
         return premises
     if err.sizes is not None:
-        found = replay(a, b, err.sizes, None, None)
+        found = err.witness or replay(a, b, err.sizes, None, None)
         if found is not None:
             cex = Counterexample(found.sizes, found.output, found.index, found.inputs,
                                  found.value_a, found.value_b, exact=found.exact)
@@ -500,7 +541,7 @@ def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Out
     enc.close()
     solver.add(*enc.axioms)
     solver.add(z3.Or(*disjuncts))
-    result = _check(solver)
+    result = _check_steps_last(solver, enc)
     if result == z3.unsat:
         return Proved(key[:16], time.perf_counter() - start, obligation=key)
     if result == z3.unknown:
@@ -551,13 +592,16 @@ def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: 
     return Refuted(cex, time.perf_counter() - start)
 
 
-def _check(solver: z3.Solver) -> z3.CheckSatResult:
+def _check(solver: z3.Solver, share: float = 1.0) -> z3.CheckSatResult:
     """solver.check() under what is left of the query's budget: it is charged the resource
     units the call used; `OutOfRlimit` when they were all that was left, `OutOfTime` when the
-    safety-net clock stopped the call (z3 answers both with unknown)."""
+    safety-net clock stopped the call (z3 answers both with unknown). With `share` < 1 the call
+    is a first look given that part of the units left: spending them answers unknown, and the
+    query goes on (the count decides it, so it repeats)."""
     if expired():
         raise OutOfTime("the query ran past its safety net before a solver call")
-    limit = min(rlimit_left(), _Z3_MAX_RLIMIT)
+    left = rlimit_left()
+    limit = min(max(1, int(left * share)) if left else 0, _Z3_MAX_RLIMIT)
     solver.set("rlimit", limit)
     solver.set("timeout", remaining_ms())
     before = _resource_count(solver)
@@ -566,12 +610,34 @@ def _check(solver: z3.Solver) -> z3.CheckSatResult:
     spend_rlimit(used)
     if result == z3.unknown:
         if limit and used >= limit:
+            if share < 1.0:
+                return result
             raise out_of_rlimit()
         # z3 says "canceled" or "timeout" when its timer stopped it; other reasons (an
         # incomplete theory) are its own and repeat
         if expired() or solver.reason_unknown() in ("canceled", "timeout"):
             raise OutOfTime("the query ran past its safety net during a solver call")
     return result
+
+
+def _check_steps_last(solver: z3.Solver, enc: Encoder) -> z3.CheckSatResult:
+    """`_check` of the query, first without the prefix sums' step instances
+    (`Encoder.step_instances`) under half of what remains of the budget (unsat without them is
+    unsat with them, see `_discharge`), then with them (a model it then gives satisfies them
+    too)."""
+    if enc.pending_steps:
+        if _check(_without_steps(solver, enc), share=0.5) == z3.unsat:
+            return z3.unsat
+        solver.add(*enc.step_instances())
+    return _check(solver)
+
+
+def _without_steps(solver: z3.Solver, enc: Encoder) -> z3.Solver:
+    """A solver of its own holding `solver`'s assertions (no step instances yet): `solver`
+    itself then meets them all in its first check, as a query without this first look did."""
+    lean = z3.Solver(ctx=enc.ctx)
+    lean.add(*solver.assertions())
+    return lean
 
 
 #: the largest rlimit z3 takes (an unsigned 32-bit parameter); 0 is "no limit"

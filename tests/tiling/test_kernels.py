@@ -8,7 +8,7 @@ import pytest
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 
-from axon.dialects.ax import TensorType
+from axon.dialects.ax import GenericOp, TensorType
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp
 from axon.interpreter import run_function
 from axon.targets.profiles import load_profile
@@ -313,6 +313,83 @@ def test_flash_attention_over_batch_and_heads_is_one_online_loop_and_is_proved()
     assert len(loop.results) == 3  # m, the weighted values, l
     run_both(func, tiled, ATTENTION_SHAPES)
     assert isinstance(prove_equivalent(func, tiled, budget=ProofBudget.nominal(30.0)), Proved)
+
+
+# rmsnorm over D on q and on k, then the attention above: the k side's normalization is
+# recomputed per key tile inside the online loop (the invariant's defs hold the chain)
+SUMSQ_Q = ("out[d0 < B, d1 < G*H, d2 < S] = add over r0 in [0, D) of "
+           "in0[d0, d1, d2, r0] * in0[d0, d1, d2, r0]")
+SUMSQ_K = ("out[d0 < B, d1 < H, d2 < L] = add over r0 in [0, D) of "
+           "in0[d0, d1, d2, r0] * in0[d0, d1, d2, r0]")
+NORM_Q = ("out[d0 < B, d1 < G*H, d2 < S, d3 < D] = "
+          "in0[d0, d1, d2, d3] * rsqrt(in1[d0, d1, d2] / idx(D) + 1e-06) * in2[d3]")
+NORM_K = ("out[d0 < B, d1 < H, d2 < L, d3 < D] = "
+          "in0[d0, d1, d2, d3] * rsqrt(in1[d0, d1, d2] / idx(D) + 1e-06) * in2[d3]")
+GAIN = "!ax.tensor<[D], f32>"
+QKNORM_ATTENTION = f"""
+func.func @f(%q: {Q}, %k: {KV}, %v: {KV}, %gq: {GAIN}, %gk: {GAIN}) -> {Q} {{
+  %sq = ax.generic %q {{dtype = f32, form = "{SUMSQ_Q}"}} : ({Q}) -> !ax.tensor<[B, G*H, S], f32>
+  %qn = ax.generic %q, %sq, %gq {{dtype = f32, form = "{NORM_Q}"}}
+      : ({Q}, !ax.tensor<[B, G*H, S], f32>, {GAIN}) -> {Q}
+  %sk = ax.generic %k {{dtype = f32, form = "{SUMSQ_K}"}} : ({KV}) -> !ax.tensor<[B, H, L], f32>
+  %kn = ax.generic %k, %sk, %gk {{dtype = f32, form = "{NORM_K}"}}
+      : ({KV}, !ax.tensor<[B, H, L], f32>, {GAIN}) -> {KV}
+  %s = ax.generic %qn, %kn {{dtype = f32, form = "{SCORES}"}} : ({Q}, {KV}) -> {SC}
+  %m = ax.reduce_max %s {{axes = array<i64: 3>, keepdims = true}}
+      : ({SC}) -> !ax.tensor<[B, G*H, S, 1], f32>
+  %x = ax.sub %s, %m : ({SC}, !ax.tensor<[B, G*H, S, 1], f32>) -> {SC}
+  %e = ax.exp %x : ({SC}) -> {SC}
+  %o = ax.generic %e, %v {{dtype = f32, form = "{WEIGHTED}"}} : ({SC}, {KV}) -> {Q}
+  %l = ax.sum %e {{axes = array<i64: 3>, keepdims = true}}
+      : ({SC}) -> !ax.tensor<[B, G*H, S, 1], f32>
+  %y = ax.div %o, %l : ({Q}, !ax.tensor<[B, G*H, S, 1], f32>) -> {Q}
+  func.return %y : {Q}
+}}
+"""
+
+
+def qknorm_online() -> tuple[FuncOp, FuncOp]:
+    func = function(QKNORM_ATTENTION)
+    return func, tile_function(func, Tiling("S", None, "L", lead=2, online=True), "registers",
+                               "registers")
+
+
+def test_flash_attention_with_rmsnorm_on_q_and_k_is_proved_in_seconds() -> None:
+    func, tiled = qknorm_online()
+    loop = online_loop(tiled)
+    # the k side's sum of squares over D and its scaling, whole along L, are defs (they do not
+    # read the max); the sums read the scores def at the running max
+    defs = loop.def_texts()
+    assert ("out[d0 < 1, d1 < H, d2 < L] = add over r0 in [0, D) of "
+            "in6[0, d1, d2, r0] * in6[0, d1, d2, r0]") in defs
+    assert sum("rsqrt" in d for d in defs) == 2
+    run_both(func, tiled, ATTENTION_SHAPES)
+    verdict = prove_equivalent(func, tiled, budget=ProofBudget.nominal(60))
+    assert isinstance(verdict, Proved), verdict
+    assert verdict.seconds < 30
+
+
+def test_flash_attention_with_rmsnorm_rescaled_the_wrong_way_is_refuted() -> None:
+    func, tiled = qknorm_online()
+    m_old = online_loop(tiled).body.block.args[0]
+    (scale,) = (op for op in online_loop(tiled).body.block.ops
+                if op.name == "ax.sub" and op.operands[0] is m_old)
+    scale.operands = (scale.operands[1], scale.operands[0])  # exp(m_new - m_old)
+    verdict = prove_equivalent(func, tiled, budget=ProofBudget.nominal(60))
+    assert isinstance(verdict, Refuted), verdict
+    assert verdict.counterexample.shows_in(func, tiled)
+
+
+def test_a_k_rmsnorm_whose_mean_is_over_the_wrong_dim_is_refuted() -> None:
+    func, tiled = qknorm_online()
+    (norm,) = (op for op in online_loop(tiled).body.block.ops
+               if isinstance(op, GenericOp) and "in2[d3]" in op.form.data)
+    # the sum of squares over D divided by L, the keys' extent: a mean over the wrong dim
+    norm.properties["form"] = StringAttr(norm.form.data.replace("idx(D)", "idx(L)"))
+    verdict = prove_equivalent(func, tiled, budget=ProofBudget.nominal(60))
+    assert isinstance(verdict, Refuted), verdict
+    assert verdict.counterexample.shows_in(func, tiled)
+    assert verdict.counterexample.sizes["L"] != verdict.counterexample.sizes["D"]
 
 
 def test_an_online_loop_needs_a_max_and_sums_reading_it() -> None:
