@@ -574,22 +574,27 @@ def _probe(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: float
 def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: float
                   ) -> Refuted | None:
     """A look for a counterexample where a kernel's loops run several iterations, the last
-    one partial: each tile parameter `KERNEL_BLOCK` and every other size `KERNEL_SIZE`, where
-    the premises admit them (`_probe`'s smallest sizes often give a loop one iteration)."""
+    one partial: each tile parameter `KERNEL_BLOCK` and the other sizes `KERNEL_SIZE`,
+    `KERNEL_SIZE + 1`, ... (distinct, so a read or a mean over the wrong dim shows), else all
+    `KERNEL_SIZE`, where the premises admit them (`_probe`'s smallest sizes often give a loop
+    one iteration)."""
     params = {p for f in (a, b) for op in f.walk() if isinstance(op, KernelOp)
               for p in op.param_names()}
-    sizing = z3.Solver(ctx=enc.ctx)
-    sizing.add(*solver.assertions())
-    sizing.add(*(v == (KERNEL_BLOCK if n in params else KERNEL_SIZE)
-                 for n, v in enc.sizes.items()))
-    if _check(sizing) != z3.sat:
-        return None
-    found = replay(a, b, _sizes(enc, sizing.model()), None, None, attempts=1)
-    if found is None:
-        return None
-    cex = Counterexample(found.sizes, found.output, found.index, found.inputs, found.value_a,
-                         found.value_b, exact=found.exact)
-    return Refuted(cex, time.perf_counter() - start)
+    others = sorted(n for n in enc.sizes if n not in params)
+    for distinct in (True, False):
+        sizing = z3.Solver(ctx=enc.ctx)
+        sizing.add(*solver.assertions())
+        sizing.add(*(v == KERNEL_BLOCK for n, v in enc.sizes.items() if n in params))
+        sizing.add(*(enc.sizes[n] == KERNEL_SIZE + (k if distinct else 0)
+                     for k, n in enumerate(others)))
+        if _check(sizing) != z3.sat:
+            continue
+        found = replay(a, b, _sizes(enc, sizing.model()), None, None, attempts=1)
+        if found is not None:
+            cex = Counterexample(found.sizes, found.output, found.index, found.inputs,
+                                 found.value_a, found.value_b, exact=found.exact)
+            return Refuted(cex, time.perf_counter() - start)
+    return None
 
 
 def _check(solver: z3.Solver, share: float = 1.0) -> z3.CheckSatResult:
