@@ -286,3 +286,36 @@ def test_a_transposed_half_precision_operand_moves_in_its_own_dtype() -> None:
     moved = re.search(r"(v\d+) = tl\.broadcast_to\(tl\.permute\((v\d+), \(1, 0\)\), \(BM, BK\)\)",
                       text)
     assert moved is not None and f"tl.dot({moved.group(1)}, " in text
+
+
+@pytest.mark.parametrize("mode", ["pointer", "tensor_descriptor"])
+@pytest.mark.parametrize("prologue", ["split", "fused"])
+def test_a_prologue_split_off_or_fused_computes_the_program(prologue: str, mode: str) -> None:
+    # silu(x) @ w: "split" computes silu(x) once in a kernel before the GEMM, which loads it in
+    # x's place; "fused" recomputes it in the GEMM for every column block
+    func = program("silu_matmul")
+    with tempfile.TemporaryDirectory() as scratch:
+        module, host = loaded(func, "blocks_k", WIDE, scratch)
+        for sizes in (shapes(func), aligned(func)):
+            checks = compare(func, module, host, sizes,
+                             options={"prologue": prologue, "block_io": mode})
+            assert all(c.passed for c in checks), checks
+        with pytest.raises(ValueError, match="prologue='once' is not one of fused, split"):
+            getattr(module, host)(torch.ones(2, 2), torch.ones(2, 2), prologue="once")
+
+
+def test_only_an_operand_computed_from_one_load_alone_is_split_off() -> None:
+    emitted = emit_triton(tiled(program("silu_matmul"), "blocks_k"), tile_sizes=WIDE)
+    assert emitted.options["prologue"] == "split"
+    text = emitted.text
+    assert "def silu_matmul_blocks_k_prologue_kernel(in0_ptr, dst_ptr, K, M, " in text
+    assert "PROLOGUE=prologue == \"split\"" in text and "if PROLOGUE:" in text
+    fused = emit_triton(tiled(program("silu_matmul"), "blocks_k"), tile_sizes=WIDE,
+                        prologue="fused")
+    assert "prologue='fused'" in fused.text
+    # a plain matmul has no prologue; rmsnorm's operand also reads the gain and the row's sum
+    for name in ("matmul", "rmsnorm_matmul", "transpose_matmul"):
+        other = emit_triton(tiled(program(name), "blocks_k"), tile_sizes=WIDE)
+        assert "prologue" not in other.options and "PROLOGUE" not in other.text
+    with pytest.raises(ValueError, match="prologue='once' is not one of"):
+        emit_triton(tiled(program("silu_matmul"), "blocks_k"), prologue="once")
