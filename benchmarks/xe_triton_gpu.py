@@ -16,13 +16,13 @@ by warps) and torch eager with `triton.testing.do_bench` (L2 flushed), printing 
 candidate, the best, its speedup over the faster of eager and `torch.compile` (compile: timed
 here unless `--compile-ms FILE` gives the reference figures, a JSON of case -> ms), and the
 geomean; `--graph` also times every candidate and eager in a CUDA graph (no host overhead)
-and gives the best there against the graph figures of `--compile-ms`. `--int64` also checks the int64-offset path on a tensor of more than 2**31 elements.
+and gives the best there against the graph figures of `--compile-ms`. `--int64` also checks
+the int64-offset path on a tensor of more than 2**31 elements.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import re

@@ -341,7 +341,7 @@ class _Prologue:
     @classmethod
     def of(cls, kernel: xt.KernelOp, ops: list[Operation]) -> _Prologue | None:
         """The first dot operand of `kernel` that is such a prologue, or None."""
-        args = list(kernel.body.block.args)
+        args: list[SSAValue] = list(kernel.body.block.args)
         for dot in (op for op in ops if isinstance(op, xt.DotOp)):
             for operand in (dot.lhs, dot.rhs):
                 found = cls.chain(operand, args, ops)
@@ -390,7 +390,7 @@ class _Prologue:
                 return None
         if not {use.operation for use in load.results[0].uses} <= inside:
             return None
-        ordered = [op for op in ops if op in maps]
+        ordered = [op for op in ops if isinstance(op, xt.MapOp) and op in maps]
         return cls(load, args.index(load.source), ordered, block)
 
 
