@@ -41,15 +41,15 @@ CASES: list[tuple[str, str, str, dict[str, int], dict[str, int]]] = [
     ("matmul_4096^3", "matmul", "blocks_k", {"M": 4096, "N": 4096, "K": 4096},
      {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8}),
     ("matmul_1024^3", "matmul", "blocks_k", {"M": 1024, "N": 1024, "K": 1024},
-     {"BM": 128, "BN": 128, "BK": 64, "num_warps": 4}),
+     {"BM": 64, "BN": 128, "BK": 64, "num_warps": 4}),
     ("transpose_matmul_4096^3", "transpose_matmul", "blocks_k",
      {"M": 4096, "N": 4096, "K": 4096}, {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8}),
     ("transpose_matmul_1024^3", "transpose_matmul", "blocks_k",
-     {"M": 1024, "N": 1024, "K": 1024}, {"BM": 128, "BN": 128, "BK": 64, "num_warps": 4}),
+     {"M": 1024, "N": 1024, "K": 1024}, {"BM": 64, "BN": 128, "BK": 64, "num_warps": 4}),
     ("silu_matmul_1024^3", "silu_matmul", "blocks_k", {"M": 1024, "N": 1024, "K": 1024},
-     {"BM": 128, "BN": 128, "BK": 64, "num_warps": 4}),
+     {"BM": 64, "BN": 128, "BK": 64, "num_warps": 4}),
     ("relu_matmul_1024^3", "relu_matmul", "blocks_k", {"M": 1024, "N": 1024, "K": 1024},
-     {"BM": 128, "BN": 128, "BK": 64, "num_warps": 4}),
+     {"BM": 64, "BN": 128, "BK": 64, "num_warps": 4}),
     ("rmsnorm_matmul_4096x4096x4096", "rmsnorm_matmul", RMSNORM_MATMUL,
      {"M": 4096, "N": 4096, "K": 4096}, {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8}),
     ("gated_mlp_4096x4096x11008", "gated_mlp", "blocks_k", {"M": 4096, "K": 4096, "N": 11008},
@@ -161,18 +161,22 @@ def eager(name: str) -> Any:
 
 def candidates(module: Any, host: Any, configs: int) -> list[dict[str, Any]]:
     """The launches to time: the defaults, then the KB grid's first `configs` and each block
-    I/O mode at the defaults (a GEMM; the first four configurations also with pointers, and
-    with the prologue fused where the host can split it off), rows per program by warps (a row
-    kernel), or a wider block (an elementwise kernel over 2D blocks)."""
+    I/O mode at the defaults (a GEMM; the first four configurations also with the other of
+    pointers and descriptors, and with the prologue fused where the host can split it off),
+    rows per program by warps (a row kernel), or a wider block (an elementwise kernel over 2D
+    blocks)."""
     import inspect
 
     keywords = inspect.signature(host).parameters
     if "GROUP_SIZE_M" in keywords:
         grid = module.autotune_configs()[:configs]
+        other = ("tensor_descriptor" if keywords["block_io"].default == "pointer"
+                 else "pointer")
         fused = ([{"prologue": "fused"}, *({**c, "prologue": "fused"} for c in grid[:4])]
                  if "prologue" in keywords else [])
-        return [{}, {"block_io": "block_ptr"}, {"block_io": "pointer"}, *grid,
-                *({**c, "block_io": "pointer"} for c in grid[:4]), *fused]
+        return [{}, *({"block_io": m} for m in ("tensor_descriptor", "block_ptr", "pointer")
+                      if m != keywords["block_io"].default), *grid,
+                *({**c, "block_io": other} for c in grid[:4]), *fused]
     if "BN" in keywords:
         return [{}, {"BM": 64, "BN": 256, "num_warps": 8}]
     return [{}, *({"BM": bm, "num_warps": w} for bm in (1, 2, 4) for w in (4, 8, 16))]
