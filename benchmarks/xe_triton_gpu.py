@@ -162,7 +162,8 @@ def eager(name: str) -> Any:
 def candidates(module: Any, host: Any, configs: int) -> list[dict[str, Any]]:
     """The launches to time: the defaults, then the KB grid's first `configs` and each block
     I/O mode at the defaults (a GEMM; the first four configurations also with the other of
-    pointers and descriptors, and with the prologue fused where the host can split it off),
+    pointers and descriptors, with host-made descriptors, and with the prologue fused where
+    the host can split it off),
     rows per program by warps (a row kernel), or a wider block (an elementwise kernel over 2D
     blocks)."""
     import inspect
@@ -174,9 +175,11 @@ def candidates(module: Any, host: Any, configs: int) -> list[dict[str, Any]]:
                  else "pointer")
         fused = ([{"prologue": "fused"}, *({**c, "prologue": "fused"} for c in grid[:4])]
                  if "prologue" in keywords else [])
-        return [{}, *({"block_io": m} for m in ("tensor_descriptor", "block_ptr", "pointer")
-                      if m != keywords["block_io"].default), *grid,
-                *({**c, "block_io": other} for c in grid[:4]), *fused]
+        modes = ("tensor_descriptor", "block_ptr", "pointer", "host_descriptor")
+        return [{}, *({"block_io": m} for m in modes if m != keywords["block_io"].default),
+                *grid,
+                *({**c, "block_io": io} for c in grid[:4] for io in (other, "host_descriptor")),
+                *fused]
     if "BN" in keywords:
         return [{}, {"BM": 64, "BN": 256, "num_warps": 8}]
     return [{}, *({"BM": bm, "num_warps": w} for bm in (1, 2, 4) for w in (4, 8, 16))]

@@ -145,6 +145,8 @@ def emit_module(func: FuncOp, device: str = "h200",
         "import torch",
         "import triton",
         "import triton.language as tl",
+        *(["from triton.tools.tensor_descriptor import TensorDescriptor"]
+          if shape.block_io else []),
         "", "",
         *_HELPERS,
         "", "",
@@ -172,7 +174,8 @@ def concrete_tile_sizes(func: FuncOp) -> dict[str, int]:
 
 
 #: how the GEMM family's 2D tiles are loaded and stored, and the kernel's `BLOCK_IO` for each
-BLOCK_IO_MODES = {"pointer": 0, "block_ptr": 1, "tensor_descriptor": 2}
+#: (`host_descriptor`: a `TensorDescriptor` the host makes and passes, none made on the device)
+BLOCK_IO_MODES = {"pointer": 0, "block_ptr": 1, "tensor_descriptor": 2, "host_descriptor": 3}
 #: a size the emitter does not know (the KB grid's block sizes are then not clamped by it)
 UNKNOWN_SIZE = 1 << 16
 #: the KB's name of each dtype
@@ -519,7 +522,8 @@ class _KernelPrinter:
                       *(["PROLOGUE"] if shape.prologue else [])]
         _check_names(k, [*inputs, *outputs, *constexprs, *_SWIZZLE_NAMES, "_wide",
                          *(t.desc for t in shape.tiles), *_PROLOGUE_NAMES])
-        params = [*inputs, *outputs, *k.sizes(), *(f"{c}: tl.constexpr" for c in constexprs)]
+        params = [*inputs, *outputs, *(f"h{t.desc}" for t in shape.tiles), *k.sizes(),
+                  *(f"{c}: tl.constexpr" for c in constexprs)]
         self.out = ["@triton.jit", f"def {self.name}_kernel({', '.join(params)}):"]
         if shape.swizzled:
             self.swizzle()
@@ -533,6 +537,9 @@ class _KernelPrinter:
                 self.line(2, f"{t.desc} = tl.make_tensor_descriptor({t.ptr}, "
                              f"shape={_list(t.tensor.shape)}, strides={_list(_strides(t.tensor))}, "
                              f"block_shape={_list(t.block)})")
+            self.line(1, f"elif BLOCK_IO == {BLOCK_IO_MODES['host_descriptor']}:")
+            for t in shape.tiles:
+                self.line(2, f"{t.desc} = h{t.desc}")
         body = k.body.block
         for arg, ptr in zip(body.args, inputs, strict=True):
             self.names[arg] = ptr
@@ -728,7 +735,7 @@ class _KernelPrinter:
         else:
             by_desc = f"{tile.desc}.store({at}, {self.stored(op)})"
             by_ptr = f"tl.store({block_ptr}, {self.stored(op)}, boundary_check=(0, 1))"
-        self.line(depth, f"if BLOCK_IO == {BLOCK_IO_MODES['tensor_descriptor']}:")
+        self.line(depth, f"if BLOCK_IO >= {BLOCK_IO_MODES['tensor_descriptor']}:")
         self.line(depth + 1, by_desc)
         self.line(depth, f"elif BLOCK_IO == {BLOCK_IO_MODES['block_ptr']}:")
         self.line(depth + 1, by_ptr)
@@ -945,10 +952,17 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
         tiles = ", ".join(f"({t.ptr.removesuffix('_ptr')}, {_tuple(_ints(t.block))})"
                           for t in shape.tiles)
         lines.append(f"    block_io = _block_io(block_io, [{tiles}])")
+        lines.append('    made = block_io == "host_descriptor"')
+        for t in shape.tiles:
+            tensor = t.ptr.removesuffix("_ptr")
+            block = ", ".join(_ints(t.block))
+            lines.append(f"    h{t.desc} = TensorDescriptor({tensor}, list({tensor}.shape), "
+                         f"list({tensor}.stride()), [{block}]) if made else None")
         launch_io = ["BLOCK_IO=_BLOCK_IO[block_io]"]
     grid = [py_int(g, kernel=False) for g in kernel.grid_exprs()]
     lines.append(f"    grid = {_tuple([' * '.join(grid)] if shape.swizzled else grid)}")
-    launch = [*inputs, *outputs, *kernel.sizes(), *(f"{p}={p}" for p in kernel.param_names()),
+    launch = [*inputs, *outputs, *(f"h{t.desc}" for t in shape.tiles), *kernel.sizes(),
+              *(f"{p}={p}" for p in kernel.param_names()),
               *(f"{b}={b}" for b, _ in kernel.block_defs()), "grf_mode=grf_mode",
               f"INT64=_needs_int64({', '.join([*inputs, *outputs])}) if int64 is None "
               "else bool(int64)", *launch_io,
@@ -1010,21 +1024,23 @@ def _host_helpers(dev: Device) -> list[str]:
         f"    {dev.name}'s descriptor rules: {' or '.join(rules)}.\"\"\"",
         "    if block_io not in _BLOCK_IO:",
         '        raise ValueError(f"block_io={block_io!r} is not one of " + ", ".join(_BLOCK_IO))',
-        '    if block_io != "tensor_descriptor":',
+        '    if block_io not in ("tensor_descriptor", "host_descriptor"):',
         "        return block_io",
         *(["    for t, block in tiles:",
            "        size = t.element_size()",
            f"        if {' or '.join(rules)}:",
            '            return "block_ptr"'] if base else ['    return "block_ptr"']),
-        "    device = tiles[0][0].device",
-        "    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, "
+        '    if block_io == "tensor_descriptor":',
+        "        device = tiles[0][0].device",
+        "        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, "
         "dtype=torch.int8, device=device))",
-        '    return "tensor_descriptor"',
+        "    return block_io",
         "", ""]
 
 
 #: names the emitted module binds itself: a program size of one of these would shadow it
-_MODULE_NAMES = frozenset({"tl", "triton", "torch", "math", "np", "grid", "num_warps",
+_MODULE_NAMES = frozenset({"tl", "triton", "torch", "math", "np", "grid", "num_warps", "made",
+                           "TensorDescriptor",
                            "num_stages", "grf_mode", "block_io", "int64", "device",
                            "_BLOCK_IO", "_block_io", "_needs_int64", "_wide", "prologue",
                            "autotune_configs"})
@@ -1036,6 +1052,6 @@ def _check_names(kernel: xt.KernelOp, ours: list[str]) -> None:
     clash is "not supported", naming it, never a module that reads the wrong value."""
     for name in [*kernel.sizes(), *kernel.program_names()]:
         if (name in ours or name in _MODULE_NAMES or keyword.iskeyword(name)
-                or re.fullmatch(r"(v|desc)\d+", name)):
+                or re.fullmatch(r"(v|h?desc)\d+", name)):
             raise NotSupported(f"the size or program id '{name}' is a name the emitted module "
                                "uses itself")

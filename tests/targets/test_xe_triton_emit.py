@@ -157,7 +157,8 @@ def loaded(func: FuncOp, kind: str, blocks: dict[str, int],
     return load_module(emitted, Path(scratch)), emitted.name
 
 
-@pytest.mark.parametrize("mode", ["pointer", "block_ptr", "tensor_descriptor"])
+@pytest.mark.parametrize("mode", ["pointer", "block_ptr", "tensor_descriptor",
+                                  "host_descriptor"])
 @pytest.mark.parametrize(("name", "kind"), GEMMS)
 def test_every_block_io_mode_computes_the_program(name: str, kind: str, mode: str) -> None:
     # remainders and sizes of 1 (descriptors fall back to block pointers: unaligned rows),
