@@ -953,10 +953,10 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
                           for t in shape.tiles)
         lines.append(f"    block_io = _block_io(block_io, [{tiles}])")
         lines.append('    made = block_io == "host_descriptor"')
-        for t in shape.tiles:
-            tensor = t.ptr.removesuffix("_ptr")
-            block = ", ".join(_ints(t.block))
-            lines.append(f"    h{t.desc} = TensorDescriptor({tensor}, list({tensor}.shape), "
+        for tile in shape.tiles:
+            tensor = tile.ptr.removesuffix("_ptr")
+            block = ", ".join(_ints(tile.block))
+            lines.append(f"    h{tile.desc} = TensorDescriptor({tensor}, list({tensor}.shape), "
                          f"list({tensor}.stride()), [{block}]) if made else None")
         launch_io = ["BLOCK_IO=_BLOCK_IO[block_io]"]
     grid = [py_int(g, kernel=False) for g in kernel.grid_exprs()]
