@@ -252,12 +252,13 @@ def test_launch_options_and_autotune_grid_come_from_the_kb() -> None:
     assert emit_triton(tiled(bf16_func, "blocks_k"), tile_sizes=BLOCKS, sizes=sizes).configs[0][
         "BK"] == 64
     # a small GEMM (1024^3: 64 tiles of 128x128 for 132 SMs) starts from 64x128 tiles at 4
-    # warps and 4 stages, and takes 4 stages and pointers by default
+    # warps and 4 stages, and takes 4 stages and host-made descriptors by default
     small = emit_triton(tiled(bf16_func, "blocks_k"), tile_sizes=BLOCKS,
                         sizes={"M": 1024, "N": 1024, "K": 1024})
     assert small.configs[0] == {"BM": 64, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8,
                                 "num_warps": 4, "num_stages": 4}
-    assert small.options == {"num_stages": 4, "GROUP_SIZE_M": 8, "block_io": "pointer"}
+    assert small.options == {"num_stages": 4, "GROUP_SIZE_M": 8,
+                             "block_io": "host_descriptor"}
     assert {"BM": 128, "BN": 64, "BK": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
             "num_stages": 4} in small.configs
     assert all(c["num_warps"] in (4, 8) and "grf_mode" not in c for c in configs)
