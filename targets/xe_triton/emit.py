@@ -87,21 +87,23 @@ class EmittedModule:
 def emit_triton(tiled: FuncOp, device: str = "h200",
                 tile_sizes: dict[str, int] | None = None, *,
                 sizes: Mapping[str, int] | None = None,
-                block_io: str | None = None) -> EmittedModule:
+                block_io: str | None = None, prologue: str | None = None) -> EmittedModule:
     """`tiled` (one `tile.kernel` and its return) as a Triton module: lowered to `xt`, then
     printed. `tile_sizes` (block sizes, `num_warps`, `num_stages`, `GROUP_M`) override the
     function's `axon.tile_sizes`; `sizes` (the problem's, where known) shape the KB's autotuning
     grid; `block_io` (`tensor_descriptor`, `block_ptr`, `pointer`) overrides the KB's choice of
-    the default 2D block I/O. NotSupported for a kernel that does not lower; ValueError for an
-    unknown device, a `num_warps` the device does not take or an unknown `block_io`."""
+    the default 2D block I/O; `prologue` (`split`, `fused`) the default for a dot operand
+    computed elementwise from one load (`split`: once, in a kernel before the GEMM).
+    NotSupported for a kernel that does not lower; ValueError for an unknown device, a
+    `num_warps` the device does not take or an unknown `block_io` or `prologue`."""
     return emit_module(lower_function(tiled), device, tile_sizes, sizes=sizes,
-                       block_io=block_io)
+                       block_io=block_io, prologue=prologue)
 
 
 def emit_module(func: FuncOp, device: str = "h200",
                 tile_sizes: dict[str, int] | None = None, *,
                 sizes: Mapping[str, int] | None = None,
-                block_io: str | None = None) -> EmittedModule:
+                block_io: str | None = None, prologue: str | None = None) -> EmittedModule:
     """A function holding one `xt.kernel` as a Triton module (see the module docstring)."""
     (kernel,) = [op for op in func.body.block.ops if isinstance(op, xt.KernelOp)]
     name = func.sym_name.data
@@ -120,6 +122,8 @@ def emit_module(func: FuncOp, device: str = "h200",
             raise ValueError(f"block size {p}={v} is not a power of two")
     if block_io is not None and block_io not in BLOCK_IO_MODES:
         raise ValueError(f"block_io={block_io!r} is not one of {', '.join(BLOCK_IO_MODES)}")
+    if prologue is not None and prologue not in PROLOGUE_MODES:
+        raise ValueError(f"prologue={prologue!r} is not one of {', '.join(PROLOGUE_MODES)}")
     shape = _KernelShape.of(kernel)
     facts = shape.facts(kernel, defaults, sizes or {})
     settings = settings_for(dev, facts)
@@ -131,6 +135,8 @@ def emit_module(func: FuncOp, device: str = "h200",
             settings.group_size_m[0] if settings.group_size_m else 1))
     if shape.block_io:
         options["block_io"] = block_io or settings.block_io or "pointer"
+    if shape.prologue:
+        options["prologue"] = prologue or "split"
     configs = tuple(shape.launch_config(c) for c in autotune_grid(dev, facts))
     text = "\n".join([
         f'"""Triton kernel emitted by Axon from @{name}: one @triton.jit kernel and its host',
@@ -139,11 +145,15 @@ def emit_module(func: FuncOp, device: str = "h200",
         "import torch",
         "import triton",
         "import triton.language as tl",
+        *(["from triton.tools.tensor_descriptor import TensorDescriptor"]
+          if shape.block_io else []),
         "", "",
         *_HELPERS,
         "", "",
         *_KernelPrinter(kernel, name, shape).lines(),
         "", "",
+        *([*_KernelPrinter(kernel, name, shape).prologue_lines(shape.prologue), "", ""]
+          if shape.prologue else []),
         *_host(kernel, name, defaults, num_warps, options, shape, dev),
         "", "",
         *_configs(configs),
@@ -164,13 +174,18 @@ def concrete_tile_sizes(func: FuncOp) -> dict[str, int]:
 
 
 #: how the GEMM family's 2D tiles are loaded and stored, and the kernel's `BLOCK_IO` for each
-BLOCK_IO_MODES = {"pointer": 0, "block_ptr": 1, "tensor_descriptor": 2}
+#: (`host_descriptor`: a `TensorDescriptor` the host makes and passes, none made on the device)
+BLOCK_IO_MODES = {"pointer": 0, "block_ptr": 1, "tensor_descriptor": 2, "host_descriptor": 3}
 #: a size the emitter does not know (the KB grid's block sizes are then not clamped by it)
 UNKNOWN_SIZE = 1 << 16
 #: the KB's name of each dtype
 _KB_DTYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}
 #: names of the swizzled program order's scalars in the kernel
 _SWIZZLE_NAMES = ("g_pid", "g_cols", "g_width", "g_first", "g_rows")
+#: the prologue kernel's names (`_Prologue`)
+_PROLOGUE_NAMES = ("p_row", "p_col", "dst_ptr")
+#: the host's `prologue` choices: the operand's maps in the GEMM, or once in a kernel before it
+PROLOGUE_MODES = ("fused", "split")
 
 #: a `@triton.jit` helper every module holds: pointer offsets in int64 when the launch says so
 _HELPERS = [
@@ -211,6 +226,7 @@ class _KernelShape:
     swizzled: bool = False
     tiles: list[_Tile] = field(default_factory=list)
     access: dict[Operation, _Tile] = field(default_factory=dict)
+    prologue: _Prologue | None = None
 
     @property
     def block_io(self) -> bool:
@@ -244,6 +260,7 @@ class _KernelShape:
         shape.swizzled = shape.has_dot and len(grid) == 2
         if shape.has_dot:
             shape.find_tiles(kernel, ops)
+            shape.prologue = _Prologue.of(kernel, ops)
         return shape
 
     def find_tiles(self, kernel: xt.KernelOp, ops: list[Operation]) -> None:
@@ -312,6 +329,83 @@ class _KernelShape:
             if value is not None:
                 out[axis] = value
         return out
+
+@dataclass
+class _Prologue:
+    """A dot operand computed elementwise from one 2D load that nothing else reads (silu(x) @ w):
+    the host may compute it once over the whole tensor in a small kernel (`PROLOGUE`), instead
+    of the GEMM recomputing it for every column block."""
+
+    load: xt.LoadOp
+    arg: int
+    maps: list[xt.MapOp]
+    block: tuple[IntExpr, ...]
+
+    @classmethod
+    def of(cls, kernel: xt.KernelOp, ops: list[Operation]) -> _Prologue | None:
+        """The first dot operand of `kernel` that is such a prologue, or None."""
+        args: list[SSAValue] = list(kernel.body.block.args)
+        for dot in (op for op in ops if isinstance(op, xt.DotOp)):
+            for operand in (dot.lhs, dot.rhs):
+                found = cls.chain(operand, args, ops)
+                if found is not None:
+                    return found
+        return None
+
+    @classmethod
+    def chain(cls, value: SSAValue, args: list[SSAValue],
+              ops: list[Operation]) -> _Prologue | None:
+        """`value` as maps over one load, each map elementwise over the load's block (reads at
+        the identity index, no index math), the maps read by nothing outside the chain but
+        the dot, the load's tensor loaded nowhere else and of the value's dtype."""
+        maps: list[xt.MapOp] = []
+        loads: set[xt.LoadOp] = set()
+        todo = [value]
+        while todo:
+            owner = todo.pop().owner
+            if isinstance(owner, xt.LoadOp):
+                loads.add(owner)
+            elif isinstance(owner, xt.MapOp) and owner not in maps:
+                maps.append(owner)
+                todo.extend(owner.inputs)
+            elif not isinstance(owner, xt.MapOp):
+                return None
+        if not maps or len(loads) != 1:
+            return None
+        (load,) = loads
+        source = _tensor_type(load.source)
+        block = tuple(load.attrs()["shape"])
+        if (load.source not in args or source.rank != 2
+                or _tensor_type(value).dtype != source.dtype
+                or any(isinstance(op, xt.LoadOp) and op.source == load.source and op is not load
+                       for op in ops)):
+            return None
+        inside: set[Operation] = {*maps, load}
+        for m in maps:
+            form = parse_form(m.form.data, len(m.inputs))
+            names = [IntExpr.sym(d.name) for d in form.parallel]
+            if (form.reduction is not None or tuple(_tensor_type(m.results[0]).shape) != block
+                    or not all(isinstance(e, Read) and list(e.index) == names
+                               or isinstance(e, Call | Const) for e in _nodes(form.body))):
+                return None
+            users = {use.operation for use in m.results[0].uses}
+            if m.results[0] is not value and not users <= inside:
+                return None
+        if not {use.operation for use in load.results[0].uses} <= inside:
+            return None
+        ordered = [op for op in ops if isinstance(op, xt.MapOp) and op in maps]
+        return cls(load, args.index(load.source), ordered, block)
+
+
+def _nodes(e: ScalarExpr) -> list[ScalarExpr]:
+    """`e` and every expression inside it."""
+    out, todo = [], [e]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, Call):
+            todo.extend(node.args)
+    return out
 
 
 def _configs(configs: tuple[dict[str, int | str], ...]) -> list[str]:
@@ -424,10 +518,12 @@ class _KernelPrinter:
         outputs = [f"out{n}_ptr" for n in range(len(k.outputs))]
         constexprs = [*k.param_names(), *(n for n, _ in k.block_defs()), "grf_mode", "INT64",
                       *(["BLOCK_IO"] if shape.block_io else []),
-                      *(["GROUP_SIZE_M"] if shape.swizzled else [])]
+                      *(["GROUP_SIZE_M"] if shape.swizzled else []),
+                      *(["PROLOGUE"] if shape.prologue else [])]
         _check_names(k, [*inputs, *outputs, *constexprs, *_SWIZZLE_NAMES, "_wide",
-                         *(t.desc for t in shape.tiles)])
-        params = [*inputs, *outputs, *k.sizes(), *(f"{c}: tl.constexpr" for c in constexprs)]
+                         *(t.desc for t in shape.tiles), *_PROLOGUE_NAMES])
+        params = [*inputs, *outputs, *(f"h{t.desc}" for t in shape.tiles), *k.sizes(),
+                  *(f"{c}: tl.constexpr" for c in constexprs)]
         self.out = ["@triton.jit", f"def {self.name}_kernel({', '.join(params)}):"]
         if shape.swizzled:
             self.swizzle()
@@ -441,10 +537,36 @@ class _KernelPrinter:
                 self.line(2, f"{t.desc} = tl.make_tensor_descriptor({t.ptr}, "
                              f"shape={_list(t.tensor.shape)}, strides={_list(_strides(t.tensor))}, "
                              f"block_shape={_list(t.block)})")
+            self.line(1, f"elif BLOCK_IO == {BLOCK_IO_MODES['host_descriptor']}:")
+            for t in shape.tiles:
+                self.line(2, f"{t.desc} = h{t.desc}")
         body = k.body.block
         for arg, ptr in zip(body.args, inputs, strict=True):
             self.names[arg] = ptr
         self.walk(body, 1)
+        return self.out
+
+    def prologue_lines(self, prologue: _Prologue) -> list[str]:
+        """The prologue kernel: the operand's maps once over the loaded tensor, in tiles of the
+        GEMM's block (`p_row`, `p_col`), stored for the GEMM to load in their place."""
+        source = _tensor_type(prologue.load.source)
+        sizes = sorted({s for d in source.shape for s in d.symbols()})
+        blocks = sorted({s for b in prologue.block for s in b.symbols()})
+        params = [f"in{prologue.arg}_ptr", "dst_ptr", *sizes,
+                  *(f"{b}: tl.constexpr" for b in blocks), "INT64: tl.constexpr"]
+        self.out = ["@triton.jit", f"def {self.name}_prologue_kernel({', '.join(params)}):"]
+        self.line(1, "p_row = tl.program_id(0)")
+        self.line(1, "p_col = tl.program_id(1)")
+        block = list(prologue.block)
+        at = [block[0] * IntExpr.sym("p_row"), block[1] * IntExpr.sym("p_col")]
+        ptr, mask = self.address(f"in{prologue.arg}_ptr", source.shape, at, block, block)
+        self.line(1, f"{self.name_of(prologue.load.results[0])} = tl.load({ptr}, mask={mask}, "
+                     "other=0.0)")
+        for m in prologue.maps:
+            self.line(1, f"{self.name_of(m.results[0])} = {self.map_text(m)}")
+        ptr, mask = self.address("dst_ptr", source.shape, at, block, block)
+        last = self.name_of(prologue.maps[-1].results[0])
+        self.line(1, f"tl.store({ptr}, {last}.to({TL_DTYPES[source.dtype]}), mask={mask})")
         return self.out
 
     def swizzle(self) -> None:
@@ -496,6 +618,18 @@ class _KernelPrinter:
             if isinstance(loop, xt.ForOp):
                 for res, value in zip(loop.results, op.values, strict=True):
                     self.line(depth, f"{self.name_of(res)} = {self.name_of(value)}")
+            return None
+        prologue = self.shape.prologue
+        if isinstance(op, xt.MapOp) and prologue is not None and op in prologue.maps:
+            # PROLOGUE: the operand was computed by the prologue kernel and is loaded as it is
+            result = self.name_of(op.results[0])
+            if op is prologue.maps[-1]:
+                self.line(depth, "if PROLOGUE:")
+                self.line(depth + 1, f"{result} = {self.name_of(prologue.load.results[0])}")
+                self.line(depth, "else:")
+            else:
+                self.line(depth, "if not PROLOGUE:")
+            self.line(depth + 1, f"{result} = {self.value_text(op)}")
             return None
         tile = self.shape.access.get(op)
         if tile is not None:
@@ -616,7 +750,7 @@ class _KernelPrinter:
         else:
             by_desc = f"{tile.desc}.store({at}, {self.stored(op)})"
             by_ptr = f"tl.store({block_ptr}, {self.stored(op)}, boundary_check=(0, 1))"
-        self.line(depth, f"if BLOCK_IO == {BLOCK_IO_MODES['tensor_descriptor']}:")
+        self.line(depth, f"if BLOCK_IO >= {BLOCK_IO_MODES['tensor_descriptor']}:")
         self.line(depth + 1, by_desc)
         self.line(depth, f"elif BLOCK_IO == {BLOCK_IO_MODES['block_ptr']}:")
         self.line(depth + 1, by_ptr)
@@ -775,7 +909,8 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
     knobs = [*([f"GROUP_SIZE_M={options['GROUP_SIZE_M']}"] if shape.swizzled else []),
              f"num_warps={num_warps}", f"num_stages={options['num_stages']}",
              'grf_mode="default"',
-             *([f"block_io={options['block_io']!r}"] if shape.block_io else []), "int64=None"]
+             *([f"block_io={options['block_io']!r}"] if shape.block_io else []),
+             *([f"prologue={options['prologue']!r}"] if shape.prologue else []), "int64=None"]
     signature = [*inputs, "*", *params, *knobs]
     lines = [*(_host_helpers(dev) if shape.block_io else []),
              "def _needs_int64(*tensors):",
@@ -789,7 +924,10 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
              "    offsets in int64 (None: where a tensor holds 2**31 elements or more)."
              + (" `block_io`:\n    how the 2D tiles move (tensor descriptors fall back to block "
                 "pointers where\n    the tensors do not meet the device's rules)."
-                if shape.block_io else "") + '"""']
+                if shape.block_io else "")
+             + (" `prologue`:\n    \"split\" computes the dot operand's elementwise maps "
+                "once in a kernel before the\n    GEMM, \"fused\" in the GEMM for each block."
+                if shape.prologue else "") + '"""']
     bound: set[str] = set()
     composite: list[tuple[str, int, IntExpr]] = []
     for arg, t in zip(inputs, kernel.input_types(), strict=True):
@@ -822,19 +960,29 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
         outputs.append(f"out{n}")
     for b, e in kernel.block_defs():
         lines.append(f"    {b} = triton.next_power_of_2({py_int(e, kernel=False)})")
+    if shape.prologue:
+        lines += _host_prologue(name, shape.prologue)
     launch_io = []
     if shape.block_io:
         tiles = ", ".join(f"({t.ptr.removesuffix('_ptr')}, {_tuple(_ints(t.block))})"
                           for t in shape.tiles)
         lines.append(f"    block_io = _block_io(block_io, [{tiles}])")
+        lines.append('    made = block_io == "host_descriptor"')
+        for tile in shape.tiles:
+            tensor = tile.ptr.removesuffix("_ptr")
+            block = ", ".join(_ints(tile.block))
+            lines.append(f"    h{tile.desc} = TensorDescriptor({tensor}, list({tensor}.shape), "
+                         f"list({tensor}.stride()), [{block}]) if made else None")
         launch_io = ["BLOCK_IO=_BLOCK_IO[block_io]"]
     grid = [py_int(g, kernel=False) for g in kernel.grid_exprs()]
     lines.append(f"    grid = {_tuple([' * '.join(grid)] if shape.swizzled else grid)}")
-    launch = [*inputs, *outputs, *kernel.sizes(), *(f"{p}={p}" for p in kernel.param_names()),
+    launch = [*inputs, *outputs, *(f"h{t.desc}" for t in shape.tiles), *kernel.sizes(),
+              *(f"{p}={p}" for p in kernel.param_names()),
               *(f"{b}={b}" for b, _ in kernel.block_defs()), "grf_mode=grf_mode",
               f"INT64=_needs_int64({', '.join([*inputs, *outputs])}) if int64 is None "
               "else bool(int64)", *launch_io,
               *(["GROUP_SIZE_M=GROUP_SIZE_M"] if shape.swizzled else []),
+              *(['PROLOGUE=prologue == "split"'] if shape.prologue else []),
               "num_warps=num_warps", "num_stages=num_stages"]
     lines.append(f"    {name}_kernel[grid]({', '.join(launch)})")
     lines.append(f"    return {', '.join(outputs)}")
@@ -855,6 +1003,26 @@ def _solved(arg: str, axis: int, dim: IntExpr, bound: set[str]) -> list[str]:
                            "dim alone, nor as one size times others")
     bound.add(sym)
     return [f"    {sym} = {arg}.shape[{axis}] // max({py_int(rest, kernel=False)}, 1)"]
+
+
+def _host_prologue(name: str, prologue: _Prologue) -> list[str]:
+    """The host's `prologue` choice: "split" runs the prologue kernel into a tensor like the
+    input, which the GEMM then reads in the input's place."""
+    arg = f"in{prologue.arg}"
+    source = _tensor_type(prologue.load.source)
+    sizes = sorted({s for d in source.shape for s in d.symbols()})
+    blocks = sorted({s for b in prologue.block for s in b.symbols()})
+    grid = [f"triton.cdiv({py_int(d, kernel=False)}, {py_int(b, kernel=False)})"
+            for d, b in zip(source.shape, prologue.block, strict=True)]
+    launch = [arg, f"{arg}_pre", *sizes, *(f"{b}={b}" for b in blocks),
+              f"INT64=_needs_int64({arg}) if int64 is None else bool(int64)", "num_warps=4"]
+    return [f"    if prologue not in {PROLOGUE_MODES!r}:",
+            '        raise ValueError(f"prologue={prologue!r} is not one of '
+            f'{", ".join(PROLOGUE_MODES)}")',
+            '    if prologue == "split":',
+            f"        {arg}_pre = torch.empty_like({arg})",
+            f"        {name}_prologue_kernel[{_tuple(grid)}]({', '.join(launch)})",
+            f"        {arg} = {arg}_pre"]
 
 
 def _host_helpers(dev: Device) -> list[str]:
@@ -887,23 +1055,25 @@ def _host_helpers(dev: Device) -> list[str]:
         f"    {dev.name}'s descriptor rules: {' or '.join(rules)}.\"\"\"",
         "    if block_io not in _BLOCK_IO:",
         '        raise ValueError(f"block_io={block_io!r} is not one of " + ", ".join(_BLOCK_IO))',
-        '    if block_io != "tensor_descriptor":',
+        '    if block_io not in ("tensor_descriptor", "host_descriptor"):',
         "        return block_io",
         *(["    for t, block in tiles:",
            "        size = t.element_size()",
            f"        if {' or '.join(rules)}:",
            '            return "block_ptr"'] if base else ['    return "block_ptr"']),
-        "    device = tiles[0][0].device",
-        "    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, "
+        '    if block_io == "tensor_descriptor":',
+        "        device = tiles[0][0].device",
+        "        triton.set_allocator(lambda size, alignment, stream: torch.empty(size, "
         "dtype=torch.int8, device=device))",
-        '    return "tensor_descriptor"',
+        "    return block_io",
         "", ""]
 
 
 #: names the emitted module binds itself: a program size of one of these would shadow it
-_MODULE_NAMES = frozenset({"tl", "triton", "torch", "math", "np", "grid", "num_warps",
+_MODULE_NAMES = frozenset({"tl", "triton", "torch", "math", "np", "grid", "num_warps", "made",
+                           "TensorDescriptor",
                            "num_stages", "grf_mode", "block_io", "int64", "device",
-                           "_BLOCK_IO", "_block_io", "_needs_int64", "_wide",
+                           "_BLOCK_IO", "_block_io", "_needs_int64", "_wide", "prologue",
                            "autotune_configs"})
 
 
@@ -913,6 +1083,6 @@ def _check_names(kernel: xt.KernelOp, ours: list[str]) -> None:
     clash is "not supported", naming it, never a module that reads the wrong value."""
     for name in [*kernel.sizes(), *kernel.program_names()]:
         if (name in ours or name in _MODULE_NAMES or keyword.iskeyword(name)
-                or re.fullmatch(r"(v|desc)\d+", name)):
+                or re.fullmatch(r"(v|h?desc)\d+", name)):
             raise NotSupported(f"the size or program id '{name}' is a name the emitted module "
                                "uses itself")

@@ -167,7 +167,8 @@ def loaded(func: FuncOp, kind: str, blocks: dict[str, int],
     return load_module(emitted, Path(scratch)), emitted.name
 
 
-@pytest.mark.parametrize("mode", ["pointer", "block_ptr", "tensor_descriptor"])
+@pytest.mark.parametrize("mode", ["pointer", "block_ptr", "tensor_descriptor",
+                                  "host_descriptor"])
 @pytest.mark.parametrize(("name", "kind"), GEMMS)
 def test_every_block_io_mode_computes_the_program(name: str, kind: str, mode: str) -> None:
     # remainders and sizes of 1 (descriptors fall back to block pointers: unaligned rows),
@@ -245,7 +246,7 @@ def test_int64_offsets_are_chosen_from_the_element_count() -> None:
 
 def test_launch_options_and_autotune_grid_come_from_the_kb() -> None:
     func = program("matmul")
-    sizes = {"M": 1024, "N": 1024, "K": 1024}
+    sizes = {"M": 4096, "N": 4096, "K": 4096}
     emitted = emit_triton(tiled(func, "blocks_k"), tile_sizes=BLOCKS, sizes=sizes)
     assert emitted.options == {"num_stages": 3, "GROUP_SIZE_M": 8,
                                "block_io": "tensor_descriptor"}
@@ -260,6 +261,16 @@ def test_launch_options_and_autotune_grid_come_from_the_kb() -> None:
     (bf16_func,) = (op for op in bf16.ops if isinstance(op, FuncOp))
     assert emit_triton(tiled(bf16_func, "blocks_k"), tile_sizes=BLOCKS, sizes=sizes).configs[0][
         "BK"] == 64
+    # a small GEMM (1024^3: 64 tiles of 128x128 for 132 SMs) starts from 64x128 tiles at 4
+    # warps and 4 stages, and takes 4 stages and host-made descriptors by default
+    small = emit_triton(tiled(bf16_func, "blocks_k"), tile_sizes=BLOCKS,
+                        sizes={"M": 1024, "N": 1024, "K": 1024})
+    assert small.configs[0] == {"BM": 64, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8,
+                                "num_warps": 4, "num_stages": 4}
+    assert small.options == {"num_stages": 4, "GROUP_SIZE_M": 8,
+                             "block_io": "host_descriptor"}
+    assert {"BM": 128, "BN": 64, "BK": 64, "GROUP_SIZE_M": 8, "num_warps": 4,
+            "num_stages": 4} in small.configs
     assert all(c["num_warps"] in (4, 8) and "grf_mode" not in c for c in configs)
     # a gated MLP's two dots: two accumulators and two B tiles a stage count against the H200
     gated = parse_source(PROGRAMS["gated_mlp"].source, "gated_mlp.py")
@@ -296,3 +307,36 @@ def test_a_transposed_half_precision_operand_moves_in_its_own_dtype() -> None:
     moved = re.search(r"(v\d+) = tl\.broadcast_to\(tl\.permute\((v\d+), \(1, 0\)\), \(BM, BK\)\)",
                       text)
     assert moved is not None and f"tl.dot({moved.group(1)}, " in text
+
+
+@pytest.mark.parametrize("mode", ["pointer", "tensor_descriptor"])
+@pytest.mark.parametrize("prologue", ["split", "fused"])
+def test_a_prologue_split_off_or_fused_computes_the_program(prologue: str, mode: str) -> None:
+    # silu(x) @ w: "split" computes silu(x) once in a kernel before the GEMM, which loads it in
+    # x's place; "fused" recomputes it in the GEMM for every column block
+    func = program("silu_matmul")
+    with tempfile.TemporaryDirectory() as scratch:
+        module, host = loaded(func, "blocks_k", WIDE, scratch)
+        for sizes in (shapes(func), aligned(func)):
+            checks = compare(func, module, host, sizes,
+                             options={"prologue": prologue, "block_io": mode})
+            assert all(c.passed for c in checks), checks
+        with pytest.raises(ValueError, match="prologue='once' is not one of fused, split"):
+            getattr(module, host)(torch.ones(2, 2), torch.ones(2, 2), prologue="once")
+
+
+def test_only_an_operand_computed_from_one_load_alone_is_split_off() -> None:
+    emitted = emit_triton(tiled(program("silu_matmul"), "blocks_k"), tile_sizes=WIDE)
+    assert emitted.options["prologue"] == "split"
+    text = emitted.text
+    assert "def silu_matmul_blocks_k_prologue_kernel(in0_ptr, dst_ptr, K, M, " in text
+    assert "PROLOGUE=prologue == \"split\"" in text and "if PROLOGUE:" in text
+    fused = emit_triton(tiled(program("silu_matmul"), "blocks_k"), tile_sizes=WIDE,
+                        prologue="fused")
+    assert "prologue='fused'" in fused.text
+    # a plain matmul has no prologue; rmsnorm's operand also reads the gain and the row's sum
+    for name in ("matmul", "rmsnorm_matmul", "transpose_matmul"):
+        other = emit_triton(tiled(program(name), "blocks_k"), tile_sizes=WIDE)
+        assert "prologue" not in other.options and "PROLOGUE" not in other.text
+    with pytest.raises(ValueError, match="prologue='once' is not one of"):
+        emit_triton(tiled(program("silu_matmul"), "blocks_k"), prologue="once")

@@ -132,7 +132,7 @@ class Settings:
     num_stages: tuple[int, ...] | None = None
     warp_size: tuple[int, ...] | None = None
     grf_mode: tuple[GrfModeOption, ...] | None = None
-    block_io: Literal["tensor_descriptor", "block_ptr", "pointer"] | None = None
+    block_io: Literal["tensor_descriptor", "block_ptr", "pointer", "host_descriptor"] | None = None
     """How tiles are loaded and stored: tensor descriptors, block pointers, or pointer
     tensors with masks."""
     persistent: bool | None = None
