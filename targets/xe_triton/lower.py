@@ -563,14 +563,14 @@ class _Lowering:
         parallel = tuple(LoopDim(d.name, d.lower, self.block(d.upper)) for d in form.parallel)
         if form.reduction is None:
             body, operands = self.deinterleaved(form.body, parallel, operands, target)
-            identity = Read(len(operands) - 1, tuple(IntExpr.sym(d.name) for d in parallel))
-            pairs = operands[-1].type
-            if (body == identity and len(operands) == len(op.operands) + 1
-                    and isinstance(pairs, TensorType)
-                    and list(pairs.shape) == [d.upper for d in parallel]):
-                # a read of the pairs alone: the split is the value, no map copies it
-                self.values[op.results[0]] = operands[-1]
-                return
+            if len(operands) == len(op.operands) + 1:
+                identity = Read(len(operands) - 1, tuple(IntExpr.sym(d.name) for d in parallel))
+                pairs = operands[-1].type
+                if (body == identity and isinstance(pairs, TensorType)
+                        and list(pairs.shape) == [d.upper for d in parallel]):
+                    # a read of the pairs alone: the split is the value, no map copies it
+                    self.values[op.results[0]] = operands[-1]
+                    return
             self.emit(target, op, xt.MapOp.make(
                 operands, form=str(GenericForm(parallel, body, len(operands))), dtype=dtype))
             return
