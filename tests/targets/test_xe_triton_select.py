@@ -73,7 +73,13 @@ def test_candidates_are_programs_by_tilings_by_configs() -> None:
     found = enumerate_candidates(result.proved, device, profile, sizes,
                                  SelectOptions(tilings=3, configs=3), skipped)
     assert len({c.id for c in found}) == len(found)
-    assert {c.origin for c in found} == {"tile sizes", "autotune"}
+    # "registers": a launch whose tiles overflow its warps' registers, at more warps
+    assert {"tile sizes", "autotune"} <= {c.origin for c in found} <= {
+        "tile sizes", "autotune", "registers"}
+    for wider in (c for c in found if c.origin == "registers"):
+        same = {k: v for k, v in wider.kwargs.items() if k != "num_warps"}
+        assert any({k: v for k, v in c.kwargs.items() if k != "num_warps"} == same
+                   and c.kwargs["num_warps"] < wider.kwargs["num_warps"] for c in found)
     assert len({(c.variant, c.tiling) for c in found}) >= 2
     priced = [c for c in found if c.modeled_ms != float("inf")]
     assert priced and all(c.kwargs["num_warps"] in device.num_warps for c in found)
