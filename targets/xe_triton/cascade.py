@@ -49,13 +49,15 @@ from axon.targets.xe_triton.kb import Config, Device, KernelFacts, config_error,
 
 #: `tl` names of Triton 3.6's core language that the Intel XPU backend also compiles and the CPU
 #: interpreter runs (../shared/reference/xe_triton.md 3.3, 3.4): no `tl.extra` (libdevice,
-#: vendor intrinsics), no inline assembly
+#: vendor intrinsics), no inline assembly; `split` and `join` (rope's pairs) are core ops
+#: (`tt.split`, `tt.join`) that the TritonGPU passes the backend shares lower
 PORTABLE_TL = frozenset({
     "constexpr", "program_id", "num_programs", "arange", "full", "zeros", "zeros_like",
     "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor", "dot", "sum", "max",
     "min", "argmax", "argmin", "cumsum", "associative_scan", "reduce", "exp", "exp2", "log",
     "log2", "sqrt", "rsqrt", "sigmoid", "erf", "abs", "cos", "sin", "fma", "maximum",
     "minimum", "where", "broadcast_to", "permute", "trans", "reshape", "expand_dims", "view",
+    "split", "join",
     "cdiv", "multiple_of", "max_contiguous", "swizzle2d", "static_assert", "static_range",
     "range", "float32", "float16", "bfloat16", "int1", "int8", "int32", "int64"})
 #: modules an emitted module may import

@@ -44,6 +44,7 @@ from axon.dialects.form.scalar import (
     Reduced,
     ScalarExpr,
     call,
+    map_reads,
     reads,
     substitute,
 )
@@ -120,6 +121,8 @@ class _Lowering:
     #: (block, shape, the block of ops it is made in) -> its reshape there
     reshapes: dict[tuple[SSAValue, tuple[IntExpr, ...], Block], SSAValue] = field(
         default_factory=dict)
+    #: (a block held as pairs, which half, the block of ops it is made in) -> its split there
+    splits: dict[tuple[SSAValue, int, Block], SSAValue] = field(default_factory=dict)
 
     # ---- blocks ---------------------------------------------------------------------------------
     def block(self, dim: IntExpr) -> IntExpr:
@@ -356,28 +359,50 @@ class _Lowering:
         halves = [self.reshaped(v, list(t.shape[:-1]), target) for v in inputs]
         self.emit(target, op, xt.JoinOp.make(halves))
 
-    def interleaved(self, op: Operation, form: GenericForm, parallel: tuple[LoopDim, ...],
-                    operands: list[SSAValue], target: Block) -> bool:
-        """A read of every other element of the last dim (`in0[.., 2*d + s]`, s 0 or 1) of a
-        block whose last dim is twice the result's: `tl.split` of the block reshaped to
-        `[.., B, 2]`; False for any other form."""
-        body = form.body
-        if not (isinstance(body, Read) and len(operands) == 1 and parallel):
-            return False
-        t = operands[0].type
-        assert isinstance(t, TensorType)
-        names = [IntExpr.sym(d.name) for d in parallel]
-        last = names[-1] * 2
-        if len(body.index) != len(names) or list(body.index[:-1]) != names[:-1]:
-            return False
-        half = next((s for s in (0, 1) if body.index[-1] == last + s), None)
-        block = parallel[-1].upper
-        assert isinstance(block, IntExpr)
-        if half is None or t.shape[-1] != block * 2:
-            return False
-        pairs = self.reshaped(operands[0], [*t.shape[:-1], block, IntExpr.const(2)], target)
-        self.emit(target, op, xt.SplitOp.make([pairs], half=half))
-        return True
+    def deinterleaved(self, body: ScalarExpr, parallel: tuple[LoopDim, ...],
+                      operands: list[SSAValue], target: Block
+                      ) -> tuple[ScalarExpr, list[SSAValue]]:
+        """`body` with each read of every other element of an operand's last dim
+        (`in0[.., 2*d + s]`, s 0 or 1, `d` a dim of the domain whose block is half the
+        operand's last) read instead from `tl.split` of that operand reshaped to `[.., B, 2]`
+        (a new operand, at `[.., d]`): rope's pairs, alone or inside a product. Each half of
+        a block is split once in `target` (rope's four products read two halves); `body` and
+        `operands` unchanged where no read is such."""
+        blocks = {d.name: d.upper for d in parallel}
+        extra: list[SSAValue] = []
+        split: dict[tuple[int, int], int] = {}
+
+        def lane(r: Read) -> ScalarExpr:
+            t = operands[r.operand].type
+            assert isinstance(t, TensorType)
+            if not r.index:
+                return r
+            at = r.index[-1]
+            name = next(iter(at.symbols()), None) if len(at.symbols()) == 1 else None
+            if name is None or name not in blocks:
+                return r
+            half = next((s for s in (0, 1) if at == IntExpr.sym(name) * 2 + s), None)
+            block = blocks[name]
+            assert isinstance(block, IntExpr)
+            if half is None or t.shape[-1] != block * 2:
+                return r
+            key = (r.operand, half)
+            if key not in split:
+                pairs = self.reshaped(operands[r.operand],
+                                      [*t.shape[:-1], block, IntExpr.const(2)], target)
+                made = (pairs, half, target)
+                if made not in self.splits:
+                    op = xt.SplitOp.make([pairs], half=half)
+                    target.add_op(op)
+                    self.splits[made] = op.results[0]
+                split[key] = len(operands) + len(extra)
+                extra.append(self.splits[made])
+            return Read(split[key], (*r.index[:-1], IntExpr.sym(name)))
+
+        rewritten = map_reads(body, lane)
+        if not extra:
+            return body, operands
+        return rewritten, [*operands, *extra]
 
     # ---- prefix sums and batched dots -----------------------------------------------------------
     def prefix_sum(self, op: Operation, form: GenericForm, parallel: tuple[LoopDim, ...],
@@ -537,10 +562,17 @@ class _Lowering:
         dtype = _compute(t.dtype)
         parallel = tuple(LoopDim(d.name, d.lower, self.block(d.upper)) for d in form.parallel)
         if form.reduction is None:
-            if not self.interleaved(op, form, parallel, operands, target):
-                self.emit(target, op, xt.MapOp.make(
-                    operands, form=str(GenericForm(parallel, form.body, len(operands))),
-                    dtype=dtype))
+            body, operands = self.deinterleaved(form.body, parallel, operands, target)
+            if len(operands) == len(op.operands) + 1:
+                identity = Read(len(operands) - 1, tuple(IntExpr.sym(d.name) for d in parallel))
+                pairs = operands[-1].type
+                if (body == identity and isinstance(pairs, TensorType)
+                        and list(pairs.shape) == [d.upper for d in parallel]):
+                    # a read of the pairs alone: the split is the value, no map copies it
+                    self.values[op.results[0]] = operands[-1]
+                    return
+            self.emit(target, op, xt.MapOp.make(
+                operands, form=str(GenericForm(parallel, body, len(operands))), dtype=dtype))
             return
         if self.prefix_sum(op, form, parallel, operands, target):
             return

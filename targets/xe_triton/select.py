@@ -40,11 +40,14 @@ from axon.selection.executor import Executor
 from axon.selection.space import Tally, Verdict, pick, ranked_bounded
 from axon.targets.profiles import DeviceProfile, load_profile
 from axon.targets.xe_triton.cascade import (
+    LAUNCH_OPTIONS,
     TRITON_NUM_STAGES,
     Job,
     check_job,
     check_shapes,
     footprint,
+    launch_error,
+    register_budget,
     tiled_sizes,
 )
 from axon.targets.xe_triton.emit import EmittedModule, emit_triton
@@ -238,6 +241,10 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
             configs += 1
             if configs == options.configs:
                 break
+        for kwargs, _ in list(settings):
+            wider = _enough_warps(kwargs, xt_kernel, facts, device, sizes)
+            if wider is not None and all(wider != k for k, _ in settings):
+                settings.append((wider, "registers"))
         for kwargs, origin in settings:
             ordered = {p: kwargs[p] for p in params if p in kwargs}
             ordered.update({k: kwargs[k] for k in _TUNED if k in kwargs})
@@ -249,6 +256,25 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
                                             proposal.proof_id, ordered, modeled, origin,
                                             proposal.kernel))
     return list(found.values())
+
+
+def _enough_warps(kwargs: Mapping[str, Any], kernel: xt.KernelOp, facts: KernelFacts,
+                  device: Device, sizes: Mapping[str, int]) -> dict[str, Any] | None:
+    """`kwargs` at the fewest warps the device launches whose registers hold the program's
+    estimated live tiles, where its own warps do not (a row of 32768 f32 lanes, 128 KiB, is
+    256 registers a thread at 4 warps, past the 255 a thread has, and 64 at 16 warps: cumsum's
+    rows kernel); None where they already do or no launchable count does."""
+    env = {**sizes, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}}
+    stages = int(kwargs.get("num_stages", TRITON_NUM_STAGES))
+    need = footprint(kernel, device, env, stages).register_bytes
+    if need <= register_budget(device, kwargs)[0]:
+        return None
+    for warps in sorted(w for w in device.num_warps if w > int(kwargs["num_warps"])):
+        wider = {**kwargs, "num_warps": warps}
+        if launch_error(device, facts, wider) is None and \
+                need <= register_budget(device, wider)[0]:
+            return wider
+    return None
 
 
 def _config_kwargs(config: Config, params: Sequence[str], device: Device) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from axon.targets.xe_triton.cascade import (
     footprint,
     structure_error,
 )
+from axon.targets.xe_triton.emit import emit_triton
 from axon.targets.xe_triton.kb import device_names, load_device
 from axon.targets.xe_triton.lower import lower_function
 from axon.targets.xe_triton.select import Candidate, make_job
@@ -87,6 +88,13 @@ def test_a_call_the_xpu_backend_lacks_is_a_structure_rejection() -> None:
     assert "tl.extra is not a Triton 3.6 API the Intel XPU backend takes" in verdict.reason
     assert api_error("from triton.language.extra import libdevice\n") == (
         "line 1: imports from triton.language.extra")
+
+
+def test_rope_s_split_and_join_are_portable() -> None:
+    # rope's pairs: tl.split of a row held as pairs, tl.join of the rotated halves
+    text = emit_triton(tiled(program("rope"), "rows"), tile_sizes={"BM": 2}).text
+    assert "tl.split(" in text and "tl.join(" in text
+    assert api_error(text) is None
 
 
 def test_a_launch_the_device_cannot_run_is_a_structure_rejection() -> None:

@@ -80,13 +80,19 @@ def key_of(tiling: Tiling) -> str:
     return tiling.kind + (f" {tiling.red}" if tiling.red else "")
 
 
-@functools.cache
 def program(name: str) -> FuncOp:
     """A suite program in float32 (the interpreter's bf16 `tl.dot` is wrong), as propagation
     leaves it for the attention programs."""
+    return _program(name, name in PROPAGATED)
+
+
+@functools.cache
+def _program(name: str, propagated: bool) -> FuncOp:
+    """A suite program in float32, as the frontend gives it or as propagation's top program
+    at the program's last default sizes."""
     entry = PROGRAMS[name]
     module = parse_source(entry.retyped_source("f32"), f"{name}.py")
-    if name in PROPAGATED:
+    if propagated:
         sizes = ",".join(f"{k}={v}" for k, v in entry.default_sizes[-1].items())
         run_pipeline(module, f'propagate{{emit="top-k" top_k=1 device=h200 sizes="{sizes}"}}')
     (func,) = (op for op in module.ops if isinstance(op, FuncOp))
@@ -144,3 +150,18 @@ def test_the_construct_is_triton_s_own(name: str, key: str, construct: str) -> N
     # attention's contractions are dots on the matrix unit, not a broadcast product and sum
     tiled = tile_function(program(name), tilings_by_key(name)[key], "registers", "registers")
     assert construct in emit_triton(tiled, tile_sizes=BLOCKS).text
+
+
+@pytest.mark.parametrize("kind", ["rows", "batched_rows"])
+def test_propagated_rope_reads_its_pairs_inside_products_through_split(kind: str) -> None:
+    # propagation fuses each pair read into its product (`in0[d0, d1, 2*d2] * in1[d0, d2]`):
+    # the even and odd lanes come from tl.split of the row held as pairs, inside the map
+    func = _program("rope", True)
+    assert "in0[d0, d1, 2*d2] * in1[d0, d2]" in str(func)
+    assert "in0[d0, d1, 2*d2 + 1] * in1[d0, d2]" in str(func)
+    tiled = tile_function(func, {key_of(t): t for t in tilings(func)}[kind], "registers",
+                          "registers")
+    assert emit_triton(tiled, tile_sizes=BLOCKS).text.count("tl.split(") == 2
+    report = check_emitted(func, tiled, shapes("rope"), BLOCKS)
+    assert len(report.shapes) == 3
+    assert report.passed, report.shapes

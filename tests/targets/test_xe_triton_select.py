@@ -73,7 +73,13 @@ def test_candidates_are_programs_by_tilings_by_configs() -> None:
     found = enumerate_candidates(result.proved, device, profile, sizes,
                                  SelectOptions(tilings=3, configs=3), skipped)
     assert len({c.id for c in found}) == len(found)
-    assert {c.origin for c in found} == {"tile sizes", "autotune"}
+    # "registers": a launch whose tiles overflow its warps' registers, at more warps
+    assert {"tile sizes", "autotune"} <= {c.origin for c in found} <= {
+        "tile sizes", "autotune", "registers"}
+    for wider in (c for c in found if c.origin == "registers"):
+        same = {k: v for k, v in wider.kwargs.items() if k != "num_warps"}
+        assert any({k: v for k, v in c.kwargs.items() if k != "num_warps"} == same
+                   and c.kwargs["num_warps"] < wider.kwargs["num_warps"] for c in found)
     assert len({(c.variant, c.tiling) for c in found}) >= 2
     priced = [c for c in found if c.modeled_ms != float("inf")]
     assert priced and all(c.kwargs["num_warps"] in device.num_warps for c in found)
@@ -163,15 +169,22 @@ def test_the_bundle_and_the_winners_of_its_gpu_run(selection: Selection, tmp_pat
         record_winners(results, bundle, cache)
 
 
-def test_a_program_that_does_not_lower_is_a_skipped_case() -> None:
+def test_long_rows_are_offered_at_the_warps_their_registers_need() -> None:
+    # cumsum's rows kernel holds whole rows: a row of 32768 f32 lanes is 128 KiB, 256
+    # registers a thread at the tile search's 4 warps (past the H200's 255), so each size
+    # gets a candidate at the fewest warps that hold it, and every case bundles
     executor = LocalExecutor(workers=1)
     try:
         cases, skipped = suite_bundle("h200", executor, names=["cumsum"], say=lambda _: None)
     finally:
         executor.close()
-    assert cases == []
-    assert len(skipped) == len(PROGRAMS["cumsum"].default_sizes)
-    assert all("not supported: 'ax.cumsum'" in why for _, why in skipped)
+    assert skipped == []
+    assert [c.case for c in cases] == ["cumsum_1024x1024", "cumsum_128x32768",
+                                       "cumsum_4096x4096"]
+    (long,) = [c for c in cases if c.case == "cumsum_128x32768"]
+    assert long.candidates
+    for c in long.candidates:  # BM rows of 32768 f32 lanes, within 255 registers a thread
+        assert c.kwargs["BM"] * 32768 <= c.kwargs["num_warps"] * 32 * 255
 
 
 @pytest.mark.parametrize(("argv", "message"), [
