@@ -22,7 +22,7 @@ from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tools.embed import parse_source, run_pipeline
 
 #: block sizes: powers of two that no size below is a multiple of
-BLOCKS = {"BM": 2, "BN": 4, "BK": 4}
+BLOCKS = {"BM": 2, "BN": 4, "BK": 4, "BL": 2}
 #: programs tiled as propagation leaves them (the frontend's repeated kv heads are a reshape of
 #: a broadcast, which no batched tiling takes)
 PROPAGATED = {"gqa", "qknorm_gqa"}
@@ -64,12 +64,15 @@ EXPECTED: dict[str, dict[str, str]] = {
     "softmax_matmul": {**_MATMUL, "rows_k_online K": NOT_TILEABLE,
                        "blocks_k_online K": NOT_TILEABLE},
     "mlp": {"rows": PASSES, "rows_k K": PASSES, "rows_k F": PASSES, "blocks": PASSES,
-            "blocks_k K": PASSES, "blocks_k F": PASSES},
+            "blocks_k K": PASSES, "blocks_k F": PASSES, "rows_k_nested F": PASSES,
+            "blocks_k_nested F": PASSES},
     "lora": {"rows": PASSES, "rows_k K": PASSES, "rows_k R": PASSES, "blocks": PASSES,
              "blocks_k K": PASSES, "blocks_k R": PASSES},
-    "gemm_sum_scale": {"rows": PASSES, "rows_k K": PASSES, "rows_k N": PASSES},
+    "gemm_sum_scale": {"rows": PASSES, "rows_k K": PASSES, "rows_k N": PASSES,
+                       "rows_k_nested N": PASSES},
     "linear_attention": {"rows": PASSES, "rows_k L": PASSES, "rows_k DK": PASSES,
-                         "blocks": PASSES, "blocks_k L": PASSES, "blocks_k DK": PASSES},
+                         "blocks": PASSES, "blocks_k L": PASSES, "blocks_k DK": PASSES,
+                         "rows_k_nested DK": PASSES, "blocks_k_nested DK": PASSES},
     "gqa": _ATTENTION,
     "qknorm_gqa": _ATTENTION,
 }
