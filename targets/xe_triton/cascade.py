@@ -62,6 +62,9 @@ PORTABLE_TL = frozenset({
     "range", "float32", "float16", "bfloat16", "int1", "int8", "int32", "int64"})
 #: modules an emitted module may import
 PORTABLE_IMPORTS = frozenset({"torch", "triton", "triton.language", "math"})
+#: names an emitted module may import from a module: the host-made TMA descriptor (Triton's
+#: own host class; the XPU backend takes tensor descriptors too, xe_triton.md section 3.4)
+PORTABLE_FROM_IMPORTS = frozenset({("triton.tools.tensor_descriptor", "TensorDescriptor")})
 #: Triton's default `num_stages` on NVIDIA (`CUDAOptions.num_stages = 3`, third_party/nvidia/
 #: backend/compiler.py at v3.6.0), for a launch that does not set it
 TRITON_NUM_STAGES = 3
@@ -155,7 +158,9 @@ def api_error(text: str) -> str | None:
                 if alias.name not in PORTABLE_IMPORTS:
                     return f"line {node.lineno}: imports {alias.name}"
         elif isinstance(node, ast.ImportFrom):
-            return f"line {node.lineno}: imports from {node.module}"
+            for alias in node.names:
+                if (node.module, alias.name) not in PORTABLE_FROM_IMPORTS:
+                    return f"line {node.lineno}: imports {alias.name} from {node.module}"
         elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
               and node.value.id == "tl" and node.attr not in PORTABLE_TL):
             return (f"line {node.lineno}: tl.{node.attr} is not a Triton 3.6 API the Intel XPU "
@@ -168,7 +173,7 @@ _AXES = {"BM": "block_m", "BN": "block_n", "BK": "block_k", "num_warps": "num_wa
          "num_stages": "num_stages", "GROUP_SIZE_M": "group_size_m", "grf_mode": "grf_mode"}
 #: the host function's launch keywords that are not block sizes
 LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "GROUP_SIZE_M", "grf_mode", "block_io",
-                            "int64"})
+                            "int64", "prologue"})
 
 
 def launch_error(device: Device, facts: KernelFacts, kwargs: Mapping[str, Any]) -> str | None:
