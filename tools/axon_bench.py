@@ -101,10 +101,16 @@ def _run(args: argparse.Namespace) -> int:
          f"{sum(len(c.candidates) for c in bundle.cases)} candidates on "
          + ("the GPU" if options.device == "cuda" else
             "the CPU interpreter (float32 cases; timings are not performance figures)"))
-    result = run_bundle(bundle, options, _say)
+    json_path = args.json
+
+    def checkpoint(partial: report.BenchResult) -> None:
+        if json_path is not None:
+            json_path.write_text(json.dumps(report.to_json(partial), indent=1) + "\n")
+
+    result = run_bundle(bundle, options, _say, checkpoint)
     print(report.table(result))
     if args.json is not None:
-        args.json.write_text(json.dumps(report.to_json(result), indent=1) + "\n")
+        checkpoint(result)
         _say(f"wrote {args.json}")
     if args.plot is not None:
         report.plot(result, args.plot)

@@ -431,8 +431,10 @@ def run_case(bundle: Bundle, case: Case, options: Options, numbers: DeviceNumber
 
 
 def run_bundle(bundle: Bundle, options: Options,
-               progress: Callable[[str], None] = lambda line: None) -> BenchResult:
-    """Run every case of `bundle`; `progress` gets a line as each case starts and ends."""
+               progress: Callable[[str], None] = lambda line: None,
+               checkpoint: Callable[[BenchResult], None] | None = None) -> BenchResult:
+    """Run every case of `bundle`; `progress` gets a line as each case starts and ends, and
+    `checkpoint` the result so far after each case (a run cut short keeps what it measured)."""
     start = time.monotonic()
     numbers = device_numbers(bundle.profile)
     check_programs(bundle)
@@ -448,6 +450,9 @@ def run_bundle(bundle: Bundle, options: Options,
             results.append(result)
             progress(f"[{n}/{len(bundle.cases)}] {case.case}: {_case_line(result)} "
                      f"({result.seconds:.1f}s)")
+            if checkpoint is not None:
+                checkpoint(BenchResult(bundle, options, device_name, numbers, list(results),
+                                       time.monotonic() - start))
     return BenchResult(bundle, options, device_name, numbers, results,
                        time.monotonic() - start)
 
@@ -457,6 +462,7 @@ def _case_line(result: CaseResult) -> str:
     parts = [f"{correct} of {len(result.candidates)} correct"]
     if result.winner:
         parts.append(f"winner {result.winner} {result.ms(result.winning):.4g} ms")
-    if result.speedup and result.method != "cpu":
-        parts.append(f"{result.speedup:.2f}x")
+    best = result.best_baseline
+    if result.speedup and result.method != "cpu" and best is not None:
+        parts.append(f"{result.speedup:.2f}x over {best.name} {result.ms(best):.4g} ms")
     return "; ".join(parts) + f": {result.verdict}"
