@@ -829,7 +829,12 @@ class _ScalarPrinter:
         if fn in simple:
             return simple[fn]
         if fn == "cast":
-            return f"({x}).to({TL_DTYPES[str(e.param)]})"
+            dtype = str(e.param)
+            if self.upcast and DTYPES[dtype].is_float and dtype != "f32":
+                # rounded to the narrow type as the reference does, then computed on in fp32
+                # (NVIDIA's tl.sqrt and friends take no bf16)
+                return f"({x}).to({TL_DTYPES[dtype]}).to(tl.float32)"
+            return f"({x}).to({TL_DTYPES[dtype]})"
         if fn == "pow":
             p = float(e.param or 0.0)
             if p == 2.0:

@@ -329,10 +329,10 @@ def test_axon_bad_pipeline(tmp_path: Path) -> None:
     assert result.stderr.startswith("axon: error: unknown pass 'nosuch'; the passes are: ")
 
 
-def test_axon_help_says_kernels_come_later(tmp_path: Path) -> None:
+def test_axon_help_names_the_kernel_target(tmp_path: Path) -> None:
     result = run_script("axon", "--help", cwd=tmp_path)
     assert result.returncode == 0
-    assert "kernels" in result.stdout and "later" in result.stdout
+    assert "--target {xe_triton}" in result.stdout and "--profile" in result.stdout
 
 
 # ---- the embedding API -------------------------------------------------------------------------
