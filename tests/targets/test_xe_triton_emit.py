@@ -340,3 +340,13 @@ def test_only_an_operand_computed_from_one_load_alone_is_split_off() -> None:
         assert "prologue" not in other.options and "PROLOGUE" not in other.text
     with pytest.raises(ValueError, match="prologue='once' is not one of"):
         emit_triton(tiled(program("silu_matmul"), "blocks_k"), prologue="once")
+
+
+def test_a_size_cast_to_bf16_is_rounded_then_computed_on_in_fp32() -> None:
+    # attention's `sqrt(D)` in bf16: NVIDIA's tl.sqrt takes no bf16 scalar, and the reference
+    # rounds the size to bf16 before the fp32 sqrt
+    source = "def f(q: bf16[M, D]):\n    return q / sqrt(D)\n"
+    (func,) = (op for op in parse_source(source, "f.py").ops if isinstance(op, FuncOp))
+    text = emit_triton(tiled(func, "rows"), tile_sizes={"BM": 2}).text
+    assert "(D).to(tl.bfloat16).to(tl.float32)" in text
+    assert "tl.sqrt(v2)" in text and "(D).to(tl.bfloat16)\n" not in text
