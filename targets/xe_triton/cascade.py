@@ -83,6 +83,16 @@ class Footprint:
 
 
 @dataclass(frozen=True)
+class Launch:
+    """One kernel launch of a candidate, as step 2 checks it."""
+
+    facts: KernelFacts
+    footprint: Footprint
+    kwargs: dict[str, Any]
+    """The launch's block sizes and settings (the kernel's host function's keywords)."""
+
+
+@dataclass(frozen=True)
 class Job:
     """One candidate to check: everything the cascade reads, as plain (picklable) data."""
 
@@ -90,9 +100,11 @@ class Job:
     function: str
     module_text: str
     kwargs: dict[str, Any]
+    """The keywords the host function is called with (empty for a staged candidate, whose
+    launches run at their own host functions' defaults)."""
     device: str
-    facts: KernelFacts
-    footprint: Footprint
+    launches: tuple[Launch, ...]
+    """Its kernel launches: one, or a staged candidate's producer then consumer."""
     check_text: str
     """The float32 twin's module (the same kernel and launch, every tensor in f32)."""
     reference_text: str
@@ -144,10 +156,17 @@ def syntax_error(job: Job) -> str | None:
 
 # ---- 2: structure ------------------------------------------------------------------------------
 def structure_error(job: Job) -> str | None:
-    """Why the module or its launch does not fit the KB device, or None."""
-    return (api_error(job.module_text)
-            or launch_error(load_device(job.device), job.facts, job.kwargs)
-            or footprint_error(load_device(job.device), job.kwargs, job.footprint))
+    """Why the module or one of its launches does not fit the KB device, or None."""
+    why = api_error(job.module_text)
+    device = load_device(job.device)
+    for n, launch in enumerate(job.launches):
+        if why is not None:
+            break
+        why = (launch_error(device, launch.facts, launch.kwargs)
+               or footprint_error(device, launch.kwargs, launch.footprint))
+        if why is not None and len(job.launches) > 1:
+            why = f"launch {n + 1} of {len(job.launches)}: {why}"
+    return why
 
 
 def api_error(text: str) -> str | None:

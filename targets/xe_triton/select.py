@@ -13,7 +13,9 @@ space is bounded to `max_candidates` (`selection.space.ranked_bounded`, the best
 program and tiling first), each kept candidate is emitted (what does not lower is skipped with
 the lowering's reason) and checked through the cascade (`cascade.py`) on the executor, and the
 fastest measured candidate that passed wins, or, where nothing could be timed, the one the
-model prices lowest.
+model prices lowest. Staged candidates add two-launch plans: each program cut at up to
+`splits` values (`tiling.split`), both stages tiled and proved as programs, their launches
+paired (`staged_candidates`), emitted as one module (`staged.staged_module`).
 
 The KB devices without a cost profile of their own (the Intel GPUs) are priced with the h200
 profile: it orders their candidates, the KB device decides what they may launch.
@@ -22,6 +24,7 @@ profile: it orders their candidates, the KB device decides what they may launch.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +46,7 @@ from axon.targets.xe_triton.cascade import (
     LAUNCH_OPTIONS,
     TRITON_NUM_STAGES,
     Job,
+    Launch,
     check_job,
     check_shapes,
     footprint,
@@ -53,8 +57,10 @@ from axon.targets.xe_triton.cascade import (
 from axon.targets.xe_triton.emit import EmittedModule, emit_triton
 from axon.targets.xe_triton.kb import Config, Device, KernelFacts, autotune_grid, load_device
 from axon.targets.xe_triton.lower import NotSupported, lower_function
+from axon.targets.xe_triton.staged import staged_module
 from axon.tiling.cost import KernelPlan
 from axon.tiling.search import Proposal, all_sizes, tile_program
+from axon.tiling.split import Split, cut_points, split_function
 from axon.tools.embed import run_pipeline
 from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
 from axon.verifier.cache import ProofCache
@@ -88,6 +94,9 @@ class SelectOptions:
     configs: int = 4
     """KB autotune configurations per tiling."""
     max_candidates: int = 24
+    splits: int = 2
+    """Cut points per program tried for staged (two-launch) candidates (`tiling.split`); 0:
+    whole-program kernels only."""
     time_on_gpu: bool = True
     proof_budget: ProofBudget = SEARCH_BUDGET
     """One kernel's proof budget in the tile search (counts of work, a safety-net clock)."""
@@ -105,8 +114,13 @@ class Candidate:
     kwargs: dict[str, Any]
     modeled_ms: float
     origin: str
-    """"tile sizes" (the cost model's) or "autotune" (the KB's)."""
+    """"tile sizes" (the cost model's), "autotune" (the KB's) or "staged" (two launches)."""
     kernel: FuncOp = field(repr=False)
+    stages: tuple[Candidate, ...] = ()
+    """A staged candidate's launches, producer then consumer (`kernel` is the consumer's);
+    empty for one kernel of the whole program."""
+    split: Split | None = field(default=None, repr=False)
+    """Where a staged candidate cuts its program."""
 
 
 @dataclass
@@ -258,6 +272,61 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
     return list(found.values())
 
 
+def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DeviceProfile,
+                      sizes: Mapping[str, int], options: SelectOptions,
+                      proofs: ProofCache | None, skipped: list[tuple[str, str]],
+                      say: Report) -> list[Candidate]:
+    """Two-launch candidates of `funcs`: each program cut at up to `options.splits` values
+    (`tiling.split`), both stages tiled, proved and priced like programs, and their best
+    launches paired (the producer's best with the consumer's best few, and the reverse), priced
+    as the sum of the two launches."""
+    found: dict[str, Candidate] = {}
+    done: set[tuple[str, str]] = set()
+    for func in funcs:
+        name = func.sym_name.data
+        for n, value in enumerate(cut_points(func, options.splits)):
+            split = split_function(func, value)
+            texts = (_unnamed(split.producer), _unnamed(split.consumer))
+            if texts in done:  # another variant cut the same way
+                continue
+            done.add(texts)
+            parts: list[list[Candidate]] = []
+            for part in (split.producer, split.consumer):
+                result = tile_program([part], profile, sizes, budget=options.proof_budget,
+                                      time_limit_s=options.time_limit_s,
+                                      top_k=options.tile_sizes, cache=proofs)
+                priced = enumerate_candidates(result.proved, device, profile, sizes, options,
+                                              skipped)
+                parts.append(sorted((c for c in priced if math.isfinite(c.modeled_ms)),
+                                    key=lambda c: c.modeled_ms))
+            producers, consumers = parts
+            where = f"@{name} cut at {split.value}"
+            if not producers or not consumers:
+                skipped.append((where, "a stage has no proved kernel that fits"))
+                continue
+            pairs = [(producers[0], c) for c in consumers[:options.tile_sizes]]
+            pairs += [(p, consumers[0]) for p in producers[1:options.tile_sizes]]
+            for producer, consumer in pairs:
+                cid = (f"{name}.cut{n}.{_launch_id(producer)}+{_launch_id(consumer)}")
+                found.setdefault(cid, Candidate(
+                    cid, name, f"staged({producer.tiling}+{consumer.tiling})",
+                    f"{producer.proof_id}+{consumer.proof_id}", {},
+                    producer.modeled_ms + consumer.modeled_ms, "staged", consumer.kernel,
+                    (producer, consumer), split))
+            say(f"staged: {where}: {len(producers)} x {len(consumers)} launches priced")
+    return list(found.values())
+
+
+def _unnamed(func: FuncOp) -> str:
+    """`func`'s text without its name (two variants' stages compare by what they compute)."""
+    return function_text(func).replace(f"@{func.sym_name.data}(", "@f(", 1)
+
+
+def _launch_id(candidate: Candidate) -> str:
+    """A stage candidate's id without its function's name: `rows.BM1.w4`."""
+    return candidate.id.removeprefix(f"{candidate.variant}.")
+
+
 def _enough_warps(kwargs: Mapping[str, Any], kernel: xt.KernelOp, facts: KernelFacts,
                   device: Device, sizes: Mapping[str, int]) -> dict[str, Any] | None:
     """`kwargs` at the fewest warps the device launches whose registers hold the program's
@@ -305,6 +374,49 @@ def retyped(func: FuncOp, dtype: str = "f32") -> FuncOp:
 def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mapping[str, int],
              time_on_gpu: bool, program: str = "") -> tuple[Job, EmittedModule]:
     """The cascade's job for `candidate` (NotSupported / ValueError when it does not emit)."""
+    parts = [_emit_launch(c, device, sizes) for c in (candidate.stages or (candidate,))]
+    if candidate.split is not None:
+        emitted = staged_module(candidate.split, [p.emitted for p in parts])
+        twin = staged_module(candidate.split, [p.twin for p in parts])
+        candidate.kwargs = {}  # each launch's settings are its own host function's defaults
+    else:
+        (part,) = parts
+        emitted, twin = part.emitted, part.twin
+        candidate.kwargs = dict(part.kwargs)
+    reference = retyped(source)
+    tensors = [t for t in source.function_type.inputs.data if isinstance(t, TensorType)]
+    symbols = sorted({s for t in tensors for d in t.shape for s in d.symbols()})
+
+    def largest(binding: Mapping[str, int]) -> int:
+        return max((_elements(t, binding) for t in tensors), default=0)
+
+    tiled: dict[str, int] = {}
+    for part in parts:
+        for size, block in tiled_sizes(part.kernel, part.emitted.defaults).items():
+            tiled[size] = max(tiled.get(size, 0), block)
+    shapes = check_shapes(symbols, tiled, largest)
+    job = Job(candidate.id, emitted.name, emitted.text, dict(candidate.kwargs), device.name,
+              tuple(p.launch for p in parts), twin.text, function_text(reference), shapes,
+              program, dict(sizes),
+              tuple((tuple(d.evaluate(sizes) for d in t.shape), t.dtype) for t in tensors),
+              time_on_gpu)
+    return job, emitted
+
+
+@dataclass
+class _Emitted:
+    """One kernel of a candidate, emitted: its module, float32 twin, `xt` kernel and launch."""
+
+    emitted: EmittedModule
+    twin: EmittedModule
+    kernel: xt.KernelOp
+    kwargs: dict[str, Any]
+    launch: Launch
+
+
+def _emit_launch(candidate: Candidate, device: Device, sizes: Mapping[str, int]) -> _Emitted:
+    """`candidate`'s one kernel emitted, with the keywords its host function runs as selected
+    (the module's defaults)."""
     launch = {k: v for k, v in candidate.kwargs.items() if k != "grf_mode"}
     emitted = emit_triton(candidate.kernel, device.name, launch, sizes=sizes)
     if "grf_mode" in candidate.kwargs:
@@ -314,27 +426,16 @@ def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mappin
             emitted.text, emitted.name, str(candidate.kwargs["grf_mode"])))
     twin = emit_triton(retyped(candidate.kernel), device.name, launch, sizes=sizes)
     # the host function's keywords, as the module's defaults hold them
-    candidate.kwargs = {**emitted.defaults, "num_warps": emitted.num_warps, **emitted.options,
-                        **({"grf_mode": candidate.kwargs["grf_mode"]}
-                           if "grf_mode" in candidate.kwargs else {})}
+    kwargs = {**emitted.defaults, "num_warps": emitted.num_warps, **emitted.options,
+              **({"grf_mode": candidate.kwargs["grf_mode"]}
+                 if "grf_mode" in candidate.kwargs else {})}
     lowered = lower_function(candidate.kernel)
     (xt_kernel,) = [op for op in lowered.body.block.ops if isinstance(op, xt.KernelOp)]
     env = {**sizes, **emitted.defaults}
-    reference = retyped(source)
-    tensors = [t for t in source.function_type.inputs.data if isinstance(t, TensorType)]
-    symbols = sorted({s for t in tensors for d in t.shape for s in d.symbols()})
-
-    def largest(binding: Mapping[str, int]) -> int:
-        return max((_elements(t, binding) for t in tensors), default=0)
-
-    shapes = check_shapes(symbols, tiled_sizes(xt_kernel, emitted.defaults), largest)
     stages = int(emitted.options.get("num_stages", TRITON_NUM_STAGES))
-    job = Job(candidate.id, emitted.name, emitted.text, dict(candidate.kwargs), device.name,
-              kernel_facts(xt_kernel, sizes), footprint(xt_kernel, device, env, stages), twin.text,
-              function_text(reference), shapes, program,
-              dict(sizes), tuple((tuple(d.evaluate(sizes) for d in t.shape), t.dtype)
-                                 for t in tensors), time_on_gpu)
-    return job, emitted
+    return _Emitted(emitted, twin, xt_kernel, kwargs,
+                    Launch(kernel_facts(xt_kernel, sizes),
+                           footprint(xt_kernel, device, env, stages), dict(kwargs)))
 
 
 def _with_grf_mode(text: str, function: str, mode: str) -> str:
@@ -381,6 +482,9 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
                              + (f" ({first})" if first else ""))
     everything = enumerate_candidates(proved, device, profile, sizes, options,
                                       selection.skipped)
+    if options.splits:
+        everything += staged_candidates(funcs, device, profile, sizes, options, proofs,
+                                        selection.skipped, say)
     for where, why in selection.skipped:
         say(f"skipped {where}: {why}")
     bounded = ranked_bounded(everything, cost=lambda c: c.modeled_ms,

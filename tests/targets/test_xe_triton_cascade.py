@@ -105,7 +105,8 @@ def test_a_launch_the_device_cannot_run_is_a_structure_rejection() -> None:
     made = job("matmul", "blocks_k", {"BM": 16, "BN": 8, "BK": 16, "num_warps": 16}, "max1550")
     assert structure_error(made) == "max1550: block_n 8 is not a multiple of the bf16 dot's 16"
     made = job("matmul", "blocks_k", {"BM": 16, "BN": 16, "BK": 16, "num_warps": 64}, "max1550")
-    made = replace(made, kwargs={**made.kwargs, "grf_mode": "256"})
+    (launch,) = made.launches
+    made = replace(made, launches=(replace(launch, kwargs={**launch.kwargs, "grf_mode": "256"}),))
     assert structure_error(made) == "max1550: grf_mode 256 allows at most 32 warps"
 
 

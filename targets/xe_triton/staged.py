@@ -1,0 +1,76 @@
+"""A staged candidate's module: the kernels of a program cut in two (`tiling.split`), each with
+its own host function, and one host function of the program's parameters that runs them.
+
+    def gemm_sum_scale_k1_staged(in0, in1, in2):
+        t = gemm_sum_scale_k1_stage1_rows(in1)           # the producer writes the cut value
+        return gemm_sum_scale_k1_stage2_rows_k(in0, in2, t)
+
+Each stage's module is the emitter's own (`emit.emit_triton`), launch settings as its host
+function's defaults; the modules are joined with each top-level definition kept once (the
+emitter's helpers and tables are the same text in both) and without `autotune_configs()`,
+whose keywords are one kernel's. The joined module takes no launch keywords.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from axon.targets.xe_triton.emit import EmittedModule
+from axon.tiling.split import Split
+
+#: definitions of an emitted module that belong to one kernel's host function
+_PER_KERNEL = frozenset({"autotune_configs"})
+
+
+def staged_module(split: Split, parts: Sequence[EmittedModule]) -> EmittedModule:
+    """The module running `parts` (the producer's module, then the consumer's) as the function
+    `split` cut; its host function is `<function>_staged`."""
+    producer, consumer = parts
+    name = f"{split.function}_staged"
+    count = 1 + max((*split.producer_args, *split.consumer_args), default=-1)
+    params = [f"in{n}" for n in range(count)]
+    first = ", ".join(f"in{n}" for n in split.producer_args)
+    second = ", ".join([*(f"in{n}" for n in split.consumer_args), "t"])
+    head = [
+        f'"""Triton kernels emitted by Axon from @{split.function} cut at {split.value}:',
+        f"@{producer.name} writes it, @{consumer.name} reads it,",
+        f'`{name}` runs both (Triton 3.6; Intel XPU and NVIDIA)."""',
+        "", "import torch", "import triton", "import triton.language as tl"]
+    if any("TensorDescriptor" in p.text for p in parts):
+        head.append("from triton.tools.tensor_descriptor import TensorDescriptor")
+    body: list[str] = []
+    seen: set[str] = set()
+    for part in parts:
+        body += _definitions(part.text, seen)
+    host = [
+        f"def {name}({', '.join(params)}):",
+        f'    """Run @{split.function} as two launches on torch tensors: `t` is {split.value}'
+        ' in memory."""',
+        f"    t = {producer.name}({first})",
+        f"    return {consumer.name}({second})"]
+    text = "\n".join([*head, "", "", *body, *host, ""])
+    return EmittedModule(text, name, {}, consumer.num_warps)
+
+
+def _definitions(text: str, seen: set[str]) -> list[str]:
+    """The top-level definitions of `text` (functions with their decorators, and assignments
+    such as the host's table of block I/O modes) not in `seen`, as lines each followed by two
+    blank lines; their names join `seen`."""
+    lines = text.split("\n")
+    found: list[str] = []
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef):
+            names = {node.name}
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        elif isinstance(node, ast.Assign):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+            first = node.lineno
+        else:  # the docstring and the imports: the joined module has its own
+            continue
+        if names & (seen | _PER_KERNEL):
+            continue
+        seen.update(names)
+        assert node.end_lineno is not None
+        found += [*lines[first - 1:node.end_lineno], "", ""]
+    return found
