@@ -7,10 +7,11 @@ failure, whose step and reason are recorded.
    `grf_mode` and block sizes the device runs (`kb.config_error`: powers of two, the dot unit's
    multiples, the work-group size, the GRF mode's warp cap), and the estimated register and
    shared-memory (SLM) use of one program within the device's (`Footprint`, below);
-3. correctness: the float32 twin of the candidate (the same kernel and launch with every
-   tensor in f32: the interpreter's bf16 `tl.dot` is wrong) run by Triton's CPU interpreter
-   against the reference interpreter at three or more shapes (`check.compare`), sizes that
-   are not multiples of the blocks among them;
+3. correctness against the reference interpreter at three or more shapes (`check.compare`),
+   sizes that are not multiples of the blocks among them: where CUDA is present and timing is
+   asked for, the candidate itself on the GPU in its own dtypes (the program's tolerance for
+   them); otherwise its float32 twin (the same kernel and launch with every tensor in f32: the
+   interpreter's bf16 `tl.dot` is wrong) on Triton's CPU interpreter;
 4. performance, where CUDA is present: the candidate timed at the program's sizes with
    `triton.testing.do_bench` (its own L2 flush; the candidate only supplies the function
    timed), rejected when slower than the faster of torch eager and `torch.compile` of the
@@ -116,6 +117,8 @@ class Job:
     inputs: tuple[tuple[tuple[int, ...], str], ...] = ()
     """Each input's shape at `sizes` and dtype, for step 4."""
     time_on_gpu: bool = True
+    program_text: str = ""
+    """The program in its own dtypes, MLIR text: the reference of a check on the GPU."""
 
 
 def check_job(job: Job) -> Verdict:
@@ -305,19 +308,24 @@ def _peak(block: Block, env: Mapping[str, int], with_args: bool = True) -> int:
 
 # ---- 3: correctness ----------------------------------------------------------------------------
 def correctness_error(job: Job) -> str | None:
-    """Why the float32 twin disagrees with the reference interpreter at a check shape, or None."""
+    """Why the candidate disagrees with the reference interpreter at a check shape, or None:
+    on the GPU where there is one and timing is asked for, else its float32 twin on the CPU
+    interpreter (see the module docstring)."""
     from axon.targets.xe_triton.check import compare, load_module
     from axon.targets.xe_triton.emit import EmittedModule
     from axon.tools.embed import parse_mlir
 
-    (reference,) = [op for op in parse_mlir(job.reference_text, "reference.mlir").ops
+    gpu = job.time_on_gpu and bool(job.program_text) and _cuda()
+    text = job.program_text if gpu else job.reference_text
+    (reference,) = [op for op in parse_mlir(text, "reference.mlir").ops
                     if isinstance(op, FuncOp)]
-    twin = EmittedModule(job.check_text, job.function, {}, 0)
+    module_text = job.module_text if gpu else job.check_text
     with tempfile.TemporaryDirectory() as scratch:
-        module = load_module(twin, Path(scratch))
+        module = load_module(EmittedModule(module_text, job.function, {}, 0), Path(scratch),
+                             interpret=not gpu)
         try:
             checks = compare(reference, module, job.function, job.check_shapes,
-                             options=job.kwargs)
+                             options=job.kwargs, device="cuda" if gpu else "cpu")
         finally:
             sys.modules.pop(f"axon_emitted_{job.function}", None)
     for check in checks:
@@ -326,6 +334,13 @@ def correctness_error(job: Job) -> str | None:
             return (f"differs from the reference interpreter at {shown} (max abs error "
                     f"{check.max_abs_error:.3g})")
     return None
+
+
+def _cuda() -> bool:
+    """Whether a CUDA device is present (torch's view)."""
+    import torch
+
+    return bool(torch.cuda.is_available())
 
 
 def check_shapes(symbols: list[str], tiled: Mapping[str, int],

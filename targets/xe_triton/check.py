@@ -53,10 +53,15 @@ class CheckReport:
         return all(s.passed for s in self.shapes)
 
 
-def load_module(emitted: EmittedModule, directory: Path) -> ModuleType:
+def load_module(emitted: EmittedModule, directory: Path, *, interpret: bool = True
+                ) -> ModuleType:
     """Import an emitted module from a file in `directory` (Triton reads a kernel's source
-    from its file) under the CPU interpreter."""
-    os.environ["TRITON_INTERPRET"] = "1"
+    from its file), under the CPU interpreter unless `interpret` is False (a GPU then runs
+    it: the process must not have imported Triton under the interpreter)."""
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
     path = directory / f"{emitted.name}_triton.py"
     path.write_text(emitted.text)
     spec = importlib.util.spec_from_file_location(f"axon_emitted_{emitted.name}", path)
@@ -81,27 +86,35 @@ def check_emitted(source: FuncOp, tiled: FuncOp, shapes: Sequence[Mapping[str, i
 
 
 def compare(source: FuncOp, module: ModuleType, name: str, shapes: Sequence[Mapping[str, int]],
-            seed: int = 0, *, options: Mapping[str, Any] | None = None) -> list[ShapeCheck]:
+            seed: int = 0, *, options: Mapping[str, Any] | None = None,
+            device: str = "cpu") -> list[ShapeCheck]:
     """Run the host function `name` of a loaded module at each shape (its launch defaults,
-    and `options`) and compare with `source` on the same inputs, uniform in [0.5, 1.5)."""
+    and `options`) on torch tensors on `device` and compare with `source` on the same inputs,
+    uniform in [0.5, 1.5) and rounded to each input's dtype."""
     import torch
 
+    def tensor(x: np.ndarray, t: TensorType) -> Any:
+        if t.dtype == "bf16":  # through float32: torch takes no numpy bfloat16 (exact in both)
+            return torch.from_numpy(np.asarray(x, np.float32)).to(device, torch.bfloat16)
+        return torch.from_numpy(np.array(x)).to(device)
+
     run = getattr(module, name)
+    params = [t for t in source.function_type.inputs.data if isinstance(t, TensorType)]
     rng = np.random.default_rng(seed)
     checks = []
     for sizes in shapes:
         inputs = [rng.uniform(0.5, 1.5, tuple(d.evaluate(sizes) for d in t.shape))
-                  .astype(DTYPES[t.dtype].storage)
-                  for t in source.function_type.inputs.data if isinstance(t, TensorType)]
+                  .astype(DTYPES[t.dtype].storage) for t in params]
         want = run_function(source, inputs, dict(sizes))
-        got: Any = run(*(torch.from_numpy(np.array(x)) for x in inputs),
+        got: Any = run(*(tensor(x, t) for x, t in zip(inputs, params, strict=True)),
                        **(options or {}))
         got = got if isinstance(got, tuple) else (got,)
         worst, passed = 0.0, True
         for g, w, t in zip(got, want, source.function_type.outputs.data, strict=True):
             assert isinstance(t, TensorType)
             rtol, atol = DTYPES[t.dtype].tolerance
-            g_np, w_np = g.numpy().astype(np.float64), np.asarray(w, np.float64)
+            g_np = g.detach().float().cpu().numpy().astype(np.float64)
+            w_np = np.asarray(w, np.float64)
             same = g_np.shape == w_np.shape
             passed &= same and bool(np.allclose(g_np, w_np, rtol=rtol, atol=atol))
             if same and g_np.size:

@@ -399,7 +399,7 @@ def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mappin
               tuple(p.launch for p in parts), twin.text, function_text(reference), shapes,
               program, dict(sizes),
               tuple((tuple(d.evaluate(sizes) for d in t.shape), t.dtype) for t in tensors),
-              time_on_gpu)
+              time_on_gpu, function_text(source))
     return job, emitted
 
 

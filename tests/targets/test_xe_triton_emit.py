@@ -75,6 +75,22 @@ def test_a_wrong_kernel_is_told_apart() -> None:
                                                  wrong.name, shapes(func)))
 
 
+def test_a_bf16_module_is_compared_in_its_own_dtypes() -> None:
+    # the comparison a GPU runs (the candidate itself, bf16 tensors, the bf16 program as the
+    # reference): here on the CPU interpreter, with a kernel without a dot
+    (func,) = (op for op in parse_source(PROGRAMS["rmsnorm"].source, "rmsnorm.py").ops
+               if isinstance(op, FuncOp))
+    emitted = emit_triton(tiled(func, "rows"), tile_sizes=BLOCKS)
+    assert "tl.bfloat16" in emitted.text
+    wrong = replace(emitted, text=emitted.text.replace("tl.rsqrt(", "tl.sqrt("))
+    with tempfile.TemporaryDirectory() as scratch:
+        checks = compare(func, load_module(emitted, Path(scratch)), emitted.name, shapes(func),
+                         device="cpu")
+        assert len(checks) == 3 and all(c.passed for c in checks), checks
+        assert not all(c.passed for c in compare(func, load_module(wrong, Path(scratch)),
+                                                 wrong.name, shapes(func)))
+
+
 def test_the_module_is_portable_and_launches_with_the_tile_sizes() -> None:
     func = program("matmul")
     kernel = tiled(func, "blocks_k")
