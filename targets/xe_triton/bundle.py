@@ -177,7 +177,7 @@ def bundle_case(program: Program, sizes: Mapping[str, int], profile: str, func: 
     dtypes = [t.dtype for t in func.function_type.inputs.data if isinstance(t, TensorType)]
     key = winner_key(function_text(func), sizes, dtypes, profile)
     return BundleCase(case_name(program.name, sizes), program.name, program.tier, dict(sizes),
-                      program.dtype, program.tolerance, flops, nbytes, inputs, outputs,
+                      program.dtype, program.tolerance_at(sizes), flops, nbytes, inputs, outputs,
                       key)
 
 

@@ -258,3 +258,12 @@ def test_the_bundle_command_refuses_bad_input(argv: list[str], message: str,
         bundle.main(argv)
     assert stop.value.code == 1
     assert capsys.readouterr().err.startswith(message)
+
+
+def test_a_scan_case_is_bundled_with_the_tolerance_of_its_length() -> None:
+    suite_program = PROGRAMS["cumsum_f32"]
+    for sizes in ({"M": 1024, "N": 1024}, {"M": 8, "N": 16}):
+        case = bundle_case(suite_program, sizes, "h200", program("cumsum_f32"))
+        assert case.tolerance == suite_program.tolerance_at(sizes)
+    assert case.tolerance[1] < bundle_case(suite_program, {"M": 1024, "N": 1024}, "h200",
+                                           program("cumsum_f32")).tolerance[1]
