@@ -55,7 +55,8 @@ class Quantity:
 
 @dataclass(frozen=True)
 class Roofline:
-    """The peaks of the roofline cost: time(op) = op_overhead_s + max(flops / peak, bytes / bw)."""
+    """The peaks of the roofline cost: time(op) = op_overhead_s + max(flops / peak, bytes / bw);
+    the tiled cost model (`tiling/cost.py`) also takes a loop's latency floor."""
 
     matrix_flops: Quantity
     """FLOP/s of the matrix unit at bf16 (contractions: reductions whose body multiplies reads)."""
@@ -65,6 +66,11 @@ class Roofline:
     """Bandwidth of the device memory (HBM) seen by one core."""
     op_overhead_s: Quantity
     """Fixed cost of one op (launch / instruction issue): makes fewer, fused ops cheaper."""
+    loop_iteration_s: Quantity | None = None
+    """GPU: the least time one iteration of a program's sequential loop takes, whatever it
+    computes (the latency of its loads and of the loop-carried chain that pipelining leaves
+    exposed): a launch takes at least its waves x one program's iterations x this. Absent on
+    a profile whose cost model leaves the term out (the NeuronCores)."""
 
 
 @dataclass(frozen=True)

@@ -84,13 +84,27 @@ array. On a GPU a program's T threads (`warps x warp_threads`: 128 at 4 warps) w
 step: an op other than a matmul over E elements takes as long as over `ceil(E / T) * T` (so
 one-element programs are not free, and a small tile gains nothing from more warps).
 
-**Time**: `overhead + max(hbm_bytes / bandwidth, loaded_bytes / l2_bandwidth, matrix_flops /
-matrix_peak + vector_flops / vector_peak) / efficiency`, where `loaded_bytes` is what every
-execution of every load brings on chip (on a GPU through L2, at `memory.l2_bytes_per_s`; the
-term is left out where the profile has no such rate), and `efficiency = P / (ceil(P / cores)
-* cores)` for `P` programs: the busiest core runs `ceil(P / cores)` of them at its share of the
-device's peaks (a tail wave or a grid smaller than the cores leaves cores idle). `overhead` is
-the profile's one launch.
+**Time**: `overhead + max(max(hbm_bytes / bandwidth, loaded_bytes / l2_bandwidth, matrix_flops /
+matrix_peak + vector_flops / vector_peak) / efficiency, waves * iterations * loop_latency)`,
+where `loaded_bytes` is what every execution of every load brings on chip (on a GPU through
+L2, at `memory.l2_bytes_per_s`; the term is left out where the profile has no such rate), and
+`efficiency = P / (ceil(P / cores) * cores)` for `P` programs: the busiest core runs
+`ceil(P / cores)` of them at its share of the device's peaks (a tail wave or a grid smaller
+than the cores leaves cores idle). `overhead` is the profile's one launch.
+
+**Loop latency** (a profile with `roofline.loop_iteration_s`: the GPUs; left out on the
+NeuronCores). The iterations of one program's loops run one after another, and none takes
+less than that latency, whatever it computes: a launch takes at least `waves x iterations x
+loop_iteration_s`, where `iterations` sums, over the program's loops, each loop's trip count
+times those of the loops around it (a nested loop multiplies, loops one after another add;
+trip counts as for the traffic: a typical program's). The programs of one wave run side by
+side, so their latencies overlap; the waves do not. `num_stages` pipelining does not divide
+the term: the tile search does not choose the stages (the KB does, at emission), and the
+profile's figure was measured with the KB's stages (3 or 4), so it is the latency an iteration
+keeps after pipelining. The term is a floor, not a sum: where the roofline time is longer the
+loop's latency hides under it (a matmul at BK = 64 and at BK = 128 price alike), and where it is
+shorter, fewer and longer iterations win (BK = 16 runs four times the iterations of BK = 64:
+on the H200 the 1024^3 matmul took 0.0198 ms at 64x128x16 against 0.0054 ms at 64x128x64).
 """
 
 from __future__ import annotations
@@ -130,8 +144,8 @@ class KernelCost:
     """The grid's size."""
     flops: float
     seconds: float
-    """Modeled time: roofline of traffic and flops over the parallelism's efficiency, plus one
-    launch's overhead."""
+    """Modeled time: roofline of traffic and flops over the parallelism's efficiency, at
+    least the loops' latency floor, plus one launch's overhead."""
     fits: bool
     """Every on-chip tile fits its space (and the engines' tile limits) under the profile."""
     why_not: str | None = None
@@ -144,6 +158,9 @@ class KernelCost:
     """Bytes every execution of every load brings on chip (through L2 on a GPU)."""
     warps: int | None = None
     """A GPU program's warp count the cost is for; None on a profile without warps."""
+    iterations: int = 0
+    """Sequential loop iterations of one program (nested loops multiplied, loops one after
+    another added)."""
 
 
 def kernel_cost(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfile,
@@ -263,12 +280,16 @@ class KernelPlan:
         work = max(hbm / roof.bytes_per_s.value,
                    loaded / l2_rate.value if l2_rate is not None else 0.0,
                    matrix_busy / roof.matrix_flops.value + vector_busy / roof.vector_flops.value)
-        seconds = roof.op_overhead_s.value + work / max(efficiency, 1e-12)
+        iterations = self._iterations(extents)
+        latency = roof.loop_iteration_s
+        floor = waves * iterations * latency.value if latency is not None else 0.0
+        seconds = roof.op_overhead_s.value + max(work / max(efficiency, 1e-12), floor)
         return KernelCost(hbm_bytes=float(hbm), compulsory_bytes=float(traffic.compulsory()),
                           onchip_bytes=MappingProxyType(onchip), programs=programs,
                           flops=float(matrix + vector), seconds=seconds,
                           fits=why_not is None, why_not=why_not, waves=waves,
-                          matrix_flops=float(matrix), loaded_bytes=float(loaded), warps=warps)
+                          matrix_flops=float(matrix), loaded_bytes=float(loaded), warps=warps,
+                          iterations=iterations)
 
     def fitting_warps(self, sizes: Mapping[str, int], profile: DeviceProfile) -> int | None:
         """The profile's default warp count, or, when the program's tiles overflow that many
@@ -293,6 +314,12 @@ class KernelPlan:
             found.append(extent)
             scope[loop.iv] = max(extent - 1, 0) // 2
         return found
+
+    def _iterations(self, extents: Sequence[int]) -> int:
+        """The sequential loop iterations of one program: every loop's trip count times those
+        of the loops around it, summed over the loops (see the module docstring)."""
+        return sum(extents[n] * math.prod(extents[o] for o in loop.outer)
+                   for n, loop in enumerate(self.loops))
 
     def _executions(self, loops: tuple[int, ...], programs: int, extents: Sequence[int]) -> int:
         return programs * math.prod(extents[n] for n in loops)

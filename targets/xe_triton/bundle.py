@@ -16,7 +16,9 @@ inputs from the seed, checks and times each candidate.
 `--suite` builds the bundle of every Tier 1 and Tier 2 program of `benchmarks/suite.py` at its
 benchmark shapes (docs/benchmarks.md): each case's candidates are selected
 (`select.select_kernel`) and passed through cascade steps 1-3 on the CPU (step 3 in float32 at
-small shapes); the best few that pass, of different tilings and programs first, are written.
+small shapes); the best few that pass, of different tilings and programs first, are written,
+with at least one of the KB's autotune launches of the best tiling among them
+(`kept_candidates`).
 A program that does not tile or whose kernels do not lower yet is reported as skipped with the
 reason. `--record` files the winners of a GPU run (`axon-bench --json`) in the winner cache,
 where `axon PROGRAM --target xe_triton` finds them.
@@ -44,7 +46,12 @@ from axon.nugraph.stored import function_text
 from axon.selection.cache import Winner, WinnerCache, winner_key
 from axon.selection.executor import EXECUTORS, Executor, make_executor
 from axon.selection.space import ranked_bounded
-from axon.targets.xe_triton.select import SelectionError, SelectOptions, select_kernel
+from axon.targets.xe_triton.select import (
+    Candidate,
+    SelectionError,
+    SelectOptions,
+    select_kernel,
+)
 from axon.tools.embed import parse_source
 from axon.tools.user_errors import ArgumentParser, UsageError, exit_on_user_error
 from axon.tools.version import axon_version
@@ -170,7 +177,34 @@ def bundle_case(program: Program, sizes: Mapping[str, int], profile: str, func: 
     dtypes = [t.dtype for t in func.function_type.inputs.data if isinstance(t, TensorType)]
     key = winner_key(function_text(func), sizes, dtypes, profile)
     return BundleCase(case_name(program.name, sizes), program.name, program.tier, dict(sizes),
-                      program.dtype, program.tolerance, flops, nbytes, inputs, outputs, key)
+                      program.dtype, program.tolerance_at(sizes), flops, nbytes, inputs, outputs,
+                      key)
+
+
+def kept_candidates(passed: Sequence[Candidate], limit: int) -> list[Candidate]:
+    """At most `limit` of a case's candidates that passed, best first: the best of each
+    program and tiling before runners-up (`ranked_bounded`), and, where `limit` is 2 or more,
+    at least one KB autotune launch of the best one's tiling when one passed (in place of the
+    last kept). The cost model prices the KB's configurations like its own tile sizes where
+    they differ only in what it does not see (stages, block I/O); the KB's come from GPU
+    measurements (its small-GEMM grid: 64x128x64, 4 warps, 4 stages, host descriptors), so the
+    GPU should time one."""
+    def group(c: Candidate) -> tuple[str, str]:
+        return (c.variant, c.tiling)
+
+    kept = ranked_bounded(passed, cost=lambda c: c.modeled_ms, group=group, limit=limit).chosen
+    if limit < 2 or not kept:
+        return kept
+    best = group(kept[0])
+    if any(c.origin == "autotune" and group(c) == best for c in kept):
+        return kept
+    tuned = [c for c in passed if c.origin == "autotune" and group(c) == best
+             and math.isfinite(c.modeled_ms)]
+    if not tuned:
+        return kept
+    # the cheapest; among equal prices the KB's order (`passed` keeps the enumeration's)
+    first = min(tuned, key=lambda c: c.modeled_ms)
+    return [*kept[:limit - 1], first]
 
 
 def suite_bundle(profile: str, executor: Executor, per_case: int = PER_CASE,
@@ -201,10 +235,7 @@ def suite_bundle(profile: str, executor: Executor, per_case: int = PER_CASE,
                 skipped.append((name, str(err)))
                 say(f"{name}: skipped: {err}")
                 continue
-            passed = selection.passed()
-            kept = ranked_bounded(passed, cost=lambda c: c.modeled_ms,
-                                  group=lambda c: (c.variant, c.tiling),
-                                  limit=min(per_case, max_modules - written)).chosen
+            kept = kept_candidates(selection.passed(), min(per_case, max_modules - written))
             case = bundle_case(program, sizes, profile, func)
             for c in kept:
                 emitted = selection.emitted[c.id]

@@ -112,3 +112,33 @@ def test_reference_check_catches_a_wrong_program() -> None:
     expected = silu.reference(inputs[0].astype(np.float32))
     rtol, atol = DTYPES["bf16"].tolerance
     assert not np.allclose(actual.astype(np.float32), expected, rtol=rtol, atol=atol)
+
+
+def _tree_cumsum(x: np.ndarray) -> np.ndarray:
+    """A running sum along the last axis in float32, added as a log-depth tree (Hillis-Steele:
+    the order of a parallel scan such as tl.cumsum's), not left to right."""
+    y = x.astype(np.float32)
+    step = 1
+    while step < y.shape[-1]:
+        y[..., step:] = y[..., step:] + y[..., :-step]
+        step *= 2
+    return y
+
+
+def test_a_scan_tolerance_grows_with_its_length() -> None:
+    program = PROGRAMS["cumsum_f32"]
+    sizes = {"M": 1024, "N": 1024}
+    rtol, atol = program.tolerance
+    wide_rtol, wide_atol = program.tolerance_at(sizes)
+    assert wide_rtol == rtol and wide_atol == atol + 1024 * 2.0 ** -23
+    assert program.tolerance_at({"M": 1024, "N": 4096})[1] > wide_atol
+    assert PROGRAMS["matmul"].tolerance_at(PROGRAMS["matmul"].default_sizes[0]) == (
+        PROGRAMS["matmul"].tolerance)  # not a scan: as before
+    # two float32 orders of one running sum over 1024 lanes differ past the f32 tolerance of
+    # one rounding, and within the scan's
+    (x,) = make_inputs(program, sizes, seed=0)
+    left_to_right = np.cumsum(x.astype(np.float32), axis=-1, dtype=np.float32)
+    error = np.abs(_tree_cumsum(x) - left_to_right)
+    scale = np.abs(left_to_right)
+    assert (error > atol + rtol * scale).any()
+    assert (error <= wide_atol + wide_rtol * scale).all()

@@ -25,6 +25,7 @@ from axon.selection.space import ranked_bounded
 from axon.targets.xe_triton.bundle import (
     BundleCandidate,
     bundle_case,
+    kept_candidates,
     record_winners,
     suite_bundle,
     write_bundle,
@@ -32,6 +33,7 @@ from axon.targets.xe_triton.bundle import (
 from axon.targets.xe_triton.harness.bundle import read_bundle
 from axon.targets.xe_triton.kb import load_device
 from axon.targets.xe_triton.select import (
+    Candidate,
     Selection,
     SelectOptions,
     cost_profile,
@@ -226,6 +228,59 @@ def test_long_rows_are_offered_at_the_warps_their_registers_need() -> None:
         assert c.kwargs["BM"] * 32768 <= c.kwargs["num_warps"] * 32 * 255
 
 
+def _candidate(variant: str, tiling: str, ms: float, origin: str, n: int) -> Candidate:
+    return Candidate(f"{variant}.{tiling}.{origin}{n}", variant, tiling, "", {}, ms, origin,
+                     program("mul"))
+
+
+def test_a_case_keeps_a_kb_launch_of_its_best_tiling() -> None:
+    # the cost model prices the KB's launch like its own tile sizes (stages and block I/O are
+    # not in it): ranked by price alone, one candidate a tiling, the KB's would never be kept
+    passed = [_candidate("p", "blocks_k", 1.0, "tile sizes", 0),
+              _candidate("p", "blocks_k", 1.0, "autotune", 1),
+              _candidate("p", "blocks_k", 1.0, "autotune", 2),
+              _candidate("p", "blocks", 2.0, "tile sizes", 3),
+              _candidate("p", "rows_k", 3.0, "tile sizes", 4),
+              _candidate("p", "rows_k", 0.5, "autotune", 5)]
+    ranked = ranked_bounded(passed, lambda c: c.modeled_ms, lambda c: (c.variant, c.tiling), 3)
+    assert [c.id for c in ranked.chosen] == [
+        "p.rows_k.autotune5", "p.blocks_k.tile sizes0", "p.blocks.tile sizes3"]
+    # rows_k is the best tiling and its KB launch is kept: nothing changes
+    assert kept_candidates(passed, 3) == ranked.chosen
+    passed = passed[:5]
+    assert [c.id for c in kept_candidates(passed, 3)] == [
+        "p.blocks_k.tile sizes0", "p.blocks.tile sizes3", "p.blocks_k.autotune1"]
+    assert [c.id for c in kept_candidates(passed, 4)] == [
+        "p.blocks_k.tile sizes0", "p.blocks.tile sizes3", "p.rows_k.tile sizes4",
+        "p.blocks_k.autotune1"]
+    assert [c.id for c in kept_candidates(passed, 1)] == ["p.blocks_k.tile sizes0"]
+    # no KB launch of the best tiling passed: the ranking alone
+    assert kept_candidates([c for c in passed if c.origin != "autotune"], 3) == (
+        ranked_bounded([c for c in passed if c.origin != "autotune"], lambda c: c.modeled_ms,
+                       lambda c: (c.variant, c.tiling), 3).chosen)
+
+
+def test_the_1024_cube_matmul_bundles_the_kb_small_gemm_launch_with_host_descriptors() -> None:
+    executor = LocalExecutor(workers=1)
+    try:
+        cases, skipped = suite_bundle("h200", executor, per_case=3, names=["matmul"],
+                                      say=lambda _: None)
+    finally:
+        executor.close()
+    (case,) = [c for c in cases if c.case == "matmul_1024x1024x1024"]
+    # the KB's small-GEMM grid starts at 64x128x64, 4 warps, 4 stages (cuda_small_gemm_grid)
+    small_gemm = [c for c in case.candidates
+                  if {k: c.kwargs.get(k) for k in ("BM", "BN", "BK", "num_warps", "num_stages")}
+                  == {"BM": 64, "BN": 128, "BK": 64, "num_warps": 4, "num_stages": 4}]
+    assert small_gemm, [c.id for c in case.candidates]
+    assert any(".stages4." in c.id for c in small_gemm)  # the KB's launch, by its id
+    for c in small_gemm:
+        assert c.kwargs["block_io"] == "host_descriptor"
+        assert "block_io='host_descriptor'" in c.text  # the module's default
+    # and no candidate of the case runs a K loop of BK = 16 (64 iterations of one small MMA)
+    assert all(c.kwargs["BK"] >= 64 for c in case.candidates if c.tiling == "blocks_k")
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--record", "w.json"], "bundle: error: --record needs --bundle DIR"),
     (["--suite"], "bundle: error: --suite needs -o DIR"),
@@ -242,3 +297,12 @@ def test_the_bundle_command_refuses_bad_input(argv: list[str], message: str,
         bundle.main(argv)
     assert stop.value.code == 1
     assert capsys.readouterr().err.startswith(message)
+
+
+def test_a_scan_case_is_bundled_with_the_tolerance_of_its_length() -> None:
+    suite_program = PROGRAMS["cumsum_f32"]
+    for sizes in ({"M": 1024, "N": 1024}, {"M": 8, "N": 16}):
+        case = bundle_case(suite_program, sizes, "h200", program("cumsum_f32"))
+        assert case.tolerance == suite_program.tolerance_at(sizes)
+    assert case.tolerance[1] < bundle_case(suite_program, {"M": 1024, "N": 1024}, "h200",
+                                           program("cumsum_f32")).tolerance[1]

@@ -7,7 +7,9 @@ from dataclasses import replace
 from types import ModuleType
 
 import pytest
+from xdsl.dialects.func import FuncOp
 
+from axon.dialects.tile import KernelOp
 from axon.targets.profiles import DeviceProfile, Quantity, load_profile
 from axon.tiling.cost import (
     KernelPlan,
@@ -17,6 +19,8 @@ from axon.tiling.cost import (
     warp_counts,
     warps_to_fit,
 )
+from axon.tiling.kernels import Tiling, tile_function
+from axon.tools.embed import parse_mlir
 
 MiB = 1 << 20
 H200, TRN2 = load_profile("h200"), load_profile("trn2")
@@ -195,3 +199,56 @@ def test_a_grouped_window_counts_the_ids_the_swizzled_programs_have(
             seen = [ids(p) for p in range(first, last)]
             want = {"i": len({r for r, _ in seen}), "j": len({c for _, c in seen})}
             assert traffic.grouped_window(first, last) == want, (first, last)
+
+
+def test_a_loop_of_more_iterations_costs_more_on_a_gpu(tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16")
+    latency = H200.roofline.loop_iteration_s
+    assert latency is not None and latency.estimate
+    short, long = (kernel_cost(kernel, cube(1024, BM=64, BN=128, BK=bk), H200)
+                   for bk in (64, 16))
+    # one wave of 128 programs, K / BK iterations each
+    assert (short.waves, short.iterations, long.waves, long.iterations) == (1, 16, 1, 64)
+    assert long.seconds > 1.05 * short.seconds  # outside the ranking's tie band
+    # BK = 16: the 64 iterations' latency is the time; BK = 64: the roofline's is
+    overhead = H200.roofline.op_overhead_s.value
+    assert long.seconds == pytest.approx(overhead + 64 * latency.value)
+    assert short.seconds > overhead + 16 * latency.value
+
+
+def test_without_a_loop_latency_the_cost_is_the_roofline_alone(
+        tile_kernels: ModuleType) -> None:
+    kernel = tile_kernels.matmul("bf16")
+    plain = replace(H200, roofline=replace(H200.roofline, loop_iteration_s=None))
+    costs = [kernel_cost(kernel, cube(1024, BM=64, BN=128, BK=bk), plain) for bk in (16, 64)]
+    # the iterations are still counted, but no longer priced: both tiles move and compute alike
+    assert [c.iterations for c in costs] == [64, 16]
+    assert costs[0].seconds == costs[1].seconds
+    with_latency = kernel_cost(kernel, cube(1024, BM=64, BN=128, BK=64), H200)
+    assert with_latency.seconds == costs[1].seconds  # a floor that does not bind changes nothing
+    # the NeuronCores' profiles have no such term: their costs are as before it was added
+    assert TRN2.roofline.loop_iteration_s is None
+    assert load_profile("trn1").roofline.loop_iteration_s is None
+
+
+def test_nested_loops_multiply_their_iterations_and_sequential_ones_add() -> None:
+    x, w, h = ("!ax.tensor<[M, K], f32>", "!ax.tensor<[K, F], f32>",
+               "!ax.tensor<[M, F], f32>")
+    d, y = "!ax.tensor<[F, N], f32>", "!ax.tensor<[M, N], f32>"
+    text = f"""
+func.func @mlp(%x: {x}, %w1: {w}, %w3: {d}) -> {y} {{
+  %0 = ax.matmul %x, %w1 : ({x}, {w}) -> {h}
+  %1 = ax.matmul %0, %w3 : ({h}, {d}) -> {y}
+  func.return %1 : {y}
+}}
+"""
+    (func,) = (op for op in parse_mlir(text, "f.mlir").ops if isinstance(op, FuncOp))
+    tiled = tile_function(func, Tiling("M", "N", "F", inner="K"), "registers", "registers")
+    kernel = next(op for op in tiled.walk() if isinstance(op, KernelOp))
+    sizes = {"M": 1024, "K": 512, "F": 2048, "N": 1024, "BM": 64, "BN": 64, "BK": 64,
+             "BL": 32}
+    plan = KernelPlan.of(kernel)
+    assert len(plan.loops) == 2 and plan.loops[1].outer == (0,)
+    # F / BK iterations of the outer loop, each running K / BL of the inner one
+    assert [loop.extent.evaluate(sizes) for loop in plan.loops] == [32, 16]
+    assert plan.cost(sizes, H200).iterations == 32 + 32 * 16

@@ -219,3 +219,18 @@ def test_a_kernel_is_priced_once_even_when_its_search_is_not_stored(
                                  cache=cache)
     assert tile_results(cache) == [] and priced == ["f_rows"]
     assert proposals_text(second) == proposals_text(first)
+
+
+def test_a_gpu_row_kernel_takes_whole_rows_or_long_blocks_not_many_short_iterations() -> None:
+    # rmsnorm 1024x4096 on the H200: rows_multipass at BK = 4 (2 x 1024 iterations of an 8x4
+    # tile) took 0.222 ms, the rows kernel about 0.009 ms: the loop latency floor prices
+    # short blocks out
+    (func,) = [op for op in parse_source(PROGRAMS["rmsnorm"].source, "rmsnorm.py").ops
+               if isinstance(op, FuncOp)]
+    result = search.tile_program([func], load_profile("h200"), {"M": 1024, "N": 4096})
+    best = result.proved[0]
+    assert best.tiling.kind == "rows", [(p.tiling.kind, p.candidates[:1]) for p in result.proved]
+    multipass = [c for p in result.proved if p.tiling.kind == "rows_multipass"
+                 for c in p.candidates]
+    assert multipass and all(c.params["BK"] >= 256 for c in multipass)
+    assert best.candidates[0].cost.seconds < 1.05 * min(c.cost.seconds for c in multipass)
