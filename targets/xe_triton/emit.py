@@ -240,8 +240,9 @@ class _KernelShape:
         reduces = {op.kind.data for op in ops if isinstance(op, xt.ReduceOp)}
         shape.dots = sum(isinstance(op, xt.DotOp) for op in ops)
         shape.has_dot = shape.dots > 0
-        shape.kind = ("matmul" if shape.has_dot else "softmax" if {"max", "add"} <= reduces
-                      else "norm" if reduces else "elementwise")
+        online = {"max", "add"} <= reduces
+        shape.kind = ("attention" if shape.dots >= 2 and online else "matmul" if shape.has_dot
+                      else "softmax" if online else "norm" if reduces else "elementwise")
         params, sizes = set(kernel.param_names()), set(kernel.sizes())
         grid = kernel.grid_exprs()
         for axis, (block, size) in enumerate((("block_m", "m_size"), ("block_n", "n_size"))):
@@ -257,6 +258,15 @@ class _KernelShape:
                 over = sorted(op.extent_expr().symbols() & sizes)
                 if len(tiled) == 1 and len(over) == 1:
                     shape.block_k, shape.k_size = tiled[0], over[0]
+        if shape.kind == "attention":
+            # rows of queries over the grid (one axis holds a block), keys along the loop: the
+            # KB's block_m and block_n (tutorial 06's BLOCK_M, BLOCK_N)
+            rows = [(sorted(g.symbols() & params), sorted(g.symbols() & sizes)) for g in grid]
+            held = [(block[0], size[0]) for block, size in rows
+                    if len(block) == 1 and len(size) == 1]
+            shape.block_m, shape.m_size = held[0] if len(held) == 1 else (None, None)
+            shape.block_n, shape.n_size = shape.block_k, shape.k_size
+            shape.block_k = shape.k_size = None
         shape.swizzled = shape.has_dot and len(grid) == 2
         if shape.has_dot:
             shape.find_tiles(kernel, ops)
@@ -635,6 +645,9 @@ class _KernelPrinter:
         if tile is not None:
             self.block_io(op, tile, depth)
             return None
+        if isinstance(op, xt.LoadOp) and op.result.uses and all(
+                self.squeezed_load(use.operation) is op for use in op.result.uses):
+            return None  # read only through its squeezed reshapes, each a load of its own
         if isinstance(op, xt.StoreOp):
             self.store(op, depth)
             return None
@@ -642,15 +655,41 @@ class _KernelPrinter:
         self.line(depth, f"{result} = {self.value_text(op)}")
         return None
 
+    def squeezed_load(self, op: Operation) -> xt.LoadOp | None:
+        """The load a reshape reads when the reshape only drops the load's unit dims, each at
+        a program id's offset (attention's `[1, 1, BK, D]` tiles of one head, read as
+        `[BK, D]`): printed as a load of that rank, the dropped dims scalar offsets, so the
+        tile goes to `tl.dot` with no `tl.reshape` between (one the pipeliner and the matrix
+        unit's operand layouts take as it is); None for any other reshape."""
+        if not isinstance(op, xt.ReshapeOp):
+            return None
+        load = op.source.owner
+        if not isinstance(load, xt.LoadOp) or load in self.shape.access:
+            return None
+        one = IntExpr.const(1)
+        block = _tensor_type(load.results[0]).shape
+        kept = [d for d in block if d != one]
+        offsets = list(load.attrs()["offsets"])
+        programs = set(self.kernel.program_names())
+        if (kept == list(block) or kept != list(_tensor_type(op.results[0]).shape)
+                or any(d == one and not offsets[k].symbols() & programs
+                       for k, d in enumerate(block))):
+            return None
+        return load
+
+    def load_text(self, op: xt.LoadOp, squeeze: bool = False) -> str:
+        """`tl.load` of the op's block; `squeeze`: without its unit dims (`squeezed_load`)."""
+        t = _tensor_type(op.source)
+        attrs = op.attrs()
+        ptr, mask = self.address(self.name_of(op.source), t.shape, list(attrs["offsets"]),
+                                 list(attrs["shape"]), list(attrs["extents"]), squeeze)
+        if mask == "None":  # a rank-0 tensor: Triton refuses `other` without a mask
+            return f"tl.load({ptr})"
+        return f"tl.load({ptr}, mask={mask}, other={_float(attrs['other'])})"
+
     def value_text(self, op: Operation) -> str:
         if isinstance(op, xt.LoadOp):
-            t = _tensor_type(op.source)
-            attrs = op.attrs()
-            ptr, mask = self.address(self.name_of(op.source), t.shape, list(attrs["offsets"]),
-                                     list(attrs["shape"]), list(attrs["extents"]))
-            if mask == "None":  # a rank-0 tensor: Triton refuses `other` without a mask
-                return f"tl.load({ptr})"
-            return f"tl.load({ptr}, mask={mask}, other={_float(attrs['other'])})"
+            return self.load_text(op)
         if isinstance(op, xt.FullOp):
             t = _tensor_type(op.results[0])
             value = _float(op.value.value.data)
@@ -684,6 +723,9 @@ class _KernelPrinter:
         """A reshape, a split or join of interleaved lanes, or a prefix sum."""
         names = [self.name_of(v) for v in op.operands]
         if isinstance(op, xt.ReshapeOp):
+            load = self.squeezed_load(op)
+            if load is not None:
+                return self.load_text(load, squeeze=True)
             return f"tl.reshape({names[0]}, {_shape(_tensor_type(op.results[0]))})"
         if isinstance(op, xt.SplitOp):
             return f"tl.split({names[0]})[{op.half.value.data}]"
@@ -692,15 +734,22 @@ class _KernelPrinter:
         return f"tl.cumsum({names[0]}, axis={op.axis.value.data})"
 
     def address(self, ptr: str, sizes: tuple[IntExpr, ...], offsets: list[IntExpr],
-                blocks: list[IntExpr], extents: list[IntExpr]) -> tuple[str, str]:
+                blocks: list[IntExpr], extents: list[IntExpr],
+                squeeze: bool = False) -> tuple[str, str]:
         """The pointers of a block at `offsets` of a row-major tensor of `sizes`, and its mask:
-        inside the tensor and inside the extents."""
+        inside the tensor and inside the extents. `squeeze`: the block's unit dims are left
+        out (their offsets are scalars) and each mask term is stated once."""
         rank = len(sizes)
+        one = IntExpr.const(1)
+        kept = [axis for axis in range(rank) if not (squeeze and blocks[axis] == one)]
         terms, masks = [], []
         for axis in range(rank):
-            lanes = _arange(blocks[axis], axis, rank)
-            at = lanes if offsets[axis] == IntExpr.const(0) else (
-                f"({py_int(offsets[axis])} + {lanes})")
+            if axis in kept:
+                lanes = _arange(blocks[axis], kept.index(axis), len(kept))
+                at = lanes if offsets[axis] == IntExpr.const(0) else (
+                    f"({py_int(offsets[axis])} + {lanes})")
+            else:
+                lanes = at = py_int(offsets[axis])
             stride = IntExpr.const(1)
             for later in sizes[axis + 1:]:
                 stride = stride * later
@@ -709,6 +758,8 @@ class _KernelPrinter:
             masks.append(f"({at} < {py_int(sizes[axis])})")
             if extents[axis] != blocks[axis]:
                 masks.append(f"({lanes} < {py_int(extents[axis])})")
+        if squeeze:
+            masks = list(dict.fromkeys(masks))
         return f"{ptr} + {' + '.join(terms) or '0'}", " & ".join(masks) or "None"
 
     def store(self, op: xt.StoreOp, depth: int) -> None:

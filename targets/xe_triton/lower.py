@@ -298,19 +298,30 @@ class _Lowering:
     # ---- layout: reshapes, interleaved lanes ----------------------------------------------------
     def reshaped(self, value: SSAValue, shape: list[IntExpr], target: Block) -> SSAValue:
         """`value` as a block of `shape` (`tl.reshape`), or itself when it has that shape; a
-        reshape of a reshape reshapes the first one's source, and one already made in `target`
-        is reused (rope splits one pair block twice)."""
+        reshape of a reshape reshapes the first one's source, and one already made is reused
+        (rope splits one pair block twice). A reshape of a value made outside `target` (a loop
+        body) is made beside that value, once, not in every iteration (attention's q tile)."""
         owner = value.owner
         if isinstance(owner, xt.ReshapeOp):
             value = owner.source
+            owner = value.owner
         t = value.type
         assert isinstance(t, TensorType)
         if list(t.shape) == shape:
             return value
-        key = (value, tuple(shape), target)
+        home = owner.parent_block() if isinstance(owner, Operation) else value.owner
+        assert isinstance(home, Block)
+        key = (value, tuple(shape), home)
         if key not in self.reshapes:
             op = xt.ReshapeOp.make([value], shape=shape)
-            target.add_op(op)
+            if home is target:
+                target.add_op(op)
+            elif isinstance(owner, Operation):
+                home.insert_op_after(op, owner)
+            elif home.first_op is not None:
+                home.insert_op_before(op, home.first_op)
+            else:
+                home.add_op(op)
             self.reshapes[key] = op.results[0]
         return self.reshapes[key]
 
@@ -509,7 +520,7 @@ class _Lowering:
         if t.shape[axes[red.name]] != red.upper and not _zero_padded(value, axes[red.name],
                                                                      red.upper):
             keep.append(call("lt", Index(lane), Index(red.upper)))
-        if cond is not None:
+        if cond is not None and not _load_zeroes_outside(value, axes[red.name], cond, red.name):
             keep.append(substitute(cond, {red.name: lane}))
         read_flat: ScalarExpr = Read(0, index)
         if keep or order != list(dims):
@@ -597,6 +608,11 @@ class _Lowering:
             domain[axis] = LoopDim(red.name, red.lower, self.block(red.upper))
         else:
             domain.append(LoopDim(red.name, red.lower, self.block(red.upper)))
+        extent = red.upper
+        if form.reduction in ("max", "min"):
+            inside = self.first_lane_inside(op, body, red)
+            if inside is not None:
+                body, extent = inside[0], inside[1].min(red.upper)
         identity = Read(0, tuple(IntExpr.sym(d.name) for d in domain))
         source = operands[0] if body == identity else None
         if source is None or source.type != TensorType(tuple(d.upper for d in domain), dtype):
@@ -606,7 +622,7 @@ class _Lowering:
             target.add_op(elementwise)
             source = elementwise.results[0]
         reduced: Operation = xt.ReduceOp.make([source], kind=form.reduction,
-                                              axis=axis, extent=str(red.upper), keepdims=keep)
+                                              axis=axis, extent=str(extent), keepdims=keep)
         if form.finalize is not None:
             target.add_op(reduced)
             dims = tuple(IntExpr.sym(d.name) for d in parallel)
@@ -614,6 +630,64 @@ class _Lowering:
             reduced = xt.MapOp.make([reduced.results[0]],
                                     form=str(GenericForm(parallel, then, 1)), dtype=dtype)
         self.emit(target, op, reduced)
+
+    def first_lane_inside(self, op: Operation, body: ScalarExpr, red: LoopDim
+                          ) -> tuple[ScalarExpr, IntExpr] | None:
+        """A masked max or min's body `select(idx(X + r) < idx(E), f(r), f(0))` (the tiling's:
+        lanes past the end see the first lane again, "no infinities") as `f(r)` and the
+        extent `E - X` of its lanes inside, where lane 0 is provably inside: `X` is 0 (`E`, a
+        product of sizes, is at least 1) or `BLOCK*k` in a loop over `k` of `ceil(E / BLOCK)`
+        iterations (`BLOCK*k < E`). A reduction over those lanes alone, the rest masked with
+        the identity (`tl.where(.., -inf)`), is then the same value, and needs no reduction
+        that extracts the first lane; None for any other body."""
+        if not (isinstance(body, Call) and body.fn == "select"):
+            return None
+        cond, then, other = body.args
+        if (other != substitute(then, {red.name: IntExpr.const(0)})
+                or not (isinstance(cond, Call) and cond.fn == "lt")):
+            return None
+        bounds = [a.expr for a in cond.args if isinstance(a, Index)]
+        if len(bounds) != 2:
+            return None
+        position, end = bounds
+        start = position - IntExpr.sym(red.name)
+        if (red.name in start.symbols() or red.name in end.symbols()
+                or not end.symbols() <= self.kernel.sizes()
+                or len(end.terms) != 1 or end.terms[0][1] < 1):
+            return None
+        if start != IntExpr.const(0) and not _ends_inside(op, start, end):
+            return None
+        return then, end - start
+
+
+def _ends_inside(op: Operation, start: IntExpr, end: IntExpr) -> bool:
+    """`start` is `BLOCK*k` for the variable `k` of a loop around `op` that runs
+    `ceil(end / BLOCK)` iterations, so `start < end` in every one."""
+    if len(start.terms) != 1 or start.terms[0][1] != 1:
+        return False
+    names = [atom.name for atom in start.terms[0][0] if atom.kind == "sym"]
+    if len(names) != 2 or len(start.terms[0][0]) != 2:
+        return False
+    loop = op.parent_op()
+    while loop is not None:
+        if isinstance(loop, ForOp) and loop.iv.data in names:
+            block = IntExpr.sym(next(n for n in names if n != loop.iv.data))
+            return loop.extent_expr() == (block + end - 1).floordiv(block)
+        loop = loop.parent_op()
+    return False
+
+
+def _load_zeroes_outside(value: SSAValue, axis: int, cond: ScalarExpr, red: str) -> bool:
+    """`cond` is `idx(o + red) < idx(n)` where `value` is a load padding with 0 at offset `o`
+    of a tensor dim of size `n` along `axis`: the load already reads 0 where `cond` fails, so
+    `select(cond, value, 0.0)` is `value` (attention's v tile past the keys' end)."""
+    owner = value.owner
+    if not (isinstance(owner, xt.LoadOp) and owner.other.value.data == 0.0):
+        return False
+    source = owner.source.type
+    assert isinstance(source, TensorType)
+    offset = IntExpr.lift(owner.offsets.data[axis].data)
+    return cond == call("lt", Index(offset + IntExpr.sym(red)), Index(source.shape[axis]))
 
 
 def _dot_axes(read: Read, dims: tuple[str, str], names: set[str]) -> dict[str, int] | None:
