@@ -11,9 +11,12 @@ kernel is priced at the program's sizes (1024 where none is given, as propagatio
 them) by enumerating concrete tile sizes
 (`tiling.concretize`), and the kernels are ranked by their best candidate's modeled time.
 
-The search is bounded: a proof has its `budget` (`verifier.ProofBudget`: counts of work, and a
-safety-net clock), a program's whole search `time_limit_s` (what is left unproposed is counted,
-never silently dropped); once a tiling's proof runs out of its budget on one variant, the same
+The search is bounded by counts, so a search they stop stops at the same proposal in every run:
+a proof has its `budget` (`verifier.ProofBudget`: counts of work, and a safety-net clock), a
+program's whole search `max_proofs` kernel proofs (what is left unproposed is counted, never
+silently dropped), and `time_limit_s` is a safety-net clock over the whole search (a search it
+cuts depends on the machine and is not stored); once a tiling's proof runs out of its budget on
+one variant, the same
 tiling of the later variants is skipped (counted, with the reason); so is a nested tiling
 (`Tiling.inner`) whose tiling without the nested loop has a candidate that fits (the nested
 loop is for a dim too large to be one tile: K past a NeuronCore's 128 partitions); a progress
@@ -22,12 +25,22 @@ callback hears of each proposal.
 With a cache, the whole result is stored in it too (`ProofCache.put_result`), keyed by the
 functions' text, the profile's data, the sizes, the limits and Axon's code, and listing the
 proofs of its kernels: a later search with the same key, while those proofs are still in the
-cache, returns the stored result without proving or pricing anything: its kernels are built
-again (cheap, and checked to print as the stored ones did, by a hash of their text). Only a
-result no clock shaped is stored: every tiling proposed within `time_limit_s`, and no proof
-decided by its safety-net clock (`Unknown.by_clock`). A proof its budget's counts left Unknown
-is Unknown again in every run with that budget (the key includes it), so it, and the skips it
-caused, do not keep the result from being stored.
+cache, returns the stored result without proving or pricing anything. Only a result no clock
+shaped is stored: no search cut by `time_limit_s`, and no proof decided by its safety-net clock
+(`Unknown.by_clock`). A proof its budget's counts left Unknown is Unknown again in every run
+with that budget (the key includes it), so it, and the skips it caused, do not keep the result
+from being stored; nor does `max_proofs`, a count.
+
+What a stored result's proved kernels are trusted for, and why: each is built again by code
+from the input (the step key pins the code and the inputs, so it builds as it did), and its
+query (`verifier.prove.query_key`: the kernel's text and the variant's, the budget, the code)
+must be in the cache as answered by a proved obligation the result lists: that is the check
+`prove_equivalent(kernel, variant)` itself makes before normalizing, so a proved kernel is
+served only where asking for its proof again would be served the same proof. A kernel that
+builds otherwise (a tampered record, other code) has another query and no such record: the
+result is refused and the search runs again. The kernels of proposals that are not proved are
+diagnostics only (no pass emits them): they are built when first read, and checked then
+against the hash of the stored kernel's text.
 """
 
 from __future__ import annotations
@@ -55,16 +68,22 @@ from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.verifier import ProofBudget, Proved, Unknown, Verdict, prove_equivalent
 from axon.verifier.budget import SEARCH_BUDGET
 from axon.verifier.cache import ProofCache, step_key
-from axon.verifier.prove import ENCODING_REVISION
+from axon.verifier.prove import ENCODING_REVISION, query_key
+
+
+class StoredKernelMismatch(RuntimeError):
+    """A stored result's kernel, built when first read, does not print as the stored one did."""
 
 
 @dataclass
 class Proposal:
-    """One tiling of one variant, and what became of it."""
+    """One tiling of one variant, and what became of it. `kernel` is the kernel (None where
+    the tiling does not build); a stored result's kernel that is not proved is built when
+    first read (`_rebuild`)."""
 
     variant: str
     tiling: Tiling
-    kernel: FuncOp | None = None
+    _kernel: FuncOp | None = field(default=None, repr=False, compare=False)
     verdict: str = "not tileable"  # "proved", "refuted", "unknown", "not tileable", "skipped"
     reason: str = ""
     proof_id: str = ""
@@ -73,11 +92,24 @@ class Proposal:
     source_ops: int = 0
     """How many ops of the variant the kernel holds (all of them: a kernel is the whole
     function)."""
+    _rebuild: Callable[[], FuncOp] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def kernel(self) -> FuncOp | None:
+        """The tiled kernel (built now where a stored result left it to be built when read)."""
+        if self._kernel is None and self._rebuild is not None:
+            self._kernel, self._rebuild = self._rebuild(), None
+        return self._kernel
+
+    @kernel.setter
+    def kernel(self, kernel: FuncOp | None) -> None:
+        self._kernel, self._rebuild = kernel, None
 
     @property
     def fused(self) -> bool:
         """The kernel holds more than one of the program's ops (their intermediates on chip)."""
-        return self.kernel is not None and self.source_ops > 1
+        has_kernel = self._kernel is not None or self._rebuild is not None
+        return has_kernel and self.source_ops > 1
 
     def rank_key(self) -> tuple[float, float]:
         """Proved kernels with a fitting candidate first, by modeled time then traffic."""
@@ -109,8 +141,19 @@ class Result:
 Progress = Callable[[Proposal, int, int], None]
 
 
+#: kernel proofs one program's search may make (`tile_program`'s `max_proofs`): a count, so a
+#: search it stops stops at the same proposal in every run; the suite's programs propose at
+#: most 56 tilings of their variants
+MAX_PROOFS = 100
+#: the safety net over one program's whole search, in seconds (`time_limit_s`): far past what
+#: `MAX_PROOFS` proofs of the search budget take, so it stops only a machine far slower than
+#: the counts assume
+TIME_LIMIT_S = 600.0
+
+
 def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping[str, int],
-                 *, budget: ProofBudget = SEARCH_BUDGET, time_limit_s: float = 60.0, top_k: int = 3,
+                 *, budget: ProofBudget = SEARCH_BUDGET, max_proofs: int = MAX_PROOFS,
+                 time_limit_s: float = TIME_LIMIT_S, top_k: int = 3,
                  cache: ProofCache | None = None, progress: Progress | None = None) -> Result:
     """Propose, prove and price every tiling of `funcs` (a program and its variants, the
     program first); see the module docstring."""
@@ -118,16 +161,19 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
     sizes = all_sizes(funcs[0], sizes)
     key = step_key("tile", *(function_text(f) for f in funcs), repr(profile),
                    repr(sorted(sizes.items())),
-                   f"proof budget {budget.key()} time_limit_s={time_limit_s!r} top_k={top_k}",
+                   f"proof budget {budget.key()} max_proofs={max_proofs} "
+                   f"time_limit_s={time_limit_s!r} top_k={top_k}",
                    f"encoding {ENCODING_REVISION}")
     space, accumulator_space = tile_spaces(profile)
-    stored = (_stored(cache.result(key), funcs, profile, space, accumulator_space)
-              if cache is not None else None)
+    stored = (_stored(cache, cache.result(key), funcs, profile, space, accumulator_space,
+                      budget) if cache is not None else None)
     if stored is not None:
-        for index, proposal in enumerate(stored):
+        proposals, unproposed = stored
+        for index, proposal in enumerate(proposals):
             if progress is not None:
-                progress(proposal, index + 1, len(stored))
-        return Result(funcs[0].sym_name.data, stored, 0, time.perf_counter() - start)
+                progress(proposal, index + 1, len(proposals))
+        return Result(funcs[0].sym_name.data, proposals, unproposed,
+                      time.perf_counter() - start)
     plan: list[tuple[FuncOp, Tiling | None, str]] = []
     for func in funcs:
         try:
@@ -139,10 +185,15 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
     fitting: set[tuple[str, Tiling]] = set()  # (variant, tiling) with a fitting candidate
     proofs: list[str] = []  # the obligation keys of the kernels' proofs
     by_clock = False  # a proof the safety-net clock decided: a re-run may decide otherwise
+    spent = 0  # kernel proofs asked for
+    unproposed = 0
     for index, (func, tiling, why) in enumerate(plan):
         if time.perf_counter() - start > time_limit_s:
             return Result(funcs[0].sym_name.data, proposals, len(plan) - index,
                           time.perf_counter() - start)
+        if spent >= max_proofs:
+            unproposed = len(plan) - index
+            break
         proposal = Proposal(func.sym_name.data, tiling or Tiling(""), reason=why)
         if tiling is not None and tiling.kind in gave_up:
             proposal.verdict = "skipped"
@@ -156,6 +207,7 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         elif tiling is not None:
             verdict = _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
                              budget, top_k, cache)
+            spent += verdict is not None
             if isinstance(verdict, Unknown) and verdict.limited:
                 gave_up.add(tiling.kind)
             if isinstance(verdict, Proved):
@@ -167,8 +219,9 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         if progress is not None:
             progress(proposal, index + 1, len(plan))
     if cache is not None and not by_clock:
-        cache.put_result(key, {"proposals": [_record(p) for p in proposals]}, proofs)
-    return Result(funcs[0].sym_name.data, proposals, 0, time.perf_counter() - start)
+        cache.put_result(key, {"proposals": [_record(p) for p in proposals],
+                               "unproposed": unproposed}, proofs)
+    return Result(funcs[0].sym_name.data, proposals, unproposed, time.perf_counter() - start)
 
 
 def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProfile,
@@ -246,32 +299,65 @@ def _record(proposal: Proposal) -> dict[str, Any]:
             "candidates": [_candidate_record(c) for c in proposal.candidates]}
 
 
-def _stored(record: dict[str, Any] | None, funcs: Sequence[FuncOp], profile: DeviceProfile,
-            space: str, accumulator_space: str) -> list[Proposal] | None:
-    """The proposals of a stored result, their kernels built again (their proofs take no time
-    in this run); None, with a warning, when a kernel does not build as the stored one was."""
+def _stored(cache: ProofCache, record: dict[str, Any] | None, funcs: Sequence[FuncOp],
+            profile: DeviceProfile, space: str, accumulator_space: str, budget: ProofBudget
+            ) -> tuple[list[Proposal], int] | None:
+    """The proposals of a stored result and how many tilings it left unproposed: each proved
+    kernel built again and served only where the cache answers its query (the kernel's and
+    the variant's text, `budget`) with a proof the result lists; the other kernels left to be
+    built when read. None, with a warning, where a proved kernel is not served."""
     if record is None:
         return None
     by_name = {f.sym_name.data: f for f in funcs}
     proposals = []
     for entry in record["proposals"]:
         tiling = Tiling(**entry["tiling"])
-        kernel = None
-        if entry["kernel"] is not None:
-            try:
-                kernel = _kernel(by_name[entry["variant"]], tiling, profile, space,
-                                 accumulator_space)
-            except NotTileable:
-                kernel = None
-            if kernel is None or _digest(kernel) != entry["kernel"]:
+        func = by_name[entry["variant"]]
+        proposal = Proposal(entry["variant"], tiling, None, entry["verdict"], entry["reason"],
+                            entry["proof_id"], 0.0, [_candidate(c) for c in entry["candidates"]],
+                            entry["source_ops"])
+        if entry["verdict"] == "proved":
+            kernel = _built(func, tiling, profile, space, accumulator_space)
+            answered = None if kernel is None else cache.answered(
+                query_key(kernel, func, (), budget))
+            if kernel is None or answered is None or answered[1]["verdict"] != "proved" \
+                    or answered[0] not in record["proofs"]:
                 warnings.warn(f"a stored tile result ignored: the {tiling.kind} kernel of "
-                              f"@{entry['variant']} no longer builds as it did", stacklevel=3)
+                              f"@{entry['variant']} no longer builds as the proved one did",
+                              stacklevel=3)
                 return None
-        candidates = [_candidate(c) for c in entry["candidates"]]
-        proposals.append(Proposal(entry["variant"], tiling, kernel, entry["verdict"],
-                                  entry["reason"], entry["proof_id"], 0.0, candidates,
-                                  entry["source_ops"]))
-    return proposals
+            proposal.kernel = kernel
+        elif entry["kernel"] is not None:
+            proposal._rebuild = _rebuilder(func, tiling, profile, space, accumulator_space,
+                                           entry["kernel"])
+        proposals.append(proposal)
+    return proposals, record.get("unproposed", 0)
+
+
+def _built(func: FuncOp, tiling: Tiling, profile: DeviceProfile, space: str,
+           accumulator_space: str) -> FuncOp | None:
+    """The kernel of `tiling` of `func` (`_kernel`), None where it does not build."""
+    try:
+        return _kernel(func, tiling, profile, space, accumulator_space)
+    except NotTileable:
+        return None
+
+
+def _rebuilder(func: FuncOp, tiling: Tiling, profile: DeviceProfile, space: str,
+               accumulator_space: str, digest: str) -> Callable[[], FuncOp]:
+    """Builds a stored proposal's kernel when it is first read, checked against the hash of
+    the stored kernel's text."""
+
+    def rebuild() -> FuncOp:
+        kernel = _built(func, tiling, profile, space, accumulator_space)
+        if kernel is None or _digest(kernel) != digest:
+            raise StoredKernelMismatch(
+                f"a stored tile result's {tiling.kind} kernel of @{func.sym_name.data} does "
+                "not build as the stored one did (a proof cache written by other code, or "
+                "edited): remove the cache file")
+        return kernel
+
+    return rebuild
 
 
 def all_sizes(func: FuncOp, given: Mapping[str, int]) -> dict[str, int]:
