@@ -69,7 +69,14 @@ from axon.tiling.graph import (
     tiled_graph,
     tiled_graph_function,
 )
-from axon.tiling.search import MAX_PROOFS, TIME_LIMIT_S, Proposal, Result, tile_program
+from axon.tiling.search import (
+    MAX_PROOFS,
+    TIME_LIMIT_S,
+    Proposal,
+    Result,
+    StoredKernelMismatch,
+    tile_program,
+)
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
 from axon.verifier import ProofBudget
@@ -139,11 +146,15 @@ class TilePass(CheckedPass):
                 for proposal in result.proposals:
                     print(proposal_line(result.program, proposal), file=sys.stderr)
             print(report_line(result), file=sys.stderr)
-            if self.emit == "graph":
-                assert graph is not None
-                Rewriter.replace_op(funcs[0], tiled_graph_function(tiled_graph(graph, result)))
-            else:
-                self._emit(funcs, result)
+            try:
+                if self.emit == "graph":
+                    assert graph is not None
+                    Rewriter.replace_op(funcs[0],
+                                        tiled_graph_function(tiled_graph(graph, result)))
+                else:
+                    self._emit(funcs, result)
+            except StoredKernelMismatch as err:  # an edited proof cache: said, not a traceback
+                raise DiagnosticException(f"tile: {err}") from None
         if self.cache:
             cache.save()
         print(summary_line(results, self.profile, time.perf_counter() - start), file=sys.stderr)

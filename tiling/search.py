@@ -31,16 +31,18 @@ shaped is stored: no search cut by `time_limit_s`, and no proof decided by its s
 with that budget (the key includes it), so it, and the skips it caused, do not keep the result
 from being stored; nor does `max_proofs`, a count.
 
-What a stored result's proved kernels are trusted for, and why: each is built again by code
-from the input (the step key pins the code and the inputs, so it builds as it did), and its
-query (`verifier.prove.query_key`: the kernel's text and the variant's, the budget, the code)
-must be in the cache as answered by a proved obligation the result lists: that is the check
-`prove_equivalent(kernel, variant)` itself makes before normalizing, so a proved kernel is
-served only where asking for its proof again would be served the same proof. A kernel that
-builds otherwise (a tampered record, other code) has another query and no such record: the
-result is refused and the search runs again. The kernels of proposals that are not proved are
-diagnostics only (no pass emits them): they are built when first read, and checked then
-against the hash of the stored kernel's text.
+What a stored result's proved kernels are trusted for, and why: each proposal records its
+kernel's query key (`verifier.prove.query_key`: the kernel's text and the variant's, the
+budget, Axon's code), and the result is served only where the cache answers every one of those
+queries with a proved obligation the result lists (else it is refused with a warning and the
+search runs again): that is the check `prove_equivalent(kernel, variant)` itself makes before
+normalizing. The kernels are built again by code from the input when first read (the step key
+pins the code and the inputs, so they build as they did; building is most of a served
+result's time, and a pass reads one kernel or a few), and a kernel is handed out only when its
+own query is the recorded one: then asking for its proof again would be served that same
+proof. One that builds otherwise (an edited record, a cache written by other code) is refused
+with `StoredKernelMismatch`. A proposal that is not proved has its kernel checked against the
+stored hash of its text instead.
 """
 
 from __future__ import annotations
@@ -72,14 +74,15 @@ from axon.verifier.prove import ENCODING_REVISION, query_key
 
 
 class StoredKernelMismatch(RuntimeError):
-    """A stored result's kernel, built when first read, does not print as the stored one did."""
+    """A stored result's kernel, built when first read, is not the kernel the stored result
+    recorded (another query, or another text)."""
 
 
 @dataclass
 class Proposal:
     """One tiling of one variant, and what became of it. `kernel` is the kernel (None where
-    the tiling does not build); a stored result's kernel that is not proved is built when
-    first read (`_rebuild`)."""
+    the tiling does not build); a stored result's kernel is built when first read
+    (`_rebuild`)."""
 
     variant: str
     tiling: Tiling
@@ -168,12 +171,11 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
     stored = (_stored(cache, cache.result(key), funcs, profile, space, accumulator_space,
                       budget) if cache is not None else None)
     if stored is not None:
-        proposals, unproposed = stored
-        for index, proposal in enumerate(proposals):
+        served, unproposed = stored
+        for index, proposal in enumerate(served):
             if progress is not None:
-                progress(proposal, index + 1, len(proposals))
-        return Result(funcs[0].sym_name.data, proposals, unproposed,
-                      time.perf_counter() - start)
+                progress(proposal, index + 1, len(served))
+        return Result(funcs[0].sym_name.data, served, unproposed, time.perf_counter() - start)
     plan: list[tuple[FuncOp, Tiling | None, str]] = []
     for func in funcs:
         try:
@@ -184,6 +186,7 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
     gave_up: set[str] = set()  # tilings whose proof ran out of its budget on some variant
     fitting: set[tuple[str, Tiling]] = set()  # (variant, tiling) with a fitting candidate
     proofs: list[str] = []  # the obligation keys of the kernels' proofs
+    queries: dict[int, str] = {}  # a proved proposal's index: its kernel's query key
     by_clock = False  # a proof the safety-net clock decided: a re-run may decide otherwise
     spent = 0  # kernel proofs asked for
     unproposed = 0
@@ -212,6 +215,8 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
                 gave_up.add(tiling.kind)
             if isinstance(verdict, Proved):
                 proofs.append(verdict.obligation)
+                if proposal.kernel is not None:
+                    queries[len(proposals)] = query_key(proposal.kernel, func, (), budget)
             if proposal.candidates:
                 fitting.add((proposal.variant, tiling))
             by_clock |= isinstance(verdict, Unknown) and verdict.by_clock
@@ -219,7 +224,8 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         if progress is not None:
             progress(proposal, index + 1, len(plan))
     if cache is not None and not by_clock:
-        cache.put_result(key, {"proposals": [_record(p) for p in proposals],
+        cache.put_result(key, {"proposals": [_record(p, queries.get(i, ""))
+                                             for i, p in enumerate(proposals)],
                                "unproposed": unproposed}, proofs)
     return Result(funcs[0].sym_name.data, proposals, unproposed, time.perf_counter() - start)
 
@@ -290,11 +296,12 @@ def _digest(kernel: FuncOp) -> str:
     return hashlib.sha256(function_text(kernel).encode()).hexdigest()
 
 
-def _record(proposal: Proposal) -> dict[str, Any]:
-    """A proposal as JSON data; the kernel as the hash of its text."""
+def _record(proposal: Proposal, query: str) -> dict[str, Any]:
+    """A proposal as JSON data: the kernel as the hash of its text, a proved kernel's proof as
+    its query key (`query_key`)."""
     return {"variant": proposal.variant, "tiling": dataclasses.asdict(proposal.tiling),
             "kernel": None if proposal.kernel is None else _digest(proposal.kernel),
-            "verdict": proposal.verdict, "reason": proposal.reason,
+            "query": query, "verdict": proposal.verdict, "reason": proposal.reason,
             "proof_id": proposal.proof_id, "source_ops": proposal.source_ops,
             "candidates": [_candidate_record(c) for c in proposal.candidates]}
 
@@ -302,10 +309,9 @@ def _record(proposal: Proposal) -> dict[str, Any]:
 def _stored(cache: ProofCache, record: dict[str, Any] | None, funcs: Sequence[FuncOp],
             profile: DeviceProfile, space: str, accumulator_space: str, budget: ProofBudget
             ) -> tuple[list[Proposal], int] | None:
-    """The proposals of a stored result and how many tilings it left unproposed: each proved
-    kernel built again and served only where the cache answers its query (the kernel's and
-    the variant's text, `budget`) with a proof the result lists; the other kernels left to be
-    built when read. None, with a warning, where a proved kernel is not served."""
+    """The proposals of a stored result and how many tilings it left unproposed, their kernels
+    to be built when read; None, with a warning, where the cache does not answer a proved
+    kernel's recorded query with a proof the result lists."""
     if record is None:
         return None
     by_name = {f.sym_name.data: f for f in funcs}
@@ -316,45 +322,46 @@ def _stored(cache: ProofCache, record: dict[str, Any] | None, funcs: Sequence[Fu
         proposal = Proposal(entry["variant"], tiling, None, entry["verdict"], entry["reason"],
                             entry["proof_id"], 0.0, [_candidate(c) for c in entry["candidates"]],
                             entry["source_ops"])
+        query = entry.get("query", "")
         if entry["verdict"] == "proved":
-            kernel = _built(func, tiling, profile, space, accumulator_space)
-            answered = None if kernel is None else cache.answered(
-                query_key(kernel, func, (), budget))
-            if kernel is None or answered is None or answered[1]["verdict"] != "proved" \
+            answered = cache.answered(query) if query else None
+            if answered is None or answered[1]["verdict"] != "proved" \
                     or answered[0] not in record["proofs"]:
-                warnings.warn(f"a stored tile result ignored: the {tiling.kind} kernel of "
-                              f"@{entry['variant']} no longer builds as the proved one did",
-                              stacklevel=3)
+                warnings.warn(f"a stored tile result ignored: the proof of the {tiling.kind} "
+                              f"kernel of @{entry['variant']} is not in the cache", stacklevel=3)
                 return None
-            proposal.kernel = kernel
-        elif entry["kernel"] is not None:
+
+            def same_proof(kernel: FuncOp, func: FuncOp = func, query: str = query) -> bool:
+                return query_key(kernel, func, (), budget) == query
+
             proposal._rebuild = _rebuilder(func, tiling, profile, space, accumulator_space,
-                                           entry["kernel"])
+                                           same_proof)
+        elif entry["kernel"] is not None:
+            def same_text(kernel: FuncOp, digest: str = entry["kernel"]) -> bool:
+                return _digest(kernel) == digest
+
+            proposal._rebuild = _rebuilder(func, tiling, profile, space, accumulator_space,
+                                           same_text)
         proposals.append(proposal)
     return proposals, record.get("unproposed", 0)
 
 
-def _built(func: FuncOp, tiling: Tiling, profile: DeviceProfile, space: str,
-           accumulator_space: str) -> FuncOp | None:
-    """The kernel of `tiling` of `func` (`_kernel`), None where it does not build."""
-    try:
-        return _kernel(func, tiling, profile, space, accumulator_space)
-    except NotTileable:
-        return None
-
-
 def _rebuilder(func: FuncOp, tiling: Tiling, profile: DeviceProfile, space: str,
-               accumulator_space: str, digest: str) -> Callable[[], FuncOp]:
-    """Builds a stored proposal's kernel when it is first read, checked against the hash of
-    the stored kernel's text."""
+               accumulator_space: str, stored: Callable[[FuncOp], bool]
+               ) -> Callable[[], FuncOp]:
+    """Builds a stored proposal's kernel when it is first read; `StoredKernelMismatch` unless
+    `stored` says it is the kernel the result recorded."""
 
     def rebuild() -> FuncOp:
-        kernel = _built(func, tiling, profile, space, accumulator_space)
-        if kernel is None or _digest(kernel) != digest:
+        try:
+            kernel: FuncOp | None = _kernel(func, tiling, profile, space, accumulator_space)
+        except NotTileable:
+            kernel = None
+        if kernel is None or not stored(kernel):
             raise StoredKernelMismatch(
-                f"a stored tile result's {tiling.kind} kernel of @{func.sym_name.data} does "
-                "not build as the stored one did (a proof cache written by other code, or "
-                "edited): remove the cache file")
+                f"the {tiling.kind} kernel of @{func.sym_name.data} in a stored tile result "
+                "does not build as the recorded one (a proof cache edited, or written by "
+                "other code): remove the cache file")
         return kernel
 
     return rebuild

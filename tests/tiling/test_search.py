@@ -144,10 +144,10 @@ def test_a_stored_tiling_is_not_used_for_other_sizes_or_profiles_or_lost_proofs(
     assert len(calls) == 6
 
 
-def test_a_stored_kernel_that_builds_otherwise_is_refused_and_searched_again(
+def test_a_stored_kernel_that_builds_otherwise_is_refused_when_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # other code (or an edited record) builds another kernel than the one proved: its query
-    # is not in the cache as proved, so the stored result is not served
+    # is not the recorded one, so it is never handed out as proved
     cache = ProofCache(tmp_path / "proofs.json")
     search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
     build = search._kernel
@@ -158,23 +158,30 @@ def test_a_stored_kernel_that_builds_otherwise_is_refused_and_searched_again(
         return kernel
 
     monkeypatch.setattr(search, "_kernel", tampered)
-    calls = counted_proofs(monkeypatch)
-    with pytest.warns(UserWarning, match="no longer builds as the proved one did"):
-        again = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
-                                    cache=cache)
-    assert len(calls) == 2 and len(again.proved) == 2  # searched again, the new kernels proved
-    assert all("M >= 1" in function_text(p.kernel) for p in again.proved if p.kernel)
+    warm = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                               cache=cache)
+    with pytest.raises(search.StoredKernelMismatch, match="rows kernel of @f in a stored"):
+        _ = warm.proved[0].kernel
 
 
-def test_a_stored_kernel_whose_proof_is_not_answered_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("edit", ["query", "answered"])
+def test_a_stored_kernel_whose_proof_is_not_answered_is_refused_and_searched_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
     cache = ProofCache(tmp_path / "proofs.json")
-    search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    cold = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                               cache=cache)
     (record,) = tile_results(cache)
     assert cache.holds_proofs(record["proofs"])
-    for key in [k for k, r in cache.entries.items() if r["verdict"] == "answered"]:
-        del cache.entries[key]  # the proofs stay; no query is linked to them
-    with pytest.warns(UserWarning, match="no longer builds as the proved one did"):
-        search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    if edit == "query":
+        record["proposals"][0]["query"] = "0" * 64
+    else:
+        for key in [k for k, r in cache.entries.items() if r["verdict"] == "answered"]:
+            del cache.entries[key]  # the proofs stay; no query is linked to them
+    calls = counted_proofs(monkeypatch)
+    with pytest.warns(UserWarning, match="the proof of the rows kernel of @f is not in"):
+        again = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                                    cache=cache)
+    assert len(calls) == 2 and proposals_text(again) == proposals_text(cold)
 
 
 def counted_proofs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -210,6 +217,7 @@ def test_a_served_result_normalizes_and_solves_nothing(
     monkeypatch.setattr(prove_module, "_check", no_solver)
     warm = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
                                cache=ProofCache(path))
+    assert [p._kernel for p in warm.proposals] == [None] * 4  # built when read
     assert normalized == [] and proposals_text(warm) == proposals_text(cold)
 
 
@@ -223,8 +231,10 @@ def test_a_stored_kernel_not_proved_is_built_when_read_and_checked(tmp_path: Pat
     warm = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
                                budget=tiny, cache=cache)
     assert [p._kernel for p in warm.proposals] == [None, None]  # not built yet
-    assert function_text(warm.proposals[1].kernel) == function_text(cold.proposals[1].kernel)
-    with pytest.raises(search.StoredKernelMismatch, match="rows kernel of @f does not build"):
+    built, first = warm.proposals[1].kernel, cold.proposals[1].kernel
+    assert built is not None and first is not None
+    assert function_text(built) == function_text(first)
+    with pytest.raises(search.StoredKernelMismatch, match="rows kernel of @f in a stored"):
         _ = warm.proposals[0].kernel
 
 
