@@ -16,11 +16,10 @@ a proof has its `budget` (`verifier.ProofBudget`: counts of work, and a safety-n
 program's whole search `max_proofs` kernel proofs (what is left unproposed is counted, never
 silently dropped), and `time_limit_s` is a safety-net clock over the whole search (a search it
 cuts depends on the machine and is not stored); once a tiling's proof runs out of its budget on
-one variant, the same
-tiling of the later variants is skipped (counted, with the reason); so is a nested tiling
-(`Tiling.inner`) whose tiling without the nested loop has a candidate that fits (the nested
-loop is for a dim too large to be one tile: K past a NeuronCore's 128 partitions); a progress
-callback hears of each proposal.
+one variant, the same tiling of the later variants is skipped (counted, with the reason); so
+is a nested tiling (`Tiling.inner`) whose tiling without the nested loop has a candidate that
+fits (the nested loop is for a dim too large to be one tile: K past a NeuronCore's 128
+partitions); a progress callback hears of each proposal.
 
 With a cache, the whole result is stored in it too (`ProofCache.put_result`), keyed by the
 functions' text, the profile's data, the sizes, the limits and Axon's code, and listing the
