@@ -4,7 +4,7 @@
     python -m axon.benchmarks.tiling rmsnorm_matmul --profile h200
     python -m axon.benchmarks.tiling gqa --all-shapes       # every default shape, a row each
     python -m axon.benchmarks.tiling gqa --proof-rlimit 2000000   # every proof a larger budget
-    python -m axon.benchmarks.tiling gqa --time-limit 600   # a loaded machine: searches not cut
+    python -m axon.benchmarks.tiling gqa --time-limit 1200  # a safety net for a slower machine
 
 For each profile and program, at the program's largest default shapes of
 ../shared/design/benchmarks.md: propagation keeps its top 4 programs (`propagate{emit="top-k"}`),
@@ -21,9 +21,11 @@ run gave (the propagated programs' text, and every proposal with its kernel's te
 Every proof, in propagation and in tiling, gets the same budget (`--proof-steps`,
 `--proof-rlimit`: counts of work, so a proof they stop is stopped again and stored, and the
 warm run does not retry it; `--proof-seconds`: the safety-net clock, whose verdicts are not
-stored). The first line names it. `--time-limit` is the clock of each search (a function's
-propagation, a program's tiling; 60 s as in the passes): a search it cuts is not stored, so on
-a loaded machine the warm run searches again unless it is raised.
+stored). The first line names it. Each search is bounded by counts too (the passes'
+defaults: a function's propagation by its iterations, e-nodes and candidates taken to the
+prover, a program's tiling by its kernel proofs), so a search they stop is stored and the warm
+run does not search again; `--time-limit` is the searches' safety-net clock (600 s as in the
+passes): a search it cuts is not stored.
 """
 
 from __future__ import annotations
@@ -45,15 +47,16 @@ from axon.benchmarks.suite import PROGRAMS, Program
 from axon.frontend.numpy_subset import parse_source
 from axon.nugraph.stored import function_text
 from axon.targets.profiles import load_profile, profile_names
-from axon.tiling.search import Result, tile_program
+from axon.tiling.search import TIME_LIMIT_S, Result, tile_program
 from axon.tools.embed import print_ir, run_pipeline
 from axon.verifier import ProofBudget
 from axon.verifier.budget import SEARCH_BUDGET
 from axon.verifier.cache import ProofCache
 
 PROFILES = ("h200", "trn2")
-#: seconds for each search (a function's propagation, a program's tiling), as in the passes
-TIME_LIMIT = 60.0
+#: the safety-net clock of each search (a function's propagation, a program's tiling), as in
+#: the passes
+TIME_LIMIT = TIME_LIMIT_S
 HEADER = (f"{'profile':7} {'program':22} {'proposed':>8} {'proved':>6} {'fused':>5} "
           f"{'cold s':>7} {'warm s':>7} {'best':>9} {'tile sizes':>22} {'HBM MB':>9} "
           f"{'x compul':>8} {'model ms':>9}")
@@ -63,7 +66,7 @@ def symbolic_phase(program: Program, profile: str, cache_file: Path, shape: int 
                    budget: ProofBudget = SEARCH_BUDGET, time_limit: float = TIME_LIMIT
                    ) -> tuple[Result, float, ModuleOp]:
     """Propagate then tile `program` at its default shapes #`shape` (the largest by default)
-    under `profile`, every proof under `budget` and each search under `time_limit` seconds,
+    under `profile`, every proof under `budget` and each search's safety net `time_limit` s,
     with the proof cache in `cache_file` (read, then written back); the result, the seconds
     taken and the propagated module."""
     sizes = program.default_sizes[shape]
@@ -126,9 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run each program at every one of its default shapes (a row "
                              "each, `name[n]`), not only at the largest")
     parser.add_argument("--time-limit", type=float, default=TIME_LIMIT,
-                        help="seconds for each search, a function's propagation and a "
-                             f"program's tiling (default {TIME_LIMIT:g}); a search it cuts "
-                             "is not stored")
+                        help="the safety-net clock of each search, a function's "
+                             f"propagation and a program's tiling, in seconds (default "
+                             f"{TIME_LIMIT:g}); a search it cuts is not stored")
     proof_budget.add_arguments(parser, SEARCH_BUDGET)
     args = parser.parse_args(argv)
     budget = proof_budget.from_arguments(args)
@@ -137,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for shape in (range(len(PROGRAMS[name].default_sizes)) if args.all_shapes
                           else [-1])]
     print(f"proof budget: {budget.steps} normalization steps, {budget.rlimit} z3 resource "
-          f"units, a safety net of {budget.seconds:g} s; {args.time_limit:g} s a search")
+          f"units, a safety net of {budget.seconds:g} s; a safety net of {args.time_limit:g} s "
+          "a search")
     print(HEADER)
     failures = differing = 0
     for profile in args.profile or PROFILES:

@@ -11,7 +11,7 @@ records, scheduling), `propagate` (the runner with the default moves), `session`
 propagate, extract).
 
     s = Session.from_function(func_op)
-    report = s.run(Budget(time_limit_s=60))
+    report = s.run(Budget(max_proofs=500))
 """
 
 from axon.nugraph.runner import Budget, Report

@@ -9,11 +9,13 @@ rebuilt. A kind is listed again only where the graph changed since its last list
 (`sites.Mark`), so a large program with little to prove is not scanned whole every iteration.
 The run stops when an iteration joins no two classes (saturated, unless the scheduler still holds
 a ban: then the bans are lifted and the run goes on) or a limit of the `Budget` is reached; the
-`Report` says which and keeps one `Iteration` per iteration. The clock is read before every move
-proposes at a site and before every proof, whose solver timeout never outlasts it, so a run
-stops on time whether it proves much or nothing at all.
+`Report` says which and keeps one `Iteration` per iteration. The limits that bound the work are
+counts (iterations, e-nodes, candidates taken to the prover), so a run they stop repeats
+exactly; the clock is a safety net, read before every move proposes at a site and before every
+proof, whose own safety net never outlasts it, so a run stops on time whether it proves much or
+nothing at all.
 
-    runner = Runner(g, Budget(max_iterations=8, max_nodes=3000, time_limit_s=60))
+    runner = Runner(g, Budget(max_iterations=8, max_nodes=3000, max_proofs=500))
     report = runner.run()
     report.summary()   # "12 candidates: 5 proved, 1 refuted (0 by a numeric test), 0 unknown, ..."
     report.history[0].move_seconds   # {"fuse": 0.01, "push": 0.4, ...}
@@ -46,19 +48,28 @@ from axon.verifier.budget import SEARCH_BUDGET
 
 SATURATED = "saturated"
 ITERATION_LIMIT = "iteration limit"
+PROOF_LIMIT = "proof limit"
 
-__all__ = ["ITERATION_LIMIT", "NODE_LIMIT", "SATURATED", "TIME_LIMIT", "BackoffScheduler",
+__all__ = ["ITERATION_LIMIT", "NODE_LIMIT", "PROOF_LIMIT", "SATURATED", "TIME_LIMIT",
+           "BackoffScheduler",
            "Budget", "Iteration", "Progress", "Report", "Runner", "Scheduler", "SimpleScheduler"]
 
 
 @dataclass(frozen=True)
 class Budget:
-    """Limits of one propagation run (the defaults are the `propagate` pass's too)."""
+    """Limits of one propagation run (the defaults are the `propagate` pass's too).
+
+    The run's work is bounded by counts, which stop it at the same place in every run (so a
+    result they shaped repeats and may be stored): iterations, e-nodes, and `max_proofs`
+    candidates taken to the prover (its numeric test or a proof, each under `proof_budget`).
+    `time_limit_s` is a safety net for a machine far slower than the counts assume: a run it
+    cuts depends on the machine and its load."""
 
     max_iterations: int = 6
     max_nodes: int = 2_000
-    time_limit_s: float = 60.0
+    time_limit_s: float = 600.0
     proof_budget: ProofBudget = SEARCH_BUDGET
+    max_proofs: int = 2_000
 
 
 @dataclass
@@ -282,6 +293,8 @@ class Runner:
     """Where the graph stood when each kind of site was last listed."""
     _banned: bool = field(default=False, repr=False)
     """Whether the scheduler has banned a move: its sites then wait, and are listed in full."""
+    _asked: int = field(default=0, repr=False)
+    """Candidates taken to the prover so far (`Budget.max_proofs`)."""
 
     def run(self) -> Report:
         """Run to saturation or a limit; returns the report (also `self.report`)."""
@@ -345,10 +358,13 @@ class Runner:
                     seen.add(candidate.term)
                     proposals.append(candidate)
         for candidate in proposals:
+            if self._asked >= self.budget.max_proofs:
+                raise _Stop(PROOF_LIMIT)
             record.candidates += 1
             admission = admit(g, prover, candidate, limits, self._tried)
             if admission.outcome in (Outcome.TIME_LIMIT, Outcome.NODE_LIMIT):
                 raise _Stop(admission.outcome.value)
+            self._asked += admission.outcome is not Outcome.KNOWN
             record.count(candidate.move, admission)
             self._fenced.update(admission.derived)
 

@@ -3,7 +3,7 @@
 The entry point the pass, the benchmark script and the tests share:
 
     s = Session.from_function(func_op)
-    s.run(Budget(time_limit_s=60))
+    s.run(Budget(max_proofs=500))
     best = s.best()                  # Extraction, DAG cost under the roofline model
     new_func = s.export(best)        # a func.func of ax ops
 

@@ -28,14 +28,18 @@ The cache also keeps each function's result (the functions it is replaced by), k
 function's text, the options, the device's profile data and Axon's code: a second run with the
 same key takes the stored functions instead of searching again, as long as every proof the
 result relies on is still in the cache and each function read back proves equal to the input
-again (its obligation derived from the two programs and met in the cache; a graph read back
-with its memberships re-proved). A result is stored only when the search was not cut by
-its clock and no proof's verdict was decided by its safety-net clock (a re-run might go
-further), so a stored result is what the search would find again. A proof's budget is a count
-of work (`proof_steps` normalization steps, `proof_rlimit` z3 resource units): a proof it
-stops is stopped again in every run, so it does not keep a result from being stored;
-`proof_seconds` is the safety net. `report=true` always searches (its lines
-describe the search).
+again (a graph read back with its memberships re-proved). The run that stores a result makes
+that check itself, so the cache holds each of its queries (the two texts, the budget, the
+code) with the obligation that decided it, and the later run is served those verdicts
+without normalizing (`verifier.prove.query_key`). The search is bounded by counts
+(`max_iterations`, `max_nodes`, `max_proofs` candidates taken to the prover), which stop it at
+the same place in every run; a result is stored only when the search was not cut by its
+safety-net clock (`time_limit`) and no proof's verdict was decided by a proof's safety-net
+clock (a re-run might go further), so a stored result is what the search would find again. A
+proof's budget is a count of work too (`proof_steps` normalization steps, `proof_rlimit` z3
+resource units): a proof it stops is stopped again in every run, so it does not keep a result
+from being stored; `proof_seconds` is the safety net. `report=true` always searches (its
+lines describe the search).
 
 With `report=true`, stderr gets a progress line per iteration and then one summary line per
 function: candidates, proved, refuted, unknown, time, which limit (if any) cut the search, the
@@ -106,7 +110,10 @@ class PropagatePass(CheckedPass):
                                  at_least=1)
     max_nodes: int = option(Budget.max_nodes, "e-nodes a function's graph may grow to",
                             at_least=1)
-    time_limit: float = option(Budget.time_limit_s, "seconds for one function's whole search",
+    max_proofs: int = option(Budget.max_proofs, "candidates one function's search takes to "
+                             "the prover", at_least=1)
+    time_limit: float = option(Budget.time_limit_s, "seconds after which one function's search "
+                               "stops whatever its counts (its result is then not stored)",
                                above=0)
     proof_steps: int = option(SEARCH_BUDGET.steps, "normalization steps for one proof",
                               at_least=1)
@@ -137,7 +144,7 @@ class PropagatePass(CheckedPass):
         sizes = self.size_bindings()
         check_size_names(sizes, op, "propagate")
         budget = Budget(self.max_iterations, self.max_nodes, self.time_limit,
-                        self.proof_budget())
+                        self.proof_budget(), self.max_proofs)
         cache = ProofCache(self.cache or None)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
             key = self._result_key(func_op, sizes)
@@ -145,7 +152,7 @@ class PropagatePass(CheckedPass):
             stored = None if self.report or is_graph else cache.result(key)
             found = None if stored is None else stored_functions(stored.get("functions"),
                                                                 self.name)
-            if found is not None and self._still_proved(func_op, found, cache):
+            if found is not None and self._still_proved(func_op, found, cache) is not None:
                 Rewriter.replace_op(func_op, found)
                 continue
             cost = RooflineCost(self.device, sizes)
@@ -184,40 +191,52 @@ class PropagatePass(CheckedPass):
                 for runner_up in new[1:]:  # later passes (tile) know whose variant it is
                     runner_up.attributes["axon.variant_of"] = SymbolRefAttr(name)
             if _repeatable(report, prover):
-                cache.put_result(key, {"functions": function_texts(new)}, prover.proofs)
+                # the check a later run makes of the stored functions, made now: its queries'
+                # verdicts are then in the cache, and that run is served them unnormalized
+                again = self._still_proved(func_op, new, cache)
+                if again is not None:
+                    cache.put_result(key, {"functions": function_texts(new)},
+                                     [*prover.proofs, *again])
             Rewriter.replace_op(func_op, new)
         if self.cache:
             cache.save()
 
-    def _still_proved(self, func_op: FuncOp, found: list[FuncOp], cache: ProofCache) -> bool:
-        """Whether each stored function, read back from text, is proved equal to `func_op`
-        again: its obligation is derived from the two programs and met in the proof cache (a
-        graph is read back with every membership re-proved). Text is never trusted on its
-        own: what does not prove is warned about and searched again."""
+    def _still_proved(self, func_op: FuncOp, found: list[FuncOp], cache: ProofCache
+                      ) -> list[str] | None:
+        """The obligation keys of the proofs that each function of `found` (read back from
+        text, or about to be stored) equals `func_op` (a graph: every membership); None, with
+        a warning, when one is not proved. Text is never trusted on its own: each function is
+        proved again through `prove_equivalent`, whose query (the two texts, the budget, the
+        code) is served from the cache without normalizing when this check was made before,
+        as the run that stored the result made it."""
+        proofs: list[str] = []
         for f in found:
             if any(isinstance(o, nu.GraphOp) for o in f.walk()):
+                prover = Prover(budget=self.proof_budget(), cache=cache)
                 try:
-                    Session.from_graph_function(f, RooflineCost(self.device, {}),
-                                                Prover(budget=self.proof_budget(),
-                                                       cache=cache))
+                    Session.from_graph_function(f, RooflineCost(self.device, {}), prover)
                 except GraphReadError:
                     ok = False
                 else:
                     ok = True
+                    proofs.extend(prover.proofs)
             else:
-                ok = isinstance(prove_equivalent(func_op, f, budget=self.proof_budget(),
-                                                 cache=cache), Proved)
+                verdict = prove_equivalent(func_op, f, budget=self.proof_budget(), cache=cache)
+                ok = isinstance(verdict, Proved)
+                if isinstance(verdict, Proved):
+                    proofs.append(verdict.obligation)
             if not ok:
                 warnings.warn(f"a stored {self.name} result of @{func_op.sym_name.data} is not "
                               "proved again; searching again", stacklevel=2)
-                return False
-        return True
+                return None
+        return proofs
 
     def _result_key(self, func_op: FuncOp, sizes: dict[str, int]) -> str:
         """What determines a function's result: its text, the options that shape the search
         and the emitted programs, the device's profile data and the verifier's encoding."""
         options = (f"max_iterations={self.max_iterations} max_nodes={self.max_nodes} "
-                   f"time_limit={self.time_limit!r} proof budget {self.proof_budget().key()} "
+                   f"max_proofs={self.max_proofs} time_limit={self.time_limit!r} "
+                   f"proof budget {self.proof_budget().key()} "
                    f"emit={self.emit} top_k={self.top_k} sizes={sorted(sizes.items())}")
         return step_key(self.name, function_text(func_op), options,
                         repr(load_profile(self.device)), f"encoding {ENCODING_REVISION}")

@@ -28,7 +28,9 @@ and the cheapest is the best. Options:
 - `proof_steps`, `proof_rlimit`: one kernel's proof budget, normalization steps and z3 resource
   units (counts of work: a proof they stop is stopped again in every run, so the result of a
   search it shaped is stored); `proof_seconds`: a safety-net clock per proof (a verdict it
-  decides is not stored); `time_limit`: seconds for one program's whole search;
+  decides is not stored); `max_proofs`: kernel proofs one program's search may make (a
+  count: a search it stops is stored); `time_limit`: a safety-net clock over one program's
+  search (a search it cuts is not stored);
 - `cache`: a proof-cache file (read, then written back), as for `verify-equivalence`;
 - `report=true`: a line per proposed tiling too (its verdict, and the reason of a rejection).
 
@@ -67,7 +69,14 @@ from axon.tiling.graph import (
     tiled_graph,
     tiled_graph_function,
 )
-from axon.tiling.search import Proposal, Result, tile_program
+from axon.tiling.search import (
+    MAX_PROOFS,
+    TIME_LIMIT_S,
+    Proposal,
+    Result,
+    StoredKernelMismatch,
+    tile_program,
+)
 from axon.tools import progress
 from axon.tools.pass_options import CheckedPass, option
 from axon.verifier import ProofBudget
@@ -100,7 +109,10 @@ class TilePass(CheckedPass):
     proof_seconds: float = option(SEARCH_BUDGET.seconds,
                                   "seconds after which one kernel's proof stops whatever its "
                                   "counts (its verdict is then not stored)", above=0)
-    time_limit: float = option(60.0, "seconds for one program's whole search", above=0)
+    max_proofs: int = option(MAX_PROOFS, "kernel proofs one program's search may make",
+                             at_least=1)
+    time_limit: float = option(TIME_LIMIT_S, "seconds after which one program's search stops "
+                               "whatever its counts (its result is then not stored)", above=0)
     cache: str = option("", "a proof-cache file to read and write back")
     report: bool = option(False, "a line per proposed tiling (its verdict and reason) on stderr")
 
@@ -124,7 +136,8 @@ class TilePass(CheckedPass):
             with progress.step(f"tile @{name}") as step:
                 result = tile_program(
                     tiled, profile, sizes, budget=budget,
-                    time_limit_s=self.time_limit, top_k=self.top_k, cache=cache,
+                    max_proofs=self.max_proofs, time_limit_s=self.time_limit,
+                    top_k=self.top_k, cache=cache,
                     progress=lambda p, done, total: step.update(
                         f"{done}/{total} tilings, last {p.tiling.kind} of @{p.variant}: "
                         f"{p.verdict}"))
@@ -133,11 +146,15 @@ class TilePass(CheckedPass):
                 for proposal in result.proposals:
                     print(proposal_line(result.program, proposal), file=sys.stderr)
             print(report_line(result), file=sys.stderr)
-            if self.emit == "graph":
-                assert graph is not None
-                Rewriter.replace_op(funcs[0], tiled_graph_function(tiled_graph(graph, result)))
-            else:
-                self._emit(funcs, result)
+            try:
+                if self.emit == "graph":
+                    assert graph is not None
+                    Rewriter.replace_op(funcs[0],
+                                        tiled_graph_function(tiled_graph(graph, result)))
+                else:
+                    self._emit(funcs, result)
+            except StoredKernelMismatch as err:  # an edited proof cache: said, not a traceback
+                raise DiagnosticException(f"tile: {err}") from None
         if self.cache:
             cache.save()
         print(summary_line(results, self.profile, time.perf_counter() - start), file=sys.stderr)

@@ -11,23 +11,37 @@ kernel is priced at the program's sizes (1024 where none is given, as propagatio
 them) by enumerating concrete tile sizes
 (`tiling.concretize`), and the kernels are ranked by their best candidate's modeled time.
 
-The search is bounded: a proof has its `budget` (`verifier.ProofBudget`: counts of work, and a
-safety-net clock), a program's whole search `time_limit_s` (what is left unproposed is counted,
-never silently dropped); once a tiling's proof runs out of its budget on one variant, the same
-tiling of the later variants is skipped (counted, with the reason); so is a nested tiling
-(`Tiling.inner`) whose tiling without the nested loop has a candidate that fits (the nested
-loop is for a dim too large to be one tile: K past a NeuronCore's 128 partitions); a progress
-callback hears of each proposal.
+The search is bounded by counts, so a search they stop stops at the same proposal in every run:
+a proof has its `budget` (`verifier.ProofBudget`: counts of work, and a safety-net clock), a
+program's whole search `max_proofs` kernel proofs (what is left unproposed is counted, never
+silently dropped), and `time_limit_s` is a safety-net clock over the whole search (a search it
+cuts depends on the machine and is not stored); once a tiling's proof runs out of its budget on
+one variant, the same tiling of the later variants is skipped (counted, with the reason); so
+is a nested tiling (`Tiling.inner`) whose tiling without the nested loop has a candidate that
+fits (the nested loop is for a dim too large to be one tile: K past a NeuronCore's 128
+partitions); a progress callback hears of each proposal.
 
 With a cache, the whole result is stored in it too (`ProofCache.put_result`), keyed by the
 functions' text, the profile's data, the sizes, the limits and Axon's code, and listing the
 proofs of its kernels: a later search with the same key, while those proofs are still in the
-cache, returns the stored result without proving or pricing anything: its kernels are built
-again (cheap, and checked to print as the stored ones did, by a hash of their text). Only a
-result no clock shaped is stored: every tiling proposed within `time_limit_s`, and no proof
-decided by its safety-net clock (`Unknown.by_clock`). A proof its budget's counts left Unknown
-is Unknown again in every run with that budget (the key includes it), so it, and the skips it
-caused, do not keep the result from being stored.
+cache, returns the stored result without proving or pricing anything. Only a result no clock
+shaped is stored: no search cut by `time_limit_s`, and no proof decided by its safety-net clock
+(`Unknown.by_clock`). A proof its budget's counts left Unknown is Unknown again in every run
+with that budget (the key includes it), so it, and the skips it caused, do not keep the result
+from being stored; nor does `max_proofs`, a count.
+
+What a stored result's proved kernels are trusted for, and why: each proposal records its
+kernel's query key (`verifier.prove.query_key`: the kernel's text and the variant's, the
+budget, Axon's code), and the result is served only where the cache answers every one of those
+queries with a proved obligation the result lists (else it is refused with a warning and the
+search runs again): that is the check `prove_equivalent(kernel, variant)` itself makes before
+normalizing. The kernels are built again by code from the input when first read (the step key
+pins the code and the inputs, so they build as they did; building is most of a served
+result's time, and a pass reads one kernel or a few), and a kernel is handed out only when its
+own query is the recorded one: then asking for its proof again would be served that same
+proof. One that builds otherwise (an edited record, a cache written by other code) is refused
+with `StoredKernelMismatch`. A proposal that is not proved has its kernel checked against the
+stored hash of its text instead.
 """
 
 from __future__ import annotations
@@ -55,16 +69,23 @@ from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.verifier import ProofBudget, Proved, Unknown, Verdict, prove_equivalent
 from axon.verifier.budget import SEARCH_BUDGET
 from axon.verifier.cache import ProofCache, step_key
-from axon.verifier.prove import ENCODING_REVISION
+from axon.verifier.prove import ENCODING_REVISION, query_key
+
+
+class StoredKernelMismatch(RuntimeError):
+    """A stored result's kernel, built when first read, is not the kernel the stored result
+    recorded (another query, or another text)."""
 
 
 @dataclass
 class Proposal:
-    """One tiling of one variant, and what became of it."""
+    """One tiling of one variant, and what became of it. `kernel` is the kernel (None where
+    the tiling does not build); a stored result's kernel is built when first read
+    (`_rebuild`)."""
 
     variant: str
     tiling: Tiling
-    kernel: FuncOp | None = None
+    _kernel: FuncOp | None = field(default=None, repr=False, compare=False)
     verdict: str = "not tileable"  # "proved", "refuted", "unknown", "not tileable", "skipped"
     reason: str = ""
     proof_id: str = ""
@@ -73,11 +94,24 @@ class Proposal:
     source_ops: int = 0
     """How many ops of the variant the kernel holds (all of them: a kernel is the whole
     function)."""
+    _rebuild: Callable[[], FuncOp] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def kernel(self) -> FuncOp | None:
+        """The tiled kernel (built now where a stored result left it to be built when read)."""
+        if self._kernel is None and self._rebuild is not None:
+            self._kernel, self._rebuild = self._rebuild(), None
+        return self._kernel
+
+    @kernel.setter
+    def kernel(self, kernel: FuncOp | None) -> None:
+        self._kernel, self._rebuild = kernel, None
 
     @property
     def fused(self) -> bool:
         """The kernel holds more than one of the program's ops (their intermediates on chip)."""
-        return self.kernel is not None and self.source_ops > 1
+        has_kernel = self._kernel is not None or self._rebuild is not None
+        return has_kernel and self.source_ops > 1
 
     def rank_key(self) -> tuple[float, float]:
         """Proved kernels with a fitting candidate first, by modeled time then traffic."""
@@ -109,8 +143,19 @@ class Result:
 Progress = Callable[[Proposal, int, int], None]
 
 
+#: kernel proofs one program's search may make (`tile_program`'s `max_proofs`): a count, so a
+#: search it stops stops at the same proposal in every run; the suite's programs propose at
+#: most 56 tilings of their variants
+MAX_PROOFS = 100
+#: the safety net over one program's whole search, in seconds (`time_limit_s`): far past what
+#: `MAX_PROOFS` proofs of the search budget take, so it stops only a machine far slower than
+#: the counts assume
+TIME_LIMIT_S = 600.0
+
+
 def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping[str, int],
-                 *, budget: ProofBudget = SEARCH_BUDGET, time_limit_s: float = 60.0, top_k: int = 3,
+                 *, budget: ProofBudget = SEARCH_BUDGET, max_proofs: int = MAX_PROOFS,
+                 time_limit_s: float = TIME_LIMIT_S, top_k: int = 3,
                  cache: ProofCache | None = None, progress: Progress | None = None) -> Result:
     """Propose, prove and price every tiling of `funcs` (a program and its variants, the
     program first); see the module docstring."""
@@ -118,16 +163,18 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
     sizes = all_sizes(funcs[0], sizes)
     key = step_key("tile", *(function_text(f) for f in funcs), repr(profile),
                    repr(sorted(sizes.items())),
-                   f"proof budget {budget.key()} time_limit_s={time_limit_s!r} top_k={top_k}",
+                   f"proof budget {budget.key()} max_proofs={max_proofs} "
+                   f"time_limit_s={time_limit_s!r} top_k={top_k}",
                    f"encoding {ENCODING_REVISION}")
     space, accumulator_space = tile_spaces(profile)
-    stored = (_stored(cache.result(key), funcs, profile, space, accumulator_space)
-              if cache is not None else None)
+    stored = (_stored(cache, cache.result(key), funcs, profile, space, accumulator_space,
+                      budget) if cache is not None else None)
     if stored is not None:
-        for index, proposal in enumerate(stored):
+        served, unproposed = stored
+        for index, proposal in enumerate(served):
             if progress is not None:
-                progress(proposal, index + 1, len(stored))
-        return Result(funcs[0].sym_name.data, stored, 0, time.perf_counter() - start)
+                progress(proposal, index + 1, len(served))
+        return Result(funcs[0].sym_name.data, served, unproposed, time.perf_counter() - start)
     plan: list[tuple[FuncOp, Tiling | None, str]] = []
     for func in funcs:
         try:
@@ -138,11 +185,17 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
     gave_up: set[str] = set()  # tilings whose proof ran out of its budget on some variant
     fitting: set[tuple[str, Tiling]] = set()  # (variant, tiling) with a fitting candidate
     proofs: list[str] = []  # the obligation keys of the kernels' proofs
+    queries: dict[int, str] = {}  # a proved proposal's index: its kernel's query key
     by_clock = False  # a proof the safety-net clock decided: a re-run may decide otherwise
+    spent = 0  # kernel proofs asked for
+    unproposed = 0
     for index, (func, tiling, why) in enumerate(plan):
         if time.perf_counter() - start > time_limit_s:
             return Result(funcs[0].sym_name.data, proposals, len(plan) - index,
                           time.perf_counter() - start)
+        if spent >= max_proofs:
+            unproposed = len(plan) - index
+            break
         proposal = Proposal(func.sym_name.data, tiling or Tiling(""), reason=why)
         if tiling is not None and tiling.kind in gave_up:
             proposal.verdict = "skipped"
@@ -156,10 +209,13 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         elif tiling is not None:
             verdict = _prove(proposal, func, tiling, profile, sizes, space, accumulator_space,
                              budget, top_k, cache)
+            spent += verdict is not None
             if isinstance(verdict, Unknown) and verdict.limited:
                 gave_up.add(tiling.kind)
             if isinstance(verdict, Proved):
                 proofs.append(verdict.obligation)
+                if proposal.kernel is not None:
+                    queries[len(proposals)] = query_key(proposal.kernel, func, (), budget)
             if proposal.candidates:
                 fitting.add((proposal.variant, tiling))
             by_clock |= isinstance(verdict, Unknown) and verdict.by_clock
@@ -167,8 +223,10 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
         if progress is not None:
             progress(proposal, index + 1, len(plan))
     if cache is not None and not by_clock:
-        cache.put_result(key, {"proposals": [_record(p) for p in proposals]}, proofs)
-    return Result(funcs[0].sym_name.data, proposals, 0, time.perf_counter() - start)
+        cache.put_result(key, {"proposals": [_record(p, queries.get(i, ""))
+                                             for i, p in enumerate(proposals)],
+                               "unproposed": unproposed}, proofs)
+    return Result(funcs[0].sym_name.data, proposals, unproposed, time.perf_counter() - start)
 
 
 def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProfile,
@@ -237,41 +295,75 @@ def _digest(kernel: FuncOp) -> str:
     return hashlib.sha256(function_text(kernel).encode()).hexdigest()
 
 
-def _record(proposal: Proposal) -> dict[str, Any]:
-    """A proposal as JSON data; the kernel as the hash of its text."""
+def _record(proposal: Proposal, query: str) -> dict[str, Any]:
+    """A proposal as JSON data: the kernel as the hash of its text, a proved kernel's proof as
+    its query key (`query_key`)."""
     return {"variant": proposal.variant, "tiling": dataclasses.asdict(proposal.tiling),
             "kernel": None if proposal.kernel is None else _digest(proposal.kernel),
-            "verdict": proposal.verdict, "reason": proposal.reason,
+            "query": query, "verdict": proposal.verdict, "reason": proposal.reason,
             "proof_id": proposal.proof_id, "source_ops": proposal.source_ops,
             "candidates": [_candidate_record(c) for c in proposal.candidates]}
 
 
-def _stored(record: dict[str, Any] | None, funcs: Sequence[FuncOp], profile: DeviceProfile,
-            space: str, accumulator_space: str) -> list[Proposal] | None:
-    """The proposals of a stored result, their kernels built again (their proofs take no time
-    in this run); None, with a warning, when a kernel does not build as the stored one was."""
+def _stored(cache: ProofCache, record: dict[str, Any] | None, funcs: Sequence[FuncOp],
+            profile: DeviceProfile, space: str, accumulator_space: str, budget: ProofBudget
+            ) -> tuple[list[Proposal], int] | None:
+    """The proposals of a stored result and how many tilings it left unproposed, their kernels
+    to be built when read; None, with a warning, where the cache does not answer a proved
+    kernel's recorded query with a proof the result lists."""
     if record is None:
         return None
     by_name = {f.sym_name.data: f for f in funcs}
     proposals = []
     for entry in record["proposals"]:
         tiling = Tiling(**entry["tiling"])
-        kernel = None
-        if entry["kernel"] is not None:
-            try:
-                kernel = _kernel(by_name[entry["variant"]], tiling, profile, space,
-                                 accumulator_space)
-            except NotTileable:
-                kernel = None
-            if kernel is None or _digest(kernel) != entry["kernel"]:
-                warnings.warn(f"a stored tile result ignored: the {tiling.kind} kernel of "
-                              f"@{entry['variant']} no longer builds as it did", stacklevel=3)
+        func = by_name[entry["variant"]]
+        proposal = Proposal(entry["variant"], tiling, None, entry["verdict"], entry["reason"],
+                            entry["proof_id"], 0.0, [_candidate(c) for c in entry["candidates"]],
+                            entry["source_ops"])
+        query = entry.get("query", "")
+        if entry["verdict"] == "proved":
+            answered = cache.answered(query) if query else None
+            if answered is None or answered[1]["verdict"] != "proved" \
+                    or answered[0] not in record["proofs"]:
+                warnings.warn(f"a stored tile result ignored: the proof of the {tiling.kind} "
+                              f"kernel of @{entry['variant']} is not in the cache", stacklevel=3)
                 return None
-        candidates = [_candidate(c) for c in entry["candidates"]]
-        proposals.append(Proposal(entry["variant"], tiling, kernel, entry["verdict"],
-                                  entry["reason"], entry["proof_id"], 0.0, candidates,
-                                  entry["source_ops"]))
-    return proposals
+
+            def same_proof(kernel: FuncOp, func: FuncOp = func, query: str = query) -> bool:
+                return query_key(kernel, func, (), budget) == query
+
+            proposal._rebuild = _rebuilder(func, tiling, profile, space, accumulator_space,
+                                           same_proof)
+        elif entry["kernel"] is not None:
+            def same_text(kernel: FuncOp, digest: str = entry["kernel"]) -> bool:
+                return _digest(kernel) == digest
+
+            proposal._rebuild = _rebuilder(func, tiling, profile, space, accumulator_space,
+                                           same_text)
+        proposals.append(proposal)
+    return proposals, record.get("unproposed", 0)
+
+
+def _rebuilder(func: FuncOp, tiling: Tiling, profile: DeviceProfile, space: str,
+               accumulator_space: str, stored: Callable[[FuncOp], bool]
+               ) -> Callable[[], FuncOp]:
+    """Builds a stored proposal's kernel when it is first read; `StoredKernelMismatch` unless
+    `stored` says it is the kernel the result recorded."""
+
+    def rebuild() -> FuncOp:
+        try:
+            kernel: FuncOp | None = _kernel(func, tiling, profile, space, accumulator_space)
+        except NotTileable:
+            kernel = None
+        if kernel is None or not stored(kernel):
+            raise StoredKernelMismatch(
+                f"the {tiling.kind} kernel of @{func.sym_name.data} in a stored tile result "
+                "does not build as the recorded one (a proof cache edited, or written by "
+                "other code): remove the cache file")
+        return kernel
+
+    return rebuild
 
 
 def all_sizes(func: FuncOp, given: Mapping[str, int]) -> dict[str, int]:

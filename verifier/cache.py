@@ -10,11 +10,15 @@ In memory for a run; optionally persisted as JSON (no pickle):
 `sha256` is the hash of the canonical JSON of `entries` and `results` (files of versions 1 and
 2, which hold no Unknown, are read too; version 1 has only `entries`). A file with another
 format, version or checksum, or that does not parse, is ignored with a warning (and overwritten
-on save). `entries` holds proved and refuted verdicts by obligation key, and Unknowns that a
-budget's count decided (`verdict: "unknown"`, with the budget that ran out and the reason) by
-the query's key, which includes the budget: the same query under the same budget runs out
-again, and a larger budget has another key (`prove.prove_equivalent`). An Unknown the
-safety-net clock decided is never stored: a later run may decide it.
+on save). `entries` holds proved and refuted verdicts by obligation key, and by the query's
+key (`prove.query_key`: both functions' text, the assumptions, the budget's counts, z3's
+version and Axon's code) what the query came to: an Unknown that a budget's count decided
+(`verdict: "unknown"`, with the budget that ran out and the reason; the same query under the
+same budget runs out again, and a larger budget has another key), or the obligation that
+decided it (`verdict: "answered"`, `obligation`: normalization is a function of the query's
+inputs and code, so the same query derives the same obligation again, and is served its
+stored verdict without normalizing). An Unknown the safety-net clock decided is never stored:
+a later run may decide it.
 
 A step's result (`result`, `put_result`) is keyed by `step_key`: the step's name, the hash of
 Axon's own code and data (`code_fingerprint`) and the step's inputs as text. It lists the
@@ -85,6 +89,24 @@ class ProofCache:
             return None
         self.hits += 1
         return rec
+
+    def answer(self, query: str, obligation: str) -> None:
+        """Record that the query `query` was decided by the obligation `obligation` (stored
+        here as proved or refuted); nothing when that verdict is not here."""
+        if self.entries.get(obligation, {}).get("verdict") in ("proved", "refuted"):
+            self.entries[query] = {"verdict": "answered", "obligation": obligation}
+
+    def answered(self, query: str) -> tuple[str, dict[str, Any]] | None:
+        """The obligation key and its verdict record that the query `query` was decided by,
+        when both are here (a hit); else None (no miss: the query goes on to normalize)."""
+        rec = self.entries.get(query)
+        if rec is None or rec.get("verdict") != "answered":
+            return None
+        verdict = self.entries.get(rec["obligation"])
+        if verdict is None or verdict.get("verdict") not in ("proved", "refuted"):
+            return None
+        self.hits += 1
+        return rec["obligation"], verdict
 
     def holds_proofs(self, keys: Iterable[str]) -> bool:
         """Whether every obligation key in `keys` has a proved verdict here."""

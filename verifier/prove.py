@@ -10,7 +10,10 @@ a query it stops is stopped again by every run with the same budget. With a cach
 Unknown is stored under the query's key (both functions' text, the assumptions, the budget's
 counts, the z3 version and the hash of Axon's code) and served without normalizing or calling
 z3; a larger budget has another key and tries again. An Unknown the safety-net clock decided is
-never stored.
+never stored. A proved or refuted query records, under the same key, the obligation it was
+decided by: asked again (a step result checked on a warm run), it is served that obligation's
+stored verdict without normalizing, as normalizing the same texts with the same code derives
+the same obligation.
 """
 
 from __future__ import annotations
@@ -189,11 +192,14 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
     """
     global _obligation
     start = time.perf_counter()
-    query = _query_key(a, b, assumptions, budget) if cache is not None else ""
+    query = query_key(a, b, assumptions, budget) if cache is not None else ""
     if cache is not None:
         stored = cache.limited(query)
         if stored is not None:
             return _from_stored_unknown(stored, cache, time.perf_counter() - start)
+        answered = cache.answered(query)
+        if answered is not None:
+            return _from_cache(answered[1], answered[0], time.perf_counter() - start)
     _obligation = ""
     # the memos open afresh, so the steps a query takes do not depend on the queries before it
     sums.reset()
@@ -216,6 +222,8 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
             and not verdict.by_clock:
         cache.put(query, {"verdict": "unknown", "reason": verdict.reason,
                           "budget": verdict.budget, "obligation": _obligation})
+    elif cache is not None and isinstance(verdict, (Proved, Refuted)) and _obligation:
+        cache.answer(query, _obligation)
     return verdict
 
 
@@ -224,15 +232,18 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
 _obligation = ""
 
 
-def _query_key(a: FuncOp, b: FuncOp, assumptions: Sequence[str], budget: ProofBudget) -> str:
-    """The key of a query's Unknown that a count decided: what determines the counts' verdict
-    (both functions' text, the assumptions, the counts, z3's version and Axon's code)."""
+def query_key(a: FuncOp, b: FuncOp, assumptions: Sequence[str], budget: ProofBudget) -> str:
+    """The key of a query: what determines its verdict (both functions' text, the assumptions,
+    the budget's counts, z3's version, Axon's code and its encoding revision). An Unknown a
+    count decided is stored under it, and so is the obligation a proved or refuted query was
+    decided by (`ProofCache.answer`)."""
     texts = []
     for func in (a, b):
         out = StringIO()
         Printer(stream=out).print_op(func)
         texts.append(out.getvalue())
-    text = "\n".join(["query", code_fingerprint(), f"z3 {z3.get_version_string()}",
+    text = "\n".join(["query", code_fingerprint(), f"encoding {ENCODING_REVISION}",
+                      f"z3 {z3.get_version_string()}",
                       budget.key(), f"assume {' ; '.join(sorted(assumptions))}", *texts])
     return hashlib.sha256(text.encode()).hexdigest()
 

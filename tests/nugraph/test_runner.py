@@ -18,7 +18,7 @@ from axon.nugraph.egraph import INPUT_PROOF, EGraph, Proof
 from axon.nugraph.moves import PairSite, PushMove, default_moves
 from axon.nugraph.ops import node_semantics
 from axon.nugraph.prover import Prover
-from axon.nugraph.runner import SATURATED, BackoffScheduler, Runner
+from axon.nugraph.runner import PROOF_LIMIT, SATURATED, BackoffScheduler, Runner
 from axon.nugraph.term import Term
 from axon.verifier import Unknown
 
@@ -49,6 +49,18 @@ def test_the_report_is_the_sum_of_its_iterations() -> None:
         assert set(i.move_seconds) <= names and set(i.proposed) <= names
         assert i.candidates == i.known + i.proved + i.refuted + i.unknown
         assert sum(i.by_move.values()) == i.proved
+
+
+def test_the_proof_count_stops_the_run_at_the_same_candidate_every_time() -> None:
+    full = Runner(graph(RMSNORM_MATMUL), Budget()).run()
+    asked = full.proved + full.refuted + full.unknown
+    assert asked > 5
+    runs = [Runner(graph(RMSNORM_MATMUL), Budget(max_proofs=5)).run() for _ in range(2)]
+    for report in runs:
+        assert report.stop_reason == PROOF_LIMIT and report.limit_hit
+        assert report.proved + report.refuted + report.unknown == 5
+    assert [i.proposed for i in runs[0].history] == [i.proposed for i in runs[1].history]
+    assert runs[0].proved == runs[1].proved < full.proved
 
 
 def test_default_moves_in_proposal_order() -> None:

@@ -13,6 +13,7 @@ from axon.frontend.numpy_subset import parse_source
 from axon.nugraph.session import Session
 from axon.tools.embed import print_ir, run_pipeline
 from axon.verifier import cache as cache_module
+from axon.verifier import prove as prove_module
 
 SUM_OF_MATMUL = "def f(x: f32[M, K], w: f32[K, N]):\n    return sum(x @ w, axis=1)\n"
 RMSNORM_MATMUL = ("def f(x: f32[M, K], g: f32[K], w: f32[K, N]):\n"
@@ -170,3 +171,41 @@ def test_a_stored_program_that_does_not_prove_again_is_not_served(
     with pytest.warns(UserWarning, match="not proved again"):
         assert propagate(SUM_OF_MATMUL, cache, 'emit="best"') == cold
     assert searches.count == 1
+
+
+def test_a_search_its_proof_count_cut_is_stored_and_served_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "proofs.json"
+    cold = propagate(RMSNORM_MATMUL, cache, "max_proofs=3")
+    assert len(stored(cache)) == 1  # a count cut it: a re-run is cut at the same place
+    searches = Searches(monkeypatch)
+    assert propagate(RMSNORM_MATMUL, cache, "max_proofs=3") == cold and searches.count == 0
+    # the same search again without the stored result stops where the cold one did
+    doc = json.loads(cache.read_text())
+    doc["results"] = {}
+    doc["sha256"] = cache_module._checksum(doc["entries"], doc["results"])
+    cache.write_text(json.dumps(doc))
+    assert propagate(RMSNORM_MATMUL, cache, "max_proofs=3") == cold and searches.count == 1
+    assert propagate(RMSNORM_MATMUL, cache) != cold  # uncut, it finds more
+
+
+def test_a_served_result_is_checked_without_normalizing_or_solving(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "proofs.json"
+    cold = propagate(RMSNORM_MATMUL, cache, 'emit="top-k" top_k=3')
+    normalized: list[str] = []
+    inline = prove_module.inline_function
+
+    def counted(func: object, *args: object) -> object:
+        normalized.append(str(func))
+        return inline(func, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prove_module, "inline_function", counted)
+    monkeypatch.setattr(prove_module, "_check", _no_solver)
+    searches = Searches(monkeypatch)
+    assert propagate(RMSNORM_MATMUL, cache, 'emit="top-k" top_k=3') == cold
+    assert searches.count == 0 and normalized == []
+
+
+def _no_solver(*_: object, **__: object) -> None:
+    raise AssertionError("a solver was called")

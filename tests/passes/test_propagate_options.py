@@ -58,6 +58,6 @@ def test_sizes_bind_the_named_symbols() -> None:
 def test_every_option_is_documented() -> None:
     lines = describe_options(PropagatePass)
     assert [line.split("=")[0] for line in lines] == [
-        "max_iterations", "max_nodes", "time_limit", "proof_steps", "proof_rlimit",
+        "max_iterations", "max_nodes", "max_proofs", "time_limit", "proof_steps", "proof_rlimit",
         "proof_seconds", "device", "sizes", "emit", "top_k", "report", "cache"]
     assert "top_k=3: programs that emit=\"top-k\" prints (an integer >= 1)" in lines

@@ -4,6 +4,9 @@ a program with no proved kernel is left as it was, with the reason."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, SymbolRefAttr
@@ -14,6 +17,7 @@ from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.ax import TensorType
 from axon.dialects.tile import KernelOp
 from axon.interpreter import run_module
+from axon.tiling import search
 from axon.tools.embed import parse_mlir, parse_pipeline, parse_source, print_ir, run_pipeline
 
 
@@ -158,3 +162,23 @@ def test_report_gives_a_line_per_tiling_with_its_verdict_and_reason(
                         "'ax.reduce_max' reduces over N, which is split across programs")
     assert lines[2].startswith("tile: @softmax: rows_multipass of @softmax: proved (proof ")
     assert lines[3].startswith("tile: @softmax: rows_multipass_online of @softmax: proved ")
+
+
+def test_a_second_run_with_the_cache_prints_the_same_and_an_edited_cache_is_a_diagnostic(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "proofs.json"
+    options = f'profile=h200 emit="top-k" cache="{cache}"'
+    _, cold = tiled(PROGRAMS["softmax"].source, options)
+    _, warm = tiled(PROGRAMS["softmax"].source, options)
+    assert print_ir(warm) == print_ir(cold)
+    build = search._kernel
+
+    def other_code(*args: Any) -> FuncOp:  # builds another kernel than the one proved
+        kernel = build(*args)
+        search._kernel_op(kernel).assume_also(["N >= 1"])
+        return kernel
+
+    monkeypatch.setattr(search, "_kernel", other_code)
+    with pytest.raises(DiagnosticException, match="tile: the .* kernel of @softmax in a "
+                                                  "stored tile result does not build"):
+        tiled(PROGRAMS["softmax"].source, options)

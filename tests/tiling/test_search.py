@@ -3,7 +3,6 @@ result kept in the cache and returned again only for the same inputs and proofs.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from axon.targets.profiles import load_profile
 from axon.tiling import search
 from axon.tools.embed import parse_mlir, parse_source
 from axon.verifier import ProofBudget, ProofCache, Unknown
+from axon.verifier import prove as prove_module
 
 T = "!ax.tensor<[M, N], f32>"
 ADD = f"""
@@ -144,18 +144,117 @@ def test_a_stored_tiling_is_not_used_for_other_sizes_or_profiles_or_lost_proofs(
     assert len(calls) == 6
 
 
-def test_a_stored_kernel_that_builds_otherwise_is_searched_again(
+def test_a_stored_kernel_that_builds_otherwise_is_refused_when_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # other code (or an edited record) builds another kernel than the one proved: its query
+    # is not the recorded one, so it is never handed out as proved
     cache = ProofCache(tmp_path / "proofs.json")
-    cold = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    build = search._kernel
+
+    def tampered(*args: Any) -> FuncOp:
+        kernel = build(*args)
+        search._kernel_op(kernel).assume_also(["M >= 1"])
+        return kernel
+
+    monkeypatch.setattr(search, "_kernel", tampered)
+    warm = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                               cache=cache)
+    with pytest.raises(search.StoredKernelMismatch, match="rows kernel of @f in a stored"):
+        _ = warm.proved[0].kernel
+
+
+@pytest.mark.parametrize("edit", ["query", "answered"])
+def test_a_stored_kernel_whose_proof_is_not_answered_is_refused_and_searched_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
+    cache = ProofCache(tmp_path / "proofs.json")
+    cold = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                               cache=cache)
     (record,) = tile_results(cache)
-    record["proposals"][0]["kernel"] = "0" * 64
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    assert cache.holds_proofs(record["proofs"])
+    if edit == "query":
+        record["proposals"][0]["query"] = "0" * 64
+    else:
+        for key in [k for k, r in cache.entries.items() if r["verdict"] == "answered"]:
+            del cache.entries[key]  # the proofs stay; no query is linked to them
+    calls = counted_proofs(monkeypatch)
+    with pytest.warns(UserWarning, match="the proof of the rows kernel of @f is not in"):
         again = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
                                     cache=cache)
-    assert any("no longer builds" in str(w.message) for w in caught)
-    assert proposals_text(again) == proposals_text(cold)
+    assert len(calls) == 2 and proposals_text(again) == proposals_text(cold)
+
+
+def counted_proofs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kernels the search asks the verifier for from now on."""
+    calls: list[str] = []
+    prove = search.prove_equivalent
+
+    def counted(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> object:
+        calls.append(kernel.sym_name.data)
+        return prove(kernel, func, **kwargs)
+
+    monkeypatch.setattr(search, "prove_equivalent", counted)
+    return calls
+
+
+def test_a_served_result_normalizes_and_solves_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "proofs.json"
+    cache = ProofCache(path)
+    cold = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
+    cache.save()
+    normalized: list[str] = []
+    inline = prove_module.inline_function
+
+    def counted(func: FuncOp, *args: Any) -> Any:
+        normalized.append(func.sym_name.data)
+        return inline(func, *args)
+
+    def no_solver(*_: object, **__: object) -> None:
+        raise AssertionError("a solver was called")
+
+    monkeypatch.setattr(prove_module, "inline_function", counted)
+    monkeypatch.setattr(prove_module, "_check", no_solver)
+    warm = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                               cache=ProofCache(path))
+    assert [p._kernel for p in warm.proposals] == [None] * 4  # built when read
+    assert normalized == [] and proposals_text(warm) == proposals_text(cold)
+
+
+def test_a_stored_kernel_not_proved_is_built_when_read_and_checked(tmp_path: Path) -> None:
+    tiny = ProofBudget(25_000, 1, 50.0)  # every proof runs out: no kernel is proved
+    cache = ProofCache(tmp_path / "proofs.json")
+    cold = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                               budget=tiny, cache=cache)
+    (record,) = tile_results(cache)
+    record["proposals"][0]["kernel"] = "0" * 64  # an edited record
+    warm = search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64},
+                               budget=tiny, cache=cache)
+    assert [p._kernel for p in warm.proposals] == [None, None]  # not built yet
+    built, first = warm.proposals[1].kernel, cold.proposals[1].kernel
+    assert built is not None and first is not None
+    assert function_text(built) == function_text(first)
+    with pytest.raises(search.StoredKernelMismatch, match="rows kernel of @f in a stored"):
+        _ = warm.proposals[0].kernel
+
+
+def test_a_search_its_proof_count_cut_is_stored_and_served_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "proofs.json"
+    cache = ProofCache(path)
+    cold = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                               max_proofs=3, cache=cache)
+    cache.save()
+    assert [p.verdict for p in cold.proposals] == ["proved"] * 3 and cold.unproposed == 1
+    assert len(tile_results(cache)) == 1  # a count cut it: it repeats
+    with monkeypatch.context() as patched:
+        no_search(patched)
+        warm = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                                   max_proofs=3, cache=ProofCache(path))
+    assert proposals_text(warm) == proposals_text(cold) and warm.unproposed == 1
+    again = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
+                                max_proofs=3, cache=ProofCache())
+    assert proposals_text(again) == proposals_text(cold) and again.unproposed == 1
 
 
 def test_a_search_whose_proofs_a_count_stopped_is_stored_for_that_budget(

@@ -182,7 +182,9 @@ def test_persistence_round_trip(tmp_path) -> None:
     assert isinstance(proved, Proved) and isinstance(refuted, Refuted)
     cache.save()
     doc = json.loads(path.read_text())
-    assert doc["format"] == "axon-proof-cache" and doc["version"] == 3 and len(doc["entries"]) == 2
+    verdicts = sorted(r["verdict"] for r in doc["entries"].values())
+    assert doc["format"] == "axon-proof-cache" and doc["version"] == 3
+    assert verdicts == ["answered", "answered", "proved", "refuted"]  # each query and its key
     loaded = ProofCache(path)
     again_p = prove_equivalent(*functions(HARD), cache=loaded)
     again_r = prove_equivalent(*functions(FALSE), cache=loaded)
@@ -274,7 +276,7 @@ def test_a_step_result_is_served_only_while_its_proofs_are_proved(tmp_path: Path
     loaded = ProofCache(path)
     assert loaded.result(key) == {"answer": 42, "proofs": [proved.obligation]}
     assert loaded.result(step_key("step", "another input")) is None
-    refuted_key = next(k for k in loaded.entries if k != proved.obligation)
+    refuted_key = next(k for k, r in loaded.entries.items() if r["verdict"] == "refuted")
     loaded.put_result(key, {"answer": 43}, [proved.obligation, refuted_key])
     assert loaded.result(key) is None  # relies on a verdict that is no proof
     loaded.put_result(key, {"answer": 44}, [proved.obligation])
@@ -334,3 +336,62 @@ def test_an_unknown_a_limit_decided_says_so() -> None:
     unsupported = prove_equivalent(a, other)  # parameters differ: no limit would change that
     assert isinstance(unsupported, Unknown) and not unsupported.limited
     assert "parameters differ" in unsupported.reason
+
+
+def inlinings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The functions the verifier normalizes from now on (`inline_function` calls)."""
+    calls: list[str] = []
+    inline = prove_module.inline_function
+
+    def counted(func: Any, *args: Any) -> Any:
+        calls.append(func.sym_name.data)
+        return inline(func, *args)
+
+    monkeypatch.setattr(prove_module, "inline_function", counted)
+    return calls
+
+
+def test_a_query_asked_again_is_served_its_obligations_verdict_without_normalizing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "proofs.json"
+    cache = ProofCache(path)
+    proved = prove_equivalent(*functions(HARD), cache=cache)
+    refuted = prove_equivalent(*functions(FALSE), cache=cache)
+    cache.save()
+    calls = inlinings(monkeypatch)
+    loaded = ProofCache(path)
+    again_p = prove_equivalent(*functions(HARD), cache=loaded)
+    again_r = prove_equivalent(*functions(FALSE), cache=loaded)
+    assert calls == [] and loaded.misses == 0
+    assert isinstance(proved, Proved) and isinstance(again_p, Proved)
+    assert again_p.cached and again_p.obligation == proved.obligation
+    assert isinstance(refuted, Refuted) and isinstance(again_r, Refuted)
+    assert again_r.counterexample.sizes == refuted.counterexample.sizes
+    # another budget is another query: normalized, then met at its obligation
+    larger = prove_equivalent(*functions(HARD), budget=AMPLE, cache=loaded)
+    assert isinstance(larger, Proved) and larger.cached and len(calls) == 2
+
+
+def test_a_query_whose_obligation_left_the_cache_is_normalized_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = ProofCache()
+    proved = prove_equivalent(*functions(HARD), cache=cache)
+    assert isinstance(proved, Proved)
+    del cache.entries[proved.obligation]  # the answered record alone proves nothing
+    calls = inlinings(monkeypatch)
+    again = prove_equivalent(*functions(HARD), cache=cache)
+    assert isinstance(again, Proved) and not again.cached and len(calls) == 2
+
+
+def test_an_answered_query_is_not_served_to_other_code_or_other_text(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = ProofCache()
+    prove_equivalent(*functions(HARD), cache=cache)
+    calls = inlinings(monkeypatch)
+    a, b = functions(HARD)
+    b.sym_name = type(b.sym_name)("renamed")  # the same obligation, another text
+    prove_equivalent(a, b, cache=cache)
+    assert len(calls) == 2
+    monkeypatch.setattr(prove_module, "code_fingerprint", lambda: "another version")
+    prove_equivalent(*functions(HARD), cache=cache)
+    assert len(calls) == 4
