@@ -59,7 +59,7 @@ from axon.targets.xe_triton.kb import Config, Device, KernelFacts, autotune_grid
 from axon.targets.xe_triton.lower import NotSupported, lower_function
 from axon.targets.xe_triton.staged import staged_module
 from axon.tiling.cost import KernelPlan
-from axon.tiling.search import Proposal, all_sizes, tile_program
+from axon.tiling.search import TIME_LIMIT_S, Proposal, all_sizes, tile_program
 from axon.tiling.split import Split, cut_points, split_function
 from axon.tools.embed import run_pipeline
 from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
@@ -100,7 +100,8 @@ class SelectOptions:
     time_on_gpu: bool = True
     proof_budget: ProofBudget = SEARCH_BUDGET
     """One kernel's proof budget in the tile search (counts of work, a safety-net clock)."""
-    time_limit_s: float = 60.0
+    time_limit_s: float = TIME_LIMIT_S
+    """The tile search's safety-net clock (its limit is `MAX_PROOFS` proofs, a count)."""
 
 
 @dataclass
