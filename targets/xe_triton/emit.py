@@ -137,7 +137,7 @@ def emit_module(func: FuncOp, device: str = "h200",
         options["block_io"] = block_io or settings.block_io or "pointer"
     if shape.prologue:
         options["prologue"] = prologue or "split"
-    configs = tuple(shape.launch_config(c) for c in autotune_grid(dev, facts))
+    configs = tuple(kb_launches(kernel, dev, defaults, sizes or {}, shape=shape))
     text = "\n".join([
         f'"""Triton kernel emitted by Axon from @{name}: one @triton.jit kernel and its host',
         'function (Triton 3.6; Intel XPU and NVIDIA; TRITON_INTERPRET=1 on CPU in float32)."""',
@@ -159,6 +159,17 @@ def emit_module(func: FuncOp, device: str = "h200",
         *_configs(configs),
         ""])
     return EmittedModule(text, name, defaults, num_warps, options, configs)
+
+
+def kb_launches(kernel: xt.KernelOp, device: Device, defaults: Mapping[str, int],
+                sizes: Mapping[str, int], limit: int = 64, *,
+                shape: _KernelShape | None = None) -> list[dict[str, int | str]]:
+    """The KB's autotuning grid for `kernel` on `device`, as its host function's keywords:
+    the KB's axes on the kernel's own block parameters (an attention kernel's `block_m` on
+    its query rows, `block_n` on its key blocks), most preferred first."""
+    shape = shape or _KernelShape.of(kernel)
+    facts = shape.facts(kernel, defaults, sizes)
+    return [shape.launch_config(c) for c in autotune_grid(device, facts, limit=limit)]
 
 
 def concrete_tile_sizes(func: FuncOp) -> dict[str, int]:

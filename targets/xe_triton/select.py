@@ -54,8 +54,8 @@ from axon.targets.xe_triton.cascade import (
     register_budget,
     tiled_sizes,
 )
-from axon.targets.xe_triton.emit import EmittedModule, emit_triton
-from axon.targets.xe_triton.kb import Config, Device, KernelFacts, autotune_grid, load_device
+from axon.targets.xe_triton.emit import EmittedModule, emit_triton, kb_launches
+from axon.targets.xe_triton.kb import Device, KernelFacts, load_device
 from axon.targets.xe_triton.lower import NotSupported, lower_function
 from axon.targets.xe_triton.staged import staged_module
 from axon.tiling.cost import KernelPlan
@@ -67,8 +67,6 @@ from axon.verifier.cache import ProofCache
 
 #: the cost profile of a KB device that names none (see the module docstring)
 FALLBACK_COST_PROFILE = "h200"
-#: the KB's axes and the kernels' tile parameters they set
-_BLOCK_AXES = (("block_m", "BM"), ("block_n", "BN"), ("block_k", "BK"))
 #: the launch settings a candidate may fix besides its block sizes (the emitter's names)
 _TUNED = ("GROUP_M", "num_stages", "num_warps", "grf_mode")
 #: the KB's names of Axon's dtypes
@@ -249,8 +247,8 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
         best = dict(settings[0][0]) if settings else {}
         facts = kernel_facts(xt_kernel, sizes)
         configs = 0
-        for config in autotune_grid(device, facts, limit=64):
-            kwargs = {**best, **_config_kwargs(config, params, device)}
+        for launch in kb_launches(xt_kernel, device, best, sizes):
+            kwargs = {**best, **_host_keywords(launch, device)}
             if any(p not in kwargs for p in params):
                 continue
             if any(kwargs == k for k, _ in settings):
@@ -363,21 +361,14 @@ def _enough_warps(kwargs: Mapping[str, Any], kernel: xt.KernelOp, facts: KernelF
     return None
 
 
-def _config_kwargs(config: Config, params: Sequence[str], device: Device) -> dict[str, Any]:
-    """A KB configuration as the emitted host function's keywords (what it takes)."""
-    kwargs: dict[str, Any] = {}
-    for axis, param in _BLOCK_AXES:
-        value = getattr(config, axis)
-        if value is not None and param in params:
-            kwargs[param] = int(value)
-    if config.num_warps is not None:
-        kwargs["num_warps"] = int(config.num_warps)
-    if config.num_stages is not None:
-        kwargs["num_stages"] = int(config.num_stages)
-    if config.group_size_m is not None:
-        kwargs["GROUP_M"] = int(config.group_size_m)
-    if device.vendor == "intel" and config.grf_mode not in (None, "default"):
-        kwargs["grf_mode"] = str(config.grf_mode)
+def _host_keywords(launch: Mapping[str, int | str], device: Device) -> dict[str, Any]:
+    """A KB launch (`emit.kb_launches`) as the keywords a candidate holds: `GROUP_M` for the
+    emitter's `GROUP_SIZE_M`, a GRF mode only where the device has modes (Intel)."""
+    kwargs: dict[str, Any] = {("GROUP_M" if k == "GROUP_SIZE_M" else k): v
+                              for k, v in launch.items() if k != "grf_mode"}
+    mode = launch.get("grf_mode")
+    if device.vendor == "intel" and mode not in (None, "default"):
+        kwargs["grf_mode"] = str(mode)
     return kwargs
 
 
