@@ -183,14 +183,15 @@ def bundle_case(program: Program, sizes: Mapping[str, int], profile: str, func: 
 
 def kept_candidates(passed: Sequence[Candidate], limit: int) -> list[Candidate]:
     """At most `limit` of a case's candidates that passed, best first: the best of each
-    program and tiling before runners-up (`ranked_bounded`), and, where `limit` is 2 or more,
-    at least one KB autotune launch of the best one's tiling when one passed (in place of the
-    last kept). The cost model prices the KB's configurations like its own tile sizes where
-    they differ only in what it does not see (stages, block I/O); the KB's come from GPU
-    measurements (its small-GEMM grid: 64x128x64, 4 warps, 4 stages, host descriptors), so the
-    GPU should time one."""
-    def group(c: Candidate) -> tuple[str, str]:
-        return (c.variant, c.tiling)
+    tiling, over the programs, before runners-up (`ranked_bounded`: two variants of a program
+    often tile to kernels that differ only in the order of their ops), and, where `limit` is 2
+    or more, at least one KB autotune launch of the best one's tiling when one passed (in
+    place of the last kept). The cost model prices the KB's configurations like its own tile
+    sizes where they differ only in what it does not see (stages, block I/O); the KB's come
+    from GPU measurements (its small-GEMM grid: 64x128x64, 4 warps, 4 stages, host
+    descriptors), so the GPU should time one."""
+    def group(c: Candidate) -> str:
+        return c.tiling
 
     kept = ranked_bounded(passed, cost=lambda c: c.modeled_ms, group=group, limit=limit).chosen
     if limit < 2 or not kept:

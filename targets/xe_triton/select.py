@@ -219,7 +219,8 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
                          sizes: Mapping[str, int], options: SelectOptions,
                          skipped: list[tuple[str, str]]) -> list[Candidate]:
     """Every launch configuration of the top `options.tilings` proposals, priced (infinite:
-    the cost model cannot fit it); a proposal whose kernel does not lower goes to `skipped`.
+    the cost model cannot fit it, or the KB device does not launch it); a proposal whose
+    kernel does not lower goes to `skipped`.
     Per proposal: the cost model's best tile sizes, the KB's first autotune configuration,
     the other tile sizes, the other KB configurations, then wider warps where registers need
     them."""
@@ -267,7 +268,10 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
             cost = plan.cost({**sizes, **{p: ordered[p] for p in params}}, profile,
                              warps=int(ordered["num_warps"]))
             cid = candidate_id(proposal.variant, proposal.tiling.kind, ordered)
-            modeled = cost.seconds * 1e3 if cost.fits else float("inf")
+            # a launch the KB device refuses (a dot block under the MMA's 16 rows) is pruned
+            # here, before it takes a place the cascade's step 2 would then leave empty
+            runs = cost.fits and launch_error(device, facts, ordered) is None
+            modeled = cost.seconds * 1e3 if runs else float("inf")
             found.setdefault(cid, Candidate(cid, proposal.variant, proposal.tiling.kind,
                                             proposal.proof_id, ordered, modeled, origin,
                                             proposal.kernel))
@@ -319,9 +323,33 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
     return list(found.values())
 
 
+def distinct(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """`candidates` without those that repeat an earlier one's kernels and launches: two
+    variants of a program often tile to the same kernel (the cheaper variant's reorder does
+    not reach it), and one timing of it is enough."""
+    texts: dict[int, str] = {}
+
+    def signature(c: Candidate) -> tuple[object, ...]:
+        if c.stages:
+            return tuple(signature(s) for s in c.stages)
+        if id(c.kernel) not in texts:
+            texts[id(c.kernel)] = _unnamed(c.kernel)
+        return (texts[id(c.kernel)], tuple(sorted(c.kwargs.items())))
+
+    seen: set[tuple[object, ...]] = set()
+    kept = []
+    for c in candidates:
+        key = signature(c)
+        if key not in seen:
+            seen.add(key)
+            kept.append(c)
+    return kept
+
+
 def _unnamed(func: FuncOp) -> str:
-    """`func`'s text without its name (two variants' stages compare by what they compute)."""
-    return function_text(func).replace(f"@{func.sym_name.data}(", "@f(", 1)
+    """`func`'s text without its name (two variants' kernels and stages compare by what they
+    compute)."""
+    return function_text(func).replace(func.sym_name.data, "f")
 
 
 def _launch_id(candidate: Candidate) -> str:
@@ -493,6 +521,7 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
     if options.splits:
         everything += staged_candidates(funcs, device, profile, sizes, options, proofs,
                                         selection.skipped, say)
+    everything = distinct(everything)
     for where, why in selection.skipped:
         say(f"skipped {where}: {why}")
     bounded = ranked_bounded(everything, cost=lambda c: c.modeled_ms,

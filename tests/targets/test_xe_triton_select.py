@@ -90,6 +90,19 @@ def test_candidates_are_programs_by_tilings_by_configs() -> None:
     assert len(kept.chosen) == min(4, len(priced)) and kept.space == len(found)
 
 
+def test_a_launch_the_device_refuses_is_pruned_before_the_cascade() -> None:
+    # M = 8 rows: the cost model's best blocks hold 8, under the H200 dot's 16
+    func = program("gated_mlp")
+    device = load_device("h200")
+    profile = cost_profile(device)
+    sizes = all_sizes(func, {"M": 8, "K": 4096, "N": 4096})
+    result = tile_program([func], profile, sizes, top_k=3)
+    found = enumerate_candidates(result.proved, device, profile, sizes, SelectOptions(), [])
+    assert any(c.kwargs.get("BM") == 8 for c in found)
+    assert all(c.modeled_ms == float("inf") for c in found if c.kwargs.get("BM", 16) < 16)
+    assert any(c.modeled_ms < float("inf") for c in found)
+
+
 def test_a_selection_checks_every_kept_candidate_and_its_pick_runs(
         selection: Selection) -> None:
     assert len(selection.verdicts) == len(selection.candidates) == 2
