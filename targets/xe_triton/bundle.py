@@ -4,14 +4,15 @@
     axon-bench --run BUNDLE --json winners.json                 # on the GPU machine
     python -m axon.targets.xe_triton.bundle --record winners.json --bundle BUNDLE
 
-A bundle is a directory: `manifest.json` (format "axon-bundle", version 1: the profile, the
-seed, Axon's version and the cases) and `<case>/<candidate>.py`, one emitted Triton module per
-candidate. A case is one program at one binding of its sizes: its tier, dtype, tolerance, the
-flops and bytes of the program as written (the roofline floor), its inputs (shape, dtype and the
-suite's distribution) and outputs, its candidates (module, host function, launch keywords,
-tiling, proof id, modeled time) and `key`, the winner-cache key it records under. The GPU
-machine has only torch, Triton and numpy: the harness there reads the manifest, generates the
-inputs from the seed, checks and times each candidate.
+A bundle is a directory: `manifest.json` (the profile, the seed, Axon's version and the cases)
+and `<case>/<candidate>.py`, one emitted Triton module per candidate; the harness's
+`harness/bundle.py` defines the format, writes it for selection and reads it back. A case is
+one program at one binding of its sizes: its tier, dtype, tolerance, the flops and bytes of the
+program as written (the roofline floor), its inputs (shape, dtype and the suite's
+distribution) and outputs, its candidates (module, host function, launch keywords, tiling,
+proof id, modeled time) and `key`, the winner-cache key it records under. The GPU machine has
+only torch, Triton and numpy: the harness there reads the manifest, generates the inputs from
+the seed, checks and times each candidate.
 
 `--suite` builds the bundle of every Tier 1 and Tier 2 program of `benchmarks/suite.py` at its
 benchmark shapes (docs/benchmarks.md): each case's candidates are selected
@@ -32,7 +33,7 @@ import math
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from axon.nugraph.stored import function_text
 from axon.selection.cache import Winner, WinnerCache, winner_key
 from axon.selection.executor import EXECUTORS, Executor, make_executor
 from axon.selection.space import ranked_bounded
+from axon.targets.xe_triton.harness import bundle as harness
 from axon.targets.xe_triton.select import (
     Candidate,
     SelectionError,
@@ -57,8 +59,6 @@ from axon.tools.user_errors import ArgumentParser, UsageError, exit_on_user_erro
 from axon.tools.version import axon_version
 from axon.verifier.cache import ProofCache
 
-FORMAT = "axon-bundle"
-VERSION = 1
 #: candidates written per case, and modules per bundle at most (a few MB)
 PER_CASE = 4
 MAX_MODULES = 200
@@ -97,28 +97,25 @@ class BundleCase:
 
 def write_bundle(directory: Path, cases: Sequence[BundleCase], profile: str,
                  seed: int = 0) -> Path:
-    """Write `cases` as a bundle under `directory` (created; see the module docstring); the
-    manifest's path."""
-    directory.mkdir(parents=True, exist_ok=True)
-    records = []
+    """Write `cases` as a bundle under `directory` (created) through the harness's writer,
+    which owns the format (`harness.bundle`); the manifest's path."""
+    made, modules = [], {}
     for case in cases:
-        (directory / case.case).mkdir(exist_ok=True)
-        entries = []
+        candidates = []
         for c in case.candidates:
             module = f"{case.case}/{c.id}.py"
-            (directory / module).write_text(c.text)
-            entries.append({"id": c.id, "module": module, "function": c.function,
-                            "kwargs": c.kwargs, "tiling": c.tiling, "proof_id": c.proof_id,
-                            "modeled_ms": round(c.modeled_ms, 6)})
-        record = {k: v for k, v in asdict(case).items() if k != "candidates"}
-        record["tolerance"] = list(case.tolerance)
-        record["candidates"] = entries
-        records.append(record)
-    manifest = {"format": FORMAT, "version": VERSION, "profile": profile, "seed": seed,
-                "axon_version": axon_version(), "cases": records}
-    path = directory / "manifest.json"
-    path.write_text(json.dumps(manifest, indent=1) + "\n")
-    return path
+            modules[module] = c.text
+            candidates.append(harness.Candidate(c.id, module, c.function, dict(c.kwargs),
+                                                c.tiling, c.proof_id, round(c.modeled_ms, 6)))
+        inputs = tuple(harness.TensorSpec(tuple(t["shape"]), t["dtype"], t["name"],
+                                          harness.Init(**t["init"])) for t in case.inputs)
+        outputs = tuple(harness.TensorSpec(tuple(t["shape"]), t["dtype"])
+                        for t in case.outputs)
+        made.append(harness.Case(case.case, case.program, case.tier, dict(case.sizes),
+                                 case.dtype, case.tolerance, case.flops, case.bytes, inputs,
+                                 outputs, tuple(candidates), case.key))
+    return harness.write_bundle(harness.Bundle(directory, profile, seed, axon_version(),
+                                               tuple(made)), modules)
 
 
 def case_name(program: str, sizes: Mapping[str, int]) -> str:
@@ -258,13 +255,14 @@ def record_winners(results: Path, bundle: Path, cache: WinnerCache) -> int:
     """File the winners of `results` (`axon-bench --json`) for the cases of `bundle` in
     `cache` (saved); the number filed. ValueError naming the file for a malformed one."""
     document = _json(results)
-    manifest = _json(bundle / "manifest.json")
-    if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
-        raise ValueError(f"{bundle / 'manifest.json'}: not an {FORMAT} version {VERSION} file")
+    try:
+        read = harness.read_bundle(bundle)
+    except harness.BundleError as err:
+        raise ValueError(str(err)) from None
     winners = document.get("winners")
     if not isinstance(winners, list):
         raise ValueError(f"{results}: expected a 'winners' list")
-    cases = {c["case"]: c for c in manifest["cases"]}
+    cases = {c.case: c for c in read.cases}
     filed = 0
     for n, entry in enumerate(winners):
         where = f"{results}: winners[{n}]"
@@ -273,19 +271,21 @@ def record_winners(results: Path, bundle: Path, cache: WinnerCache) -> int:
         case = cases.get(entry["case"])
         if case is None:
             raise ValueError(f"{where}: case '{entry['case']}' is not in {bundle}")
-        found = [c for c in case["candidates"] if c["id"] == entry["candidate"]]
+        found = [c for c in case.candidates if c.id == entry["candidate"]]
         if not found:
             raise ValueError(f"{where}: candidate '{entry['candidate']}' is not one of case "
                              f"'{entry['case']}'")
+        if not case.key:
+            raise ValueError(f"{bundle}: case '{case.case}' has no winner-cache key")
         (candidate,) = found
-        cache.put(case["key"], Winner(
-            program=case["program"], sizes=case["sizes"], dtype=case["dtype"],
-            profile=manifest["profile"], candidate=candidate["id"],
-            kwargs=dict(entry.get("kwargs") or candidate["kwargs"]),
-            function=candidate["function"],
-            module_text=(bundle / candidate["module"]).read_text(),
+        cache.put(case.key, Winner(
+            program=case.program, sizes=case.sizes, dtype=case.dtype,
+            profile=read.profile, candidate=candidate.id,
+            kwargs=dict(entry.get("kwargs") or candidate.kwargs),
+            function=candidate.function,
+            module_text=read.module_path(candidate).read_text(),
             axon_ms=_number(entry.get("axon_ms")), baseline_ms=_number(entry.get("baseline_ms")),
-            baseline=str(entry.get("baseline") or ""), axon_version=manifest["axon_version"]))
+            baseline=str(entry.get("baseline") or ""), axon_version=read.axon_version))
         filed += 1
     cache.save()
     return filed

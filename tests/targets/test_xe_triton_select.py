@@ -190,7 +190,8 @@ def test_the_bundle_and_the_winners_of_its_gpu_run(selection: Selection, tmp_pat
     assert record["tolerance"] == [0.03, 0.008]
     assert (record["flops"], record["bytes"]) == (48 * 40, 3 * 48 * 40 * 2)
     assert record["inputs"][0] == {"name": "x", "shape": [48, 40], "dtype": "bf16",
-                                   "init": {"kind": "normal", "scale": 1.0}}
+                                   "init": {"kind": "normal", "low": 0.0, "high": 1.0,
+                                            "scale": 1.0}}
     assert record["outputs"] == [{"shape": [48, 40], "dtype": "bf16"}]
     harness = read_bundle(bundle)  # what axon-bench reads on the GPU machine
     assert [c.case for c in harness.cases] == ["mul_48x40"]

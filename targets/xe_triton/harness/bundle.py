@@ -91,6 +91,8 @@ class Case:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     candidates: tuple[Candidate, ...]
+    key: str = ""
+    """The winner-cache key the case's winner is filed under (selection's; empty: none)."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,8 @@ def write_bundle(bundle: Bundle, modules: dict[str, str]) -> Path:
 def _case_json(case: Case) -> dict[str, Any]:
     data = asdict(case)
     data["tolerance"] = list(case.tolerance)
+    if not case.key:
+        del data["key"]
     for group in ("inputs", "outputs"):
         for spec in data[group]:
             spec["shape"] = list(spec["shape"])
@@ -229,9 +233,10 @@ class _Reader:
                 raise self.error(f"{where}.candidates[{j}].id", f"'{candidate.id}' is named twice")
             seen.add(candidate.id)
             candidates.append(candidate)
+        key = self.get(data, "key", where, str, "")
         return Case(name, program, tier, sizes, dtype,
                     (float(tolerance[0]), float(tolerance[1])), flops, nbytes, inputs, outputs,
-                    tuple(candidates))
+                    tuple(candidates), key)
 
     def ident(self, data: dict[str, Any], key: str, where: str) -> str:
         value = self.get(data, key, where, str)
