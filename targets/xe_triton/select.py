@@ -50,6 +50,7 @@ from axon.targets.xe_triton.cascade import (
     check_job,
     check_shapes,
     footprint,
+    footprint_error,
     launch_error,
     register_budget,
     tiled_sizes,
@@ -268,9 +269,9 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
             cost = plan.cost({**sizes, **{p: ordered[p] for p in params}}, profile,
                              warps=int(ordered["num_warps"]))
             cid = candidate_id(proposal.variant, proposal.tiling.kind, ordered)
-            # a launch the KB device refuses (a dot block under the MMA's 16 rows) is pruned
-            # here, before it takes a place the cascade's step 2 would then leave empty
-            runs = cost.fits and launch_error(device, facts, ordered) is None
+            # a launch step 2 would refuse (a dot block under the MMA's 16 rows, pipeline
+            # stages past shared memory) is pruned here, before it takes a kept place
+            runs = cost.fits and _launches(device, facts, xt_kernel, sizes, ordered)
             modeled = cost.seconds * 1e3 if runs else float("inf")
             found.setdefault(cid, Candidate(cid, proposal.variant, proposal.tiling.kind,
                                             proposal.proof_id, ordered, modeled, origin,
@@ -368,6 +369,17 @@ def _kb_first_second(settings: list[tuple[dict[str, Any], str]]
     if first is None or first <= 1:
         return settings
     return [settings[0], settings[first], *settings[1:first], *settings[first + 1:]]
+
+
+def _launches(device: Device, facts: KernelFacts, kernel: xt.KernelOp,
+              sizes: Mapping[str, int], kwargs: Mapping[str, Any]) -> bool:
+    """Whether the cascade's step 2 admits `kernel` launched with `kwargs` (its KB launch
+    rules and its estimated registers and shared memory)."""
+    if launch_error(device, facts, kwargs) is not None:
+        return False
+    env = {**sizes, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}}
+    stages = int(kwargs.get("num_stages", TRITON_NUM_STAGES))
+    return footprint_error(device, kwargs, footprint(kernel, device, env, stages)) is None
 
 
 def _enough_warps(kwargs: Mapping[str, Any], kernel: xt.KernelOp, facts: KernelFacts,
