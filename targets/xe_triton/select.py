@@ -9,9 +9,10 @@ its cheapest proved reorderings) x their top-k proved tilings (`tiling.search.ti
 ranked by the tiled cost model) x launch configurations: each tiling's top concrete tile sizes
 (`tiling.concretize`) and the KB's autotune configurations (`kb.autotune_grid`). Each is priced
 by the tiled cost model at the program's sizes (a configuration it cannot fit is pruned), the
-space is bounded to `max_candidates` (`selection.space.ranked_bounded`, the best of each
-program and tiling first), each kept candidate is emitted (what does not lower is skipped with
-the lowering's reason) and checked through the cascade (`cascade.py`) on the executor, and the
+candidates are ranked (`selection.space.ranked_bounded`, the best of each program and tiling
+first) and emitted in that order until `max_candidates` have emitted (what does not lower is
+skipped with the lowering's reason, and the next takes its place), each checked through
+the cascade (`cascade.py`) on the executor, and the
 fastest measured candidate that passed wins, or, where nothing could be timed, the one the
 model prices lowest. Staged candidates add two-launch plans: each program cut at up to
 `splits` values (`tiling.split`), both stages tiled and proved as programs, their launches
@@ -536,13 +537,12 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
     everything = distinct(everything)
     for where, why in selection.skipped:
         say(f"skipped {where}: {why}")
-    bounded = ranked_bounded(everything, cost=lambda c: c.modeled_ms,
-                             group=lambda c: (c.variant, c.tiling), limit=options.max_candidates)
-    selection.space, selection.pruned = bounded.space, bounded.pruned
-    say(f"candidates: {bounded.space} in the space, {len(bounded.chosen)} kept "
-        f"(max {options.max_candidates}), {bounded.pruned} pruned by the cost model")
+    ranked = ranked_bounded(everything, cost=lambda c: c.modeled_ms,
+                            group=lambda c: (c.variant, c.tiling), limit=len(everything))
     jobs: list[Job] = []
-    for candidate in bounded.chosen:
+    for candidate in ranked.chosen:  # in rank order, until `max_candidates` have emitted
+        if len(jobs) == options.max_candidates:
+            break
         try:
             job, emitted = make_job(candidate, func, device, sizes, options.time_on_gpu,
                                     program)
@@ -553,6 +553,11 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
         selection.candidates.append(candidate)
         selection.emitted[candidate.id] = emitted
         jobs.append(job)
+    selection.space = ranked.space
+    selection.pruned = ranked.space - len(jobs) - sum(
+        1 for c in ranked.chosen if any(c.id == where for where, _ in selection.skipped))
+    say(f"candidates: {ranked.space} in the space, {len(jobs)} kept "
+        f"(max {options.max_candidates}), {selection.pruned} pruned by the cost model")
     if not jobs:
         raise SelectionError(f"@{selection.program}: no candidate emits"
                              + (f" ({selection.skipped[0][1]})" if selection.skipped else ""))
