@@ -117,6 +117,9 @@ class Job:
     inputs: tuple[tuple[tuple[int, ...], str], ...] = ()
     """Each input's shape at `sizes` and dtype, for step 4."""
     time_on_gpu: bool = True
+    """Whether step 4 runs (it times on a GPU where there is one)."""
+    check_on_gpu: bool = True
+    """Whether step 3 runs the candidate itself on a GPU where there is one."""
     program_text: str = ""
     """The program in its own dtypes, MLIR text: the reference of a check on the GPU."""
 
@@ -133,6 +136,12 @@ def check_job(job: Job) -> Verdict:
             return Verdict(job.id, False, step, why)
     if not job.time_on_gpu:
         return Verdict(job.id, True, timing="timing not asked for")
+    return time_job(job)
+
+
+def time_job(job: Job) -> Verdict:
+    """Step 4 alone, for a job that passed steps 1-3 (timings on one GPU are taken one at a
+    time: a selection runs these in a single worker); never raises for a bad candidate."""
     try:
         return performance(job)
     except Exception as err:
@@ -315,7 +324,7 @@ def correctness_error(job: Job) -> str | None:
     from axon.targets.xe_triton.emit import EmittedModule
     from axon.tools.embed import parse_mlir
 
-    gpu = job.time_on_gpu and bool(job.program_text) and _cuda()
+    gpu = job.check_on_gpu and bool(job.program_text) and cuda_present()
     text = job.program_text if gpu else job.reference_text
     (reference,) = [op for op in parse_mlir(text, "reference.mlir").ops
                     if isinstance(op, FuncOp)]
@@ -336,7 +345,7 @@ def correctness_error(job: Job) -> str | None:
     return None
 
 
-def _cuda() -> bool:
+def cuda_present() -> bool:
     """Whether a CUDA device is present (torch's view)."""
     import torch
 

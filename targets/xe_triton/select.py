@@ -40,7 +40,7 @@ from axon.dialects import xt
 from axon.dialects.ax import TensorType
 from axon.dialects.tile import KernelOp
 from axon.nugraph.stored import function_text, functions_from_texts
-from axon.selection.executor import Executor
+from axon.selection.executor import Executor, LocalExecutor
 from axon.selection.space import Tally, Verdict, pick, ranked_bounded
 from axon.targets.profiles import DeviceProfile, load_profile
 from axon.targets.xe_triton.cascade import (
@@ -50,11 +50,13 @@ from axon.targets.xe_triton.cascade import (
     Launch,
     check_job,
     check_shapes,
+    cuda_present,
     footprint,
     footprint_error,
     launch_error,
     register_budget,
     tiled_sizes,
+    time_job,
 )
 from axon.targets.xe_triton.emit import EmittedModule, emit_triton, kb_launches
 from axon.targets.xe_triton.kb import Device, KernelFacts, load_device
@@ -448,7 +450,7 @@ def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mappin
               tuple(p.launch for p in parts), twin.text, function_text(reference), shapes,
               program, dict(sizes),
               tuple((tuple(d.evaluate(sizes) for d in t.shape), t.dtype) for t in tensors),
-              time_on_gpu, function_text(source))
+              time_on_gpu, time_on_gpu, function_text(source))
     return job, emitted
 
 
@@ -501,6 +503,21 @@ def _elements(t: TensorType, sizes: Mapping[str, int]) -> int:
     for d in t.shape:
         count *= d.evaluate(sizes)
     return count
+
+
+def _timed(jobs: Sequence[Job], verdicts: Sequence[Verdict], say: Report) -> list[Verdict]:
+    """`verdicts` with step 4 run for each job that passed steps 1-3, in one worker process
+    (one timing at a time; the candidates' modules are imported there, not here), or marked
+    "timing skipped: no GPU" without one."""
+    if not cuda_present():
+        return [dataclasses.replace(v, timing="timing skipped: no GPU") if v.passed else v
+                for v in verdicts]
+    passed = [j for j, v in zip(jobs, verdicts, strict=True) if v.passed]
+    with LocalExecutor(workers=1) as serial:
+        timed = serial.map(time_job, passed, progress=lambda done, total: say(
+            f"timing: {done}/{total} candidates on the GPU"))
+    by_id = {v.id: v for v in timed}
+    return [by_id.get(v.id, v) for v in verdicts]
 
 
 def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
@@ -561,9 +578,13 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
     if not jobs:
         raise SelectionError(f"@{selection.program}: no candidate emits"
                              + (f" ({selection.skipped[0][1]})" if selection.skipped else ""))
+    # steps 1-3 on the executor, in parallel; step 4's timings one at a time on this
+    # machine's GPU (timings taken side by side on one GPU slow each other down)
     selection.verdicts = executor.map(
-        check_job, jobs,
+        check_job, [dataclasses.replace(j, time_on_gpu=False) for j in jobs],
         progress=lambda done, total: say(f"cascade: {done}/{total} candidates checked"))
+    if options.time_on_gpu:
+        selection.verdicts = _timed(jobs, selection.verdicts, say)
     modeled = {c.id: c.modeled_ms for c in selection.candidates}
     selection.verdict = pick(selection.verdicts, lambda cid: modeled[cid])
     if selection.verdict is not None:
