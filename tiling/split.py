@@ -89,7 +89,7 @@ def split_function(func: FuncOp, value: SSAValue) -> Split:
     consumer_ops = _slice(ops, set(rest.operands), stop=value)
     consumer, consumer_args = _function(f"{name}_stage2", func, consumer_ops,
                                         list(rest.operands), extra=value)
-    same = [op for op in ops if op is owner or op.name == owner.name]
+    same = [op for op in ops if op.name == owner.name]
     shown = f"{owner.name}#{same.index(owner)}"
     return Split(name, shown, producer, consumer, producer_args, consumer_args)
 

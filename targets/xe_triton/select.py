@@ -557,6 +557,7 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
     ranked = ranked_bounded(everything, cost=lambda c: c.modeled_ms,
                             group=lambda c: (c.variant, c.tiling), limit=len(everything))
     jobs: list[Job] = []
+    failed = 0
     for candidate in ranked.chosen:  # in rank order, until `max_candidates` have emitted
         if len(jobs) == options.max_candidates:
             break
@@ -566,13 +567,13 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
         except (NotSupported, ValueError) as err:
             selection.skipped.append((candidate.id, str(err)))
             say(f"skipped {candidate.id}: {err}")
+            failed += 1
             continue
         selection.candidates.append(candidate)
         selection.emitted[candidate.id] = emitted
         jobs.append(job)
     selection.space = ranked.space
-    selection.pruned = ranked.space - len(jobs) - sum(
-        1 for c in ranked.chosen if any(c.id == where for where, _ in selection.skipped))
+    selection.pruned = ranked.space - len(jobs) - failed
     say(f"candidates: {ranked.space} in the space, {len(jobs)} kept "
         f"(max {options.max_candidates}), {selection.pruned} pruned by the cost model")
     if not jobs:

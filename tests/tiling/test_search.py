@@ -128,14 +128,7 @@ def test_a_stored_tiling_is_not_used_for_other_sizes_or_profiles_or_lost_proofs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = ProofCache(tmp_path / "proofs.json")
     search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
-    calls: list[str] = []
-    prove = search.prove_equivalent
-
-    def counted(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> object:
-        calls.append(kernel.sym_name.data)
-        return prove(kernel, func, **kwargs)
-
-    monkeypatch.setattr(search, "prove_equivalent", counted)
+    calls = counted_proofs(monkeypatch)
     search.tile_program(program(1), load_profile("h200"), {"M": 64, "N": 128}, cache=cache)
     search.tile_program(program(1), load_profile("trn2"), {"M": 64, "N": 64}, cache=cache)
     assert len(calls) == 4 and len(tile_results(cache)) == 3
@@ -203,22 +196,19 @@ def test_a_served_result_normalizes_and_solves_nothing(
     cache = ProofCache(path)
     cold = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64}, cache=cache)
     cache.save()
-    normalized: list[str] = []
-    inline = prove_module.inline_function
 
-    def counted(func: FuncOp, *args: Any) -> Any:
-        normalized.append(func.sym_name.data)
-        return inline(func, *args)
+    def no_inlining(*_: object, **__: object) -> None:
+        raise AssertionError("a function was normalized")
 
     def no_solver(*_: object, **__: object) -> None:
         raise AssertionError("a solver was called")
 
-    monkeypatch.setattr(prove_module, "inline_function", counted)
+    monkeypatch.setattr(prove_module, "inline_function", no_inlining)
     monkeypatch.setattr(prove_module, "_check", no_solver)
     warm = search.tile_program(program(2), load_profile("h200"), {"M": 64, "N": 64},
                                cache=ProofCache(path))
     assert [p._kernel for p in warm.proposals] == [None] * 4  # built when read
-    assert normalized == [] and proposals_text(warm) == proposals_text(cold)
+    assert proposals_text(warm) == proposals_text(cold)
 
 
 def test_a_stored_kernel_not_proved_is_built_when_read_and_checked(tmp_path: Path) -> None:
