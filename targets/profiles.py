@@ -71,6 +71,11 @@ class Roofline:
     computes (the latency of its loads and of the loop-carried chain that pipelining leaves
     exposed): a launch takes at least its waves x one program's iterations x this. Absent on
     a profile whose cost model leaves the term out (the NeuronCores)."""
+    unpipelined_loop_iteration_s: Quantity | None = None
+    """GPU: the same floor for an iteration of a loop without a contraction in its body. Its
+    loads are not software-pipelined (Triton prefetches the loads that feed a `tl.dot`), so
+    each iteration waits for its own loads: the floor is the memory latency, several times
+    `loop_iteration_s`. Absent: such loops take `loop_iteration_s` too."""
 
 
 @dataclass(frozen=True)

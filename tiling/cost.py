@@ -105,6 +105,11 @@ keeps after pipelining. The term is a floor, not a sum: where the roofline time 
 loop's latency hides under it (a matmul at BK = 64 and at BK = 128 price alike), and where it is
 shorter, fewer and longer iterations win (BK = 16 runs four times the iterations of BK = 64:
 on the H200 the 1024^3 matmul took 0.0198 ms at 64x128x16 against 0.0054 ms at 64x128x64).
+A loop without a contraction in its body (a K-looped row reduction, a multi-pass
+normalization) prices its iterations at `roofline.unpipelined_loop_iteration_s` instead: Triton
+software-pipelines the loads that feed a dot, not the others, so such an iteration waits for its
+loads (about 1 us on the H200 against 0.25 us): row kernels then take whole rows or few long
+blocks over many programs, not one wave of programs looping over short blocks.
 """
 
 from __future__ import annotations
@@ -281,8 +286,7 @@ class KernelPlan:
                    loaded / l2_rate.value if l2_rate is not None else 0.0,
                    matrix_busy / roof.matrix_flops.value + vector_busy / roof.vector_flops.value)
         iterations = self._iterations(extents)
-        latency = roof.loop_iteration_s
-        floor = waves * iterations * latency.value if latency is not None else 0.0
+        floor = waves * self._latency(extents, profile)
         seconds = roof.op_overhead_s.value + max(work / max(efficiency, 1e-12), floor)
         return KernelCost(hbm_bytes=float(hbm), compulsory_bytes=float(traffic.compulsory()),
                           onchip_bytes=MappingProxyType(onchip), programs=programs,
@@ -319,6 +323,21 @@ class KernelPlan:
         """The sequential loop iterations of one program: every loop's trip count times those
         of the loops around it, summed over the loops (see the module docstring)."""
         return sum(extents[n] * math.prod(extents[o] for o in loop.outer)
+                   for n, loop in enumerate(self.loops))
+
+    def _latency(self, extents: Sequence[int], profile: DeviceProfile) -> float:
+        """The seconds one program's loop iterations take at least, in sequence: a loop with a
+        contraction in its body (at any depth) at `loop_iteration_s`, one without at
+        `unpipelined_loop_iteration_s` (see the module docstring); 0 without the first."""
+        roof = profile.roofline
+        if roof.loop_iteration_s is None:
+            return 0.0
+        pipelined = roof.loop_iteration_s.value
+        unpipelined = (roof.unpipelined_loop_iteration_s.value
+                       if roof.unpipelined_loop_iteration_s is not None else pipelined)
+        with_dot = {n for c in self.computes if isinstance(c.op, MatmulOp) for n in c.loops}
+        return sum(extents[n] * math.prod(extents[o] for o in loop.outer)
+                   * (pipelined if n in with_dot else unpipelined)
                    for n, loop in enumerate(self.loops))
 
     def _executions(self, loops: tuple[int, ...], programs: int, extents: Sequence[int]) -> int:
@@ -617,14 +636,17 @@ def _lane_scale(op: Operation, env: Mapping[str, int], profile: DeviceProfile,
     vector op: its result's first dim; a matmul: its stationary operand `[K, M]` fills K rows
     and M columns of the 128 x 128 array). On a GPU a program's threads (`warps` warps) work in
     lock step: an op other than a matmul over E elements takes as long as over a whole number
-    of the program's threads."""
+    of the program's threads, E being its largest tile, operand or result (a row sum of a
+    [1, 4096] tile keeps every thread busy, whatever the size of its [1, 1] result)."""
     partitions = partition_count(profile)
     if not partitions:
         result = op.results[0].type if op.results else None
         if not isinstance(result, TensorType) or isinstance(op, MatmulOp):
             return 1.0
         lanes = program_threads(profile, warps)
-        elements = max(math.prod(d.evaluate(env) for d in result.shape), 1)
+        tiles = [t for t in (*(v.type for v in op.operands), result)
+                 if isinstance(t, TensorType)]
+        elements = max(max(math.prod(d.evaluate(env) for d in t.shape) for t in tiles), 1)
         return -(-elements // lanes) * lanes / elements
 
     def used(dim: IntExpr) -> int:

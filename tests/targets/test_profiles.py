@@ -129,7 +129,7 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
      "roofline.op_overhead_s.source: expected a non-empty string, got ''"),
     ("  bytes_per_s:\n", "  fast_flops: {value: 1, source: x}\n  bytes_per_s:\n", (8, 3),
      "roofline.fast_flops: unknown key; expected one of matrix_flops, vector_flops, "
-     "bytes_per_s, op_overhead_s, loop_iteration_s"),
+     "bytes_per_s, op_overhead_s, loop_iteration_s, unpipelined_loop_iteration_s"),
     ("    estimate: true\n", "    estimate: true\n    unit: s\n", (15, 5),
      "roofline.op_overhead_s.unit: unknown key; expected one of value, source, estimate"),
     ("    estimate: true\n", "    estimate: maybe\n", (14, 15),

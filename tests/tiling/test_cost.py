@@ -252,3 +252,54 @@ func.func @mlp(%x: {x}, %w1: {w}, %w3: {d}) -> {y} {{
     # F / BK iterations of the outer loop, each running K / BL of the inner one
     assert [loop.extent.evaluate(sizes) for loop in plan.loops] == [32, 16]
     assert plan.cost(sizes, H200).iterations == 32 + 32 * 16
+
+
+RMS = "!ax.tensor<[M, N], f32>"
+RMSNORM = f"""
+func.func @rmsnorm(%x: {RMS}) -> {RMS} {{
+  %s = ax.generic %x {{form = "out[d0 < M] = add over r0 in [0, N) of in0[d0, r0] * in0[d0, r0]",
+                      dtype = f32}} : ({RMS}) -> !ax.tensor<[M], f32>
+  %y = ax.generic %x, %s {{dtype = f32,
+      form = "out[d0 < M, d1 < N] = in0[d0, d1] * rsqrt(in1[d0] / idx(N) + 1e-06)"}}
+      : ({RMS}, !ax.tensor<[M], f32>) -> {RMS}
+  func.return %y : {RMS}
+}}
+"""
+
+
+def rmsnorm_kernel(tiling: Tiling) -> KernelOp:
+    (func,) = (op for op in parse_mlir(RMSNORM, "f.mlir").ops if isinstance(op, FuncOp))
+    tiled = tile_function(func, tiling, "registers", "registers")
+    return next(op for op in tiled.walk() if isinstance(op, KernelOp))
+
+
+def test_a_loop_without_a_dot_waits_for_its_loads_on_a_gpu() -> None:
+    # a two-pass row normalization over K blocks: its loops hold no contraction, so Triton does
+    # not pipeline their loads and each iteration takes the memory latency
+    kernel = rmsnorm_kernel(Tiling("M", None, "N", write_pass=True))
+    unpipelined = H200.roofline.unpipelined_loop_iteration_s
+    pipelined = H200.roofline.loop_iteration_s
+    assert unpipelined is not None and pipelined is not None
+    assert unpipelined.value > 2 * pipelined.value
+    sizes = {"M": 4096, "N": 4096, "BM": 32, "BK": 128}
+    cost = kernel_cost(kernel, sizes, H200, warps=4)
+    # 128 programs in one wave, two passes of 32 blocks each
+    assert (cost.programs, cost.waves, cost.iterations) == (128, 1, 64)
+    overhead = H200.roofline.op_overhead_s.value
+    assert cost.seconds == pytest.approx(overhead + 64 * unpipelined.value)
+    # without the unpipelined figure such loops fall back to the pipelined one
+    plain = replace(H200, roofline=replace(H200.roofline, unpipelined_loop_iteration_s=None))
+    assert kernel_cost(kernel, sizes, plain, warps=4).seconds < cost.seconds
+    # the whole-row kernel has no loop: many programs, priced at the bandwidth
+    rows = kernel_cost(rmsnorm_kernel(Tiling("M")), {"M": 4096, "N": 4096, "BM": 1}, H200,
+                       warps=8)
+    assert rows.iterations == 0 and rows.seconds < cost.seconds / 2
+
+
+def test_a_row_reduction_keeps_every_thread_busy_whatever_its_result_size() -> None:
+    # a row sum over [1, 4096] reduces 4096 elements: more warps spread them, they do not
+    # multiply its work by the threads idle on its [1] result
+    kernel = rmsnorm_kernel(Tiling("M"))
+    sizes = {"M": 4096, "N": 4096, "BM": 1}
+    seconds = [kernel_cost(kernel, sizes, H200, warps=w).seconds for w in (2, 4, 8)]
+    assert seconds[0] == pytest.approx(seconds[1]) == pytest.approx(seconds[2])
