@@ -3,6 +3,7 @@
     python -m axon.targets.xe_triton.bundle --suite --profile h200 -o BUNDLE
     axon-bench --run BUNDLE --json winners.json                 # on the GPU machine
     python -m axon.targets.xe_triton.bundle --record winners.json --bundle BUNDLE
+    python -m axon.targets.xe_triton.bundle --merge BUNDLE_A BUNDLE_B -o BUNDLE
 
 A bundle is a directory: `manifest.json` (the profile, the seed, Axon's version and the cases)
 and `<case>/<candidate>.py`, one emitted Triton module per candidate; the harness's
@@ -251,6 +252,36 @@ def suite_bundle(profile: str, executor: Executor, per_case: int = PER_CASE,
     return cases, skipped
 
 
+def merge_bundles(sources: Sequence[Path], target: Path) -> tuple[Path, list[str]]:
+    """Write the cases of `sources` as one bundle under `target` (its manifest's path), and
+    the names of the cases a later source replaced. The sources must share a profile and a
+    seed; `target` must not hold a bundle already. BundleError naming the source otherwise.
+    Bundles made side by side (`--programs` subsets) become one run this way."""
+    if (target / harness.MANIFEST).exists():
+        raise harness.BundleError(f"{target}: holds a bundle already (merge into a new folder)")
+    read = [harness.read_bundle(s) for s in sources]
+    if not read:
+        raise harness.BundleError("nothing to merge: no bundle given")
+    first = read[0]
+    cases: dict[str, harness.Case] = {}
+    modules: dict[str, str] = {}
+    replaced: list[str] = []
+    for bundle in read:
+        if (bundle.profile, bundle.seed) != (first.profile, first.seed):
+            raise harness.BundleError(
+                f"{bundle.root}: profile {bundle.profile} and seed {bundle.seed}, but "
+                f"{first.root} has profile {first.profile} and seed {first.seed}")
+        for case in bundle.cases:
+            if case.case in cases:
+                replaced.append(case.case)
+            cases[case.case] = case
+            for c in case.candidates:
+                modules[c.module] = bundle.module_path(c).read_text()
+    merged = harness.Bundle(target, first.profile, first.seed, axon_version(),
+                            tuple(cases.values()))
+    return harness.write_bundle(merged, modules), replaced
+
+
 def record_winners(results: Path, bundle: Path, cache: WinnerCache) -> int:
     """File the winners of `results` (`axon-bench --json`) for the cases of `bundle` in
     `cache` (saved); the number filed. ValueError naming the file for a malformed one."""
@@ -316,6 +347,9 @@ def _parser() -> ArgumentParser:
                       help="bundle the Tier 1 and 2 suite programs at their benchmark shapes")
     what.add_argument("--record", metavar="RESULTS",
                       help="file the winners of a GPU run (axon-bench --json) in the cache")
+    what.add_argument("--merge", nargs="+", metavar="BUNDLE",
+                      help="write these bundles' cases as one bundle to -o DIR (a case of a "
+                      "later bundle replaces the same case of an earlier one)")
     parser.add_argument("--profile", default="h200", help="the KB device (default h200)")
     parser.add_argument("-o", "--output", metavar="DIR", help="the bundle folder (--suite)")
     parser.add_argument("--bundle", metavar="DIR", help="the bundle RESULTS timed (--record)")
@@ -343,6 +377,16 @@ def run(argv: Sequence[str]) -> None:
         except ValueError as err:
             raise UsageError(str(err)) from None
         print(f"recorded {filed} winner(s)", file=sys.stderr)
+        return
+    if args.merge:
+        if not args.output:
+            raise UsageError("--merge needs -o DIR, the bundle folder to write")
+        try:
+            path, replaced = merge_bundles([Path(p) for p in args.merge], Path(args.output))
+        except harness.BundleError as err:
+            raise UsageError(str(err)) from None
+        print(f"wrote {path}" + (f"; replaced {', '.join(replaced)}" if replaced else ""),
+              file=sys.stderr)
         return
     if not args.output:
         raise UsageError("--suite needs -o DIR, the bundle folder to write")

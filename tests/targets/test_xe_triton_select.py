@@ -26,11 +26,12 @@ from axon.targets.xe_triton.bundle import (
     BundleCandidate,
     bundle_case,
     kept_candidates,
+    merge_bundles,
     record_winners,
     suite_bundle,
     write_bundle,
 )
-from axon.targets.xe_triton.harness.bundle import read_bundle
+from axon.targets.xe_triton.harness.bundle import BundleError, read_bundle
 from axon.targets.xe_triton.kb import load_device
 from axon.targets.xe_triton.select import (
     Candidate,
@@ -143,7 +144,11 @@ def test_a_staged_candidate_sums_w_once_and_passes_the_cascade() -> None:
     finally:
         executor.close()
     staged = [c for c in chosen.candidates if c.origin == "staged"]
-    whole = [c for c in chosen.candidates if c.origin != "staged"]
+    device = load_device("h200")
+    profile = cost_profile(device)
+    sizes = all_sizes(func, {"M": 1024, "K": 8192, "N": 8192})
+    whole = enumerate_candidates(tile_program([func], profile, sizes, top_k=3).proved, device,
+                                 profile, sizes, SelectOptions(), [])
     assert staged and whole
     # one kernel re-sums w for every row block of x: 64 MB a block against w's 128 MB once
     assert min(c.modeled_ms for c in staged) * 5 < min(c.modeled_ms for c in whole)
@@ -224,6 +229,29 @@ def test_the_bundle_and_the_winners_of_its_gpu_run(selection: Selection, tmp_pat
         record_winners(results, bundle, cache)
 
 
+@pytest.mark.parametrize(("name", "launch"), [
+    ("softmax", {"BM": 1, "num_warps": 8}),  # cuda_row_kernel_grid
+    ("rmsnorm", {"BM": 1, "num_warps": 8}),
+    ("mul", {"BM": 1, "num_warps": 4}),  # cuda_elementwise_grid
+])
+def test_a_row_kernel_is_offered_the_kb_launch_of_one_row_a_program(
+        name: str, launch: dict[str, int]) -> None:
+    # the tile search prices whole-row kernels alike at any rows a program (bandwidth-bound);
+    # the KB's launch, measured on the H200, is one row a program over many programs
+    func = program(name)
+    device = load_device("h200")
+    profile = cost_profile(device)
+    sizes = all_sizes(func, {"M": 4096, "N": 4096})
+    result = tile_program([func], profile, sizes, top_k=3)
+    found = enumerate_candidates(result.proved, device, profile, sizes, SelectOptions(), [])
+    rows = [c for c in found if c.tiling == "rows" and c.origin == "autotune"]
+    assert any({k: c.kwargs.get(k) for k in launch} == launch for c in rows), (
+        [c.id for c in found])
+    # and a bundle of the case keeps a KB launch of its best tiling
+    kept = kept_candidates([c for c in found if c.modeled_ms < float("inf")], 4)
+    assert any(c.origin == "autotune" and c.tiling == kept[0].tiling for c in kept)
+
+
 def test_long_rows_are_offered_at_the_warps_their_registers_need() -> None:
     # cumsum's rows kernel holds whole rows: a row of 32768 f32 lanes is 128 KiB, 256
     # registers a thread at the tile search's 4 warps (past the H200's 255), so each size
@@ -298,6 +326,9 @@ def test_the_1024_cube_matmul_bundles_the_kb_small_gemm_launch_with_host_descrip
 @pytest.mark.parametrize(("argv", "message"), [
     (["--record", "w.json"], "bundle: error: --record needs --bundle DIR"),
     (["--suite"], "bundle: error: --suite needs -o DIR"),
+    (["--merge", "a"], "bundle: error: --merge needs -o DIR"),
+    (["--merge", "missing", "-o", "out"],
+     "bundle: error: missing: not a directory (expected a bundle holding manifest.json)"),
     (["--suite", "-o", "b", "--profile", "h100"], "bundle: error: unknown profile 'h100'"),
     (["--suite", "-o", "b", "--programs", "mul,nope"], "bundle: error: unknown program(s) nope"),
     (["--record", "missing.json", "--bundle", "."],
@@ -320,3 +351,30 @@ def test_a_scan_case_is_bundled_with_the_tolerance_of_its_length() -> None:
         assert case.tolerance == suite_program.tolerance_at(sizes)
     assert case.tolerance[1] < bundle_case(suite_program, {"M": 1024, "N": 1024}, "h200",
                                            program("cumsum_f32")).tolerance[1]
+
+
+def _one_case_bundle(root: Path, sizes: dict[str, int], text: str, profile: str = "h200"
+                     ) -> Path:
+    case = bundle_case(PROGRAMS["mul"], sizes, profile, program("mul"))
+    case.candidates.append(BundleCandidate("mul.rows.BM1.w4", "mul", {"BM": 1, "num_warps": 4},
+                                           "rows", "p0", 0.01, text))
+    write_bundle(root, [case], profile)
+    return root
+
+
+def test_bundles_made_side_by_side_merge_into_one(tmp_path: Path) -> None:
+    small = _one_case_bundle(tmp_path / "a", {"M": 8, "N": 8}, "# first\n")
+    large = _one_case_bundle(tmp_path / "b", {"M": 16, "N": 16}, "# second\n")
+    again = _one_case_bundle(tmp_path / "c", {"M": 8, "N": 8}, "# replaced\n")
+    path, replaced = merge_bundles([small, large, again], tmp_path / "all")
+    merged = read_bundle(path.parent)
+    assert [c.case for c in merged.cases] == ["mul_8x8", "mul_16x16"]
+    assert replaced == ["mul_8x8"]
+    texts = [merged.module_path(c.candidates[0]).read_text() for c in merged.cases]
+    assert texts == ["# replaced\n", "# second\n"]  # a later bundle's case wins
+    # a bundle already there is never overwritten; bundles of two profiles do not mix
+    with pytest.raises(BundleError, match="holds a bundle already"):
+        merge_bundles([small], tmp_path / "all")
+    other = _one_case_bundle(tmp_path / "d", {"M": 8, "N": 8}, "# b70\n", profile="b70")
+    with pytest.raises(BundleError, match="profile b70"):
+        merge_bundles([small, other], tmp_path / "mixed")
