@@ -63,6 +63,10 @@ from axon.verifier.cache import ProofCache
 #: candidates written per case, and modules per bundle at most (a few MB)
 PER_CASE = 4
 MAX_MODULES = 200
+#: a case keeps only candidates the cost model prices within this factor of its best: one
+#: priced past it wins only where the model is wrong by more than that, and a GPU's time is
+#: better spent on the launches near the best
+KEPT_BAND = 3.0
 
 
 @dataclass
@@ -180,8 +184,9 @@ def bundle_case(program: Program, sizes: Mapping[str, int], profile: str, func: 
 
 
 def kept_candidates(passed: Sequence[Candidate], limit: int) -> list[Candidate]:
-    """At most `limit` of a case's candidates that passed, best first: the best of each
-    tiling, over the programs, before runners-up (`ranked_bounded`: two variants of a program
+    """At most `limit` of a case's candidates that passed, best first, among those priced
+    within `KEPT_BAND` of the best: the best of each tiling, over the programs, before
+    runners-up (`ranked_bounded`: two variants of a program
     often tile to kernels that differ only in the order of their ops), and, where `limit` is 2
     or more, at least one KB autotune launch of the best one's tiling when one passed (in
     place of the last kept). The cost model prices the KB's configurations like its own tile
@@ -191,6 +196,10 @@ def kept_candidates(passed: Sequence[Candidate], limit: int) -> list[Candidate]:
     def group(c: Candidate) -> str:
         return c.tiling
 
+    finite = [c.modeled_ms for c in passed if math.isfinite(c.modeled_ms)]
+    if finite:  # a tiling priced far above the best is not worth a GPU's time
+        band = min(finite) * KEPT_BAND
+        passed = [c for c in passed if c.modeled_ms <= band]
     kept = ranked_bounded(passed, cost=lambda c: c.modeled_ms, group=group, limit=limit).chosen
     if limit < 2 or not kept:
         return kept

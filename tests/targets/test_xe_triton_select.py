@@ -281,9 +281,9 @@ def test_a_case_keeps_a_kb_launch_of_its_best_tiling() -> None:
     passed = [_candidate("p", "blocks_k", 1.0, "tile sizes", 0),
               _candidate("p", "blocks_k", 1.0, "autotune", 1),
               _candidate("p", "blocks_k", 1.0, "autotune", 2),
-              _candidate("p", "blocks", 2.0, "tile sizes", 3),
-              _candidate("p", "rows_k", 3.0, "tile sizes", 4),
-              _candidate("p", "rows_k", 0.5, "autotune", 5)]
+              _candidate("p", "blocks", 1.2, "tile sizes", 3),
+              _candidate("p", "rows_k", 1.4, "tile sizes", 4),
+              _candidate("p", "rows_k", 0.9, "autotune", 5)]
     ranked = ranked_bounded(passed, lambda c: c.modeled_ms, lambda c: (c.variant, c.tiling), 3)
     assert [c.id for c in ranked.chosen] == [
         "p.rows_k.autotune5", "p.blocks_k.tile sizes0", "p.blocks.tile sizes3"]
@@ -300,6 +300,16 @@ def test_a_case_keeps_a_kb_launch_of_its_best_tiling() -> None:
     assert kept_candidates([c for c in passed if c.origin != "autotune"], 3) == (
         ranked_bounded([c for c in passed if c.origin != "autotune"], lambda c: c.modeled_ms,
                        lambda c: (c.variant, c.tiling), 3).chosen)
+
+
+def test_a_case_keeps_no_candidate_priced_far_above_its_best() -> None:
+    passed = [_candidate("p", "rows", 1.0, "tile sizes", 0),
+              _candidate("p", "rows_k", 2.9, "tile sizes", 1),
+              _candidate("p", "blocks", 3.1, "tile sizes", 2),
+              _candidate("p", "blocks_k", float("inf"), "tile sizes", 3)]
+    # within KEPT_BAND (3x) of the best only, however many places are left
+    assert [c.id for c in kept_candidates(passed, 4)] == ["p.rows.tile sizes0",
+                                                          "p.rows_k.tile sizes1"]
 
 
 def test_the_1024_cube_matmul_bundles_the_kb_small_gemm_launch_with_host_descriptors() -> None:
