@@ -168,9 +168,10 @@ def test_nc_transpose_on_vector_engine(trn2: HardwareLimits, data: st.DataObject
     assert all(out[i, j] == x[j, i] for i in range(f) for j in range(p))
 
 
-BINARY = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
-          "multiply": lambda a, b: a * b, "maximum": max, "minimum": min,
-          "greater": lambda a, b: float(a > b), "abs_max": lambda a, b: max(abs(a), abs(b))}
+BINARY: dict[str, Callable[[float, float], float]] = {
+    "add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
+    "multiply": lambda a, b: a * b, "maximum": max, "minimum": min,
+    "greater": lambda a, b: float(a > b), "abs_max": lambda a, b: max(abs(a), abs(b))}
 
 
 @EXAMPLES
@@ -227,11 +228,12 @@ def test_tensor_scalar_one_and_two_ops(trn2: HardwareLimits, data: st.DataObject
     close(out, expected, np.dtype(np.float32))
 
 
-ACTIVATIONS = {"exp": math.exp, "tanh": math.tanh, "square": lambda v: v * v,
-               "relu": lambda v: max(v, 0.0), "copy": lambda v: v,
-               "sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)),
-               "silu": lambda v: v / (1.0 + math.exp(-v)), "gelu": lambda v: 0.5 * v * (
-                   1.0 + math.erf(v / math.sqrt(2.0)))}
+ACTIVATIONS: dict[str, Callable[[float], float]] = {
+    "exp": math.exp, "tanh": math.tanh, "square": lambda v: v * v,
+    "relu": lambda v: max(v, 0.0), "copy": lambda v: v,
+    "sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)),
+    "silu": lambda v: v / (1.0 + math.exp(-v)),
+    "gelu": lambda v: 0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0)))}
 
 
 @EXAMPLES
@@ -286,14 +288,16 @@ def test_tensor_reduce_over_trailing_free_axes(trn2: HardwareLimits, data: st.Da
         return store(res)
 
     out = run(body, x, limits=trn2)
-    combine = {"add": sum, "maximum": max, "minimum": min, "multiply": math.prod}[op]
+    reducers: dict[str, Callable[[list[float]], float]] = {
+        "add": sum, "maximum": max, "minimum": min, "multiply": math.prod}
+    combine = reducers[op]
     expected = np.empty(kept)
     for i in range(p):
         if axes == (2,):
             for j in range(f1):
-                expected[i, j] = combine(float(v) for v in x[i, j, :])
+                expected[i, j] = combine([float(v) for v in x[i, j, :]])
         else:
-            expected[i, 0] = combine(float(v) for v in x[i].reshape(-1))
+            expected[i, 0] = combine([float(v) for v in x[i].reshape(-1)])
     if negate:
         expected = -expected
     np.testing.assert_allclose(out, expected, rtol=1e-5)
@@ -332,7 +336,8 @@ def test_tensor_tensor_scan(trn2: HardwareLimits, data: st.DataObject, p: int, f
         return store(res)
 
     out = run(body, d0, d1, init, limits=trn2)
-    fns = {"add": lambda a, b: a + b, "multiply": lambda a, b: a * b, "maximum": max}
+    fns: dict[str, Callable[[float, float], float]] = {
+        "add": lambda a, b: a + b, "multiply": lambda a, b: a * b, "maximum": max}
     expected = np.empty((p, f))
     for i in range(p):
         r = float(init[i, 0]) if tile_initial else 0.25
@@ -379,11 +384,12 @@ def test_affine_select(trn2: HardwareLimits, data: st.DataObject, p: int, f: int
         return store(res)
 
     out = run(body, x, limits=trn2)
-    compare = {"greater_equal": lambda v: v >= 0, "equal": lambda v: v == 0,
-               "less": lambda v: v < 0}[cmp]
+    compare: dict[str, Callable[[int], bool]] = {
+        "greater_equal": lambda v: v >= 0, "equal": lambda v: v == 0, "less": lambda v: v < 0}
+    keeps = compare[cmp]
     for i in range(p):
         for j in range(f):
-            keep = compare(offset + i * multiplier - j)
+            keep = keeps(offset + i * multiplier - j)
             assert out[i, j] == (x[i, j] if keep else np.float32(-9999.0))
 
 
