@@ -336,7 +336,7 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
                               f"across a bank boundary; a matmul result must lie in one bank "
                               f"(psum_bank_bytes={lim.psum_bank_bytes}, psum_bank_free_max="
                               f"{lim.psum_bank_free_max}, {lim.profile})")
-    product = np.matmul(_flat(_read(st), k).T, _flat(_read(mv), k), dtype=F32).reshape(d.shape)
+    product = (_flat(_read(st), k).T @ _flat(_read(mv), k)).reshape(d.shape)
     written = _matmul_mask(d) if d.dtype == F32 else None
     if accumulate is True and written is not None and not written.all():
         raise SimulationError(f"{api}: accumulate=True onto PSUM elements no matmul has written "
