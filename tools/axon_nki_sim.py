@@ -8,6 +8,8 @@ of `nki`, `nki.language` and `nki.isa` get the simulator's surface, and only tha
 `targets/nki/simulator/loader.py`). Each `.npy` input becomes an HBM tensor, in order. The
 outputs are summarized on stdout and, with `--output`, saved as `output_0`, `output_1`, ... in an
 `.npz`; `--trace` writes one JSON object per executed instruction (`simulator/trace.py`).
+Warnings (`kernel.py:LINE: warning: ...`, e.g. an activation input outside the range the device's
+approximation covers) go to stderr.
 
 Exit status: 0 when the kernel ran, 1 for a user error (a bad command line or input, a kernel
 that fails: `kernel.py:LINE: error: ...`), 2 for an internal error (`--debug` shows its
@@ -21,12 +23,19 @@ import dataclasses
 import json
 import sys
 import traceback
+import warnings
 from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
 
-from axon.targets.nki.simulator import KernelError, SimulationError, load_kernel, simulate
+from axon.targets.nki.simulator import (
+    KernelError,
+    SimulationError,
+    SimulationWarning,
+    load_kernel,
+    simulate,
+)
 from axon.targets.nki.simulator.trace import Trace
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.profiles import ProfileError
@@ -92,7 +101,11 @@ def _run(args: argparse.Namespace) -> int:
         raise UserError(str(err)) from err
     inputs = [_load_input(path) for path in args.inputs]
     kernel = load_kernel(args.kernel, args.kernel_name)
-    result, trace = simulate(kernel, *inputs, limits=limits, grid=grid, trace=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SimulationWarning)
+        result, trace = simulate(kernel, *inputs, limits=limits, grid=grid, trace=True)
+    for warning in caught:
+        print(str(warning.message), file=sys.stderr)
     outputs = result if isinstance(result, tuple) else (result,)
     for n, out in enumerate(outputs):
         values = out.astype(np.float64)

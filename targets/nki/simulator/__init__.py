@@ -18,7 +18,7 @@ Errors are `KernelError`s at the kernel's file and line. `trace.py` defines the 
 record the NeuronCore cost model reads.
 """
 
-from axon.targets.nki.simulator.errors import KernelError, SimulationError
+from axon.targets.nki.simulator.errors import KernelError, SimulationError, SimulationWarning
 from axon.targets.nki.simulator.kernel import JitKernel, jit
 from axon.targets.nki.simulator.limits import HardwareLimits
 from axon.targets.nki.simulator.loader import load_kernel
@@ -26,4 +26,4 @@ from axon.targets.nki.simulator.run import simulate
 from axon.targets.nki.simulator.trace import Access, Instruction, Trace
 
 __all__ = ["Access", "HardwareLimits", "Instruction", "JitKernel", "KernelError",
-           "SimulationError", "Trace", "jit", "load_kernel", "simulate"]
+           "SimulationError", "SimulationWarning", "Trace", "jit", "load_kernel", "simulate"]

@@ -19,3 +19,9 @@ class KernelError(Exception):
         self.file = file
         self.line = line
         self.message = message
+
+
+class SimulationWarning(UserWarning):
+    """Something the kernel does that the device would compute differently from the simulator
+    (an activation input outside the range its ScalarE approximation covers). The message starts
+    with `file:line: warning:`."""

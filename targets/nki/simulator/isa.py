@@ -10,13 +10,14 @@ instruction and the rule or limit; `simulate` locates it at the kernel's line.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from axon.targets.nki.simulator import ops as _ops
-from axon.targets.nki.simulator.errors import SimulationError
+from axon.targets.nki.simulator.errors import SimulationError, SimulationWarning
 from axon.targets.nki.simulator.state import RunState, current
 from axon.targets.nki.simulator.tensor import Tensor
 from axon.targets.nki.simulator.trace import Engine, OptionValue
@@ -437,6 +438,8 @@ def activation(dst: Tensor, op: object, data: Tensor, bias: object = None,
             if isinstance(bias, Tensor):
                 reads.append(("bias", bias))
         out = np.asarray(fn.unary(values), dtype=F32)
+    if fn.valid is not None:
+        _check_range(state, api, fn, values)
     _write(d, out)
     writes = [("dst", d)]
     reducing = reduce_op is not None or reduce_res is not None
@@ -460,6 +463,21 @@ def activation(dst: Tensor, op: object, data: Tensor, bias: object = None,
             writes.append(("reduce_res", r))
     _trace(state, "activation", "ACT", reads, writes, function=fn.name, reduce=reducing,
            scale_is_tile=isinstance(scale, Tensor))
+
+
+def _check_range(state: RunState, api: str, fn: _ops.Op, values: np.ndarray) -> None:
+    """Warn when inputs fall outside the range ScalarE's approximation of `fn` covers."""
+    assert fn.valid is not None
+    low, high = fn.valid
+    checked = np.abs(values) if fn.valid_magnitude else values
+    outside = int(np.count_nonzero((checked < low) | (checked > high)))
+    if outside:
+        file, line = state.location()
+        bound = "|x| in" if fn.valid_magnitude else "x in"
+        warnings.warn(SimulationWarning(
+            f"{file}:{line}: warning: {api}: {outside} of {values.size} inputs of {fn.name} lie "
+            f"outside {bound} [{low:.6g}, {high:.6g}], where ScalarE's approximation is invalid "
+            f"(the simulator computes exact values)"), stacklevel=2)
 
 
 def activation_reduce(dst: Tensor, op: object, data: Tensor, reduce_op: object,

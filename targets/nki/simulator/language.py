@@ -270,9 +270,9 @@ def _sbuf_operand(value: Any, api: str) -> Tensor:
 
 
 def elementwise(op: Op, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor:
-    """`nl.<op>(x[, y], dtype=None)` on tiles: a new SBUF tile computed by activation (unary),
-    tensor_tensor (two tiles of one shape) or tensor_scalar (a tile and a number or a [P, 1]
-    tile)."""
+    """`nl.<op>(x[, y], dtype=None)` on tiles: a new SBUF tile computed by tensor_copy
+    (`nl.copy`), activation (other unary functions), tensor_tensor (two tiles of one shape) or
+    tensor_scalar (a tile and a number or a [P, 1] tile)."""
     api = f"nl.{op.name}"
     dtype = kwargs.pop("dtype", None)
     if kwargs:
@@ -282,7 +282,9 @@ def elementwise(op: Op, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Tensor
             raise SimulationError(f"{api}: expected one tile, got {len(args)} arguments")
         x = _sbuf_operand(args[0], api)
         out = ndarray(x.shape, x.dtype if dtype is None else dtype, buffer=sbuf)
-        if op.bitvec:
+        if op is copy:
+            _isa.tensor_copy(out, x)
+        elif op.bitvec:
             _isa.tensor_scalar(out, x, bitwise_xor, -1)
         else:
             _isa.activation(out, op, x)

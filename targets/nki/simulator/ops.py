@@ -36,17 +36,21 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 class Op:
     """An ALU operator (`binary`) or an activation function (`unary`), by its NKI name.
 
-    `valid` is the input range ScalarE's approximation covers (nki.md section 3.3); the simulator
-    computes exact values and reports inputs outside it."""
+    `valid` is the input range ScalarE's approximation covers (../shared/reference/nki.md section
+    3.3, from SDK@HEAD:nki/api/nki.api.shared.rst "nki-act-func"); the simulator computes exact
+    values and warns about inputs outside it."""
 
     def __init__(self, name: str, *, binary: Callable[[Any, Any], Any] | None = None,
                  unary: Callable[[Any], Any] | None = None, bitvec: bool = False,
-                 valid: tuple[float, float] | None = None, reduce: bool = False):
+                 valid: tuple[float, float] | None = None, valid_magnitude: bool = False,
+                 reduce: bool = False):
         self.name = name
         self.binary = binary
         self.unary = unary
         self.bitvec = bitvec
         self.valid = valid
+        self.valid_magnitude = valid_magnitude
+        """`valid` bounds the input's magnitude rather than its value (reciprocal)."""
         self.reduce = reduce
         """Usable as a reduction operator (tensor_reduce, activation's reduce_op)."""
 
@@ -93,7 +97,8 @@ exp = Op("exp", unary=np.exp)
 log = Op("log", unary=np.log, valid=(2.0 ** -64, 2.0 ** 64))
 sqrt = Op("sqrt", unary=np.sqrt, valid=(2.0 ** -116, 2.0 ** 118))
 rsqrt = Op("rsqrt", unary=lambda x: F32(1.0) / np.sqrt(x), valid=(2.0 ** -87, 2.0 ** 97))
-reciprocal = Op("reciprocal", unary=lambda x: F32(1.0) / x)
+reciprocal = Op("reciprocal", unary=lambda x: F32(1.0) / x, valid=(2.0 ** -42, 2.0 ** 42),
+                valid_magnitude=True)
 square = Op("square", unary=np.square)
 tanh = Op("tanh", unary=np.tanh)
 sigmoid = Op("sigmoid", unary=_sigmoid)

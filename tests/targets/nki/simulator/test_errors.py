@@ -12,7 +12,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from axon.targets.nki.simulator import HardwareLimits, KernelError, SimulationError, simulate
+from axon.targets.nki.simulator import (
+    HardwareLimits,
+    KernelError,
+    SimulationError,
+    SimulationWarning,
+    simulate,
+)
 from axon.targets.nki.simulator import api as nki
 from axon.targets.nki.simulator import isa as nisa
 from axon.targets.nki.simulator import language as nl
@@ -213,3 +219,45 @@ def test_calling_a_kernel_directly_says_how_to_run_it() -> None:
     kernel = nki.jit(lambda x: x)
     with pytest.raises(SimulationError, match=r"runs through the simulator: simulate\("):
         kernel(X)
+
+
+def test_activation_inputs_outside_scalar_engine_range_are_flagged(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        tile = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=x)
+        res = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=res, op=nl.rsqrt, data=tile)  # warns here
+        return store_hbm(res)
+
+    x = np.ones((128, 64), dtype=np.float32)
+    x[3, :5] = 0.0
+    with pytest.warns(SimulationWarning) as caught:
+        out = simulate(nki.jit(body), x, limits=trn2)
+    lines, first = inspect.getsourcelines(body)
+    line = first + next(n for n, text in enumerate(lines) if "# warns here" in text)
+    assert [str(w.message) for w in caught] == [
+        f"{__file__}:{line}: warning: nisa.activation: 5 of 8192 inputs of rsqrt lie outside "
+        f"x in [6.46235e-27, 1.58456e+29], where ScalarE's approximation is invalid (the "
+        f"simulator computes exact values)"]
+    assert np.isinf(out[3, :5]).all() and (out[3, 5:] == 1.0).all()
+
+
+def test_activation_inputs_in_range_are_not_flagged(trn2: HardwareLimits,
+                                                    recwarn: pytest.WarningsRecorder) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        tile = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=x)
+        res = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=res, op=nl.reciprocal, data=tile, scale=-1.0)
+        return store_hbm(res)
+
+    out = simulate(nki.jit(body), np.full((128, 64), 4.0, dtype=np.float32), limits=trn2)
+    assert (out == -0.25).all()
+    assert not [w for w in recwarn if issubclass(w.category, SimulationWarning)]
+
+
+def store_hbm(tile: Any) -> Any:
+    """A shared_hbm output holding a tile."""
+    out = nl.ndarray(tile.shape, dtype=tile.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile)
+    return out
