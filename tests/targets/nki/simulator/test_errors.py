@@ -261,3 +261,38 @@ def store_hbm(tile: Any) -> Any:
     out = nl.ndarray(tile.shape, dtype=tile.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=tile)
     return out
+
+
+def test_dma_cannot_read_psum(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.psum)
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)  # fails here
+        return out
+
+    err = failure(body, X, limits=trn2)
+    assert err.message == ("nisa.dma_copy: src is a psum tensor (128, 64) float32; expected it "
+                           "in HBM or SBUF")
+
+
+def test_matmul_operands_fp32_on_both_sides_or_neither(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        a = nl.zeros((128, 128), dtype=nl.float32)
+        b = nl.zeros((128, 128), dtype=nl.bfloat16)
+        acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=a, moving=b)  # fails here
+        return x
+
+    err = failure(body, X, limits=trn2)
+    assert "if one is fp32 both must be" in err.message
+
+
+def test_reducing_the_partition_axis(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        tile = nl.zeros((128, 64), dtype=nl.float32)
+        res = nl.ndarray((1, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=res, op=nl.add, data=tile, axis=0)  # fails here
+        return x
+
+    err = failure(body, X, limits=trn2)
+    assert "never the partition axis 0" in err.message
