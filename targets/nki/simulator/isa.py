@@ -10,14 +10,13 @@ instruction and the rule or limit; `simulate` locates it at the kernel's line.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from axon.targets.nki.simulator import ops as _ops
-from axon.targets.nki.simulator.errors import SimulationError, SimulationWarning
+from axon.targets.nki.simulator.errors import SimulationError
 from axon.targets.nki.simulator.state import RunState, current
 from axon.targets.nki.simulator.tensor import Tensor
 from axon.targets.nki.simulator.trace import Engine, OptionValue
@@ -154,7 +153,7 @@ def _matmul_mask(t: Tensor) -> np.ndarray:
 
 def _write(dst: Tensor, values: np.ndarray) -> None:
     """Round `values` to dst's dtype and store them in dst's shape."""
-    dst.array[...] = _cast(np.asarray(values).reshape(dst.shape), dst.dtype)
+    dst.assign(_cast(np.asarray(values).reshape(dst.shape), dst.dtype))
     if dst.buffer == "psum" and dst.dtype == dst.allocation.storage.dtype:
         _matmul_mask(dst)[...] = False
 
@@ -191,6 +190,16 @@ def _flat(values: np.ndarray, partitions: int) -> np.ndarray:
 
 def _trace(state: RunState, name: str, eng: Engine, reads: Sequence[tuple[str, Tensor]],
            writes: Sequence[tuple[str, Tensor]], **options: OptionValue) -> None:
+    """Finish an instruction: warn about operands that read never-written memory (a dst read
+    for accumulation is exempt: nc_matmul overwrites what no matmul wrote) and append the
+    instruction to the trace when one is kept."""
+    for role, t in reads:
+        if role != "dst":
+            unwritten = t.unwritten()
+            if unwritten:
+                state.warn("unwritten", f"nisa.{name}: {role} reads {unwritten} of {t.array.size} "
+                                 f"elements of a {t.describe()} that nothing wrote (they hold "
+                                 f"the uninitialized pattern: NaN, or 4 for integers)")
     if state.trace is not None:
         state.record(name, eng, [(r, t.access()) for r, t in reads],
                      [(r, t.access()) for r, t in writes], options)
@@ -211,7 +220,7 @@ def dma_copy(dst: Tensor, src: Tensor, priority: object = None, oob_mode: str = 
         raise SimulationError(f"{api}: src {s.describe()} has {s.array.size} elements but dst "
                               f"{d.describe()} {d.array.size}; they must match")
     if d.dtype == s.dtype:
-        d.array[...] = s.array.reshape(d.shape)
+        d.assign(s.array.reshape(d.shape))
     else:
         _write(d, _read(s))
     _trace(state, "dma_copy", "SP-DMA", [("src", s)], [("dst", d)], dge_mode=dge_mode)
@@ -243,7 +252,7 @@ def dma_transpose(dst: Tensor, src: Tensor, axes: Sequence[int] | None = None,
     if moved.shape != d.shape:
         raise SimulationError(f"{api}: transposed src has shape {moved.shape} but dst "
                               f"{d.shape}")
-    d.array[...] = moved
+    d.assign(moved)
     _trace(state, "dma_transpose", "SP-DMA", [("src", s)], [("dst", d)], transpose=True)
 
 
@@ -259,7 +268,7 @@ def tensor_copy(dst: Tensor, src: Tensor, engine: str = engine.unknown,
     _same_partitions(api, d, "dst", s, "src")
     _same_free(api, d, "dst", s, "src")
     if d.dtype == s.dtype:
-        d.array[...] = s.array.reshape(d.shape)
+        d.assign(s.array.reshape(d.shape))
         if d.buffer == "psum":
             _matmul_mask(d)[...] = False
     else:
@@ -349,7 +358,7 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
         old = d.array.astype(F32)
         result = np.where(written, old + product, product) if accumulate is None \
             else old + product
-    d.array[...] = _cast(result, d.dtype)
+    d.assign(_cast(result, d.dtype))
     if written is not None:
         written[...] = True
     _trace(state, "nc_matmul", "PE", [("stationary", st), ("moving", mv)]
@@ -397,7 +406,7 @@ def nc_transpose(dst: Tensor, data: Tensor, engine: str = engine.unknown,
     if d.shape[0] != f or _free(d) != p:
         raise SimulationError(f"{api}: dst is {d.describe()}; expected [{f}, {p}]")
     if d.dtype == s.dtype:
-        d.array[...] = s.array.reshape(p, f).T.reshape(d.shape)
+        d.assign(s.array.reshape(p, f).T.reshape(d.shape))
         if d.buffer == "psum":
             _matmul_mask(d)[...] = False
     else:
@@ -472,12 +481,10 @@ def _check_range(state: RunState, api: str, fn: _ops.Op, values: np.ndarray) -> 
     checked = np.abs(values) if fn.valid_magnitude else values
     outside = int(np.count_nonzero((checked < low) | (checked > high)))
     if outside:
-        file, line = state.location()
         bound = "|x| in" if fn.valid_magnitude else "x in"
-        warnings.warn(SimulationWarning(
-            f"{file}:{line}: warning: {api}: {outside} of {values.size} inputs of {fn.name} lie "
-            f"outside {bound} [{low:.6g}, {high:.6g}], where ScalarE's approximation is invalid "
-            f"(the simulator computes exact values)"), stacklevel=2)
+        state.warn("range", f"{api}: {outside} of {values.size} inputs of {fn.name} lie outside "
+                         f"{bound} [{low:.6g}, {high:.6g}], where ScalarE's approximation is "
+                         f"invalid (the simulator computes exact values)")
 
 
 def activation_reduce(dst: Tensor, op: object, data: Tensor, reduce_op: object,
@@ -650,7 +657,7 @@ def iota(dst: Tensor, pattern: Sequence[Sequence[int]], offset: int = 0,
         raise SimulationError(f"{api}: pattern {pattern} makes {values.shape[1]} elements per "
                               f"partition but dst has {_free(d)}")
     ints = values.astype(np.int32)
-    d.array[...] = ints.reshape(d.shape).astype(d.dtype)
+    d.assign(ints.reshape(d.shape).astype(d.dtype))
     _trace(state, "iota", "POOL", [], [("dst", d)])
 
 

@@ -203,8 +203,41 @@ def test_fresh_tiles_hold_nan_or_four(trn2: HardwareLimits) -> None:
         nisa.dma_copy(dst=out_i, src=ints)
         return out_f, out_i
 
-    out_f, out_i = simulate(nki.jit(body), X, limits=trn2)
+    with pytest.warns(SimulationWarning) as caught:
+        out_f, out_i = simulate(nki.jit(body), X, limits=trn2)
     assert np.isnan(out_f.astype(np.float32)).all() and (out_i == 4).all()
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2
+    assert "warning: nisa.dma_copy: src reads 1024 of 1024 elements of a sbuf tensor (128, 8) " \
+           "bfloat16 that nothing wrote" in messages[0]
+    assert "src reads 1024 of 1024 elements of a sbuf tensor (128, 8) int32" in messages[1]
+
+
+def test_an_output_partly_never_written(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        tile = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=x)
+        nisa.dma_copy(dst=out[0:100], src=tile[0:100])
+        return out
+
+    with pytest.warns(SimulationWarning, match="kernel output 0 has 1792 of 8192 elements the "
+                                               "kernel never wrote"):
+        out = simulate(nki.jit(body), X, limits=trn2)
+    assert np.isnan(out[100:]).all() and (out[:100] == 0).all()
+
+
+def test_a_loop_warns_once_per_line(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        for _ in range(5):
+            tile = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=out, src=tile)
+        return out
+
+    with pytest.warns(SimulationWarning) as caught:
+        simulate(nki.jit(body), X, limits=trn2)
+    assert len(caught) == 1
 
 
 def test_an_input_of_a_dtype_nki_lacks(trn2: HardwareLimits) -> None:
