@@ -288,7 +288,10 @@ class Tensor:
 
     def unwritten(self) -> int:
         """How many elements of this view were never written."""
-        return int(np.count_nonzero(~self._written_bytes().all(axis=-1)))
+        flags = self._written_bytes()
+        if flags.all():  # the common case, and much faster than the per-element reduction
+            return 0
+        return int(np.count_nonzero(~flags.all(axis=-1)))
 
     def element_offset(self) -> int:
         """The first element's offset in the storage, in elements of this view's dtype."""
