@@ -292,6 +292,11 @@ def memset(dst: Tensor, value: float | int, engine: str = engine.unknown,
 
 # --- TensorE ---------------------------------------------------------------------------------
 
+#: the dtypes TensorE takes as matmul inputs (tfloat32 is stored as float32)
+_MATMUL_INPUTS = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2", "bfloat16", "float16",
+                  "float32")
+
+
 def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
               is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, accumulate: bool | None = None,
@@ -327,6 +332,10 @@ def nc_matmul(dst: Tensor, stationary: Tensor, moving: Tensor,
     if d.shape[0] != m or _free(d) != n:
         raise SimulationError(f"{api}: dst is {d.describe()}; expected [{m}, {n}] "
                               f"(stationary free size x moving free size)")
+    for t, role in ((st, "stationary"), (mv, "moving")):
+        if t.dtype.name not in _MATMUL_INPUTS:
+            raise SimulationError(f"{api}: {role} is {t.dtype.name}; TensorE multiplies "
+                                  f"{', '.join(_MATMUL_INPUTS)}")
     floats32 = {np.dtype(F32)}
     if (st.dtype in floats32) != (mv.dtype in floats32):
         raise SimulationError(f"{api}: stationary is {st.dtype.name} and moving "

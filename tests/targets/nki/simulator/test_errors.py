@@ -329,3 +329,15 @@ def test_reducing_the_partition_axis(trn2: HardwareLimits) -> None:
 
     err = failure(body, X, limits=trn2)
     assert "never the partition axis 0" in err.message
+
+
+def test_matmul_of_integers(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        a = nl.zeros((128, 128), dtype=nl.int32)
+        acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=a, moving=a)  # fails here
+        return x
+
+    err = failure(body, X, limits=trn2)
+    assert err.message.startswith("nisa.nc_matmul: stationary is int32; TensorE multiplies "
+                                  "float8_e4m3, ")
