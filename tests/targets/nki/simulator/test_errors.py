@@ -341,3 +341,17 @@ def test_matmul_of_integers(trn2: HardwareLimits) -> None:
     err = failure(body, X, limits=trn2)
     assert err.message.startswith("nisa.nc_matmul: stationary is int32; TensorE multiplies "
                                   "float8_e4m3, ")
+
+
+def test_capacity_follows_the_profile(trn2: HardwareLimits) -> None:
+    from axon.targets.nki.simulator_limits import load_limits
+
+    def body(x):  # type: ignore[no-untyped-def]
+        # 50,000 fp32 = 200,000 bytes a partition: within Trn2's 212,984, past Trn1's 196,608
+        big = nl.ndarray((128, 50000), dtype=nl.float32, buffer=nl.sbuf)  # fails here
+        return big
+
+    with pytest.raises(KernelError, match="outputs must be nl.shared_hbm"):
+        simulate(nki.jit(body), X, limits=trn2)
+    err = failure(body, X, limits=load_limits("trn1"))
+    assert err.message.endswith("limit sbuf_partition_bytes=196608 bytes (trn1)")
