@@ -70,6 +70,7 @@ ENGINES: dict[str, Engine] = {engine.tensor: "PE", engine.vector: "DVE", engine.
             engine.gpsimd: "POOL", engine.sync: "SP-DMA"}
 
 def tensor_operand(value: object, api: str, role: str, buffers: Sequence[str]) -> Tensor:
+    """`value` as a tensor in one of `buffers`; SimulationError naming the operand otherwise."""
     if not isinstance(value, Tensor):
         raise SimulationError(f"{api}: {role} must be a tensor, got {type(value).__name__}")
     if value.buffer not in buffers:
@@ -97,6 +98,7 @@ def engine_operand(state: RunState, value: object, api: str, role: str,
 
 
 def alu_op(value: object, api: str, role: str) -> _ops.Op:
+    """`value` as an operator (an `nl` operator, or a numpy ufunc legacy kernels pass)."""
     if isinstance(value, _ops.Op):
         return value
     if value in _ops.UFUNCS:
@@ -106,16 +108,19 @@ def alu_op(value: object, api: str, role: str) -> _ops.Op:
 
 
 def free_size(t: Tensor) -> int:
+    """Elements per partition (the product of the free dims)."""
     return int(np.prod(t.shape[1:], dtype=np.int64)) if t.ndim > 1 else 1
 
 
 def same_partitions(api: str, a: Tensor, a_role: str, b: Tensor, b_role: str) -> None:
+    """Two operands must span the same number of partitions."""
     if a.shape[0] != b.shape[0]:
         raise SimulationError(f"{api}: {a_role} spans {a.shape[0]} partitions but {b_role} "
                               f"{b.shape[0]}; they must match")
 
 
 def same_free(api: str, a: Tensor, a_role: str, b: Tensor, b_role: str) -> None:
+    """Two operands must hold the same number of elements per partition."""
     if free_size(a) != free_size(b):
         raise SimulationError(f"{api}: {a_role} has {free_size(a)} elements per partition but "
                               f"{b_role} {free_size(b)}; they must match")
@@ -170,6 +175,7 @@ def scalar_operand(state: RunState, value: object, api: str, role: str,
 
 
 def apply(op: _ops.Op, a: Any, b: Any, api: str) -> np.ndarray:
+    """`a op b` in fp32 (bitvec operators on the integers), broadcasting numpy-style."""
     if op.binary is None:
         raise SimulationError(f"{api}: {op!r} is not a binary ALU operator")
     if op.bitvec:
@@ -181,6 +187,7 @@ def apply(op: _ops.Op, a: Any, b: Any, api: str) -> np.ndarray:
 
 
 def flat(values: np.ndarray, partitions: int) -> np.ndarray:
+    """`values` as [partitions, free elements] (free dims flattened row-major)."""
     return values.reshape(partitions, -1)
 
 
