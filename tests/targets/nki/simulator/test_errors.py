@@ -24,11 +24,12 @@ from axon.targets.nki.simulator import isa as nisa
 from axon.targets.nki.simulator import language as nl
 
 
-def failure(body: Callable[..., Any], *inputs: Any, limits: HardwareLimits) -> KernelError:
+def failure(body: Callable[..., Any], *inputs: Any, limits: HardwareLimits,
+            grid: tuple[int, ...] | None = None) -> KernelError:
     """The KernelError `body` run as a kernel raises; its line is checked to be the body's line
     holding the `# fails here` marker."""
     with pytest.raises(KernelError) as info:
-        simulate(nki.jit(body), *inputs, limits=limits)
+        simulate(nki.jit(body), *inputs, limits=limits, grid=grid)
     err = info.value
     lines, first = inspect.getsourcelines(body)
     marked = [first + n for n, text in enumerate(lines) if "# fails here" in text]
@@ -355,3 +356,14 @@ def test_capacity_follows_the_profile(trn2: HardwareLimits) -> None:
         simulate(nki.jit(body), X, limits=trn2)
     err = failure(body, X, limits=load_limits("trn1"))
     assert err.message.endswith("limit sbuf_partition_bytes=196608 bytes (trn1)")
+
+
+def test_programs_of_a_grid_must_agree_on_shared_outputs(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        rows = 4 + nl.program_id(0)
+        out = nl.ndarray((rows, 8), dtype=nl.float32, buffer=nl.shared_hbm)  # fails here
+        return out
+
+    err = failure(body, X, limits=trn2, grid=(2,))
+    assert err.message == ("nl.ndarray: program (1,)'s shared_hbm tensor (5, 8) float32 differs "
+                           "from program 0's (4, 8) float32")
