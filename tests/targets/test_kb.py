@@ -315,8 +315,34 @@ def test_the_a770_gets_no_dpas_nor_large_grf_patterns() -> None:
 def test_the_h200_takes_the_cuda_grid_and_a_wider_swizzle() -> None:
     settings = settings_for(load_device("h200"), big_bf16_matmul())
     assert settings.group_size_m == (8,) and settings.grf_mode is None
-    assert settings.block_io == "tensor_descriptor"
+    assert settings.block_io == "host_descriptor"  # TMA descriptors the host makes
     assert not any(i.startswith("xpu_") for i in ids("h200", big_bf16_matmul()))
+
+
+def launch(config: Config) -> tuple[int | None, ...]:
+    return (config.block_m, config.block_n, config.block_k, config.num_warps, config.num_stages)
+
+
+def test_the_h200_small_and_skinny_gemms_start_from_the_measured_launches() -> None:
+    h200 = load_device("h200")
+    cube = KernelFacts("matmul", "bf16", has_dot=True, m=1024, n=1024, k=1024, grid_dims=2)
+    assert launch(autotune_grid(h200, cube)[0]) == (64, 128, 128, 4, 4)
+    # a few rows: 16-row tiles, narrow column blocks, deep K steps (over the small-GEMM grid)
+    for m, n in ((2, 6144), (16, 4096)):
+        skinny = KernelFacts("matmul", "bf16", has_dot=True, m=m, n=n, k=4096, grid_dims=2)
+        found = ids("h200", skinny)
+        assert found.index("cuda_skinny_gemm_grid") < found.index("cuda_small_gemm_grid")
+        grid = autotune_grid(h200, skinny)
+        assert launch(grid[0]) == (16, 64, 256, 4, 4)
+        assert {c.block_m for c in grid} == {16}
+        assert settings_for(h200, skinny).block_io == "host_descriptor"
+    # not measured with two dots (a gated MLP), nor past 16 rows
+    gated = KernelFacts("matmul", "bf16", has_dot=True, m=8, n=4096, k=4096, grid_dims=2,
+                        dots=2)
+    assert "cuda_skinny_gemm_grid" not in ids("h200", gated)
+    rows = KernelFacts("matmul", "bf16", has_dot=True, m=64, n=4096, k=4096, grid_dims=2)
+    assert "cuda_skinny_gemm_grid" not in ids("h200", rows)
+    assert "cuda_skinny_gemm_grid" not in ids("max1550", big_bf16_matmul(m=16, programs=8))
 
 
 def test_a_1_d_grid_gets_no_swizzle_and_a_batch_goes_to_axis_1() -> None:

@@ -200,7 +200,7 @@ def test_descriptors_are_used_where_the_tensors_allow_them() -> None:
     assert "tl.make_tensor_descriptor(in0_ptr, shape=[M, K], strides=[K, 1], " \
            "block_shape=[BM, BK])" in text
     assert 'boundary_check=(0, 1), padding_option="zero")' in text
-    assert "block_io='tensor_descriptor'" in text  # the KB's choice for the H200 (TMA)
+    assert "block_io='host_descriptor'" in text  # the KB's choice for the H200 (TMA)
     # Intel: descriptors too (the XPU backend's recommended path), with its 2D block rules
     intel = emit_triton(tiled(func, "blocks_k"), device="max1550", tile_sizes=WIDE).text
     assert "t.data_ptr() % 64" in intel and "t.shape[-1] * size < 64" in intel
@@ -250,7 +250,7 @@ def test_launch_options_and_autotune_grid_come_from_the_kb() -> None:
     sizes = {"M": 4096, "N": 4096, "K": 4096}
     emitted = emit_triton(tiled(func, "blocks_k"), tile_sizes=BLOCKS, sizes=sizes)
     assert emitted.options == {"num_stages": 3, "GROUP_SIZE_M": 8,
-                               "block_io": "tensor_descriptor"}
+                               "block_io": "host_descriptor"}
     assert "GROUP_SIZE_M=8, num_warps=4, num_stages=3" in emitted.text
     with tempfile.TemporaryDirectory() as scratch:
         configs = load_module(emitted, Path(scratch)).autotune_configs()
@@ -262,11 +262,12 @@ def test_launch_options_and_autotune_grid_come_from_the_kb() -> None:
     (bf16_func,) = (op for op in bf16.ops if isinstance(op, FuncOp))
     assert emit_triton(tiled(bf16_func, "blocks_k"), tile_sizes=BLOCKS, sizes=sizes).configs[0][
         "BK"] == 64
-    # a small GEMM (1024^3: 64 tiles of 128x128 for 132 SMs) starts from 64x128 tiles at 4
-    # warps and 4 stages, and takes 4 stages and host-made descriptors by default
+    # a small GEMM (1024^3: 64 tiles of 128x128 for 132 SMs) starts from 64x128 tiles with a
+    # K step of 128 at 4 warps and 4 stages, and takes 4 stages and host-made descriptors by
+    # default
     small = emit_triton(tiled(bf16_func, "blocks_k"), tile_sizes=BLOCKS,
                         sizes={"M": 1024, "N": 1024, "K": 1024})
-    assert small.configs[0] == {"BM": 64, "BN": 128, "BK": 64, "GROUP_SIZE_M": 8,
+    assert small.configs[0] == {"BM": 64, "BN": 128, "BK": 128, "GROUP_SIZE_M": 8,
                                 "num_warps": 4, "num_stages": 4}
     assert small.options == {"num_stages": 4, "GROUP_SIZE_M": 8,
                              "block_io": "host_descriptor"}

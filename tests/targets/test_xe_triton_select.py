@@ -320,10 +320,10 @@ def test_the_1024_cube_matmul_bundles_the_kb_small_gemm_launch_with_host_descrip
     finally:
         executor.close()
     (case,) = [c for c in cases if c.case == "matmul_1024x1024x1024"]
-    # the KB's small-GEMM grid starts at 64x128x64, 4 warps, 4 stages (cuda_small_gemm_grid)
+    # the KB's small-GEMM grid starts at 64x128x128, 4 warps, 4 stages (cuda_small_gemm_grid)
     small_gemm = [c for c in case.candidates
                   if {k: c.kwargs.get(k) for k in ("BM", "BN", "BK", "num_warps", "num_stages")}
-                  == {"BM": 64, "BN": 128, "BK": 64, "num_warps": 4, "num_stages": 4}]
+                  == {"BM": 64, "BN": 128, "BK": 128, "num_warps": 4, "num_stages": 4}]
     assert small_gemm, [c.id for c in case.candidates]
     assert any(".stages4." in c.id for c in small_gemm)  # the KB's launch, by its id
     for c in small_gemm:
