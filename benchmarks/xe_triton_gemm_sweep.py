@@ -224,9 +224,7 @@ def _inputs(program: str, sizes: dict[str, int]) -> list[Any]:
 
 
 def _function(folder: Path, where: str) -> Callable[..., Any]:
-    if where == SPLIT_K:
-        path = folder / "split_k.py"
-        path.write_text(SPLIT_K_SOURCE)
+    if where == SPLIT_K:  # written by `run` before any worker starts
         return _module(folder, "split_k").split_k  # type: ignore[no-any-return]
     name, function = where.split(":")
     return getattr(_module(folder, name), function)  # type: ignore[no-any-return]
@@ -273,6 +271,7 @@ def run(folder: Path, out: Path, budget_s: float) -> int:
         print(f"[{time.time() - start:6.1f}s] {text}", flush=True)
 
     cases = sweep_cases()
+    (folder / "split_k.py").write_text(SPLIT_K_SOURCE)
     jobs = [(str(folder), program, where, sizes, launch) for _, program, sizes, parts in cases
             for _, where, launches in parts if where != STAGED for launch in launches]
     say(f"{len(jobs)} launches to compile")
