@@ -462,14 +462,3 @@ def test_nvidia_accumulators_that_would_spill_and_two_dots_stages_are_dropped() 
     # Intel's registers are another matter: its grid keeps 256x256 tiles
     pvc = load_device("max1550")
     assert config_error(pvc, one, Config(block_m=256, block_n=256, num_warps=32)) is None
-
-
-def test_an_h200_norm_held_in_one_block_a_row_takes_one_or_two_rows_a_program() -> None:
-    h200 = load_device("h200")
-    rows = KernelFacts("norm", "bf16", m=1024, n=1024, grid_dims=1)
-    settings = settings_for(h200, rows)
-    assert (settings.block_m, settings.num_warps) == ((1, 2), (4, 8))
-    assert [(c.block_m, c.num_warps) for c in autotune_grid(h200, rows)][:2] == [(1, 4), (1, 8)]
-    # a loop over the row (multipass) and an Intel device keep their launches
-    assert settings_for(h200, KernelFacts("norm", "bf16", m=1024, n=4096, k=4096)).block_m is None
-    assert "cuda_norm_rows_launch" not in ids("max1550", rows)
