@@ -116,6 +116,9 @@ class Limits:
     """Largest free size of a matmul's stationary operand."""
     matmul_moving_free_max: Quantity | None = None
     """Largest free size of a matmul's moving operand."""
+    vector_transpose_max: Quantity | None = None
+    """NeuronCore: largest partition and free size of a VectorE transpose (`nc_transpose` on
+    the Vector engine)."""
 
 
 @dataclass(frozen=True)
