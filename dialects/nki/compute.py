@@ -407,7 +407,7 @@ class TensorTensorScanOp(NkiOp):
         body = combine(Read(0, at), Read(1, at))
         initial = float(attrs.get("initial", 0.0))
         if initial != identity:
-            first = call("select", call("eq", Index(IntExpr.sym(r)), Const(0)), Const(initial),
+            first = call("select", call("lt", Index(IntExpr.sym(r)), Const(1)), Const(initial),
                          Const(identity))
             body = (call("add", body, first) if reduction == "add" else
                     call("mul", body, first) if reduction == "mul" else

@@ -1,0 +1,328 @@
+"""Each `nki` instruction's generic form, run by the reference interpreter on random tiles of
+random shapes within the NKI limits, against an independent numpy statement of the
+instruction (reference/nki.md section 3): compute in fp32, round once to the dst dtype."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from axon.dialects.ax import TensorType
+from axon.dialects.nki import (
+    ActivationOp,
+    ActivationReduceOp,
+    AffineSelectOp,
+    DmaTransposeOp,
+    IotaOp,
+    MemsetOp,
+    NcMatmulOp,
+    NcTransposeOp,
+    SelectOp,
+    TensorCopyOp,
+    TensorReduceOp,
+    TensorScalarOp,
+    TensorTensorOp,
+    TensorTensorScanOp,
+)
+from axon.dialects.nki.limits import generic_limits
+from axon.interpreter import run_function
+from tests.dialects.nki.helpers import function, to_sbuf
+
+LIMITS = generic_limits()
+F32 = np.float32
+BF16 = ml_dtypes.bfloat16
+#: free sizes drawn (kept small: the interpreter evaluates forms elementwise in numpy)
+FREE = st.integers(1, 48)
+PARTITIONS = st.integers(1, LIMITS.partitions)
+EXAMPLES = settings(max_examples=25, deadline=None)
+
+#: the ALU ops, stated independently of the dialect's table
+NUMPY_ALU: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide,
+    "maximum": np.maximum, "minimum": np.minimum,
+    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+    "equal": lambda a, b: (a == b).astype(F32), "not_equal": lambda a, b: (a != b).astype(F32),
+    "greater": lambda a, b: (a > b).astype(F32), "greater_equal": lambda a, b: (a >= b).astype(F32),
+    "less": lambda a, b: (a < b).astype(F32), "less_equal": lambda a, b: (a <= b).astype(F32),
+}
+
+
+def tiles(seed: int, *shapes: tuple[int, ...], dtype: Any = F32) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.normal(size=s).astype(F32).astype(dtype) for s in shapes]
+
+
+def run(params: list[TensorType], build: Any, inputs: list[np.ndarray]) -> np.ndarray:
+    (out,) = run_function(function("k", params, build), inputs)
+    return out
+
+
+def t(shape: tuple[int, ...], dtype: str = "f32") -> TensorType:
+    return TensorType(list(shape), dtype)
+
+
+def close(got: np.ndarray, want: np.ndarray, rtol: float = 1e-6, atol: float = 1e-6) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.dtype, want.dtype)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol,
+                               atol=atol)
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16), to_bf16=st.booleans(),
+       reshape=st.booleans())
+def test_dma_copy_casts_through_fp32_and_keeps_the_row_major_order(
+        p: int, f: int, seed: int, to_bf16: bool, reshape: bool) -> None:
+    (x,) = tiles(seed, (p, f))
+    shape = (f, p) if reshape else (p, f)
+    attrs: dict[str, Any] = {"dtype": "bf16"} if to_bf16 else {}
+    if reshape:
+        attrs["shape"] = list(shape)
+    got = run([t((p, f))], lambda a, add: to_sbuf(add, a[0], **attrs), [x])
+    want = x.reshape(shape).astype(BF16 if to_bf16 else F32)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+
+
+@EXAMPLES
+@given(p=st.integers(1, 64), f=st.integers(1, LIMITS.partitions), seed=st.integers(0, 2**16))
+def test_dma_transpose_swaps_the_two_dims_bit_exactly(p: int, f: int, seed: int) -> None:
+    (x,) = tiles(seed, (p, f), dtype=BF16)
+    got = run([t((p, f), "bf16")],
+              lambda a, add: add(DmaTransposeOp.make([a[0]], buffer="sbuf")), [x])
+    np.testing.assert_array_equal(got, x.T)
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16),
+       engine=st.sampled_from(["vector", "scalar", "gpsimd"]))
+def test_tensor_copy_rounds_once_to_the_dst_dtype(p: int, f: int, seed: int,
+                                                  engine: str) -> None:
+    (x,) = tiles(seed, (p, f))
+    got = run([t((p, f))], lambda a, add: add(TensorCopyOp.make(
+        [to_sbuf(add, a[0])], buffer="sbuf", dtype="bf16", engine=engine)), [x])
+    np.testing.assert_array_equal(got, x.astype(BF16))
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, value=st.sampled_from([0.0, 1.0, -2.5, 3.0]),
+       dtype=st.sampled_from(["f32", "bf16", "i32"]))
+def test_memset_fills_the_tile(p: int, f: int, value: float, dtype: str) -> None:
+    (got,) = run_function(function("k", [], lambda a, add: add(MemsetOp.make(
+        [], value=value if dtype != "i32" else int(value), shape=[p, f], dtype=dtype,
+        buffer="sbuf"))), [])
+    storage = {"f32": F32, "bf16": BF16, "i32": np.int32}[dtype]
+    np.testing.assert_array_equal(got, np.full((p, f), value, dtype=storage))
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, g=st.integers(1, 4), steps=st.lists(st.integers(-3, 3),
+       min_size=2, max_size=2), multiplier=st.integers(-4, 4), offset=st.integers(-50, 50),
+       dtype=st.sampled_from(["i32", "f32"]))
+def test_iota_is_the_affine_function_of_the_indices(p: int, f: int, g: int, steps: list[int],
+                                                    multiplier: int, offset: int,
+                                                    dtype: str) -> None:
+    (got,) = run_function(function("k", [], lambda a, add: add(IotaOp.make(
+        [], shape=[p, f, g], pattern=tuple(steps), channel_multiplier=multiplier,
+        offset=offset, dtype=dtype, buffer="sbuf"))), [])
+    pi, fi, gi = np.meshgrid(np.arange(p), np.arange(f), np.arange(g), indexing="ij")
+    want = offset + pi * multiplier + fi * steps[0] + gi * steps[1]
+    np.testing.assert_array_equal(got, want.astype(np.int32 if dtype == "i32" else F32))
+
+
+@EXAMPLES
+@given(k=PARTITIONS, m=st.integers(1, LIMITS.matmul_stationary_free_max),
+       n=st.integers(1, 96), seed=st.integers(0, 2**16), dtype=st.sampled_from(["bf16", "f32"]),
+       accumulate=st.booleans())
+def test_nc_matmul_contracts_the_partition_dim_in_fp32(k: int, m: int, n: int, seed: int,
+                                                       dtype: str, accumulate: bool) -> None:
+    storage = BF16 if dtype == "bf16" else F32
+    s0, m0, s1, m1 = tiles(seed, (k, m), (k, n), (k, m), (k, n), dtype=storage)
+
+    def build(a: Any, add: Any) -> Any:
+        st0, mv0, st1, mv1 = (to_sbuf(add, v) for v in a)
+        first = add(NcMatmulOp.make([st0, mv0], buffer="psum"))
+        if not accumulate:
+            return first
+        return add(NcMatmulOp.make([st1, mv1, first], buffer="psum"))
+
+    got = run([t((k, m), dtype), t((k, n), dtype)] * 2, build, [s0, m0, s1, m1])
+    want = s0.astype(np.float64).T @ m0.astype(np.float64)
+    if accumulate:
+        want = want.astype(F32) + s1.astype(np.float64).T @ m1.astype(np.float64)
+    close(got, want.astype(F32), rtol=1e-5, atol=1e-4)
+
+
+@EXAMPLES
+@given(seed=st.integers(0, 2**16), engine=st.sampled_from(["tensor", "vector"]),
+       data=st.data())
+def test_nc_transpose_on_either_engine(seed: int, engine: str, data: Any) -> None:
+    bound = LIMITS.partitions if engine == "tensor" else LIMITS.vector_transpose_max
+    p, f = data.draw(st.integers(1, bound)), data.draw(st.integers(1, bound))
+    (x,) = tiles(seed, (p, f))
+    buffer = "psum" if engine == "tensor" else "sbuf"
+    got = run([t((p, f))], lambda a, add: add(NcTransposeOp.make(
+        [to_sbuf(add, a[0])], buffer=buffer, engine=engine)), [x])
+    np.testing.assert_array_equal(got, x.T)
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16), op=st.sampled_from(sorted(NUMPY_ALU)),
+       dtype=st.sampled_from(["f32", "bf16"]))
+def test_tensor_tensor_applies_the_alu_op_elementwise(p: int, f: int, seed: int, op: str,
+                                                      dtype: str) -> None:
+    a, b = tiles(seed, (p, f), (p, f))
+    b[: p // 2] = a[: p // 2]  # equal elements, so that comparisons see both outcomes
+    got = run([t((p, f)), t((p, f))], lambda v, add: add(TensorTensorOp.make(
+        [to_sbuf(add, v[0]), to_sbuf(add, v[1])], op=op, buffer="sbuf", dtype=dtype)), [a, b])
+    with np.errstate(all="ignore"):
+        want = NUMPY_ALU[op](a, b).astype(F32).astype(BF16 if dtype == "bf16" else F32)
+    close(got, want)
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16),
+       op0=st.sampled_from(["add", "subtract", "multiply", "maximum", "divide"]),
+       op1=st.sampled_from([None, "add", "multiply", "minimum", "subtract"]),
+       reverse=st.lists(st.booleans(), min_size=2, max_size=2),
+       vector=st.lists(st.booleans(), min_size=2, max_size=2))
+def test_tensor_scalar_applies_two_ops_with_constants_or_vectors(
+        p: int, f: int, seed: int, op0: str, op1: str | None, reverse: list[bool],
+        vector: list[bool]) -> None:
+    x, v0, v1 = tiles(seed, (p, f), (p, 1), (p, 1))
+    constants = (1.5, -0.75)
+    attrs: dict[str, Any] = {"op0": op0, "reverse0": reverse[0]}
+    ops = [op0] if op1 is None else [op0, op1]
+    if op1 is not None:
+        attrs.update(op1=op1, reverse1=reverse[1])
+    params, inputs, operands = [t((p, f))], [x], []
+    for k, _ in enumerate(ops):
+        if vector[k]:
+            params.append(t((p, 1)))
+            inputs.append((v0, v1)[k])
+            operands.append((v0, v1)[k])
+        else:
+            attrs[f"scalar{k}"] = constants[k]
+            operands.append(np.full((p, 1), constants[k], dtype=F32))
+    got = run(params, lambda a, add: add(TensorScalarOp.make(
+        [to_sbuf(add, v) for v in a], buffer="sbuf", **attrs)), inputs)
+    want = x
+    with np.errstate(all="ignore"):
+        for k, op in enumerate(ops):
+            lhs, rhs = (operands[k], want) if reverse[k] else (want, operands[k])
+            want = NUMPY_ALU[op](lhs, rhs).astype(F32)
+    close(got, want, rtol=1e-5)
+
+
+NUMPY_ACTIVATIONS: dict[str, Callable[[Any], Any]] = {
+    "copy": lambda x: x, "exp": np.exp, "tanh": np.tanh, "square": np.square,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "relu": lambda x: np.maximum(x, 0),
+    "abs": np.abs, "silu": lambda x: x / (1 + np.exp(-x)),
+}
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16),
+       func=st.sampled_from(sorted(NUMPY_ACTIVATIONS)), operands=st.integers(0, 2),
+       scale=st.sampled_from([1.0, -0.5, 2.0]), reduce=st.booleans())
+def test_activation_is_func_of_data_times_scale_plus_bias_and_its_row_sum(
+        p: int, f: int, seed: int, func: str, operands: int, scale: float,
+        reduce: bool) -> None:
+    x, bias, vscale = tiles(seed, (p, f), (p, 1), (p, 1))
+    params = [t((p, f))] + [t((p, 1))] * operands
+    inputs = [x, bias, vscale][:operands + 1]
+    attrs: dict[str, Any] = {"func": func}
+    if operands < 2:
+        attrs["scale"] = scale
+    op = ActivationReduceOp if reduce else ActivationOp
+    got = run(params, lambda a, add: add(op.make([to_sbuf(add, v) for v in a], buffer="sbuf",
+                                                 **attrs)), inputs)
+    pre = x.astype(np.float64) * (vscale if operands == 2 else scale)
+    if operands:
+        pre = pre + bias
+    want = NUMPY_ACTIVATIONS[func](pre)
+    if reduce:
+        want = want.sum(axis=1, keepdims=True)
+    close(got, want.astype(F32), rtol=1e-5, atol=1e-5)
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=st.integers(1, 16), g=st.integers(1, 8), seed=st.integers(0, 2**16),
+       op=st.sampled_from(["add", "maximum", "minimum", "multiply"]), both=st.booleans(),
+       negate=st.booleans(), keepdims=st.booleans())
+def test_tensor_reduce_reduces_trailing_free_dims(p: int, f: int, g: int, seed: int, op: str,
+                                                  both: bool, negate: bool,
+                                                  keepdims: bool) -> None:
+    negate = negate and op != "multiply"
+    keepdims = keepdims or both  # an on-chip result keeps a free dim
+    (x,) = tiles(seed, (p, f, g))
+    axes = (1, 2) if both else (2,)
+    got = run([t((p, f, g))], lambda a, add: add(TensorReduceOp.make(
+        [to_sbuf(add, a[0])], op=op, axes=axes, negate=negate, keepdims=keepdims,
+        buffer="sbuf")), [x])
+    ufunc = {"add": np.add, "maximum": np.maximum, "minimum": np.minimum,
+             "multiply": np.multiply}[op]
+    want = ufunc.reduce(x.astype(np.float64), axis=axes, keepdims=keepdims)
+    if negate:
+        want = -want
+    close(got, want.astype(F32), rtol=1e-5, atol=1e-5)
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16),
+       ops=st.sampled_from([("add", "add"), ("add", "subtract"), ("multiply", "multiply"),
+                            ("maximum", "maximum"), ("minimum", "minimum")]),
+       initial=st.sampled_from([0.0, 1.0, -2.0]))
+def test_tensor_tensor_scan_follows_its_recurrence(p: int, f: int, seed: int,
+                                                   ops: tuple[str, str], initial: float) -> None:
+    d0, d1 = tiles(seed, (p, f), (p, f))
+    if ops == ("multiply", "multiply"):  # keep products of many elements in range
+        d0, d1 = (np.clip(np.abs(d), 0.5, 1.5).astype(F32) for d in (d0, d1))
+    got = run([t((p, f))] * 2, lambda a, add: add(TensorTensorScanOp.make(
+        [to_sbuf(add, v) for v in a], op0=ops[0], op1=ops[1], initial=initial,
+        buffer="sbuf")), [d0, d1])
+    step0, step1 = NUMPY_ALU[ops[0]], NUMPY_ALU[ops[1]]
+    want = np.empty((p, f))
+    carried = np.full(p, initial)
+    for i in range(f):  # the instruction's loop, literally
+        carried = step1(step0(d0[:, i].astype(np.float64), carried), d1[:, i])
+        want[:, i] = carried
+    close(got, want.astype(F32), rtol=1e-4, atol=1e-4)
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16), boolean=st.booleans())
+def test_select_takes_on_true_where_the_predicate_is_set(p: int, f: int, seed: int,
+                                                         boolean: bool) -> None:
+    pred, a, b = tiles(seed, (p, f), (p, f), (p, f))
+    pred = (pred > 0) if boolean else np.where(pred > 0, pred, 0).astype(F32)
+    params = [t((p, f), "i1" if boolean else "f32"), t((p, f)), t((p, f))]
+    got = run(params, lambda v, add: add(SelectOp.make([to_sbuf(add, x) for x in v],
+                                                       buffer="sbuf")), [pred, a, b])
+    np.testing.assert_array_equal(got, np.where(pred != 0, a, b))
+
+
+CMP: dict[str, Callable[[Any, Any], Any]] = {
+    "equal": operator.eq, "not_equal": operator.ne, "greater": operator.gt,
+    "greater_equal": operator.ge, "less": operator.lt, "less_equal": operator.le}
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16), step=st.integers(-2, 2),
+       multiplier=st.integers(-2, 2), offset=st.integers(-20, 20),
+       cmp=st.sampled_from(sorted(CMP)))
+def test_affine_select_masks_by_an_affine_function_of_the_indices(
+        p: int, f: int, seed: int, step: int, multiplier: int, offset: int, cmp: str) -> None:
+    (x,) = tiles(seed, (p, f))
+    got = run([t((p, f))], lambda a, add: add(AffineSelectOp.make(
+        [to_sbuf(add, a[0])], pattern=(step,), channel_multiplier=multiplier, offset=offset,
+        cmp_op=cmp, on_false_value=-9.0, buffer="sbuf")), [x])
+    pi, fi = np.meshgrid(np.arange(p), np.arange(f), indexing="ij")
+    keep = CMP[cmp](offset + pi * multiplier + fi * step, 0)
+    np.testing.assert_array_equal(got, np.where(keep, x, F32(-9.0)))
