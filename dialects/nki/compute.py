@@ -365,23 +365,25 @@ class TensorReduceOp(NkiOp):
 class TensorTensorScanOp(NkiOp):
     """`nisa.tensor_tensor_scan(dst, data0, data1, initial, op0, op1)` on the Vector engine:
     per partition `r[:, i] = op1(op0(data0[:, i], r[:, i-1]), data1[:, i])` from `r[:, -1] =
-    initial`, in fp32. The pairs (op0, op1) whose recurrence is a prefix reduction have a
-    generic form: (add, add), (add, subtract), (multiply, multiply), (maximum, maximum),
-    (minimum, minimum). cumsum is (add, add) over a zero `data0`.
+    initial`, in fp32; `initial` is the constant `initial` (0.0 when absent) or a third,
+    `[P, 1]` f32 operand (a previous tile's last column, when a long scan is tiled). The pairs
+    (op0, op1) whose recurrence is a prefix reduction have a generic form: (add, add),
+    (add, subtract), (multiply, multiply), (maximum, maximum), (minimum, minimum). cumsum is
+    (add, add) over a zero `data0`.
 
-        out[d0 < P, d1 < F] = add over r0 in [0, d1 + 1) of in0[d0, r0] + in1[d0, r0]
+        out[d0 < P, d1 < F] = add over r0 in [0, d1 + 1) of
+                              in0[d0, r0] + in1[d0, r0] + select(r0 < 1, in2[d0, 0], 0.0)
     """
 
     name = "nki.tensor_tensor_scan"
-    ROLES: ClassVar[tuple[str, ...]] = ("data0", "data1")
+    ROLES: ClassVar[tuple[str, ...]] = ("data0", "data1", "[initial]")
     ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
     ATTRS: ClassVar[dict[str, str]] = {"op0": "text", "op1": "text", "initial": "float",
                                        "buffer": "text", "dtype": "dtype"}
-    DEFAULTS: ClassVar[dict[str, Any]] = {"initial": 0.0}
     inputs = var_operand_def(TensorType)
     op0 = prop_def(StringAttr)
     op1 = prop_def(StringAttr)
-    initial = prop_def(FloatAttr)
+    initial = opt_prop_def(FloatAttr)
     buffer = prop_def(StringAttr)
     dtype = opt_prop_def(TypeAttribute)
     result = result_def(TensorType)
@@ -390,7 +392,7 @@ class TensorTensorScanOp(NkiOp):
     @classmethod
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
-        d0, d1 = operand_types
+        d0, d1, *start = operand_types
         same_shape("data0 and data1 differ in shape", d0, d1)
         if d0.rank != 2:
             raise ShapeError(f"data0 has rank {d0.rank}; the scan runs along the one free dim "
@@ -405,14 +407,24 @@ class TensorTensorScanOp(NkiOp):
         (r,) = fresh_names("r", 1, {p.name, f.name} | {s for d in d0.shape for s in d.symbols()})
         at = (IntExpr.sym(p.name), IntExpr.sym(r))
         body = combine(Read(0, at), Read(1, at))
-        initial = float(attrs.get("initial", 0.0))
-        if initial != identity:
-            first = call("select", call("lt", Index(IntExpr.sym(r)), Const(1)), Const(initial),
-                         Const(identity))
-            body = (call("add", body, first) if reduction == "add" else
-                    call("mul", body, first) if reduction == "mul" else
-                    call(reduction, body, Const(initial)))
-        form = GenericForm((p, f), body, 2, reduction,
+        initial: ScalarExpr | None = None
+        if start:
+            if attrs.get("initial") is not None:
+                raise ShapeError("initial given both as an operand and as a constant")
+            if not is_vector(start[0], d0) or start[0].dtype != "f32":
+                raise ShapeError(f"initial is {start[0]}; an initial operand is "
+                                 f"f32[{d0.shape[0]}, 1]")
+            initial = _at_partition(2, (p, f))
+        elif float(attrs.get("initial") or 0.0) != identity:
+            initial = Const(float(attrs.get("initial") or 0.0))
+        if initial is not None:
+            if reduction in ("max", "min"):  # the initial value joins every prefix
+                body = call(reduction, body, initial)
+            else:  # it enters once, at the first element (`r < 1`: see nc_matmul)
+                first = call("select", call("lt", Index(IntExpr.sym(r)), Const(1)), initial,
+                             Const(identity))
+                body = call(reduction, body, first)
+        form = GenericForm((p, f), body, len(operand_types), reduction,
                            (LoopDim(r, IntExpr.const(0), IntExpr.sym(f.name) + 1),))
         return Semantics(form, TensorType(form.output_shape, _dtype(attrs, d0.dtype)))
 

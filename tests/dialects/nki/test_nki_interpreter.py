@@ -278,18 +278,25 @@ def test_tensor_reduce_reduces_trailing_free_dims(p: int, f: int, g: int, seed: 
 @given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16),
        ops=st.sampled_from([("add", "add"), ("add", "subtract"), ("multiply", "multiply"),
                             ("maximum", "maximum"), ("minimum", "minimum")]),
-       initial=st.sampled_from([0.0, 1.0, -2.0]))
+       initial=st.sampled_from([None, 0.0, 1.0, -2.0, "operand"]))
 def test_tensor_tensor_scan_follows_its_recurrence(p: int, f: int, seed: int,
-                                                   ops: tuple[str, str], initial: float) -> None:
-    d0, d1 = tiles(seed, (p, f), (p, f))
+                                                   ops: tuple[str, str],
+                                                   initial: float | str | None) -> None:
+    d0, d1, start = tiles(seed, (p, f), (p, f), (p, 1))
     if ops == ("multiply", "multiply"):  # keep products of many elements in range
         d0, d1 = (np.clip(np.abs(d), 0.5, 1.5).astype(F32) for d in (d0, d1))
-    got = run([t((p, f))] * 2, lambda a, add: add(TensorTensorScanOp.make(
-        [to_sbuf(add, v) for v in a], op0=ops[0], op1=ops[1], initial=initial,
-        buffer="sbuf")), [d0, d1])
+    params, inputs = [t((p, f))] * 2, [d0, d1]
+    attrs: dict[str, Any] = {"op0": ops[0], "op1": ops[1]}
+    if initial == "operand":
+        params, inputs = [*params, t((p, 1))], [*inputs, start]
+    elif initial is not None:
+        attrs["initial"] = initial
+    got = run(params, lambda a, add: add(TensorTensorScanOp.make(
+        [to_sbuf(add, v) for v in a], buffer="sbuf", **attrs)), inputs)
     step0, step1 = NUMPY_ALU[ops[0]], NUMPY_ALU[ops[1]]
     want = np.empty((p, f))
-    carried = np.full(p, initial)
+    carried = (start[:, 0].astype(np.float64) if initial == "operand"
+               else np.full(p, initial or 0.0))
     for i in range(f):  # the instruction's loop, literally
         carried = step1(step0(d0[:, i].astype(np.float64), carried), d1[:, i])
         want[:, i] = carried

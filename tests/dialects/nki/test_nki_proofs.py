@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from axon.dialects.ax import (
     AddOp,
+    ConstantOp,
     ExpOp,
     MatmulOp,
+    MulOp,
     NegOp,
     ReduceMaxOp,
+    SubOp,
     SumOp,
     TensorType,
     TransposeOp,
@@ -21,6 +24,7 @@ from axon.dialects.nki import (
     NcMatmulOp,
     NcTransposeOp,
     TensorReduceOp,
+    TensorScalarOp,
     TensorTensorScanOp,
 )
 from axon.verifier import Proved, Refuted, prove_equivalent
@@ -93,6 +97,36 @@ def test_a_scan_of_add_over_zeros_is_cumsum() -> None:
 
     ax = function("ax", [X], lambda args, add: add(AxCumsumOp.make([args[0]], axis=1)))
     assert isinstance(prove_equivalent(function("nki", [X], nki), ax), Proved)
+
+
+def test_a_scan_started_at_a_carried_column_is_cumsum_plus_the_carry() -> None:
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        zeros = add(MemsetOp.make([], value=0.0, shape=["P", "F"], dtype="f32", buffer="sbuf"))
+        x, carry = (to_sbuf(add, v) for v in args)
+        return add(TensorTensorScanOp.make([zeros, x, carry], op0="add", op1="add",
+                                           buffer="sbuf"))
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        return add(AddOp.make([add(AxCumsumOp.make([args[0]], axis=1)), args[1]]))
+
+    assert isinstance(prove_equivalent(function("nki", [X, ROW], nki),
+                                       function("ax", [X, ROW], ax)), Proved)
+
+
+def test_tensor_scalar_with_a_reversed_vector_operand() -> None:
+    def nki(reverse: bool):  # type: ignore[no-untyped-def]
+        def build(args, add):  # type: ignore[no-untyped-def]
+            x, v = (to_sbuf(add, a) for a in args)
+            return add(TensorScalarOp.make([x, v], op0="subtract", reverse0=reverse,
+                                           op1="multiply", scalar1=2.0, buffer="sbuf"))
+        return function("nki", [X, ROW], build)
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        two = add(ConstantOp.make([], value=2.0, shape=[], dtype="f32"))
+        return add(MulOp.make([add(SubOp.make([args[1], args[0]])), two]))
+
+    assert isinstance(prove_equivalent(nki(True), function("ax", [X, ROW], ax)), Proved)
+    assert isinstance(prove_equivalent(nki(False), function("ax", [X, ROW], ax)), Refuted)
 
 
 def test_the_tensor_engine_transpose_is_a_transpose() -> None:
