@@ -90,7 +90,8 @@ class NcMatmulOp(NkiOp):
             if total.shape != (m, n) or total.dtype != "f32":
                 raise ShapeError(f"acc is {total}; the product accumulates onto f32[{m}, {n}]")
         avoid = {s for e in (*stationary.shape, *moving.shape) for s in e.symbols()}
-        i, j, r = fresh_names("d", 3, avoid)
+        i, j = fresh_names("d", 2, avoid)
+        (r,) = fresh_names("r", 1, avoid)
         si, sj, sr = IntExpr.sym(i), IntExpr.sym(j), IntExpr.sym(r)
         body: ScalarExpr = call("mul", Read(0, (sr, si)), Read(1, (sr, sj)))
         if acc:
