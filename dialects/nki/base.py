@@ -4,7 +4,8 @@ A value of the `nki` level is an `!ax.tensor` held in one buffer: `hbm` (a kerne
 outputs), `sbuf` or `psum` (on-chip, partition dim first). An instruction writes its result
 (the new API's `dst`) into the buffer its `buffer` property names; a value no `nki` op made (a
 function's argument) is in HBM. The op verifier checks the result's buffer when it derives the
-instruction's meaning, and the operands' buffers from the ops that made them.
+instruction's meaning, and the operands' buffers from the ops that made them (a value whose
+buffer the IR does not say, such as a loop's carried value, is not checked).
 
 An on-chip tile has rank >= 2: dim 0 is the partition dim (at most `partitions`), the others
 are free dims, row-major within a partition; its free bytes fit one PSUM bank (psum) or one
@@ -18,7 +19,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.ir import SSAValue
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects.ax import TensorType
@@ -70,12 +72,16 @@ def alu(op: Any, what: str) -> Callable[[ScalarExpr, ScalarExpr], ScalarExpr]:
     return ALU_OPS[op]
 
 
-def buffer_of(value: SSAValue) -> str:
-    """The buffer holding `value`: the one its `nki` op wrote, else HBM (a kernel argument)."""
+def buffer_of(value: SSAValue) -> str | None:
+    """The buffer holding `value`: the one its `nki` op wrote; HBM for an argument of a
+    function (a kernel's input); None where the IR does not say (a loop's carried value, a
+    value of another dialect), which the buffer rules then leave unchecked."""
     owner = value.owner
     if isinstance(owner, NkiOp):
         return owner.buffer_name()
-    return "hbm"
+    if isinstance(value, BlockArgument) and isinstance(owner.parent_op(), FuncOp):
+        return "hbm"
+    return None
 
 
 def dims_of(t: TensorType, prefix: str = "d") -> tuple[LoopDim, ...]:
@@ -190,14 +196,17 @@ class NkiOp(TensorOp):
         name = self.ROLES[index].strip("[]") if index < len(self.ROLES) else "?"
         return f"operand #{index} ({name})"
 
-    def check_operands(self, buffers: Sequence[str]) -> None:
-        """Rules over several operands' buffers (VerifyException); none by default."""
+    def check_operands(self, buffers: Sequence[str | None]) -> None:
+        """Rules over several operands' buffers (None: not known; VerifyException); none by
+        default."""
 
     def verify_(self) -> None:
         super().verify_()
         buffers = [buffer_of(v) for v in self.operands]
         engine = self.engine_name()
         for index, (value, buffer) in enumerate(zip(self.operands, buffers, strict=True)):
+            if buffer is None:
+                continue
             role = self.ROLES[index].strip("[]")
             allowed = self.OPERAND_BUFFERS.get(role, ON_CHIP)
             if buffer not in allowed:

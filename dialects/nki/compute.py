@@ -122,7 +122,7 @@ class TensorTensorOp(NkiOp):
         form = GenericForm(par, apply(Read(0, syms(par)), Read(1, syms(par))), 2)
         return Semantics(form, TensorType(form.output_shape, _dtype(attrs, a.dtype)))
 
-    def check_operands(self, buffers: Sequence[str]) -> None:
+    def check_operands(self, buffers: Sequence[str | None]) -> None:
         if buffers.count("psum") > 1:
             raise VerifyException(f"'{self.name}': both inputs are in PSUM; at most one may be")
 

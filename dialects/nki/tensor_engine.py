@@ -102,7 +102,7 @@ class NcMatmulOp(NkiOp):
                            body, len(operand_types), "add", (LoopDim(r, IntExpr.const(0), k),))
         return Semantics(form, TensorType(form.output_shape, "f32"))
 
-    def check_operands(self, buffers: Sequence[str]) -> None:
+    def check_operands(self, buffers: Sequence[str | None]) -> None:
         if len(self.operands) < 3:
             return
         owner = self.operands[2].owner
@@ -162,7 +162,7 @@ class NcTransposeOp(NkiOp):
                            1)
         return Semantics(form, TensorType(form.output_shape, dtype))
 
-    def check_operands(self, buffers: Sequence[str]) -> None:
-        if self.engine_name() == "tensor" and buffers[0] != "sbuf":
+    def check_operands(self, buffers: Sequence[str | None]) -> None:
+        if self.engine_name() == "tensor" and buffers[0] not in (None, "sbuf"):
             raise VerifyException(f"'{self.name}': operand #0 (data) is in {buffers[0]}; the "
                                   "Tensor engine reads it from sbuf")

@@ -69,3 +69,25 @@ func.func @each_instruction(%x: !ax.tensor<[64, 128], bf16>, %v: !ax.tensor<[32,
   %s = nki.select %i, %m, %c {buffer = "sbuf"} : (!ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
   func.return %s : !ax.tensor<[128, 64], f32>
 }
+
+// -----
+
+// A loop carries the PSUM accumulator: its buffer is the IR's to say, not checked through the
+// block argument.
+// CHECK-LABEL: func.func @loop_accumulates
+// CHECK: scf.for
+// CHECK: nki.nc_matmul %{{.*}}, %{{.*}}, %{{.*}} {buffer = "psum"} : (!ax.tensor<[128, 64], bf16>, !ax.tensor<[128, 512], bf16>, !ax.tensor<[64, 512], f32>) -> !ax.tensor<[64, 512], f32>
+// CHECK: scf.yield %{{.*}} : !ax.tensor<[64, 512], f32>
+func.func @loop_accumulates(%a: !ax.tensor<[128, 64], bf16>, %b: !ax.tensor<[128, 512], bf16>) -> !ax.tensor<[64, 512], f32> {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 64], bf16>) -> !ax.tensor<[128, 64], bf16>
+  %m = nki.dma_copy %b {buffer = "sbuf"} : (!ax.tensor<[128, 512], bf16>) -> !ax.tensor<[128, 512], bf16>
+  %p = nki.nc_matmul %s, %m {buffer = "psum"} : (!ax.tensor<[128, 64], bf16>, !ax.tensor<[128, 512], bf16>) -> !ax.tensor<[64, 512], f32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %k = %c0 to %c3 step %c1 iter_args(%acc = %p) -> (!ax.tensor<[64, 512], f32>) {
+    %q = nki.nc_matmul %s, %m, %acc {buffer = "psum"} : (!ax.tensor<[128, 64], bf16>, !ax.tensor<[128, 512], bf16>, !ax.tensor<[64, 512], f32>) -> !ax.tensor<[64, 512], f32>
+    scf.yield %q : !ax.tensor<[64, 512], f32>
+  }
+  func.return %r : !ax.tensor<[64, 512], f32>
+}

@@ -31,7 +31,8 @@ from axon.dialects.nki import (
     TensorTensorScanOp,
 )
 from axon.dialects.nki.limits import generic_limits
-from axon.interpreter import run_function
+from axon.interpreter import run_function, run_module
+from axon.tools.embed import parse_mlir
 from tests.dialects.nki.helpers import function, to_sbuf
 
 LIMITS = generic_limits()
@@ -333,3 +334,31 @@ def test_affine_select_masks_by_an_affine_function_of_the_indices(
     pi, fi = np.meshgrid(np.arange(p), np.arange(f), indexing="ij")
     keep = CMP[cmp](offset + pi * multiplier + fi * step, 0)
     np.testing.assert_array_equal(got, np.where(keep, x, F32(-9.0)))
+
+
+LOOP = """
+func.func @loop_accumulates(%a: !ax.tensor<[K, M], bf16>, %b: !ax.tensor<[K, N], bf16>)
+    -> !ax.tensor<[M, N], f32> {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[K, M], bf16>) -> !ax.tensor<[K, M], bf16>
+  %m = nki.dma_copy %b {buffer = "sbuf"} : (!ax.tensor<[K, N], bf16>) -> !ax.tensor<[K, N], bf16>
+  %p = nki.nc_matmul %s, %m {buffer = "psum"}
+      : (!ax.tensor<[K, M], bf16>, !ax.tensor<[K, N], bf16>) -> !ax.tensor<[M, N], f32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %r = scf.for %k = %c0 to %c3 step %c1 iter_args(%acc = %p) -> (!ax.tensor<[M, N], f32>) {
+    %q = nki.nc_matmul %s, %m, %acc {buffer = "psum"}
+        : (!ax.tensor<[K, M], bf16>, !ax.tensor<[K, N], bf16>, !ax.tensor<[M, N], f32>)
+        -> !ax.tensor<[M, N], f32>
+    scf.yield %q : !ax.tensor<[M, N], f32>
+  }
+  func.return %r : !ax.tensor<[M, N], f32>
+}
+"""
+
+
+def test_a_loop_accumulates_matmuls_into_its_carried_psum_tile() -> None:
+    a, b = tiles(7, (96, 40), (96, 200), dtype=BF16)
+    (got,) = run_module(parse_mlir(LOOP), "loop_accumulates", [a, b])
+    close(got, (4 * (a.astype(np.float64).T @ b.astype(np.float64))).astype(F32), rtol=1e-5,
+          atol=1e-4)
