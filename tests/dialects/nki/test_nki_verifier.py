@@ -3,6 +3,8 @@ that break an instruction's rules are refused with the op, the operand and what 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from xdsl.ir import Block, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -10,6 +12,8 @@ from xdsl.utils.exceptions import VerifyException
 from axon.dialects.ax import TensorType
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.nki import (
+    ALL_OPS,
+    ENGINES,
     MemsetOp,
     NcMatmulOp,
     TensorCopyOp,
@@ -98,3 +102,11 @@ def test_instruction_rules() -> None:
 def _value(shape: list[int], dtype: str = "bf16") -> SSAValue:
     """A value of type `dtype[shape]` (a block argument: in HBM)."""
     return Block(arg_types=[TensorType(shape, dtype)]).args[0]
+
+
+def test_every_instruction_names_its_engines_and_is_documented() -> None:
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "nki.md").read_text()
+    for op in ALL_OPS:
+        assert op.ENGINE_CHOICES and set(op.ENGINE_CHOICES) <= set(ENGINES), op.name
+        assert ("engine" in op.ATTRS) == (len(op.ENGINE_CHOICES) > 1), op.name
+        assert f"`{op.name} " in docs or f"`{op.name}`" in docs, f"docs/nki.md lacks {op.name}"
