@@ -72,6 +72,12 @@ def alu(op: Any, what: str) -> Callable[[ScalarExpr, ScalarExpr], ScalarExpr]:
     return ALU_OPS[op]
 
 
+def as_fp32(value: ScalarExpr, dtype: str) -> ScalarExpr:
+    """An operand's element as the engines compute with it: an integer or boolean element is
+    converted to fp32 first (reference/nki.md 3.4: arithmetic in fp32)."""
+    return value if DTYPES[dtype].is_float else call("cast", value, param="f32")
+
+
 def buffer_of(value: SSAValue) -> str | None:
     """The buffer holding `value`: the one its `nki` op wrote; HBM for an argument of a
     function (a kernel's input); None where the IR does not say (a loop's carried value, a

@@ -38,7 +38,7 @@ from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Const, Index, Read, ScalarExpr, call
-from axon.dialects.nki.base import NkiOp, alu, dims_of, is_vector, same_shape, syms
+from axon.dialects.nki.base import NkiOp, alu, as_fp32, dims_of, is_vector, same_shape, syms
 from axon.dialects.nki.movement import affine_index
 
 #: activation functions (nki.language names) -> their scalar-language body; `copy` is the
@@ -119,7 +119,8 @@ class TensorTensorOp(NkiOp):
         same_shape("data1 and data2 differ in shape", a, b)
         apply = alu(attrs.get("op"), "op")
         par = dims_of(a)
-        form = GenericForm(par, apply(Read(0, syms(par)), Read(1, syms(par))), 2)
+        form = GenericForm(par, apply(as_fp32(Read(0, syms(par)), a.dtype),
+                                      as_fp32(Read(1, syms(par)), b.dtype)), 2)
         return Semantics(form, TensorType(form.output_shape, _dtype(attrs, a.dtype)))
 
     def check_operands(self, buffers: Sequence[str | None]) -> None:
@@ -163,7 +164,7 @@ class TensorScalarOp(NkiOp):
                     attrs: Mapping[str, Any]) -> Semantics:
         data, *vectors = operand_types
         par = dims_of(data)
-        value: ScalarExpr = Read(0, syms(par))
+        value: ScalarExpr = as_fp32(Read(0, syms(par)), data.dtype)
         steps = [k for k in (0, 1) if k == 0 or attrs.get("op1") is not None]
         if attrs.get("op1") is None and (attrs.get("scalar1") is not None
                                          or attrs.get("reverse1")):
@@ -208,7 +209,7 @@ def _activation_body(operand_types: Sequence[TensorType], attrs: Mapping[str, An
     for role, vector in zip(("bias", "scale"), vectors, strict=False):
         if not is_vector(vector, data):
             raise ShapeError(f"{role} is {vector}; a [{data.shape[0]}, 1] vector is needed")
-    value: ScalarExpr = Read(0, tuple(index))
+    value: ScalarExpr = as_fp32(Read(0, tuple(index)), data.dtype)
     if len(vectors) == 2:
         if attrs.get("scale") is not None:
             raise ShapeError("scale given both as an operand and as a constant")
@@ -336,9 +337,10 @@ class TensorReduceOp(NkiOp):
         axes = tuple(sorted(int(a) for a in attrs.get("axes", ())))
         trailing = tuple(range(data.rank - len(axes), data.rank))
         if not axes or axes != trailing or 0 in axes:
-            raise ShapeError(f"axes {list(axes)}: tensor_reduce reduces trailing free dims "
-                             f"(for rank {data.rank}: {list(range(data.rank - 1, data.rank))}, "
-                             f"..., {list(range(1, data.rank))})")
+            last, every = [data.rank - 1], list(range(1, data.rank))
+            choices = f"{last}" if last == every else f"{last}, ..., {every}"
+            raise ShapeError(f"axes {list(axes)}: tensor_reduce reduces trailing free dims (of "
+                             f"a rank-{data.rank} tile: {choices})")
         body: ScalarExpr
         avoid = {s for d in data.shape for s in d.symbols()}
         names = fresh_names("d", data.rank, avoid)
@@ -351,7 +353,8 @@ class TensorReduceOp(NkiOp):
             par += [LoopDim(n, IntExpr.const(0), IntExpr.const(1)) for n in names[kept:]]
         reduced = tuple(LoopDim(n, IntExpr.const(0), data.shape[a])
                         for n, a in zip(reduced_names, axes, strict=True))
-        body = Read(0, (*(IntExpr.sym(n) for n in names[:kept]), *syms(reduced)))
+        body = as_fp32(Read(0, (*(IntExpr.sym(n) for n in names[:kept]), *syms(reduced))),
+                       data.dtype)
         if attrs.get("negate"):
             if reduction not in NEGATED:
                 raise ShapeError(f"negate applies to add, maximum and minimum, not '{op}'")
@@ -406,7 +409,7 @@ class TensorTensorScanOp(NkiOp):
         p, f = dims_of(d0)
         (r,) = fresh_names("r", 1, {p.name, f.name} | {s for d in d0.shape for s in d.symbols()})
         at = (IntExpr.sym(p.name), IntExpr.sym(r))
-        body = combine(Read(0, at), Read(1, at))
+        body = combine(as_fp32(Read(0, at), d0.dtype), as_fp32(Read(1, at), d1.dtype))
         initial: ScalarExpr | None = None
         if start:
             if attrs.get("initial") is not None:

@@ -33,7 +33,7 @@ from xdsl.traits import Pure
 
 from axon.dialects.ax import ConstantOp, TensorType
 from axon.dialects.ax import ReshapeOp as AxReshapeOp
-from axon.dialects.ax.shapes import ShapeError
+from axon.dialects.ax.shapes import ShapeError, product
 from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
@@ -75,6 +75,10 @@ class DmaCopyOp(NkiOp):
         dtype = _dtype(attrs, src.dtype)
         shape = attrs.get("shape")
         if shape is not None and tuple(IntExpr.lift(d) for d in shape) != src.shape:
+            dims = [IntExpr.lift(d) for d in shape]
+            if product(dims) != product(src.shape):
+                raise ShapeError(f"shape [{', '.join(map(str, dims))}] holds {product(dims)} "
+                                 f"elements; src {src} holds {product(src.shape)}")
             form = AxReshapeOp.semantics(operand_types, {"shape": shape}).form
         else:
             par = dims_of(src)

@@ -364,3 +364,15 @@ def test_a_loop_accumulates_matmuls_into_its_carried_psum_tile() -> None:
     (got,) = run_module(parse_mlir(LOOP), "loop_accumulates", [a, b])
     close(got, (4 * (a.astype(np.float64).T @ b.astype(np.float64))).astype(F32), rtol=1e-5,
           atol=1e-4)
+
+
+@EXAMPLES
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16))
+def test_integer_inputs_are_computed_in_fp32(p: int, f: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-1000, 1000, size=(p, f)).astype(np.int32)
+    b = rng.integers(1, 1000, size=(p, f)).astype(np.int32)
+    got = run([t((p, f), "i32")] * 2, lambda v, add: add(TensorTensorOp.make(
+        [to_sbuf(add, v[0]), to_sbuf(add, v[1])], op="divide", buffer="sbuf", dtype="f32")),
+        [a, b])
+    close(got, a.astype(F32) / b.astype(F32))
