@@ -434,17 +434,23 @@ class TensorTensorScanOp(NkiOp):
 
 @irdl_op_definition
 class SelectOp(NkiOp):
-    """`nisa.select(dst, predicate, on_true, on_false)` on the Vector engine: elementwise
-    `on_true` where the predicate is non-zero, else `on_false`; all three of one shape.
+    """The select of `nisa.select_reduce(dst, predicate, on_true, on_false, reverse_pred)`
+    with no reduction (`reduce_cmd=idle`), on the Vector engine: `on_true` where the boolean
+    predicate holds (fails, with `reverse_pred`), else `on_false`: the constant
+    `on_false_value` or a `[P, 1]` vector operand. `on_true` is not i32; it and the predicate
+    are not both in PSUM.
 
-        out[d0 < P, d1 < F] = select(in0[d0, d1] != 0, in1[d0, d1], in2[d0, d1])
+        out[d0 < P, d1 < F] = select(in0[d0, d1], in1[d0, d1], in2[d0, 0])
     """
 
     name = "nki.select"
-    ROLES: ClassVar[tuple[str, ...]] = ("predicate", "on_true", "on_false")
+    ROLES: ClassVar[tuple[str, ...]] = ("predicate", "on_true", "[on_false]")
     ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
-    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text", "dtype": "dtype"}
+    ATTRS: ClassVar[dict[str, str]] = {"on_false_value": "float", "reverse_pred": "bool",
+                                       "buffer": "text", "dtype": "dtype"}
     inputs = var_operand_def(TensorType)
+    on_false_value = opt_prop_def(FloatAttr)
+    reverse_pred = opt_prop_def(BoolAttr)
     buffer = prop_def(StringAttr)
     dtype = opt_prop_def(TypeAttribute)
     result = result_def(TensorType)
@@ -453,15 +459,36 @@ class SelectOp(NkiOp):
     @classmethod
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
-        pred, on_true, on_false = operand_types
+        pred, on_true, *on_false = operand_types
         same_shape("predicate and on_true differ in shape", pred, on_true)
-        same_shape("on_true and on_false differ in shape", on_true, on_false)
+        if pred.dtype != "i1":
+            raise ShapeError(f"the predicate has dtype {pred.dtype}; it is a boolean (i1) tile")
+        if on_true.dtype == "i32":
+            raise ShapeError("on_true has dtype i32, which select_reduce does not take")
         par = dims_of(on_true)
         flag: ScalarExpr = Read(0, syms(par))
-        if pred.dtype != "i1":
-            flag = call("ne", flag, Const(0))
-        form = GenericForm(par, call("select", flag, Read(1, syms(par)), Read(2, syms(par))), 3)
+        if attrs.get("reverse_pred"):
+            flag = call("not", flag)
+        otherwise: ScalarExpr
+        if on_false:
+            if attrs.get("on_false_value") is not None:
+                raise ShapeError("on_false given both as an operand and as a constant")
+            if not is_vector(on_false[0], on_true):
+                raise ShapeError(f"on_false is {on_false[0]}; a vector on_false is "
+                                 f"[{on_true.shape[0]}, 1]")
+            otherwise = _at_partition(2, par)
+        elif attrs.get("on_false_value") is not None:
+            otherwise = Const(float(attrs["on_false_value"]))
+        else:
+            raise ShapeError("on_false is neither an operand nor an on_false_value")
+        form = GenericForm(par, call("select", flag, Read(1, syms(par)), otherwise),
+                           len(operand_types))
         return Semantics(form, TensorType(form.output_shape, _dtype(attrs, on_true.dtype)))
+
+    def check_operands(self, buffers: Sequence[str | None]) -> None:
+        if buffers[0] == "psum" and buffers[1] == "psum":
+            raise VerifyException(f"'{self.name}': the predicate and on_true are both in PSUM; "
+                                  "at most one may be")
 
 
 @irdl_op_definition

@@ -239,3 +239,13 @@ func.func @scale_twice(%a: !ax.tensor<[128, 8], f32>, %v: !ax.tensor<[128, 1], f
   func.return
 }
 // CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.activation': scale given both as an operand and as a constant
+
+// -----
+
+// select's predicate is a boolean tile
+func.func @select_predicate(%a: !ax.tensor<[128, 8], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  %r = nki.select %s, %s {on_false_value = 0.0, buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>, !ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.select': the predicate has dtype f32; it is a boolean (i1) tile

@@ -307,15 +307,22 @@ def test_tensor_tensor_scan_follows_its_recurrence(p: int, f: int, seed: int,
 
 
 @EXAMPLES
-@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16), boolean=st.booleans())
-def test_select_takes_on_true_where_the_predicate_is_set(p: int, f: int, seed: int,
-                                                         boolean: bool) -> None:
-    pred, a, b = tiles(seed, (p, f), (p, f), (p, f))
-    pred = (pred > 0) if boolean else np.where(pred > 0, pred, 0).astype(F32)
-    params = [t((p, f), "i1" if boolean else "f32"), t((p, f)), t((p, f))]
+@given(p=PARTITIONS, f=FREE, seed=st.integers(0, 2**16), vector=st.booleans(),
+       reverse=st.booleans())
+def test_select_takes_on_true_where_the_predicate_holds(p: int, f: int, seed: int,
+                                                       vector: bool, reverse: bool) -> None:
+    pred, a, b = tiles(seed, (p, f), (p, f), (p, 1))
+    flags = pred > 0
+    params = [t((p, f), "i1"), t((p, f))] + ([t((p, 1))] if vector else [])
+    inputs = [flags, a] + ([b] if vector else [])
+    attrs: dict[str, Any] = {"reverse_pred": reverse}
+    if not vector:
+        attrs["on_false_value"] = -7.0
     got = run(params, lambda v, add: add(SelectOp.make([to_sbuf(add, x) for x in v],
-                                                       buffer="sbuf")), [pred, a, b])
-    np.testing.assert_array_equal(got, np.where(pred != 0, a, b))
+                                                       buffer="sbuf", **attrs)), inputs)
+    otherwise = b if vector else np.full((p, 1), -7.0, dtype=F32)
+    np.testing.assert_array_equal(got, np.where(flags != reverse, a,
+                                                np.broadcast_to(otherwise, (p, f))))
 
 
 CMP: dict[str, Callable[[Any, Any], Any]] = {
