@@ -109,6 +109,9 @@ def check_tile(what: str, t: TensorType, buffer: str) -> None:
     if t.rank < 2:
         raise ShapeError(f"{what} is a {buffer} tile of rank {t.rank}; an on-chip tile has a "
                          "partition dim and at least one free dim")
+    if t.rank - 1 > limits.free_dims_max:
+        raise ShapeError(f"{what} has {t.rank - 1} free dims; an engine's access pattern has "
+                         f"at most {limits.free_dims_max}")
     partition = t.shape[0]
     if partition.is_const and partition.value > limits.partitions:
         raise ShapeError(f"{what} has {partition.value} partitions; at most "

@@ -529,6 +529,9 @@ class AffineSelectOp(NkiOp):
             raise ShapeError(f"cmp_op '{cmp}' is not one of {', '.join(COMPARISONS)}")
         if "on_false_value" not in attrs:
             raise ShapeError("missing on_false_value")
+        if on_true.dtype == "i32":
+            raise ShapeError("on_true has dtype i32; affine_select takes float or 8- or 16-bit "
+                             "integer tiles")
         par = dims_of(on_true, "p")
         value = affine_index(par, attrs)
         condition = call(COMPARISONS[str(cmp)], Index(value), Const(0))

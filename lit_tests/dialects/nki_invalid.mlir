@@ -249,3 +249,12 @@ func.func @select_predicate(%a: !ax.tensor<[128, 8], f32>) {
   func.return
 }
 // CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.select': the predicate has dtype f32; it is a boolean (i1) tile
+
+// -----
+
+// an engine's access pattern has at most 4 free dims
+func.func @free_dims(%a: !ax.tensor<[128, 2, 2, 2, 2, 2], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 2, 2, 2, 2, 2], f32>) -> !ax.tensor<[128, 2, 2, 2, 2, 2], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.dma_copy': dst has 5 free dims; an engine's access pattern has at most 4

@@ -33,7 +33,8 @@ def test_the_limits_are_the_smallest_over_the_nki_profiles() -> None:
                        ("memory.psum_bank_bytes", limits.psum_bank_bytes),
                        ("limits.matmul_stationary_free_max", limits.matmul_stationary_free_max),
                        ("limits.matmul_moving_free_max", limits.matmul_moving_free_max),
-                       ("limits.vector_transpose_max", limits.vector_transpose_max)]:
+                       ("limits.vector_transpose_max", limits.vector_transpose_max),
+                       ("limits.free_dims_max", limits.free_dims_max)]:
         assert value == min(p.quantities()[key].value for p in profiles)
     assert (limits.partitions, limits.psum_bank_bytes) == (128, 2048)
 
