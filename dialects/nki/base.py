@@ -168,7 +168,7 @@ class NkiOp(TensorOp):
         buffer = attrs.get("buffer")
         if buffer not in cls.DST_BUFFERS:
             raise ShapeError(f"dst buffer '{buffer}' is not one of {', '.join(cls.DST_BUFFERS)}")
-        engine = cls.engine_of(attrs)
+        engine = cls.engine_of(attrs, operand_types)
         if engine == "gpsimd" and buffer == "psum":
             raise ShapeError("the GpSimd engine cannot access PSUM (dst)")
         if cls.ROLES and not cls.takes(len(operand_types)):
@@ -186,12 +186,20 @@ class NkiOp(TensorOp):
         return required <= count <= len(cls.ROLES)
 
     @classmethod
-    def engine_of(cls, attrs: Mapping[str, Any]) -> str:
-        engine = attrs.get("engine") or cls.ENGINE_CHOICES[0]
+    def engine_of(cls, attrs: Mapping[str, Any],
+                  operand_types: Sequence[TensorType] = ()) -> str:
+        """The engine that runs the instruction: its `engine` property, else its default."""
+        engine = attrs.get("engine") or cls.default_engine(operand_types, attrs)
         if engine not in cls.ENGINE_CHOICES:
             raise ShapeError(f"engine '{engine}' cannot run {cls.name}; expected one of "
                              f"{', '.join(cls.ENGINE_CHOICES)}")
         return str(engine)
+
+    @classmethod
+    def default_engine(cls, operand_types: Sequence[TensorType],
+                       attrs: Mapping[str, Any]) -> str:
+        """The engine the instruction runs on when its `engine` property is absent."""
+        return cls.ENGINE_CHOICES[0]
 
     def buffer_name(self) -> str:
         """The buffer this instruction writes its result to."""
@@ -199,7 +207,7 @@ class NkiOp(TensorOp):
 
     def engine_name(self) -> str:
         """The engine that runs this instruction."""
-        return type(self).engine_of(self.attrs())
+        return type(self).engine_of(self.attrs(), self.tensor_types())
 
     def role(self, index: int) -> str:
         name = self.ROLES[index].strip("[]") if index < len(self.ROLES) else "?"

@@ -93,8 +93,10 @@ def _at_partition(vector_operand: int, par: Sequence[LoopDim]) -> Read:
 
 @irdl_op_definition
 class TensorTensorOp(NkiOp):
-    """`nisa.tensor_tensor(dst, data1, data2, op)`: elementwise, both inputs of one shape, at
-    most one in PSUM; on the Vector engine, or GpSimd (no PSUM).
+    """`nisa.tensor_tensor(dst, data1, data2, op, engine)`: elementwise, both inputs of one
+    shape, at most one in PSUM; on the Vector engine, or GpSimd (no PSUM). Float arithmetic
+    converts the inputs to fp32; when the inputs and the dst are all int32 the default engine is
+    GpSimd, whose arithmetic is native int32 (exact).
 
         out[d0 < P, d1 < F] = in0[d0, d1] op in1[d0, d1]
     """
@@ -112,15 +114,41 @@ class TensorTensorOp(NkiOp):
     result = result_def(TensorType)
     traits = traits_def(Pure(), HasGenericForm())
 
+    #: the ops GpSimd runs in native int32 arithmetic (an integer division's rounding is not
+    #: stated in reference/nki.md, so it has no form here)
+    INTEGER_OPS: ClassVar[tuple[str, ...]] = (
+        "add", "subtract", "multiply", "maximum", "minimum", "equal", "not_equal", "greater",
+        "greater_equal", "less", "less_equal")
+
+    @classmethod
+    def all_int32(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> bool:
+        """Are both inputs and the dst int32? (Then GpSimd is the default engine.)"""
+        dst = attrs.get("dtype") or (operand_types[0].dtype if operand_types else None)
+        return bool(operand_types) and all(t.dtype == "i32" for t in operand_types) \
+            and dst == "i32"
+
+    @classmethod
+    def default_engine(cls, operand_types: Sequence[TensorType],
+                       attrs: Mapping[str, Any]) -> str:
+        return "gpsimd" if cls.all_int32(operand_types, attrs) else "vector"
+
     @classmethod
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
         a, b = operand_types
         same_shape("data1 and data2 differ in shape", a, b)
-        apply = alu(attrs.get("op"), "op")
+        op = attrs.get("op")
+        apply = alu(op, "op")
         par = dims_of(a)
-        form = GenericForm(par, apply(as_fp32(Read(0, syms(par)), a.dtype),
-                                      as_fp32(Read(1, syms(par)), b.dtype)), 2)
+        lhs: ScalarExpr = Read(0, syms(par))
+        rhs: ScalarExpr = Read(1, syms(par))
+        if cls.all_int32(operand_types, attrs) and cls.engine_of(attrs, operand_types) == "gpsimd":
+            if op not in cls.INTEGER_OPS:
+                raise ShapeError(f"op '{op}' on int32 tiles (GpSimd's integer arithmetic): "
+                                 f"expected one of {', '.join(cls.INTEGER_OPS)}")
+        else:  # float arithmetic: the inputs converted to fp32
+            lhs, rhs = as_fp32(lhs, a.dtype), as_fp32(rhs, b.dtype)
+        form = GenericForm(par, apply(lhs, rhs), 2)
         return Semantics(form, TensorType(form.output_shape, _dtype(attrs, a.dtype)))
 
     def check_operands(self, buffers: Sequence[str | None]) -> None:

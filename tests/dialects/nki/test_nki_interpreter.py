@@ -383,3 +383,22 @@ def test_integer_inputs_are_computed_in_fp32(p: int, f: int, seed: int) -> None:
         [to_sbuf(add, v[0]), to_sbuf(add, v[1])], op="divide", buffer="sbuf", dtype="f32")),
         [a, b])
     close(got, a.astype(F32) / b.astype(F32))
+
+
+def test_int32_tiles_add_exactly_on_gpsimd_and_through_fp32_on_the_vector_engine() -> None:
+    a = np.full((4, 3), 2**24 + 1, dtype=np.int32)
+    b = np.zeros((4, 3), dtype=np.int32)
+    params = [t((4, 3), "i32")] * 2
+    for engine, want in ((None, 2**24 + 1), ("vector", 2**24)):
+        attrs: dict[str, Any] = {} if engine is None else {"engine": engine}
+
+        def build(v: Any, add: Any, attrs: dict[str, Any] = attrs) -> Any:
+            return add(TensorTensorOp.make([to_sbuf(add, v[0]), to_sbuf(add, v[1])], op="add",
+                                           buffer="sbuf", **attrs))
+
+        func = function("k", params, build)
+        op = func.body.block.ops.last.prev_op  # type: ignore[union-attr]
+        assert isinstance(op, TensorTensorOp)
+        assert op.engine_name() == (engine or "gpsimd")
+        (got,) = run_function(func, [a, b])
+        np.testing.assert_array_equal(got, np.full((4, 3), want, dtype=np.int32))
