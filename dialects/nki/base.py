@@ -90,6 +90,11 @@ def buffer_of(value: SSAValue) -> str | None:
     return None
 
 
+def dst_dtype(attrs: Mapping[str, Any], default: str) -> str:
+    """The dst dtype: the `dtype` property, else `default` (usually the input's)."""
+    return str(attrs.get("dtype") or default)
+
+
 def dims_of(t: TensorType, prefix: str = "d") -> tuple[LoopDim, ...]:
     """One parallel dim per dim of `t`, named apart from `t`'s size symbols."""
     names = fresh_names(prefix, t.rank, {s for d in t.shape for s in d.symbols()})
@@ -97,6 +102,7 @@ def dims_of(t: TensorType, prefix: str = "d") -> tuple[LoopDim, ...]:
 
 
 def syms(dims: Sequence[LoopDim]) -> tuple[IntExpr, ...]:
+    """The loop dims as index expressions (an element's index in a form)."""
     return tuple(IntExpr.sym(d.name) for d in dims)
 
 
@@ -132,6 +138,7 @@ def at_most(what: str, dim: IntExpr, limit: int) -> None:
 
 
 def same_shape(what: str, a: TensorType, b: TensorType) -> None:
+    """`a` and `b` have one shape; ShapeError starting with `what` otherwise."""
     if a.shape != b.shape:
         raise ShapeError(f"{what}: [{', '.join(map(str, a.shape))}] and "
                          f"[{', '.join(map(str, b.shape))}] differ")
@@ -210,6 +217,7 @@ class NkiOp(TensorOp):
         return type(self).engine_of(self.attrs(), self.tensor_types())
 
     def role(self, index: int) -> str:
+        """Operand #`index` as diagnostics name it: `operand #1 (moving)`."""
         name = self.ROLES[index].strip("[]") if index < len(self.ROLES) else "?"
         return f"operand #{index} ({name})"
 
@@ -218,6 +226,8 @@ class NkiOp(TensorOp):
         default."""
 
     def verify_(self) -> None:
+        """The instruction's meaning (result type, shape and dtype rules), then its operands'
+        buffers and tiles."""
         super().verify_()
         buffers = [buffer_of(v) for v in self.operands]
         engine = self.engine_name()

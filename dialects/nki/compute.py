@@ -38,7 +38,16 @@ from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Const, Index, Read, ScalarExpr, call
-from axon.dialects.nki.base import NkiOp, alu, as_fp32, dims_of, is_vector, same_shape, syms
+from axon.dialects.nki.base import (
+    NkiOp,
+    alu,
+    as_fp32,
+    dims_of,
+    dst_dtype,
+    is_vector,
+    same_shape,
+    syms,
+)
 from axon.dialects.nki.movement import affine_index
 
 #: activation functions (nki.language names) -> their scalar-language body; `copy` is the
@@ -80,10 +89,6 @@ SCANS: dict[tuple[str, str], tuple[str, Callable[[ScalarExpr, ScalarExpr], Scala
 #: comparisons of affine_select (nki.language names) -> scalar-language functions
 COMPARISONS = {"equal": "eq", "not_equal": "ne", "greater": "gt", "greater_equal": "ge",
                "less": "lt", "less_equal": "le"}
-
-
-def _dtype(attrs: Mapping[str, Any], default: str) -> str:
-    return str(attrs.get("dtype") or default)
 
 
 def _at_partition(vector_operand: int, par: Sequence[LoopDim]) -> Read:
@@ -149,7 +154,7 @@ class TensorTensorOp(NkiOp):
         else:  # float arithmetic: the inputs converted to fp32
             lhs, rhs = as_fp32(lhs, a.dtype), as_fp32(rhs, b.dtype)
         form = GenericForm(par, apply(lhs, rhs), 2)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, a.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, a.dtype)))
 
     def check_operands(self, buffers: Sequence[str | None]) -> None:
         if buffers.count("psum") > 1:
@@ -223,7 +228,7 @@ class TensorScalarOp(NkiOp):
         if used != len(vectors):
             raise ShapeError(f"{len(vectors)} vector operands for {used} ops without a scalar")
         form = GenericForm(par, value, len(operand_types))
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, data.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, data.dtype)))
 
 
 def _activation_body(operand_types: Sequence[TensorType], attrs: Mapping[str, Any],
@@ -278,7 +283,7 @@ class ActivationOp(NkiOp):
         body = _activation_body(operand_types, attrs, par, syms(par))
         form = GenericForm(par, body, len(operand_types))
         return Semantics(form, TensorType(form.output_shape,
-                                          _dtype(attrs, operand_types[0].dtype)))
+                                          dst_dtype(attrs, operand_types[0].dtype)))
 
 
 @irdl_op_definition
@@ -326,7 +331,7 @@ class ActivationReduceOp(NkiOp):
         index = (IntExpr.sym(p), *syms(reduced))
         body = _activation_body(operand_types, attrs, par, index)
         form = GenericForm(par, body, len(operand_types), "add", reduced)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, "f32")))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "f32")))
 
 
 @irdl_op_definition
@@ -389,7 +394,7 @@ class TensorReduceOp(NkiOp):
             body = call("neg", body)
             reduction = NEGATED[reduction]
         form = GenericForm(tuple(par), body, 1, reduction, reduced)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, data.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, data.dtype)))
 
 
 @irdl_op_definition
@@ -457,7 +462,7 @@ class TensorTensorScanOp(NkiOp):
                 body = call(reduction, body, first)
         form = GenericForm((p, f), body, len(operand_types), reduction,
                            (LoopDim(r, IntExpr.const(0), IntExpr.sym(f.name) + 1),))
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, d0.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, d0.dtype)))
 
 
 @irdl_op_definition
@@ -511,7 +516,7 @@ class SelectOp(NkiOp):
             raise ShapeError("on_false is neither an operand nor an on_false_value")
         form = GenericForm(par, call("select", flag, Read(1, syms(par)), otherwise),
                            len(operand_types))
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, on_true.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, on_true.dtype)))
 
     def check_operands(self, buffers: Sequence[str | None]) -> None:
         if buffers[0] == "psum" and buffers[1] == "psum":
@@ -566,4 +571,4 @@ class AffineSelectOp(NkiOp):
         body = call("select", condition, Read(0, syms(par)),
                     Const(float(attrs["on_false_value"])))
         form = GenericForm(par, body, 1)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, on_true.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, on_true.dtype)))

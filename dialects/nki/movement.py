@@ -38,11 +38,7 @@ from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Index, Read
-from axon.dialects.nki.base import NkiOp, dims_of, syms
-
-
-def _dtype(attrs: Mapping[str, Any], default: str) -> str:
-    return str(attrs.get("dtype") or default)
+from axon.dialects.nki.base import NkiOp, dims_of, dst_dtype, syms
 
 
 @irdl_op_definition
@@ -72,7 +68,7 @@ class DmaCopyOp(NkiOp):
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
         (src,) = operand_types
-        dtype = _dtype(attrs, src.dtype)
+        dtype = dst_dtype(attrs, src.dtype)
         shape = attrs.get("shape")
         if shape is not None and tuple(IntExpr.lift(d) for d in shape) != src.shape:
             dims = [IntExpr.lift(d) for d in shape]
@@ -146,7 +142,7 @@ class TensorCopyOp(NkiOp):
         (src,) = operand_types
         par = dims_of(src)
         form = GenericForm(par, Read(0, syms(par)), 1)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, src.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, src.dtype)))
 
 
 @irdl_op_definition
@@ -214,7 +210,7 @@ class IotaOp(NkiOp):
         par = dims_of(shape, "p")
         value = affine_index(par, attrs)
         form = GenericForm(par, Index(value), 0)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, "i32")))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "i32")))
 
 
 def affine_index(par: Sequence[LoopDim], attrs: Mapping[str, Any]) -> IntExpr:
