@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -76,6 +77,12 @@ def as_fp32(value: ScalarExpr, dtype: str) -> ScalarExpr:
     """An operand's element as the engines compute with it: an integer or boolean element is
     converted to fp32 first (reference/nki.md 3.4: arithmetic in fp32)."""
     return value if DTYPES[dtype].is_float else call("cast", value, param="f32")
+
+
+def fp32_const(value: Any) -> Const:
+    """An instruction's immediate (a scalar operand, a scale, an initial or fill value): the
+    engines hold it in fp32, so it is rounded to fp32 where the instruction is built."""
+    return Const(float(np.float32(value)))
 
 
 def buffer_of(value: SSAValue) -> str | None:

@@ -44,6 +44,7 @@ from axon.dialects.nki.base import (
     as_fp32,
     dims_of,
     dst_dtype,
+    fp32_const,
     is_vector,
     same_shape,
     syms,
@@ -213,7 +214,7 @@ class TensorScalarOp(NkiOp):
             scalar = attrs.get(f"scalar{k}")
             operand: ScalarExpr
             if scalar is not None:
-                operand = Const(float(scalar))
+                operand = fp32_const(scalar)
             else:
                 if used == len(vectors):
                     raise ShapeError(f"operand{k} has neither a scalar{k} nor a [P, 1] vector "
@@ -248,7 +249,7 @@ def _activation_body(operand_types: Sequence[TensorType], attrs: Mapping[str, An
             raise ShapeError("scale given both as an operand and as a constant")
         value = call("mul", value, _at_partition(2, par))
     elif float(attrs.get("scale", 1.0)) != 1.0:
-        value = call("mul", value, Const(float(attrs["scale"])))
+        value = call("mul", value, fp32_const(attrs["scale"]))
     if vectors:
         value = call("add", value, _at_partition(1, par))
     return ACTIVATIONS[str(func)](value)
@@ -452,7 +453,7 @@ class TensorTensorScanOp(NkiOp):
                                  f"f32[{d0.shape[0]}, 1]")
             initial = _at_partition(2, (p, f))
         elif float(attrs.get("initial") or 0.0) != identity:
-            initial = Const(float(attrs.get("initial") or 0.0))
+            initial = fp32_const(attrs.get("initial") or 0.0)
         if initial is not None:
             if reduction in ("max", "min"):  # the initial value joins every prefix
                 body = call(reduction, body, initial)
@@ -511,7 +512,7 @@ class SelectOp(NkiOp):
                                  f"[{on_true.shape[0]}, 1]")
             otherwise = _at_partition(2, par)
         elif attrs.get("on_false_value") is not None:
-            otherwise = Const(float(attrs["on_false_value"]))
+            otherwise = fp32_const(attrs["on_false_value"])
         else:
             raise ShapeError("on_false is neither an operand nor an on_false_value")
         form = GenericForm(par, call("select", flag, Read(1, syms(par)), otherwise),
@@ -569,6 +570,6 @@ class AffineSelectOp(NkiOp):
         value = affine_index(par, attrs)
         condition = call(COMPARISONS[str(cmp)], Index(value), Const(0))
         body = call("select", condition, Read(0, syms(par)),
-                    Const(float(attrs["on_false_value"])))
+                    fp32_const(attrs["on_false_value"]))
         form = GenericForm(par, body, 1)
         return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, on_true.dtype)))

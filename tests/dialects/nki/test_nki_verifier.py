@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from xdsl.ir import Block, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -18,6 +19,7 @@ from axon.dialects.nki import (
     NcMatmulOp,
     TensorCopyOp,
     TensorReduceOp,
+    TensorScalarOp,
     TensorTensorOp,
     TensorTensorScanOp,
 )
@@ -111,3 +113,11 @@ def test_every_instruction_names_its_engines_and_is_documented() -> None:
         assert op.ENGINE_CHOICES and set(op.ENGINE_CHOICES) <= set(ENGINES), op.name
         assert ("engine" in op.ATTRS) == (len(op.ENGINE_CHOICES) > 1), op.name
         assert f"`{op.name} " in docs or f"`{op.name}`" in docs, f"docs/nki.md lacks {op.name}"
+
+
+def test_immediates_are_fp32() -> None:
+    op = TensorScalarOp.make([_value([8, 4], "f32")], op0="multiply", scalar0=0.1,
+                             buffer="sbuf")
+    assert str(op.generic_form()) == \
+        f"out[d0 < 8, d1 < 4] = in0[d0, d1] * {float(np.float32(0.1))!r}"
+    assert float(np.float32(0.1)) != 0.1
