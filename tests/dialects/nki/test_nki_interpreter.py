@@ -92,13 +92,21 @@ def test_dma_copy_casts_through_fp32_and_keeps_the_row_major_order(
     assert got.dtype == want.dtype
 
 
+#: dma_transpose's permutation per rank, as the SDK states it
+DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+
+
 @EXAMPLES
-@given(p=st.integers(1, 64), f=st.integers(1, LIMITS.partitions), seed=st.integers(0, 2**16))
-def test_dma_transpose_swaps_the_two_dims_bit_exactly(p: int, f: int, seed: int) -> None:
-    (x,) = tiles(seed, (p, f), dtype=BF16)
-    got = run([t((p, f), "bf16")],
+@given(rank=st.sampled_from(sorted(DMA_TRANSPOSE_AXES)), seed=st.integers(0, 2**16),
+       data=st.data())
+def test_dma_transpose_permutes_the_dims_bit_exactly(rank: int, seed: int, data: Any) -> None:
+    axes = DMA_TRANSPOSE_AXES[rank]
+    shape = tuple(data.draw(st.integers(1, 6)) for _ in range(rank - 1))
+    shape = (*shape, data.draw(st.integers(1, LIMITS.partitions)))  # dst's partition dim
+    (x,) = tiles(seed, shape, dtype=BF16)
+    got = run([t(shape, "bf16")],
               lambda a, add: add(DmaTransposeOp.make([a[0]], buffer="sbuf")), [x])
-    np.testing.assert_array_equal(got, x.T)
+    np.testing.assert_array_equal(got, np.transpose(x, axes))
 
 
 @EXAMPLES
