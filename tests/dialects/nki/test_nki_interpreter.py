@@ -175,12 +175,14 @@ def test_nc_matmul_contracts_the_partition_dim_in_fp32(k: int, m: int, n: int, s
        data=st.data())
 def test_nc_transpose_on_either_engine(seed: int, engine: str, data: Any) -> None:
     bound = LIMITS.partitions if engine == "tensor" else LIMITS.vector_transpose_max
-    p, f = data.draw(st.integers(1, bound)), data.draw(st.integers(1, bound))
-    (x,) = tiles(seed, (p, f))
+    g = data.draw(st.integers(1, 4))  # a second free dim, flattened with the first
+    p, f = data.draw(st.integers(1, bound)), data.draw(st.integers(1, bound // g))
+    shape = (p, f) if g == 1 else (p, f, g)
+    (x,) = tiles(seed, shape)
     buffer = "psum" if engine == "tensor" else "sbuf"
-    got = run([t((p, f))], lambda a, add: add(NcTransposeOp.make(
+    got = run([t(shape)], lambda a, add: add(NcTransposeOp.make(
         [to_sbuf(add, a[0])], buffer=buffer, engine=engine)), [x])
-    np.testing.assert_array_equal(got, x.T)
+    np.testing.assert_array_equal(got, x.reshape(p, f * g).T)
 
 
 @EXAMPLES
