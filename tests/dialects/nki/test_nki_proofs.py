@@ -7,6 +7,7 @@ from axon.dialects.ax import (
     AddOp,
     ConstantOp,
     ExpOp,
+    GeOp,
     MatmulOp,
     MulOp,
     NegOp,
@@ -17,9 +18,12 @@ from axon.dialects.ax import (
     TransposeOp,
 )
 from axon.dialects.ax import CumsumOp as AxCumsumOp
+from axon.dialects.ax import IotaOp as AxIotaOp
+from axon.dialects.ax import SelectOp as AxSelectOp
 from axon.dialects.nki import (
     ActivationOp,
     ActivationReduceOp,
+    AffineSelectOp,
     MemsetOp,
     NcMatmulOp,
     NcTransposeOp,
@@ -127,6 +131,24 @@ def test_tensor_scalar_with_a_reversed_vector_operand() -> None:
 
     assert isinstance(prove_equivalent(nki(True), function("ax", [X, ROW], ax)), Proved)
     assert isinstance(prove_equivalent(nki(False), function("ax", [X, ROW], ax)), Refuted)
+
+
+def test_affine_select_is_a_causal_mask() -> None:
+    def nki(cmp: str):  # type: ignore[no-untyped-def]
+        def build(args, add):  # type: ignore[no-untyped-def]
+            return add(AffineSelectOp.make([to_sbuf(add, args[0])], pattern=(-1,),
+                                           channel_multiplier=1, cmp_op=cmp,
+                                           on_false_value=-30000.0, buffer="sbuf"))
+        return function("nki", [X], build)
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        rows, cols = (add(AxIotaOp.make([], shape=["P", "F"], axis=a, dtype="i32"))
+                      for a in (0, 1))
+        fill = add(ConstantOp.make([], value=-30000.0, shape=[], dtype="f32"))
+        return add(AxSelectOp.make([add(GeOp.make([rows, cols])), args[0], fill]))
+
+    assert isinstance(prove_equivalent(nki("greater_equal"), function("ax", [X], ax)), Proved)
+    assert isinstance(prove_equivalent(nki("greater"), function("ax", [X], ax)), Refuted)
 
 
 def test_the_tensor_engine_transpose_is_a_transpose() -> None:
