@@ -1,23 +1,51 @@
-"""Each `nki` instruction's generic form, run by the reference interpreter on random tiles of
-random shapes within the NKI limits, against an independent numpy statement of the
-instruction (reference/nki.md section 3): compute in fp32, round once to the dst dtype."""
+"""The `nki` dialect: each instruction's generic form run by the reference interpreter on
+random tiles of random shapes within the NKI limits, against an independent numpy statement of
+the instruction (reference/nki.md section 3: compute in fp32, round once to the dst dtype); the
+identities a lowering relies on, proved by the verifier through the forms for all sizes; and the
+op verifier's limits (read from the NKI profiles) and diagnostics."""
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from xdsl.dialects.builtin import FunctionType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
-from axon.dialects.ax import TensorType
+from axon.dialects.ax import (
+    AddOp,
+    ConstantOp,
+    ExpOp,
+    GeOp,
+    MatmulOp,
+    MulOp,
+    NegOp,
+    ReduceMaxOp,
+    SubOp,
+    SumOp,
+    TensorType,
+    TransposeOp,
+)
+from axon.dialects.ax import CumsumOp as AxCumsumOp
+from axon.dialects.ax import IotaOp as AxIotaOp
+from axon.dialects.ax import SelectOp as AxSelectOp
+from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.nki import (
+    ALL_OPS,
+    ENGINES,
     ActivationOp,
     ActivationReduceOp,
     AffineSelectOp,
+    DmaCopyOp,
     DmaTransposeOp,
     IotaOp,
     MemsetOp,
@@ -30,15 +58,41 @@ from axon.dialects.nki import (
     TensorTensorOp,
     TensorTensorScanOp,
 )
-from axon.dialects.nki.limits import generic_limits
+from axon.dialects.nki.limits import generic_limits, nki_profiles
 from axon.interpreter import run_function, run_module
 from axon.tools.embed import parse_mlir
-from tests.dialects.nki.helpers import function, to_sbuf
+from axon.verifier import Proved, Refuted, prove_equivalent
 
+# ---- building functions of instructions: arguments in HBM, the last value returned ----
+#: adds an op to the function being built and gives its result
+Add = Callable[[Operation], SSAValue]
+
+
+def function(name: str, params: Sequence[TensorType],
+             build: Callable[[list[SSAValue], Add], SSAValue]) -> FuncOp:
+    """`func.func @name(params) { build(...); return }`."""
+    block = Block(arg_types=list(params))
+    ops: list[Operation] = []
+
+    def add(op: Operation) -> SSAValue:
+        ops.append(op)
+        return op.results[0]
+
+    result = build(list(block.args), add)
+    block.add_ops([*ops, ReturnOp(result)])
+    return FuncOp(name, FunctionType.from_lists(list(params), [result.type]), Region(block))
+
+
+def to_sbuf(add: Add, value: SSAValue, **attrs: Any) -> SSAValue:
+    """`value` DMA-copied into SBUF."""
+    return add(DmaCopyOp.make([value], buffer="sbuf", **attrs))
+
+
+# ---- each form in the interpreter against numpy ------------------------------------------
 LIMITS = generic_limits()
 F32 = np.float32
 BF16 = ml_dtypes.bfloat16
-#: free sizes drawn (kept small: the interpreter evaluates forms elementwise in numpy)
+#: free sizes drawn (up to 256: a scan evaluates an F x F triangle per partition)
 FREE = st.integers(1, 256)
 PARTITIONS = st.integers(1, LIMITS.partitions)
 EXAMPLES = settings(max_examples=25, deadline=None)
@@ -412,3 +466,249 @@ def test_int32_tiles_add_exactly_on_gpsimd_and_through_fp32_on_the_vector_engine
         assert op.engine_name() == (engine or "gpsimd")
         (got,) = run_function(func, [a, b])
         np.testing.assert_array_equal(got, np.full((4, 3), want, dtype=np.int32))
+
+
+# ---- proofs through the forms ------------------------------------------------------------
+X = TensorType(["P", "F"], "f32")
+ROW = TensorType(["P", "1"], "f32")
+
+
+def test_matmul_against_a_ones_vector_is_a_sum_over_the_partition_dim() -> None:
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        ones = add(MemsetOp.make([], value=1.0, shape=["P", "1"], dtype="f32", buffer="sbuf"))
+        return add(NcMatmulOp.make([ones, to_sbuf(add, args[0])], buffer="psum"))
+
+    ax = function("ax", [X], lambda args, add: add(SumOp.make([args[0]], axes=(0,),
+                                                                keepdims=True)))
+    assert isinstance(prove_equivalent(function("nki", [X], nki), ax), Proved)
+
+
+def test_accumulated_matmuls_are_the_sum_of_the_products() -> None:
+    a0, a1 = TensorType(["K", "M"], "f32"), TensorType(["K", "M"], "f32")
+    b = TensorType(["K", "N"], "f32")
+
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        s0, s1, m = (to_sbuf(add, v) for v in args)
+        first = add(NcMatmulOp.make([s0, m], buffer="psum"))
+        return add(NcMatmulOp.make([s1, m, first], buffer="psum"))
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        x0, x1, m = args
+        p0 = add(MatmulOp.make([add(TransposeOp.make([x0], perm=(1, 0))), m]))
+        p1 = add(MatmulOp.make([add(TransposeOp.make([x1], perm=(1, 0))), m]))
+        return add(AddOp.make([p0, p1]))
+
+    params = [a0, a1, b]
+    assert isinstance(prove_equivalent(function("nki", params, nki),
+                                       function("ax", params, ax)), Proved)
+
+
+def test_tensor_reduce_is_the_row_reduction_it_implements() -> None:
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        return add(TensorReduceOp.make([to_sbuf(add, args[0])], op="add", axes=(1,),
+                                       keepdims=True, buffer="sbuf"))
+
+    ax = function("ax", [X], lambda args, add: add(SumOp.make([args[0]], axes=(1,),
+                                                                keepdims=True)))
+    assert isinstance(prove_equivalent(function("nki", [X], nki), ax), Proved)
+    wrong = function("max", [X], lambda args, add: add(ReduceMaxOp.make([args[0]], axes=(1,),
+                                                                         keepdims=True)))
+    assert isinstance(prove_equivalent(function("nki", [X], nki), wrong), Refuted)
+
+
+def test_a_negated_max_reduction_is_minus_the_max() -> None:
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        return add(TensorReduceOp.make([to_sbuf(add, args[0])], op="maximum", axes=(1,),
+                                       negate=True, keepdims=True, buffer="sbuf"))
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        return add(NegOp.make([add(ReduceMaxOp.make([args[0]], axes=(1,), keepdims=True))]))
+
+    assert isinstance(prove_equivalent(function("nki", [X], nki), function("ax", [X], ax)),
+                      Proved)
+
+
+def test_a_scan_of_add_over_zeros_is_cumsum() -> None:
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        zeros = add(MemsetOp.make([], value=0.0, shape=["P", "F"], dtype="f32", buffer="sbuf"))
+        return add(TensorTensorScanOp.make([zeros, to_sbuf(add, args[0])], op0="add",
+                                           op1="add", initial=0.0, buffer="sbuf"))
+
+    ax = function("ax", [X], lambda args, add: add(AxCumsumOp.make([args[0]], axis=1)))
+    assert isinstance(prove_equivalent(function("nki", [X], nki), ax), Proved)
+
+
+def test_a_scan_started_at_a_carried_column_is_cumsum_plus_the_carry() -> None:
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        zeros = add(MemsetOp.make([], value=0.0, shape=["P", "F"], dtype="f32", buffer="sbuf"))
+        x, carry = (to_sbuf(add, v) for v in args)
+        return add(TensorTensorScanOp.make([zeros, x, carry], op0="add", op1="add",
+                                           buffer="sbuf"))
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        return add(AddOp.make([add(AxCumsumOp.make([args[0]], axis=1)), args[1]]))
+
+    assert isinstance(prove_equivalent(function("nki", [X, ROW], nki),
+                                       function("ax", [X, ROW], ax)), Proved)
+
+
+def test_tensor_scalar_with_a_reversed_vector_operand() -> None:
+    def nki(reverse: bool):  # type: ignore[no-untyped-def]
+        def build(args, add):  # type: ignore[no-untyped-def]
+            x, v = (to_sbuf(add, a) for a in args)
+            return add(TensorScalarOp.make([x, v], op0="subtract", reverse0=reverse,
+                                           op1="multiply", scalar1=2.0, buffer="sbuf"))
+        return function("nki", [X, ROW], build)
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        two = add(ConstantOp.make([], value=2.0, shape=[], dtype="f32"))
+        return add(MulOp.make([add(SubOp.make([args[1], args[0]])), two]))
+
+    assert isinstance(prove_equivalent(nki(True), function("ax", [X, ROW], ax)), Proved)
+    assert isinstance(prove_equivalent(nki(False), function("ax", [X, ROW], ax)), Refuted)
+
+
+def test_affine_select_is_a_causal_mask() -> None:
+    def nki(cmp: str):  # type: ignore[no-untyped-def]
+        def build(args, add):  # type: ignore[no-untyped-def]
+            return add(AffineSelectOp.make([to_sbuf(add, args[0])], pattern=(-1,),
+                                           channel_multiplier=1, cmp_op=cmp,
+                                           on_false_value=-30000.0, buffer="sbuf"))
+        return function("nki", [X], build)
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        rows, cols = (add(AxIotaOp.make([], shape=["P", "F"], axis=a, dtype="i32"))
+                      for a in (0, 1))
+        fill = add(ConstantOp.make([], value=-30000.0, shape=[], dtype="f32"))
+        return add(AxSelectOp.make([add(GeOp.make([rows, cols])), args[0], fill]))
+
+    assert isinstance(prove_equivalent(nki("greater_equal"), function("ax", [X], ax)), Proved)
+    assert isinstance(prove_equivalent(nki("greater"), function("ax", [X], ax)), Refuted)
+
+
+def test_the_tensor_engine_transpose_is_a_transpose() -> None:
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        return add(NcTransposeOp.make([to_sbuf(add, args[0])], buffer="psum"))
+
+    ax = function("ax", [X], lambda args, add: add(TransposeOp.make([args[0]], perm=(1, 0))))
+    assert isinstance(prove_equivalent(function("nki", [X], nki), ax), Proved)
+
+
+def test_activation_with_a_bias_and_its_reduction() -> None:
+    def nki(args, add):  # type: ignore[no-untyped-def]
+        x, bias = (to_sbuf(add, v) for v in args)
+        return add(ActivationOp.make([x, bias], func="exp", buffer="sbuf"))
+
+    def ax(args, add):  # type: ignore[no-untyped-def]
+        return add(ExpOp.make([add(AddOp.make(list(args)))]))
+
+    assert isinstance(prove_equivalent(function("nki", [X, ROW], nki),
+                                       function("ax", [X, ROW], ax)), Proved)
+
+    def nki_sum(args, add):  # type: ignore[no-untyped-def]
+        x, bias = (to_sbuf(add, v) for v in args)
+        return add(ActivationReduceOp.make([x, bias], func="exp", buffer="sbuf"))
+
+    def ax_sum(args, add):  # type: ignore[no-untyped-def]
+        return add(SumOp.make([add(ExpOp.make([add(AddOp.make(list(args)))]))], axes=(1,),
+                              keepdims=True))
+
+    assert isinstance(prove_equivalent(function("nki", [X, ROW], nki_sum),
+                                       function("ax", [X, ROW], ax_sum)), Proved)
+
+
+# ---- the op verifier ----------------------------------------------------------------------
+def test_the_limits_are_the_smallest_over_the_nki_profiles() -> None:
+    profiles = nki_profiles()
+    assert {p.name for p in profiles} >= {"trn1", "trn2"}
+    limits = generic_limits()
+    for key, value in [("memory.partitions", limits.partitions),
+                       ("memory.psum_bank_bytes", limits.psum_bank_bytes),
+                       ("limits.matmul_stationary_free_max", limits.matmul_stationary_free_max),
+                       ("limits.matmul_moving_free_max", limits.matmul_moving_free_max),
+                       ("limits.vector_transpose_max", limits.vector_transpose_max),
+                       ("limits.free_dims_max", limits.free_dims_max)]:
+        assert value == min(p.quantities()[key].value for p in profiles)
+    assert (limits.partitions, limits.psum_bank_bytes) == (128, 2048)
+
+
+def verify(params: list[TensorType], build: object) -> None:
+    function("k", params, build).verify()  # type: ignore[arg-type]
+
+
+def test_matmul_limits_and_buffers() -> None:
+    with pytest.raises(ShapeError, match="moving free size N is 513; at most 512"):
+        NcMatmulOp.make([_value([128, 128]), _value([128, 513])], buffer="psum")
+    with pytest.raises(ShapeError, match="stationary free size M is 129; at most 128"):
+        NcMatmulOp.make([_value([128, 129]), _value([128, 8])], buffer="psum")
+    with pytest.raises(ShapeError, match=r"contraction \(partition\) dims differ: 64 and 32"):
+        NcMatmulOp.make([_value([64, 8]), _value([32, 8])], buffer="psum")
+    with pytest.raises(ShapeError, match="dst buffer 'sbuf' is not one of psum"):
+        NcMatmulOp.make([_value([64, 8]), _value([64, 8])], buffer="sbuf")
+    ok = TensorType([64, 8], "bf16")
+    with pytest.raises(VerifyException, match=r"operand #1 \(moving\) is in hbm; expected sbuf"):
+        verify([ok, ok], lambda a, add: add(NcMatmulOp.make([to_sbuf(add, a[0]), a[1]],
+                                                            buffer="psum")))
+
+
+def test_accumulating_onto_psum_a_memset_wrote_is_refused() -> None:
+    ok = TensorType([64, 8], "bf16")
+
+    def build(a, add):  # type: ignore[no-untyped-def]
+        zeros = add(MemsetOp.make([], value=0.0, shape=[8, 8], dtype="f32", buffer="psum"))
+        return add(NcMatmulOp.make([to_sbuf(add, a[0]), to_sbuf(add, a[1]), zeros],
+                                   buffer="psum"))
+
+    with pytest.raises(VerifyException, match="acc.*written by 'nki.memset'.*undefined"):
+        verify([ok, ok], build)
+
+
+def test_buffer_and_engine_rules() -> None:
+    x = TensorType([128, 512], "f32")
+
+    def two_psum(a, add):  # type: ignore[no-untyped-def]
+        p = add(TensorCopyOp.make([to_sbuf(add, a[0])], buffer="psum"))
+        return add(TensorTensorOp.make([p, p], op="add", buffer="sbuf"))
+
+    with pytest.raises(VerifyException, match="both inputs are in PSUM"):
+        verify([x], two_psum)
+
+    def gpsimd_psum(a, add):  # type: ignore[no-untyped-def]
+        p = add(TensorCopyOp.make([to_sbuf(add, a[0])], buffer="psum"))
+        return add(TensorCopyOp.make([p], buffer="sbuf", engine="gpsimd"))
+
+    with pytest.raises(VerifyException, match="GpSimd engine cannot read PSUM"):
+        verify([x], gpsimd_psum)
+    with pytest.raises(ShapeError, match="4096 bytes per partition; one PSUM bank holds 2048"):
+        TensorCopyOp.make([_value([128, 1024], "f32")], buffer="psum")
+    with pytest.raises(ShapeError, match="has 129 partitions; at most 128"):
+        TensorCopyOp.make([_value([129, 8])], buffer="sbuf")
+
+
+def test_instruction_rules() -> None:
+    with pytest.raises(ShapeError, match="reduces trailing free dims"):
+        TensorReduceOp.make([_value([8, 4, 4])], op="add", axes=(1,), buffer="sbuf")
+    with pytest.raises(ShapeError, match=r"\('multiply', 'add'\) has no generic form"):
+        TensorTensorScanOp.make([_value([8, 4]), _value([8, 4])], op0="multiply", op1="add",
+                                buffer="sbuf")
+
+
+def _value(shape: list[int], dtype: str = "bf16") -> SSAValue:
+    """A value of type `dtype[shape]` (a block argument: in HBM)."""
+    return Block(arg_types=[TensorType(shape, dtype)]).args[0]
+
+
+def test_every_instruction_names_its_engines_and_is_documented() -> None:
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "nki.md").read_text()
+    for op in ALL_OPS:
+        assert op.ENGINE_CHOICES and set(op.ENGINE_CHOICES) <= set(ENGINES), op.name
+        assert ("engine" in op.ATTRS) == (len(op.ENGINE_CHOICES) > 1), op.name
+        assert f"`{op.name} " in docs or f"`{op.name}`" in docs, f"docs/nki.md lacks {op.name}"
+
+
+def test_immediates_are_fp32() -> None:
+    op = TensorScalarOp.make([_value([8, 4], "f32")], op0="multiply", scalar0=0.1,
+                             buffer="sbuf")
+    assert str(op.generic_form()) == \
+        f"out[d0 < 8, d1 < 4] = in0[d0, d1] * {float(np.float32(0.1))!r}"
+    assert float(np.float32(0.1)) != 0.1
