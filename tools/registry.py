@@ -48,6 +48,7 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """Axon's own dialects, by name (xDSL's upstream dialects are not included)."""
     return {
         "ax": _lazy("axon.dialects.ax", "Ax"),
+        "nki": _lazy("axon.dialects.nki", "Nki"),
         "nu": _lazy("axon.dialects.nu", "Nu"),
         "tile": _lazy("axon.dialects.tile", "Tile"),
         "xt": _lazy("axon.dialects.xt", "Xt"),

@@ -1,0 +1,42 @@
+"""The `nki` dialect: Axon's NeuronCore ISA level, one op per `nki.isa` instruction the
+lowering uses (reference/nki.md section 3; docs/nki.md).
+
+Data movement and fills (`movement.py`): `dma_copy`, `dma_transpose`, `tensor_copy`, `memset`,
+`iota`; the Tensor engine (`tensor_engine.py`): `nc_matmul` (with PSUM accumulation),
+`nc_transpose`; the Vector, Scalar and GpSimd engines (`compute.py`): `tensor_tensor`,
+`tensor_scalar`, `activation`, `activation_reduce`, `tensor_reduce`, `tensor_tensor_scan`,
+`select`, `affine_select`. Each is a form op: its generic form is its meaning for the verifier
+and the interpreter, its engine is fixed or a property, and its verifier checks buffers, shapes
+and dtypes against the NKI profiles' limits (`base.py`, `limits.py`).
+"""
+
+from xdsl.ir import Dialect
+
+from axon.dialects.form.interface import register_dialect
+from axon.dialects.nki.base import ALU_OPS, BUFFERS, ENGINES, NkiOp, buffer_of
+from axon.dialects.nki.compute import (
+    ACTIVATIONS,
+    ActivationOp,
+    ActivationReduceOp,
+    AffineSelectOp,
+    SelectOp,
+    TensorReduceOp,
+    TensorScalarOp,
+    TensorTensorOp,
+    TensorTensorScanOp,
+)
+from axon.dialects.nki.movement import DmaCopyOp, DmaTransposeOp, IotaOp, MemsetOp, TensorCopyOp
+from axon.dialects.nki.tensor_engine import NcMatmulOp, NcTransposeOp
+
+ALL_OPS: tuple[type[NkiOp], ...] = (
+    DmaCopyOp, DmaTransposeOp, TensorCopyOp, MemsetOp, IotaOp, NcMatmulOp, NcTransposeOp,
+    TensorTensorOp, TensorScalarOp, ActivationOp, ActivationReduceOp, TensorReduceOp,
+    TensorTensorScanOp, SelectOp, AffineSelectOp)
+Nki = Dialect("nki", list(ALL_OPS), [])
+register_dialect(Nki)
+
+__all__ = ["ACTIVATIONS", "ALL_OPS", "ALU_OPS", "BUFFERS", "ENGINES", "ActivationOp",
+           "ActivationReduceOp", "AffineSelectOp", "DmaCopyOp", "DmaTransposeOp", "IotaOp",
+           "MemsetOp", "NcMatmulOp", "NcTransposeOp", "Nki", "NkiOp", "SelectOp",
+           "TensorCopyOp", "TensorReduceOp", "TensorScalarOp", "TensorTensorOp",
+           "TensorTensorScanOp", "buffer_of"]

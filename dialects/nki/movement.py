@@ -1,0 +1,236 @@
+"""Data movement and fills: `dma_copy`, `dma_transpose`, `tensor_copy`, `memset`, `iota`
+(reference/nki.md 3.1 and 3.5).
+
+    %s = nki.dma_copy %x {buffer = "sbuf"}
+        : (!ax.tensor<[128, 512], f32>) -> !ax.tensor<[128, 512], f32>
+    %t = nki.dma_transpose %x {buffer = "sbuf"}
+        : (!ax.tensor<[64, 128], bf16>) -> !ax.tensor<[128, 64], bf16>
+    %c = nki.tensor_copy %p {buffer = "sbuf", dtype = bf16} : (...) -> !ax.tensor<[128, 512], bf16>
+    %z = nki.memset {value = 0.0 : f64, shape = ["128", "1"], dtype = f32, buffer = "sbuf"} : ...
+    %i = nki.iota {shape = ["128", "64"], pattern = array<i64: 1>, channel_multiplier = 64 : i64,
+                   dtype = i32, buffer = "sbuf"} : !ax.tensor<[128, 64], i32>
+
+A change of dtype goes through fp32 and is rounded once, on the write (the interpreter's one
+rounding to the result dtype).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from xdsl.dialects.builtin import I64, ArrayAttr, DenseArrayBase, FloatAttr, IntegerAttr, StringAttr
+from xdsl.ir import TypeAttribute
+from xdsl.irdl import (
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+
+from axon.dialects.ax import ConstantOp, TensorType
+from axon.dialects.ax import ReshapeOp as AxReshapeOp
+from axon.dialects.ax.shapes import ShapeError, product
+from axon.dialects.form.generic_form import GenericForm, LoopDim
+from axon.dialects.form.interface import HasGenericForm, Semantics
+from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import Index, Read
+from axon.dialects.nki.base import NkiOp, dims_of, dst_dtype, syms
+
+
+@irdl_op_definition
+class DmaCopyOp(NkiOp):
+    """`nisa.dma_copy(dst, src)`: `dst = src` between HBM and SBUF (never from PSUM, NKI >=
+    0.3.0). Only element counts must match: a `shape` other than the source's lays the
+    elements out row-major in it (`ax.reshape`'s meaning). A dtype change goes src -> fp32 ->
+    dst.
+
+        out[d0 < P, d1 < F] = in0[d0, d1]
+    """
+
+    name = "nki.dma_copy"
+    ROLES: ClassVar[tuple[str, ...]] = ("src",)
+    DST_BUFFERS: ClassVar[tuple[str, ...]] = ("hbm", "sbuf")
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("dma",)
+    OPERAND_BUFFERS: ClassVar[dict[str, tuple[str, ...]]] = {"src": ("hbm", "sbuf")}
+    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text", "dtype": "dtype", "shape": "dims"}
+    inputs = var_operand_def(TensorType)
+    buffer = prop_def(StringAttr)
+    dtype = opt_prop_def(TypeAttribute)
+    shape = opt_prop_def(ArrayAttr[StringAttr])
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        (src,) = operand_types
+        dtype = dst_dtype(attrs, src.dtype)
+        shape = attrs.get("shape")
+        if shape is not None and tuple(IntExpr.lift(d) for d in shape) != src.shape:
+            dims = [IntExpr.lift(d) for d in shape]
+            if product(dims) != product(src.shape):
+                raise ShapeError(f"shape [{', '.join(map(str, dims))}] holds {product(dims)} "
+                                 f"elements; src {src} holds {product(src.shape)}")
+            form = AxReshapeOp.semantics(operand_types, {"shape": shape}).form
+        else:
+            par = dims_of(src)
+            form = GenericForm(par, Read(0, syms(par)), 1)
+        return Semantics(form, TensorType(form.output_shape, dtype))
+
+
+@irdl_op_definition
+class DmaTransposeOp(NkiOp):
+    """`nisa.dma_transpose(dst, src, axes)`: a transpose done by the DMA engines, into SBUF,
+    from HBM or SBUF, of a 2-byte dtype (bf16, f16), bit-exact, with the permutation the ISA
+    fixes for the rank (`AXES`): dst dim i is src dim axes[i].
+
+        out[d0 < F, d1 < P] = in0[d1, d0]
+    """
+
+    name = "nki.dma_transpose"
+    #: the one permutation per rank the instruction supports (reference/nki.md 3.1)
+    AXES: ClassVar[dict[int, tuple[int, ...]]] = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+    ROLES: ClassVar[tuple[str, ...]] = ("src",)
+    DST_BUFFERS: ClassVar[tuple[str, ...]] = ("sbuf",)
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("dma",)
+    OPERAND_BUFFERS: ClassVar[dict[str, tuple[str, ...]]] = {"src": ("hbm", "sbuf")}
+    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text"}
+    inputs = var_operand_def(TensorType)
+    buffer = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        (src,) = operand_types
+        if src.rank not in cls.AXES:
+            raise ShapeError(f"src has rank {src.rank}; a DMA transpose takes rank "
+                             f"{', '.join(map(str, cls.AXES))}")
+        if src.dtype not in ("bf16", "f16"):
+            raise ShapeError(f"src has dtype {src.dtype}; a DMA transpose moves a 2-byte "
+                             "dtype (bf16, f16)")
+        axes = cls.AXES[src.rank]
+        src_dims = dims_of(src)
+        out = tuple(src_dims[a] for a in axes)
+        index = [IntExpr.const(0)] * src.rank
+        for dim, a in zip(out, axes, strict=True):
+            index[a] = IntExpr.sym(dim.name)
+        form = GenericForm(out, Read(0, tuple(index)), 1)
+        return Semantics(form, TensorType(form.output_shape, src.dtype))
+
+
+@irdl_op_definition
+class TensorCopyOp(NkiOp):
+    """`nisa.tensor_copy(dst, src, engine)`: an engine-local copy on the Vector, Scalar or
+    GpSimd engine (GpSimd cannot touch PSUM); a dtype change goes through fp32.
+
+        out[d0 < P, d1 < F] = in0[d0, d1]
+    """
+
+    name = "nki.tensor_copy"
+    ROLES: ClassVar[tuple[str, ...]] = ("src",)
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector", "scalar", "gpsimd")
+    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text", "dtype": "dtype", "engine": "text"}
+    inputs = var_operand_def(TensorType)
+    buffer = prop_def(StringAttr)
+    dtype = opt_prop_def(TypeAttribute)
+    engine = opt_prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        (src,) = operand_types
+        par = dims_of(src)
+        form = GenericForm(par, Read(0, syms(par)), 1)
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, src.dtype)))
+
+
+@irdl_op_definition
+class MemsetOp(NkiOp):
+    """`nisa.memset(dst, value)` on the Vector or GpSimd engine; `value` must be exact in the
+    dst dtype (NKI >= 0.3.0). Its meaning is `ax.constant`'s.
+
+        out[d0 < P, d1 < F] = value
+    """
+
+    name = "nki.memset"
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector", "gpsimd")
+    ATTRS: ClassVar[dict[str, str]] = {"value": "float", "shape": "dims", "dtype": "dtype",
+                                       "buffer": "text", "engine": "text"}
+    value = prop_def(FloatAttr)
+    shape = prop_def(ArrayAttr[StringAttr])
+    dtype = prop_def(TypeAttribute)
+    buffer = prop_def(StringAttr)
+    engine = opt_prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+    assembly_format = "attr-dict `:` type($result)"
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        if operand_types:
+            raise ShapeError(f"takes no operands, got {len(operand_types)}")
+        return ConstantOp.semantics((), {k: attrs[k] for k in ("value", "shape", "dtype")
+                                         if k in attrs})
+
+
+@irdl_op_definition
+class IotaOp(NkiOp):
+    """`nisa.iota(dst, pattern, offset, channel_multiplier)` on GpSimd, into SBUF: an affine
+    function of the partition and free indices, computed in int32 and cast to the dst dtype.
+    `pattern` is the step of each free dim (its count is the dst's dim).
+
+        out[p < P, f < F] = offset + p * channel_multiplier + f * step
+    """
+
+    name = "nki.iota"
+    DST_BUFFERS: ClassVar[tuple[str, ...]] = ("sbuf",)
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("gpsimd",)
+    ATTRS: ClassVar[dict[str, str]] = {"shape": "dims", "pattern": "ints", "offset": "int",
+                                       "channel_multiplier": "int", "dtype": "dtype",
+                                       "buffer": "text"}
+    DEFAULTS: ClassVar[dict[str, Any]] = {"offset": 0, "channel_multiplier": 0}
+    shape = prop_def(ArrayAttr[StringAttr])
+    pattern = prop_def(DenseArrayBase)
+    offset = prop_def(IntegerAttr[I64])
+    channel_multiplier = prop_def(IntegerAttr[I64])
+    dtype = prop_def(TypeAttribute)
+    buffer = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+    assembly_format = "attr-dict `:` type($result)"
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        if operand_types:
+            raise ShapeError(f"takes no operands, got {len(operand_types)}")
+        shape = TensorType([IntExpr.lift(d) for d in attrs.get("shape", ())], "i32")
+        par = dims_of(shape, "p")
+        value = affine_index(par, attrs)
+        form = GenericForm(par, Index(value), 0)
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "i32")))
+
+
+def affine_index(par: Sequence[LoopDim], attrs: Mapping[str, Any]) -> IntExpr:
+    """`offset + p * channel_multiplier + sum of f_k * pattern[k]` over a tile's dims `par`
+    (the partition dim first): the affine value `iota` writes and `affine_select` compares."""
+    if len(par) < 2:
+        raise ShapeError(f"the tile has rank {len(par)}; a partition dim and free dims are "
+                         "needed")
+    steps = tuple(attrs.get("pattern", ()))
+    if len(steps) != len(par) - 1:
+        raise ShapeError(f"pattern has {len(steps)} steps for {len(par) - 1} free dims")
+    index = IntExpr.const(int(attrs.get("offset", 0)))
+    index = index + IntExpr.sym(par[0].name) * int(attrs.get("channel_multiplier", 0))
+    for dim, step in zip(par[1:], steps, strict=True):
+        index = index + IntExpr.sym(dim.name) * int(step)
+    return index
