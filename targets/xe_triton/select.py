@@ -307,8 +307,9 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
                                       top_k=options.tile_sizes, cache=proofs)
                 priced = enumerate_candidates(result.proved, device, profile, sizes, options,
                                               skipped)
+                # on a tie the KB's launch (measured) before the cost model's own tile sizes
                 parts.append(sorted((c for c in priced if math.isfinite(c.modeled_ms)),
-                                    key=lambda c: c.modeled_ms))
+                                    key=lambda c: (c.modeled_ms, c.origin != "autotune")))
             producers, consumers = parts
             where = f"@{name} cut at {split.value}"
             if not producers or not consumers:

@@ -41,6 +41,7 @@ from axon.targets.xe_triton.select import (
     enumerate_candidates,
     program_variants,
     select_kernel,
+    staged_candidates,
 )
 from axon.tiling.search import all_sizes, tile_program
 from axon.tools.embed import parse_source
@@ -161,6 +162,24 @@ def test_a_staged_candidate_sums_w_once_and_passes_the_cascade() -> None:
     run = _load(module.text.replace("bfloat16", "float32"), module.name)
     x, w, s = torch.rand(5, 7), torch.rand(7, 9), torch.tensor(1.5)
     torch.testing.assert_close(run(x, w, s), (x @ w.sum(1)) * s, rtol=1e-5, atol=1e-5)
+
+
+def test_a_staged_plan_pairs_the_kb_launches_where_the_cost_model_ties() -> None:
+    # rmsnorm_matmul 1024^3: the row stage and the GEMM stage price alike at several launches
+    # (bandwidth- and matrix-bound); the KB's measured launches (one row a program at 8 warps;
+    # the small-GEMM grid's 64x128x128 at 4 stages) make the best pair, not an arbitrary tie
+    func = program("rmsnorm_matmul")
+    device = load_device("h200")
+    profile = cost_profile(device)
+    sizes = all_sizes(func, {"M": 1024, "N": 1024, "K": 1024})
+    found = staged_candidates([func], device, profile, sizes, SelectOptions(), None, [],
+                              lambda _: None)
+    best = min(found, key=lambda c: c.modeled_ms)
+    assert [stage.origin for stage in best.stages] == ["autotune", "autotune"]
+    producer, consumer = best.stages
+    assert (producer.kwargs["BM"], producer.kwargs["num_warps"]) == (1, 8)
+    assert {k: consumer.kwargs[k] for k in ("BM", "BN", "BK", "num_stages")} == {
+        "BM": 64, "BN": 128, "BK": 128, "num_stages": 4}
 
 
 def _load(text: str, name: str) -> Callable[..., Any]:
