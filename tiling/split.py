@@ -89,9 +89,16 @@ def split_function(func: FuncOp, value: SSAValue) -> Split:
     consumer_ops = _slice(ops, set(rest.operands), stop=value)
     consumer, consumer_args = _function(f"{name}_stage2", func, consumer_ops,
                                         list(rest.operands), extra=value)
-    same = [op for op in ops if op.name == owner.name]
-    shown = f"{owner.name}#{same.index(owner)}"
-    return Split(name, shown, producer, consumer, producer_args, consumer_args)
+    return Split(name, cut_name(func, value), producer, consumer, producer_args, consumer_args)
+
+
+def cut_name(func: FuncOp, value: SSAValue) -> str:
+    """How a cut at `value` is shown: its defining op's name and position among the ops of
+    that name in `func` (`ax.sum#0`)."""
+    owner = value.owner
+    assert isinstance(owner, Operation)
+    same = [op for op in _body(func) if op.name == owner.name]
+    return f"{owner.name}#{same.index(owner)}"
 
 
 def _body(func: FuncOp) -> list[Operation]:

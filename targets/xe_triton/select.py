@@ -38,6 +38,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from axon.dialects import xt
 from axon.dialects.ax import TensorType
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.tile import KernelOp
 from axon.nugraph.stored import function_text, functions_from_texts
 from axon.selection.executor import Executor, LocalExecutor
@@ -64,7 +65,7 @@ from axon.targets.xe_triton.lower import NotSupported, lower_function
 from axon.targets.xe_triton.staged import staged_module
 from axon.tiling.cost import KernelPlan
 from axon.tiling.search import TIME_LIMIT_S, Proposal, all_sizes, tile_program
-from axon.tiling.split import Split, cut_points, split_function
+from axon.tiling.split import Split, cut_name, cut_points, split_function
 from axon.tools.embed import run_pipeline
 from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
 from axon.verifier.cache import ProofCache
@@ -285,16 +286,27 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
 def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DeviceProfile,
                       sizes: Mapping[str, int], options: SelectOptions,
                       proofs: ProofCache | None, skipped: list[tuple[str, str]],
-                      say: Report) -> list[Candidate]:
+                      say: Report, bound_ms: float = math.inf) -> list[Candidate]:
     """Two-launch candidates of `funcs`: each program cut at up to `options.splits` values
     (`tiling.split`), both stages tiled, proved and priced like programs, and their best
     launches paired (the producer's best with the consumer's best few, and the reverse), priced
-    as the sum of the two launches."""
+    as the sum of the two launches. A cut whose intermediate alone, written once and read back
+    once at the profile's bandwidth, takes longer than `bound_ms` (the best one-launch
+    candidate's price) cannot win and is not tiled (attention's [S, L] scores: 1 GiB at the
+    benchmark shape, where tiling and proving its stages took minutes)."""
     found: dict[str, Candidate] = {}
     done: set[tuple[str, str]] = set()
     for func in funcs:
         name = func.sym_name.data
         for n, value in enumerate(cut_points(func, options.splits)):
+            assert isinstance(value.type, TensorType)
+            least_ms = (2 * _elements(value.type, sizes) * DTYPES[value.type.dtype].storage.itemsize
+                        / profile.roofline.bytes_per_s.value * 1e3)
+            if least_ms > bound_ms:
+                skipped.append((f"@{name} cut at {cut_name(func, value)}",
+                                f"its intermediate takes {least_ms:.3g} ms to write and read "
+                                f"back, over the best single launch's {bound_ms:.3g} ms"))
+                continue
             split = split_function(func, value)
             texts = (_unnamed(split.producer), _unnamed(split.consumer))
             if texts in done:  # another variant cut the same way
@@ -550,8 +562,9 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
     everything = enumerate_candidates(proved, device, profile, sizes, options,
                                       selection.skipped)
     if options.splits:
+        single = min((c.modeled_ms for c in everything), default=math.inf)
         everything += staged_candidates(funcs, device, profile, sizes, options, proofs,
-                                        selection.skipped, say)
+                                        selection.skipped, say, bound_ms=single)
     everything = distinct(everything)
     for where, why in selection.skipped:
         say(f"skipped {where}: {why}")

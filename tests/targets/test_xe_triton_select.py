@@ -182,6 +182,22 @@ def test_a_staged_plan_pairs_the_kb_launches_where_the_cost_model_ties() -> None
         "BM": 64, "BN": 128, "BK": 128, "num_stages": 4}
 
 
+def test_a_cut_whose_intermediate_alone_costs_more_than_one_launch_is_not_tiled() -> None:
+    (func,) = functions_from_texts([ROWSUM])
+    device = load_device("h200")
+    profile = cost_profile(device)
+    sizes = all_sizes(func, {"M": 1024, "K": 8192, "N": 8192})
+    skipped: list[tuple[str, str]] = []
+    # rowsum(w) is 8192 bf16 values: 16 KiB written and read back, 7.62e-06 ms at 4.3 TB/s
+    assert staged_candidates([func], device, profile, sizes, SelectOptions(), None, skipped,
+                             lambda _: None, bound_ms=5e-6) == []
+    (where, why), = skipped
+    assert (where, why) == ("@gss cut at ax.sum#0", "its intermediate takes 7.62e-06 ms to "
+                            "write and read back, over the best single launch's 5e-06 ms")
+    assert staged_candidates([func], device, profile, sizes, SelectOptions(), None, [],
+                             lambda _: None, bound_ms=1e-5)
+
+
 def _load(text: str, name: str) -> Callable[..., Any]:
     import tempfile
 
