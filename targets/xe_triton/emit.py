@@ -38,11 +38,12 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from axon.dialects import xt
 from axon.dialects.ax import TensorType
-from axon.dialects.form.dtypes import DTYPES
+from axon.dialects.form.dtypes import DTYPES, reciprocal_division_allowed
 from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.form.syntax import parse_form
+from axon.targets.xe_triton.exp2 import LN_2
 from axon.targets.xe_triton.kb import (
     Config,
     Device,
@@ -965,8 +966,17 @@ class _ScalarPrinter:
                     lanes[s] = _arange(self.block(k), k - self.lead, rank)
             return py_int(e.expr, lanes)
         assert isinstance(e, Call), e
-        args = [self.expr(a) for a in e.args]
         fn = e.fn
+        if (fn == "exp" and isinstance(e.args[0], Call) and e.args[0].fn == "mul"
+                and e.args[0].args[0] == Const(LN_2)):
+            return f"tl.exp2({self.expr(e.args[0].args[1])})"  # exp(ln(2) * y) = 2**y
+        args = [self.expr(a) for a in e.args]
+        if (fn == "div" and self.is_scalar(e.args[1]) and not isinstance(e.args[0], Const)
+                and not self.is_scalar(e.args[0]) and reciprocal_division_allowed(
+                    _tensor_type(self.op.results[0]).dtype)):
+            # a block times the reciprocal, made once: float32 `/` is the IEEE division
+            # sequence for every lane on NVIDIA (the tolerance decision is in dtypes.py)
+            return f"({args[0]} * (1.0 / {args[1]}))"
         if fn in _INFIX:
             return f"({args[0]} {_INFIX[fn]} {args[1]})"
         if fn in _CALLS:
@@ -996,6 +1006,13 @@ class _ScalarPrinter:
                 return f"(1.0 / {x})"
             return f"tl.exp({p!r} * tl.log({x}))"
         raise NotSupported(f"the scalar function '{fn}' in Triton")
+
+    def is_scalar(self, e: ScalarExpr) -> bool:
+        """Whether `e` is a float read of a rank-0 block: one value for every lane."""
+        if not isinstance(e, Read):
+            return False
+        t = _tensor_type(self.op.inputs[e.operand])
+        return not t.shape and DTYPES[t.dtype].is_float
 
     def read(self, r: Read) -> str:
         value = self.op.inputs[r.operand]
