@@ -85,7 +85,7 @@ def test_a_head_s_tiles_load_as_2d_blocks_with_scalar_head_offsets() -> None:
 
 
 @pytest.mark.parametrize(("sizes", "first"), [
-    (PREFILL, {"BM": 64, "BK": 64, "num_warps": 4, "num_stages": 3}),
+    (PREFILL, {"BM": 128, "BK": 64, "num_warps": 8, "num_stages": 4}),
     (DECODE, {"BM": 16, "BK": 256, "num_warps": 8, "num_stages": 3})])
 def test_the_kb_grid_for_attention_on_the_h200(sizes: dict[str, int],
                                                first: dict[str, int]) -> None:
