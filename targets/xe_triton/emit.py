@@ -512,10 +512,6 @@ def _strides(t: TensorType) -> list[IntExpr]:
     return strides
 
 
-def _shape(t: TensorType) -> str:
-    return _tuple([py_int(d) for d in t.shape])
-
-
 def _tensor_type(value: SSAValue) -> TensorType:
     t = value.type
     assert isinstance(t, TensorType)
@@ -779,7 +775,8 @@ class _KernelPrinter:
         if extent != t.shape[axis]:
             source = (f"tl.where({_arange(t.shape[axis], at, len(shape))} < "
                       f"{py_int(extent)}, {source}, {identity})")
-        keep = op.keepdims.value.data != 0
+        # a 1-D block reduced into a [1] block keeps its dim (Triton's scalar is no block)
+        keep = op.keepdims.value.data != 0 or len(shape) == len(want) == 1
         natural = [IntExpr.const(1) if k == at else d for k, d in enumerate(shape)
                    if keep or k != at]
         return self.at_shape(f"{fn}({source}, axis={at}, keep_dims={keep})", natural, want)
