@@ -51,6 +51,7 @@ from axon.dialects.form.scalar import (
 from axon.dialects.form.syntax import parse_form
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.targets.xe_triton.exp2 import rescale_to_exp2
+from axon.targets.xe_triton.lane_cut import cut_picked_lanes
 
 #: the dtype blocks are computed in (loads and stores keep the tensors' own)
 COMPUTE_DTYPE = "f32"
@@ -83,6 +84,7 @@ def lower_function(func: FuncOp) -> FuncOp:
     block = out.body.block
     args: dict[SSAValue, SSAValue] = dict(zip(func.body.block.args, block.args, strict=True))
     call_kernel = _Lowering(kernel).run([args[v] for v in kernel.inputs])
+    cut_picked_lanes(call_kernel)
     rescale_to_exp2(call_kernel)
     block.add_op(call_kernel)
     ret = func.body.block.last_op

@@ -173,3 +173,29 @@ def _rows_text(source: str) -> str:
     shapes = [{"M": 3, "N": 5}, {"M": 1, "N": 1}]
     assert check_emitted(func, kernel, shapes, {"BM": 2}).passed
     return emit_triton(kernel, tile_sizes={"BM": 2}).text
+
+
+@functools.cache
+def qknorm(dtype: str) -> FuncOp:
+    """qknorm_gqa as propagation's top program: k normalized whole, then read at `b1 floordiv G`."""
+    entry = PROGRAMS["qknorm_gqa"]
+    module = parse_source(entry.retyped_source(dtype), "qknorm_gqa.py")
+    sizes = ",".join(f"{k}={v}" for k, v in entry.default_sizes[-1].items())
+    run_pipeline(module, f'propagate{{emit="top-k" top_k=1 device=h200 sizes="{sizes}"}}')
+    (func,) = (op for op in module.ops if isinstance(op, FuncOp))
+    return func
+
+
+def test_qknorm_loads_and_normalizes_only_the_kv_head_it_reads() -> None:
+    (tiling,) = (t for t in tilings(qknorm("f32")) if t.kind == "batched_rows_k_online")
+    tiled_f32 = tile_function(qknorm("f32"), tiling, "registers", "registers")
+    kernel = emit_triton(tiled_f32, tile_sizes={"BM": 64, "BK": 64}).text
+    kernel = kernel.split("def _needs_int64")[0]
+    # every k load reads the program's kv head alone: no block over the heads, no lane pick
+    assert "tl.arange(0, B_HKV)" not in kernel and "== (b1 // G)" not in kernel
+    # k before the loop and in it, v in it
+    assert kernel.count("_wide((b1 // G), INT64) * D * L") == 3
+    shapes = [{"B": 1, "HKV": 2, "G": 2, "S": 3, "L": 5, "D": 3},
+              {"B": 2, "HKV": 3, "G": 1, "S": 2, "L": 9, "D": 5}]
+    report = check_emitted(qknorm("f32"), tiled_f32, shapes, {"BM": 2, "BK": 4})
+    assert report.passed, report.shapes
