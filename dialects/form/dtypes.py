@@ -36,6 +36,36 @@ DTYPES: dict[str, DType] = {d.name: d for d in [
 ]}
 
 
+#: Relative error allowed for a division by a value the same in every lane computed as a multiply
+#: by its reciprocal (the Triton emitter does so for attention's `/ sqrt(D)`: NVPTX's default
+#: float32 division is the IEEE `div.rn.f32` sequence; gqa prefill on the H200 at 128x64, 8
+#: warps, 4 stages went from 0.99 to 0.93 ms). `x * fl(1 / c)` has one rounding more than
+#: `fl(x / c)`: at most 2**-23 relative more in the float32 the kernels compute in.
+RECIPROCAL_DIVISION_RTOL = 2.0 ** -23
+
+
+def reciprocal_division_allowed(name: str) -> bool:
+    """Whether a result of dtype `name` may be computed dividing by a reciprocal: a float whose
+    rtol is ten times `RECIPROCAL_DIVISION_RTOL` or more (float32: 2e-5 against 1.2e-7)."""
+    d = DTYPES[name]
+    return d.is_float and RECIPROCAL_DIVISION_RTOL * 10 <= d.tolerance[0]
+
+
+#: Relative error allowed for a softmax's `exp(x / c - max)` computed as `exp2(x * (log2(e) / c)
+#: - max')` (the Triton emitter's attention kernels; one multiply a score less, gqa prefill on the
+#: H200 0.93 -> 0.64 ms): the argument gains two float32 roundings (2**-23 of its size), and a
+#: softmax-weighted mean of |x / c - max| stays under 16 for any score whose term is not below
+#: e**-16 of the total.
+RESCALED_EXP_RTOL = 16 * 2.0 ** -22
+
+
+def rescaled_exp_allowed(name: str) -> bool:
+    """Whether a result of dtype `name` may be computed with the rescaled `exp2`: a float whose
+    rtol is four times `RESCALED_EXP_RTOL` or more (float32: 2e-5 against 3.8e-6)."""
+    d = DTYPES[name]
+    return d.is_float and RESCALED_EXP_RTOL * 4 <= d.tolerance[0]
+
+
 _DTYPE_ATTRS: dict[str, Attribute] = {
     "f32": Float32Type(), "f16": Float16Type(), "bf16": BFloat16Type(),
     "i32": IntegerType(32), "i1": IntegerType(1)}

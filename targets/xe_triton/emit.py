@@ -38,11 +38,12 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from axon.dialects import xt
 from axon.dialects.ax import TensorType
-from axon.dialects.form.dtypes import DTYPES
-from axon.dialects.form.generic_form import LoopDim
+from axon.dialects.form.dtypes import DTYPES, reciprocal_division_allowed
+from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.form.syntax import parse_form
+from axon.targets.xe_triton.exp2 import LN_2
 from axon.targets.xe_triton.kb import (
     Config,
     Device,
@@ -511,10 +512,6 @@ def _strides(t: TensorType) -> list[IntExpr]:
     return strides
 
 
-def _shape(t: TensorType) -> str:
-    return _tuple([py_int(d) for d in t.shape])
-
-
 def _tensor_type(value: SSAValue) -> TensorType:
     t = value.type
     assert isinstance(t, TensorType)
@@ -605,6 +602,32 @@ class _KernelPrinter:
     def line(self, depth: int, text: str) -> None:
         self.out.append("    " * depth + text)
 
+    def lead(self, value: SSAValue) -> int:
+        """How many leading unit dims the value's block is printed without: all of them but
+        the last dim (a batched kernel's `[1, 1, BM, BK]` blocks are `[BM, BK]` in Triton, so
+        no `tl.reshape` to rank 4 and back sits between a dot and the math on its result);
+        none for a tile moved by block I/O (its descriptor's block has every dim)."""
+        t = value.type
+        if not isinstance(t, TensorType) or value.owner in self.shape.access:
+            return 0
+        n = 0
+        while n < t.rank - 1 and t.shape[n] == IntExpr.const(1):
+            n += 1
+        return n
+
+    def printed(self, value: SSAValue) -> list[IntExpr]:
+        """The shape of the value's block as the kernel holds it (`lead`)."""
+        return list(_tensor_type(value).shape[self.lead(value):])
+
+    def at_shape(self, text: str, shape: list[IntExpr], want: list[IntExpr]) -> str:
+        """`text`, a block of `shape`, as one of `want` (the same lanes in order)."""
+        return text if shape == want else f"tl.reshape({text}, {_tuple(_ints(want))})"
+
+    def whole(self, value: SSAValue) -> str:
+        """The value as a block of every dim of its type."""
+        return self.at_shape(self.name_of(value), self.printed(value),
+                             list(_tensor_type(value).shape))
+
     def name_of(self, value: SSAValue) -> str:
         if value not in self.names:
             self.names[value] = f"v{len(self.names)}"
@@ -662,6 +685,11 @@ class _KernelPrinter:
         if isinstance(op, xt.StoreOp):
             self.store(op, depth)
             return None
+        if (isinstance(op, xt.ReshapeOp) and self.squeezed_load(op) is None
+                and self.printed(op.source) == self.printed(op.results[0])):
+            # only leading unit dims differ, and neither block holds them: the same block
+            self.names[op.results[0]] = self.name_of(op.source)
+            return None
         result = self.name_of(op.results[0])
         self.line(depth, f"{result} = {self.value_text(op)}")
         return None
@@ -689,11 +717,15 @@ class _KernelPrinter:
         return load
 
     def load_text(self, op: xt.LoadOp, squeeze: bool = False) -> str:
-        """`tl.load` of the op's block; `squeeze`: without its unit dims (`squeezed_load`)."""
+        """`tl.load` of the op's block without its leading unit dims (`lead`); `squeeze`:
+        without any of its unit dims (`squeezed_load`)."""
         t = _tensor_type(op.source)
         attrs = op.attrs()
+        block = list(attrs["shape"])
+        dropped = ({k for k, d in enumerate(block) if d == IntExpr.const(1)} if squeeze
+                   else set(range(self.lead(op.results[0]))))
         ptr, mask = self.address(self.name_of(op.source), t.shape, list(attrs["offsets"]),
-                                 list(attrs["shape"]), list(attrs["extents"]), squeeze)
+                                 block, list(attrs["extents"]), dropped)
         if mask == "None":  # a rank-0 tensor: Triton refuses `other` without a mask
             return f"tl.load({ptr})"
         return f"tl.load({ptr}, mask={mask}, other={_float(attrs['other'])})"
@@ -706,53 +738,81 @@ class _KernelPrinter:
             value = _float(op.value.value.data)
             if not t.shape:
                 return value
-            return f"tl.full({_shape(t)}, {value}, {TL_DTYPES[t.dtype]})"
+            shape = _tuple(_ints(self.printed(op.results[0])))
+            return f"tl.full({shape}, {value}, {TL_DTYPES[t.dtype]})"
         if isinstance(op, xt.MapOp):
             return self.map_text(op)
         if isinstance(op, xt.ReduceOp):
-            t = _tensor_type(op.source)
-            axis, extent = op.axis.value.data, IntExpr.lift(op.extent.data)
-            fn, identity = _REDUCE[op.kind.data]
-            source = self.name_of(op.source)
-            if extent != t.shape[axis]:
-                source = (f"tl.where({_arange(t.shape[axis], axis, t.rank)} < "
-                          f"{py_int(extent)}, {source}, {identity})")
-            return f"{fn}({source}, axis={axis}, keep_dims={op.keepdims.value.data != 0})"
+            return self.reduce_text(op)
         if isinstance(op, xt.DotOp):
-            a, b, acc = (self.name_of(v) for v in op.operands)
+            a, b, acc = (self.whole(v) for v in op.operands)
             ta, tb = _tensor_type(op.lhs), _tensor_type(op.rhs)
             if ta.dtype != tb.dtype:
                 a, b = f"{a}.to(tl.float32)", f"{b}.to(tl.float32)"
             precision = (', input_precision="ieee"'
                          if "f32" in (ta.dtype, tb.dtype) else "")
-            return f"tl.dot({a}, {b}, {acc}{precision})"
+            return self.at_shape(f"tl.dot({a}, {b}, {acc}{precision})",
+                                 list(_tensor_type(op.results[0]).shape),
+                                 self.printed(op.results[0]))
         if isinstance(op, (xt.ReshapeOp, xt.SplitOp, xt.JoinOp, xt.CumsumOp)):
             return self.layout_text(op)
         raise NotSupported(f"'{op.name}' in an xt kernel")
 
+    def reduce_text(self, op: xt.ReduceOp) -> str:
+        """`tl.sum` / `tl.max` / `tl.min` over an axis of the printed block, lanes past the
+        extent masked; over a dropped unit dim, its one lane (or the identity, none inside)."""
+        t = _tensor_type(op.source)
+        axis, extent = op.axis.value.data, IntExpr.lift(op.extent.data)
+        fn, identity = _REDUCE[op.kind.data]
+        source, lead = self.name_of(op.source), self.lead(op.source)
+        shape = self.printed(op.source)
+        want = self.printed(op.results[0])
+        if axis < lead:
+            if extent != t.shape[axis]:
+                source = f"tl.where(0 < {py_int(extent)}, {source}, {identity})"
+            return self.at_shape(source, shape, want)
+        at = axis - lead
+        if extent != t.shape[axis]:
+            source = (f"tl.where({_arange(t.shape[axis], at, len(shape))} < "
+                      f"{py_int(extent)}, {source}, {identity})")
+        # a 1-D block reduced into a [1] block keeps its dim (Triton's scalar is no block)
+        keep = op.keepdims.value.data != 0 or len(shape) == len(want) == 1
+        natural = [IntExpr.const(1) if k == at else d for k, d in enumerate(shape)
+                   if keep or k != at]
+        return self.at_shape(f"{fn}({source}, axis={at}, keep_dims={keep})", natural, want)
+
     def layout_text(self, op: xt.ReshapeOp | xt.SplitOp | xt.JoinOp | xt.CumsumOp) -> str:
         """A reshape, a split or join of interleaved lanes, or a prefix sum."""
-        names = [self.name_of(v) for v in op.operands]
+        want = self.printed(op.results[0])
         if isinstance(op, xt.ReshapeOp):
             load = self.squeezed_load(op)
             if load is not None:
                 return self.load_text(load, squeeze=True)
-            return f"tl.reshape({names[0]}, {_shape(_tensor_type(op.results[0]))})"
+            return f"tl.reshape({self.name_of(op.source)}, {_tuple(_ints(want))})"
+        names = [self.name_of(v) for v in op.operands]
+        shape = self.printed(op.operands[0])
         if isinstance(op, xt.SplitOp):
-            return f"tl.split({names[0]})[{op.half.value.data}]"
+            if len(shape) < 2:  # the pairs' dim is all that is printed: split every dim
+                names, shape = [self.whole(op.source)], list(_tensor_type(op.source).shape)
+            return self.at_shape(f"tl.split({names[0]})[{op.half.value.data}]", shape[:-1],
+                                 want)
         if isinstance(op, xt.JoinOp):
-            return f"tl.join({names[0]}, {names[1]})"
-        return f"tl.cumsum({names[0]}, axis={op.axis.value.data})"
+            return self.at_shape(f"tl.join({names[0]}, {names[1]})",
+                                 [*shape, IntExpr.const(2)], want)
+        axis = op.axis.value.data - self.lead(op.source)
+        if axis < 0:  # a prefix sum along a unit dim: the block itself
+            return self.at_shape(names[0], shape, want)
+        return self.at_shape(f"tl.cumsum({names[0]}, axis={axis})", shape, want)
 
     def address(self, ptr: str, sizes: tuple[IntExpr, ...], offsets: list[IntExpr],
                 blocks: list[IntExpr], extents: list[IntExpr],
-                squeeze: bool = False) -> tuple[str, str]:
+                dropped: set[int] | None = None) -> tuple[str, str]:
         """The pointers of a block at `offsets` of a row-major tensor of `sizes`, and its mask:
-        inside the tensor and inside the extents. `squeeze`: the block's unit dims are left
-        out (their offsets are scalars) and each mask term is stated once."""
+        inside the tensor and inside the extents. `dropped`: unit dims of the block left out
+        (their offsets are scalars), each mask term then stated once."""
         rank = len(sizes)
-        one = IntExpr.const(1)
-        kept = [axis for axis in range(rank) if not (squeeze and blocks[axis] == one)]
+        dropped = dropped or set()
+        kept = [axis for axis in range(rank) if axis not in dropped]
         terms, masks = [], []
         for axis in range(rank):
             if axis in kept:
@@ -769,7 +829,7 @@ class _KernelPrinter:
             masks.append(f"({at} < {py_int(sizes[axis])})")
             if extents[axis] != blocks[axis]:
                 masks.append(f"({lanes} < {py_int(extents[axis])})")
-        if squeeze:
+        if dropped:
             masks = list(dict.fromkeys(masks))
         return f"{ptr} + {' + '.join(terms) or '0'}", " & ".join(masks) or "None"
 
@@ -781,12 +841,14 @@ class _KernelPrinter:
         result = self.kernel.output_types()[k]
         t = _tensor_type(op.value)
         ptr, mask = self.address(f"out{k}_ptr", result.shape, op.offset_exprs(), list(t.shape),
-                                 op.extent_exprs())
-        return f"tl.store({ptr}, {self.stored(op)}, mask={mask})"
+                                 op.extent_exprs(), set(range(self.lead(op.value))))
+        value = f"{self.name_of(op.value)}.to({TL_DTYPES[result.dtype]})"
+        return f"tl.store({ptr}, {value}, mask={mask})"
 
     def stored(self, op: xt.StoreOp) -> str:
+        """The stored block with every dim (a descriptor's or block pointer's store)."""
         result = self.kernel.output_types()[op.result.value.data]
-        return f"{self.name_of(op.value)}.to({TL_DTYPES[result.dtype]})"
+        return f"{self.whole(op.value)}.to({TL_DTYPES[result.dtype]})"
 
     def block_io(self, op: Operation, tile: _Tile, depth: int) -> None:
         """A 2D tile through the launch's `BLOCK_IO`: a tensor descriptor, a block pointer
@@ -821,9 +883,23 @@ class _KernelPrinter:
 
     # ---- elementwise math ------------------------------------------------------------------------
     def map_text(self, op: xt.MapOp) -> str:
-        t = _tensor_type(op.results[0])
+        """The map's body over its printed block (`lead`); where a read does not fit the
+        dropped dims, over every dim, reshaped to the printed block after."""
         form = parse_form(op.form.data, len(op.inputs))
-        printer = _ScalarPrinter(self, form.parallel, op)
+        want = self.printed(op.results[0])
+        for lead in dict.fromkeys((self.lead(op.results[0]), 0)):
+            try:
+                text, shape = self.map_body(op, form, lead)
+            except _EveryDim:
+                continue
+            return self.at_shape(text, shape, want)
+        raise AssertionError("a map over every dim reads every operand")
+
+    def map_body(self, op: xt.MapOp, form: GenericForm, lead: int) -> tuple[str, list[IntExpr]]:
+        """The map's body over its dims but the first `lead` (unit dims), and that shape."""
+        t = _tensor_type(op.results[0])
+        shape = list(t.shape[lead:])
+        printer = _ScalarPrinter(self, form.parallel, op, lead)
         body = form.body
         # a transpose or broadcast within one dtype moves the block as it is (a bf16 tile
         # stays bf16: the dot takes it transposed from shared memory)
@@ -831,11 +907,17 @@ class _KernelPrinter:
                               and _tensor_type(op.inputs[body.operand]).dtype == t.dtype)
         text = printer.expr(body)
         if not printer.upcast:
-            return f"tl.broadcast_to({text}, {_shape(t)})"
+            return f"tl.broadcast_to({text}, {_tuple(_ints(shape))})", shape
         dtype = TL_DTYPES[t.dtype]
         if not printer.is_block:
-            return f"tl.full({_shape(t)}, {text}, {dtype})" if t.shape else text
-        return f"tl.broadcast_to(({text}).to({dtype}), {_shape(t)})"
+            if not t.shape:
+                return text, shape
+            return f"tl.full({_tuple(_ints(shape))}, {text}, {dtype})", shape
+        return f"tl.broadcast_to(({text}).to({dtype}), {_tuple(_ints(shape))})", shape
+
+
+class _EveryDim(Exception):
+    """A map's read does not fit the map's dropped unit dims: print it over every dim."""
 
 
 @dataclass
@@ -845,6 +927,8 @@ class _ScalarPrinter:
     kernel: _KernelPrinter
     domain: tuple[LoopDim, ...]
     op: xt.MapOp
+    lead: int = 0
+    """The domain's leading unit dims left out of the printed block (`_KernelPrinter.lead`)."""
     is_block: bool = False
     upcast: bool = True
     """Reads of bf16 and f16 blocks in fp32 (the map computes in fp32)."""
@@ -869,15 +953,27 @@ class _ScalarPrinter:
             return self.read(e)
         if isinstance(e, Index):
             lanes = {}
+            rank = len(self.domain) - self.lead
             for s in e.expr.symbols():
                 k = self.position(s)
-                if k is not None:
+                if k is not None and k < self.lead:
+                    lanes[s] = "0"  # the one lane of a dropped unit dim
+                elif k is not None:
                     self.is_block = True
-                    lanes[s] = _arange(self.block(k), k, len(self.domain))
+                    lanes[s] = _arange(self.block(k), k - self.lead, rank)
             return py_int(e.expr, lanes)
         assert isinstance(e, Call), e
-        args = [self.expr(a) for a in e.args]
         fn = e.fn
+        if (fn == "exp" and isinstance(e.args[0], Call) and e.args[0].fn == "mul"
+                and e.args[0].args[0] == Const(LN_2)):
+            return f"tl.exp2({self.expr(e.args[0].args[1])})"  # exp(ln(2) * y) = 2**y
+        args = [self.expr(a) for a in e.args]
+        if (fn == "div" and self.is_scalar(e.args[1]) and not isinstance(e.args[0], Const)
+                and not self.is_scalar(e.args[0]) and reciprocal_division_allowed(
+                    _tensor_type(self.op.results[0]).dtype)):
+            # a block times the reciprocal, made once: float32 `/` is the IEEE division
+            # sequence for every lane on NVIDIA (the tolerance decision is in dtypes.py)
+            return f"({args[0]} * (1.0 / {args[1]}))"
         if fn in _INFIX:
             return f"({args[0]} {_INFIX[fn]} {args[1]})"
         if fn in _CALLS:
@@ -908,6 +1004,13 @@ class _ScalarPrinter:
             return f"tl.exp({p!r} * tl.log({x}))"
         raise NotSupported(f"the scalar function '{fn}' in Triton")
 
+    def is_scalar(self, e: ScalarExpr) -> bool:
+        """Whether `e` is a float read of a rank-0 block: one value for every lane."""
+        if not isinstance(e, Read):
+            return False
+        t = _tensor_type(self.op.inputs[e.operand])
+        return not t.shape and DTYPES[t.dtype].is_float
+
     def read(self, r: Read) -> str:
         value = self.op.inputs[r.operand]
         t = _tensor_type(value)
@@ -917,9 +1020,17 @@ class _ScalarPrinter:
         if not t.shape:
             return text
         self.is_block = True
-        rank, shape = t.rank, list(t.shape)
+        lead = self.kernel.lead(value)
+        if self.lead == 0 and lead:
+            text = self.kernel.at_shape(text, self.kernel.printed(value), list(t.shape))
+            lead = 0
+        for at in r.index[:lead]:  # a dropped unit dim: read at 0 or at a dropped dim's lane
+            k = self.position(at.as_symbol or "")
+            if not (at == IntExpr.const(0) or (k is not None and k < self.lead)):
+                raise _EveryDim
+        rank, shape = t.rank - lead, list(t.shape[lead:])
         targets: list[int | None] = []
-        for axis, at in enumerate(r.index):
+        for axis, at in enumerate(r.index[lead:]):
             if all(self.position(s) is None for s in at.symbols()):  # a lane, not a dim
                 if not (shape[axis] == IntExpr.const(1) and at == IntExpr.const(0)):
                     lane = _arange(shape[axis], axis, rank)
@@ -932,7 +1043,9 @@ class _ScalarPrinter:
             if k is None:
                 raise NotSupported(f"a read in{r.operand}[{', '.join(map(str, r.index))}] "
                                    f"at {at} (a dim of the domain or a constant)")
-            targets.append(k)
+            if k < self.lead:
+                raise _EveryDim
+            targets.append(k - self.lead)
         fixed = [k for k in targets if k is not None]
         if fixed != sorted(fixed):
             if None in targets:
@@ -941,13 +1054,16 @@ class _ScalarPrinter:
             order = sorted(range(rank), key=lambda a: targets[a] or 0)
             text = f"tl.permute({text}, {_tuple([str(a) for a in order])})"
             targets = [targets[a] for a in order]
-        placed = _place(targets, len(self.domain))
+        domain_rank = len(self.domain) - self.lead
+        placed = _place(targets, domain_rank)
+        if placed is None and self.lead:
+            raise _EveryDim  # a lane read whose unit axis has no place among the kept dims
         if placed is None:
             raise NotSupported(f"a read in{r.operand}[{', '.join(map(str, r.index))}] in a "
                                f"domain of rank {len(self.domain)}")
-        if rank == len(self.domain):
+        if rank == domain_rank:
             return text
-        index = [":" if k in placed else "None" for k in range(len(self.domain))]
+        index = [":" if k in placed else "None" for k in range(domain_rank)]
         return f"({text})[{', '.join(index)}]"
 
 

@@ -50,6 +50,8 @@ from axon.dialects.form.scalar import (
 )
 from axon.dialects.form.syntax import parse_form
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
+from axon.targets.xe_triton.exp2 import rescale_to_exp2
+from axon.targets.xe_triton.lane_cut import cut_picked_lanes
 
 #: the dtype blocks are computed in (loads and stores keep the tensors' own)
 COMPUTE_DTYPE = "f32"
@@ -82,6 +84,8 @@ def lower_function(func: FuncOp) -> FuncOp:
     block = out.body.block
     args: dict[SSAValue, SSAValue] = dict(zip(func.body.block.args, block.args, strict=True))
     call_kernel = _Lowering(kernel).run([args[v] for v in kernel.inputs])
+    cut_picked_lanes(call_kernel)
+    rescale_to_exp2(call_kernel)
     block.add_op(call_kernel)
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
@@ -203,6 +207,8 @@ class _Lowering:
         elif isinstance(op, AddOp) and self.accumulated(op) is not None:
             matmul, acc = self.accumulated(op)  # type: ignore[misc]
             self.lower_matmul(matmul, acc, target, op)
+        elif isinstance(op, AddOp) and self.folded_dot(op, target):
+            pass
         elif isinstance(op, ConcatOp):
             self.lower_concat(op, target)
         elif isinstance(op, ReshapeOp):
@@ -228,6 +234,41 @@ class _Lowering:
                     and acc.type == add.results[0].type == product.type):
                 return owner, acc
         return None
+
+    def folded_dot(self, add: AddOp, target: Block) -> bool:
+        """`x + a @ b` where `a @ b` was lowered to a dot from zeros (a batched contraction:
+        attention's `acc * alpha + p @ v`) used only here: the dot is made again, here, with
+        `x` as its accumulator (`tl.dot(p, v, x)`, the dot form's `select(k == 0, acc, 0)`
+        term), and the first one is dropped; False when `add` is no such sum."""
+        for product, other in (add.operands[::-1], add.operands):
+            lowered = self.values.get(product)
+            if (lowered is None or not product.has_one_use() or lowered.uses
+                    or product.type != add.results[0].type or other.type != product.type):
+                continue
+            reshape = lowered.owner
+            dot = reshape.source.owner if isinstance(reshape, xt.ReshapeOp) else reshape
+            if (not isinstance(dot, xt.DotOp) or not isinstance(reshape, Operation)
+                    or dot.parent_block() is not target):
+                continue
+            start = dot.acc.owner
+            if (dot is not reshape and not dot.results[0].has_one_use()) or not (
+                    isinstance(start, xt.FullOp) and start.value.value.data == 0.0
+                    and dot.acc.has_one_use()):
+                continue
+            acc_type = dot.acc.type
+            assert isinstance(acc_type, TensorType)
+            acc = self.reshaped(self.values[other], list(acc_type.shape), target)
+            folded = xt.DotOp.make([dot.lhs, dot.rhs, acc])
+            target.add_op(folded)
+            result = add.results[0].type
+            assert isinstance(result, TensorType)
+            self.values[add.results[0]] = self.reshaped(
+                folded.results[0], [self.block(d) for d in result.shape], target)
+            for dead in ((reshape, dot, start) if dot is not reshape else (dot, start)):
+                dead.detach()
+                dead.erase()
+            return True
+        return False
 
     def lower_matmul(self, op: MatmulOp, acc: SSAValue | None, target: Block,
                      result_of: Operation | None = None) -> None:

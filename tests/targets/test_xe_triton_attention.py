@@ -14,8 +14,12 @@ from xdsl.ir import Operation
 from axon.benchmarks.suite import PROGRAMS
 from axon.dialects import xt
 from axon.dialects.ax import TensorType
+from axon.dialects.form.dtypes import reciprocal_division_allowed, rescaled_exp_allowed
+from axon.dialects.form.scalar import Call, Const
+from axon.dialects.form.syntax import parse_form
 from axon.targets.xe_triton.check import check_emitted
 from axon.targets.xe_triton.emit import emit_triton
+from axon.targets.xe_triton.exp2 import LN_2
 from axon.targets.xe_triton.lower import lower_function
 from axon.tiling.kernels import tile_function, tilings
 from axon.tools.embed import parse_source, run_pipeline
@@ -81,7 +85,7 @@ def test_a_head_s_tiles_load_as_2d_blocks_with_scalar_head_offsets() -> None:
 
 
 @pytest.mark.parametrize(("sizes", "first"), [
-    (PREFILL, {"BM": 64, "BK": 64, "num_warps": 4, "num_stages": 3}),
+    (PREFILL, {"BM": 128, "BK": 64, "num_warps": 8, "num_stages": 4}),
     (DECODE, {"BM": 16, "BK": 256, "num_warps": 8, "num_stages": 3})])
 def test_the_kb_grid_for_attention_on_the_h200(sizes: dict[str, int],
                                                first: dict[str, int]) -> None:
@@ -95,4 +99,103 @@ def test_the_fast_kernel_computes_what_the_program_does() -> None:
     shapes = [{"B": 1, "HKV": 2, "G": 2, "S": 3, "L": 5, "D": 3},
               {"B": 2, "HKV": 1, "G": 3, "S": 2, "L": 9, "D": 5}]
     report = check_emitted(program("f32"), tiled("f32"), shapes, {"BM": 2, "BK": 4})
+    assert report.passed, report.shapes
+
+
+def kernel_text(dtype: str = "bf16") -> str:
+    text = emit_triton(tiled(dtype), tile_sizes={"BM": 64, "BK": 64}).text
+    return text.split("def _needs_int64")[0]
+
+
+def test_the_batched_kernel_holds_2d_blocks() -> None:
+    # the [1, 1, BM, ..] blocks of one batch and head are printed without their unit dims:
+    # no reshape to rank 4 and back between a dot and the softmax on its result
+    kernel = kernel_text()
+    assert "tl.reshape(" not in kernel.replace("tl.reshape(v", "", 1)  # one: [BM, 1] -> [BM]
+    assert "(1, 1, " not in kernel and "None, None" not in kernel
+    # the result is stored with scalar batch and head offsets, like the loads
+    (store,) = (line for line in kernel.splitlines() if "tl.store(" in line)
+    assert "tl.store(out0_ptr + _wide(b0, INT64) * D * G * HKV * S + _wide(b1, INT64)" in store
+
+
+def test_the_rescaled_accumulator_is_the_second_dot_s_accumulator() -> None:
+    # `acc * alpha + p @ v`: tl.dot(p, v, acc * alpha), no dot from zeros and add after
+    ops = lowered_ops("bf16")
+    (loop,) = (op for op in ops if isinstance(op, xt.ForOp))
+    qk, pv = (op for op in loop.body.walk() if isinstance(op, xt.DotOp))
+    assert isinstance(qk.acc.owner, xt.FullOp)
+    reshape = pv.acc.owner  # [1, 1, BM, B_D] as [BM, B_D]: the same block when printed
+    assert isinstance(reshape, xt.ReshapeOp)
+    rescaled = reshape.source.owner
+    assert isinstance(rescaled, xt.MapOp)
+    assert "*" in rescaled.form.data and loop.body.block.args[1] in rescaled.inputs
+
+
+def test_scores_are_in_base_2_with_the_scale_folded_into_one_multiply() -> None:
+    kernel = kernel_text()
+    assert kernel.count("tl.exp2(") == 2 and "tl.exp(" not in kernel
+    assert kernel.count("* (1.4426950408889634 / v") == 2  # the first block's and the loop's
+    bodies = [parse_form(op.form.data, len(op.inputs)).body for op in lowered_ops("bf16")
+              if isinstance(op, xt.MapOp)]
+    exps = [b for b in bodies if isinstance(b, Call) and b.fn == "exp"]
+    # exp(ln(2) * y), printed tl.exp2(y): the form keeps its meaning in the scalar language
+    assert len(exps) == 2
+    for e in exps:
+        (product,) = e.args
+        assert isinstance(product, Call) and product.fn == "mul"
+        assert product.args[0] == Const(LN_2)
+
+
+def test_the_numerics_of_the_rewrites_are_within_every_float_tolerance() -> None:
+    assert all(rescaled_exp_allowed(d) and reciprocal_division_allowed(d)
+               for d in ("f32", "f16", "bf16"))
+    assert not rescaled_exp_allowed("i32")
+
+
+def test_a_scaled_score_read_elsewhere_keeps_exp() -> None:
+    # `s` also reaches the result outside exp(s - max): no rescaling (it would change s)
+    source = ("def f(x: f32[M, N]):\n"
+              "    s = x / sqrt(N)\n"
+              "    m = max(s, axis=-1, keepdims=True)\n"
+              "    e = exp(s - m)\n"
+              "    return e / sum(e, axis=-1, keepdims=True) + s\n")
+    kept = _rows_text(source)
+    assert "tl.exp(" in kept and "tl.exp2(" not in kept
+    assert "* (1.0 / v" in kept  # the division by the scalar is still a multiply
+    rescaled = _rows_text(source.replace(" + s\n", "\n"))
+    assert "tl.exp2(" in rescaled and "tl.exp(" not in rescaled
+
+
+def _rows_text(source: str) -> str:
+    (func,) = (op for op in parse_source(source, "f.py").ops if isinstance(op, FuncOp))
+    (tiling,) = (t for t in tilings(func) if t.kind == "rows")
+    kernel = tile_function(func, tiling, "registers", "registers")
+    shapes = [{"M": 3, "N": 5}, {"M": 1, "N": 1}]
+    assert check_emitted(func, kernel, shapes, {"BM": 2}).passed
+    return emit_triton(kernel, tile_sizes={"BM": 2}).text
+
+
+@functools.cache
+def qknorm(dtype: str) -> FuncOp:
+    """qknorm_gqa as propagation's top program: k normalized whole, then read at `b1 floordiv G`."""
+    entry = PROGRAMS["qknorm_gqa"]
+    module = parse_source(entry.retyped_source(dtype), "qknorm_gqa.py")
+    sizes = ",".join(f"{k}={v}" for k, v in entry.default_sizes[-1].items())
+    run_pipeline(module, f'propagate{{emit="top-k" top_k=1 device=h200 sizes="{sizes}"}}')
+    (func,) = (op for op in module.ops if isinstance(op, FuncOp))
+    return func
+
+
+def test_qknorm_loads_and_normalizes_only_the_kv_head_it_reads() -> None:
+    (tiling,) = (t for t in tilings(qknorm("f32")) if t.kind == "batched_rows_k_online")
+    tiled_f32 = tile_function(qknorm("f32"), tiling, "registers", "registers")
+    kernel = emit_triton(tiled_f32, tile_sizes={"BM": 64, "BK": 64}).text
+    kernel = kernel.split("def _needs_int64")[0]
+    # every k load reads the program's kv head alone: no block over the heads, no lane pick
+    assert "tl.arange(0, B_HKV)" not in kernel and "== (b1 // G)" not in kernel
+    # k before the loop and in it, v in it
+    assert kernel.count("_wide((b1 // G), INT64) * D * L") == 3
+    shapes = [{"B": 1, "HKV": 2, "G": 2, "S": 3, "L": 5, "D": 3},
+              {"B": 2, "HKV": 3, "G": 1, "S": 2, "L": 9, "D": 5}]
+    report = check_emitted(qknorm("f32"), tiled_f32, shapes, {"BM": 2, "BK": 4})
     assert report.passed, report.shapes
