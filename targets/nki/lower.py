@@ -113,7 +113,8 @@ def lower_function(func: FuncOp) -> FuncOp:
     block.add_op(lowered)
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
-    values = {**args, **dict(zip(kernel.results, lowered.results, strict=True))}
+    values: dict[SSAValue, SSAValue] = {**args, **dict(zip(kernel.results, lowered.results,
+                                                           strict=True))}
     block.add_op(ReturnOp(*[values[v] for v in ret.arguments]))
     for name, attr in func.attributes.items():
         if name.startswith("axon."):
@@ -148,6 +149,14 @@ def _type(value: SSAValue) -> TensorType:
     t = value.type
     assert isinstance(t, TensorType)
     return t
+
+
+def _buffer(value: SSAValue) -> str | None:
+    """Where a lowered value lives: a load's or a fill's space, an instruction's buffer."""
+    owner = value.owner
+    if isinstance(owner, (LoadOp, FullOp)):
+        return owner.space.data
+    return nki.buffer_of(value)
 
 
 def _is_row(t: TensorType) -> bool:
@@ -207,7 +216,9 @@ class _Lowering:
         elif isinstance(op, StoreOp):
             out = self.kernel.output_types()[op.result.value.data]
             value = self.values[op.value]
-            if _type(value).dtype != out.dtype or nki.buffer_of(value) == "psum":
+            if op.value.has_one_use() and _type(value).dtype != out.dtype:
+                value = self.rounded_in_place(value, out.dtype)
+            if _type(value).dtype != out.dtype or _buffer(value) != "sbuf":
                 value = self.add(target, nki.TensorCopyOp.make(
                     [value], buffer="sbuf", dtype=out.dtype))
             target.add_op(StoreOp(value, op.result.value.data, op.offset_exprs()))
@@ -216,6 +227,20 @@ class _Lowering:
         else:
             self.values[op.results[0]] = self.lower_compute(op, target)
         return []
+
+    def rounded_in_place(self, value: SSAValue, dtype: str) -> SSAValue:
+        """`value`, made only to be stored, written in `dtype` by its own instruction (one
+        rounding, no copy) where that instruction writes SBUF and has a `dtype`."""
+        owner = value.owner
+        if not (isinstance(owner, nki.NkiOp) and owner.buffer_name() == "sbuf"
+                and "dtype" in type(owner).ATTRS and not value.uses):
+            return value
+        new = type(owner).make(list(owner.operands), **{**owner.attrs(), "dtype": dtype})
+        block = owner.parent_block()
+        assert block is not None
+        block.insert_op_before(new, owner)
+        block.erase_op(owner)
+        return new.results[0]
 
     # ---- compute --------------------------------------------------------------------------------
     def lower_compute(self, op: Operation, target: Block) -> SSAValue:
@@ -252,7 +277,7 @@ class _Lowering:
     def column(self, value: SSAValue, target: Block) -> SSAValue:
         """A `[P, 1]` column as `tensor_scalar` reads it: fp32 in SBUF."""
         lowered = self.tile(value, target)
-        if _type(lowered).dtype != COMPUTE_DTYPE or nki.buffer_of(lowered) != "sbuf":
+        if _type(lowered).dtype != COMPUTE_DTYPE or _buffer(lowered) != "sbuf":
             lowered = self.add(target, nki.TensorCopyOp.make([lowered], buffer="sbuf",
                                                              dtype=COMPUTE_DTYPE))
         return lowered
@@ -270,7 +295,7 @@ class _Lowering:
             accumulating = isinstance(op, AddOp) and self.is_accumulator(a)
             return self.add(target, nki.TensorTensorOp.make(
                 [self.tile(a, target), self.tile(b, target)], op=alu,
-                buffer="psum" if accumulating and nki.buffer_of(self.values[b]) == "psum"
+                buffer="psum" if accumulating and _buffer(self.values[b]) == "psum"
                 else "sbuf", dtype=COMPUTE_DTYPE))
         for tile, other, reverse in ((a, b, False), (b, a, True)):
             to = _type(other)
@@ -339,9 +364,9 @@ class _Lowering:
         ta, tb = _type(a), _type(b)
         dtype = tb.dtype if tb.dtype != COMPUTE_DTYPE else ta.dtype
         # TensorE reads bf16/f16 with bf16/f16, or fp32 with fp32: one dtype for both
-        if ta.dtype != dtype or nki.buffer_of(a) != "sbuf":
+        if ta.dtype != dtype or _buffer(a) != "sbuf":
             a = self.add(target, nki.TensorCopyOp.make([a], buffer="sbuf", dtype=dtype))
-        if tb.dtype != dtype or nki.buffer_of(b) != "sbuf":
+        if tb.dtype != dtype or _buffer(b) != "sbuf":
             b = self.add(target, nki.TensorCopyOp.make([b], buffer="sbuf", dtype=dtype))
         transposed = self.add(target, nki.NcTransposeOp.make([a], buffer="psum"))
         stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf"))

@@ -6,11 +6,11 @@ from __future__ import annotations
 from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
+from axon.dialects.tile import KernelOp
 from axon.targets.profiles import load_profile
 from axon.tiling.kernels import tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.tools.embed import parse_source
-from axon.dialects.tile import KernelOp
 
 #: (program, tiling) pairs the NKI lowering covers: elementwise, row reductions, matmuls
 #: with the whole contraction on chip and with a loop over K accumulating in PSUM

@@ -5,6 +5,7 @@ and what has no lowering is refused with the reason."""
 from __future__ import annotations
 
 import pytest
+from xdsl.ir import Operation
 
 from axon.dialects import nki
 from axon.dialects.ax import MulOp
@@ -48,7 +49,8 @@ def test_the_instructions_each_op_family_becomes() -> None:
 
 
 def test_a_wrong_lowering_is_refuted_and_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(lower._ALU, MulOp, "add")
+    wrong: dict[type[Operation], str] = {**lower._ALU, MulOp: "add"}
+    monkeypatch.setattr(lower, "_ALU", wrong)
     with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
         lower_and_prove(trn2_kernel(program("mul"), "rows"))
 
