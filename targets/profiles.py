@@ -119,6 +119,8 @@ class Limits:
     vector_transpose_max: Quantity | None = None
     """NeuronCore: largest partition and free size of a VectorE transpose (`nc_transpose` on
     the Vector engine)."""
+    free_dims_max: Quantity | None = None
+    """NeuronCore: most free dims an engine's access pattern over an on-chip tile has."""
 
 
 @dataclass(frozen=True)

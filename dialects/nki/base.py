@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -72,6 +73,18 @@ def alu(op: Any, what: str) -> Callable[[ScalarExpr, ScalarExpr], ScalarExpr]:
     return ALU_OPS[op]
 
 
+def as_fp32(value: ScalarExpr, dtype: str) -> ScalarExpr:
+    """An operand's element as the engines compute with it: an integer or boolean element is
+    converted to fp32 first (reference/nki.md 3.4: arithmetic in fp32)."""
+    return value if DTYPES[dtype].is_float else call("cast", value, param="f32")
+
+
+def fp32_const(value: Any) -> Const:
+    """An instruction's immediate (a scalar operand, a scale, an initial or fill value): the
+    engines hold it in fp32, so it is rounded to fp32 where the instruction is built."""
+    return Const(float(np.float32(value)))
+
+
 def buffer_of(value: SSAValue) -> str | None:
     """The buffer holding `value`: the one its `nki` op wrote; HBM for an argument of a
     function (a kernel's input); None where the IR does not say (a loop's carried value, a
@@ -84,6 +97,11 @@ def buffer_of(value: SSAValue) -> str | None:
     return None
 
 
+def dst_dtype(attrs: Mapping[str, Any], default: str) -> str:
+    """The dst dtype: the `dtype` property, else `default` (usually the input's)."""
+    return str(attrs.get("dtype") or default)
+
+
 def dims_of(t: TensorType, prefix: str = "d") -> tuple[LoopDim, ...]:
     """One parallel dim per dim of `t`, named apart from `t`'s size symbols."""
     names = fresh_names(prefix, t.rank, {s for d in t.shape for s in d.symbols()})
@@ -91,6 +109,7 @@ def dims_of(t: TensorType, prefix: str = "d") -> tuple[LoopDim, ...]:
 
 
 def syms(dims: Sequence[LoopDim]) -> tuple[IntExpr, ...]:
+    """The loop dims as index expressions (an element's index in a form)."""
     return tuple(IntExpr.sym(d.name) for d in dims)
 
 
@@ -103,6 +122,9 @@ def check_tile(what: str, t: TensorType, buffer: str) -> None:
     if t.rank < 2:
         raise ShapeError(f"{what} is a {buffer} tile of rank {t.rank}; an on-chip tile has a "
                          "partition dim and at least one free dim")
+    if t.rank - 1 > limits.free_dims_max:
+        raise ShapeError(f"{what} has {t.rank - 1} free dims; an engine's access pattern has "
+                         f"at most {limits.free_dims_max}")
     partition = t.shape[0]
     if partition.is_const and partition.value > limits.partitions:
         raise ShapeError(f"{what} has {partition.value} partitions; at most "
@@ -123,6 +145,7 @@ def at_most(what: str, dim: IntExpr, limit: int) -> None:
 
 
 def same_shape(what: str, a: TensorType, b: TensorType) -> None:
+    """`a` and `b` have one shape; ShapeError starting with `what` otherwise."""
     if a.shape != b.shape:
         raise ShapeError(f"{what}: [{', '.join(map(str, a.shape))}] and "
                          f"[{', '.join(map(str, b.shape))}] differ")
@@ -159,7 +182,7 @@ class NkiOp(TensorOp):
         buffer = attrs.get("buffer")
         if buffer not in cls.DST_BUFFERS:
             raise ShapeError(f"dst buffer '{buffer}' is not one of {', '.join(cls.DST_BUFFERS)}")
-        engine = cls.engine_of(attrs)
+        engine = cls.engine_of(attrs, operand_types)
         if engine == "gpsimd" and buffer == "psum":
             raise ShapeError("the GpSimd engine cannot access PSUM (dst)")
         if cls.ROLES and not cls.takes(len(operand_types)):
@@ -177,12 +200,20 @@ class NkiOp(TensorOp):
         return required <= count <= len(cls.ROLES)
 
     @classmethod
-    def engine_of(cls, attrs: Mapping[str, Any]) -> str:
-        engine = attrs.get("engine") or cls.ENGINE_CHOICES[0]
+    def engine_of(cls, attrs: Mapping[str, Any],
+                  operand_types: Sequence[TensorType] = ()) -> str:
+        """The engine that runs the instruction: its `engine` property, else its default."""
+        engine = attrs.get("engine") or cls.default_engine(operand_types, attrs)
         if engine not in cls.ENGINE_CHOICES:
             raise ShapeError(f"engine '{engine}' cannot run {cls.name}; expected one of "
                              f"{', '.join(cls.ENGINE_CHOICES)}")
         return str(engine)
+
+    @classmethod
+    def default_engine(cls, operand_types: Sequence[TensorType],
+                       attrs: Mapping[str, Any]) -> str:
+        """The engine the instruction runs on when its `engine` property is absent."""
+        return cls.ENGINE_CHOICES[0]
 
     def buffer_name(self) -> str:
         """The buffer this instruction writes its result to."""
@@ -190,9 +221,10 @@ class NkiOp(TensorOp):
 
     def engine_name(self) -> str:
         """The engine that runs this instruction."""
-        return type(self).engine_of(self.attrs())
+        return type(self).engine_of(self.attrs(), self.tensor_types())
 
     def role(self, index: int) -> str:
+        """Operand #`index` as diagnostics name it: `operand #1 (moving)`."""
         name = self.ROLES[index].strip("[]") if index < len(self.ROLES) else "?"
         return f"operand #{index} ({name})"
 
@@ -201,6 +233,8 @@ class NkiOp(TensorOp):
         default."""
 
     def verify_(self) -> None:
+        """The instruction's meaning (result type, shape and dtype rules), then its operands'
+        buffers and tiles."""
         super().verify_()
         buffers = [buffer_of(v) for v in self.operands]
         engine = self.engine_name()

@@ -38,7 +38,17 @@ from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Const, Index, Read, ScalarExpr, call
-from axon.dialects.nki.base import NkiOp, alu, dims_of, is_vector, same_shape, syms
+from axon.dialects.nki.base import (
+    NkiOp,
+    alu,
+    as_fp32,
+    dims_of,
+    dst_dtype,
+    fp32_const,
+    is_vector,
+    same_shape,
+    syms,
+)
 from axon.dialects.nki.movement import affine_index
 
 #: activation functions (nki.language names) -> their scalar-language body; `copy` is the
@@ -82,10 +92,6 @@ COMPARISONS = {"equal": "eq", "not_equal": "ne", "greater": "gt", "greater_equal
                "less": "lt", "less_equal": "le"}
 
 
-def _dtype(attrs: Mapping[str, Any], default: str) -> str:
-    return str(attrs.get("dtype") or default)
-
-
 def _at_partition(vector_operand: int, par: Sequence[LoopDim]) -> Read:
     """A `[P, 1]` operand read at the partition of an element (broadcast along free dims)."""
     return Read(vector_operand, (IntExpr.sym(par[0].name), IntExpr.const(0)))
@@ -93,8 +99,10 @@ def _at_partition(vector_operand: int, par: Sequence[LoopDim]) -> Read:
 
 @irdl_op_definition
 class TensorTensorOp(NkiOp):
-    """`nisa.tensor_tensor(dst, data1, data2, op)`: elementwise, both inputs of one shape, at
-    most one in PSUM; on the Vector engine, or GpSimd (no PSUM).
+    """`nisa.tensor_tensor(dst, data1, data2, op, engine)`: elementwise, both inputs of one
+    shape, at most one in PSUM; on the Vector engine, or GpSimd (no PSUM). Float arithmetic
+    converts the inputs to fp32; when the inputs and the dst are all int32 the default engine is
+    GpSimd, whose arithmetic is native int32 (exact).
 
         out[d0 < P, d1 < F] = in0[d0, d1] op in1[d0, d1]
     """
@@ -112,15 +120,42 @@ class TensorTensorOp(NkiOp):
     result = result_def(TensorType)
     traits = traits_def(Pure(), HasGenericForm())
 
+    #: the ops GpSimd runs in native int32 arithmetic (an integer division's rounding is not
+    #: stated in reference/nki.md, so it has no form here)
+    INTEGER_OPS: ClassVar[tuple[str, ...]] = (
+        "add", "subtract", "multiply", "maximum", "minimum", "equal", "not_equal", "greater",
+        "greater_equal", "less", "less_equal")
+
+    @classmethod
+    def all_int32(cls, operand_types: Sequence[TensorType], attrs: Mapping[str, Any]) -> bool:
+        """Are both inputs and the dst int32? (Then GpSimd is the default engine.)"""
+        dst = attrs.get("dtype") or (operand_types[0].dtype if operand_types else None)
+        return bool(operand_types) and all(t.dtype == "i32" for t in operand_types) \
+            and dst == "i32"
+
+    @classmethod
+    def default_engine(cls, operand_types: Sequence[TensorType],
+                       attrs: Mapping[str, Any]) -> str:
+        return "gpsimd" if cls.all_int32(operand_types, attrs) else "vector"
+
     @classmethod
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
         a, b = operand_types
         same_shape("data1 and data2 differ in shape", a, b)
-        apply = alu(attrs.get("op"), "op")
+        op = attrs.get("op")
+        apply = alu(op, "op")
         par = dims_of(a)
-        form = GenericForm(par, apply(Read(0, syms(par)), Read(1, syms(par))), 2)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, a.dtype)))
+        lhs: ScalarExpr = Read(0, syms(par))
+        rhs: ScalarExpr = Read(1, syms(par))
+        if cls.all_int32(operand_types, attrs) and cls.engine_of(attrs, operand_types) == "gpsimd":
+            if op not in cls.INTEGER_OPS:
+                raise ShapeError(f"op '{op}' on int32 tiles (GpSimd's integer arithmetic): "
+                                 f"expected one of {', '.join(cls.INTEGER_OPS)}")
+        else:  # float arithmetic: the inputs converted to fp32
+            lhs, rhs = as_fp32(lhs, a.dtype), as_fp32(rhs, b.dtype)
+        form = GenericForm(par, apply(lhs, rhs), 2)
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, a.dtype)))
 
     def check_operands(self, buffers: Sequence[str | None]) -> None:
         if buffers.count("psum") > 1:
@@ -163,7 +198,7 @@ class TensorScalarOp(NkiOp):
                     attrs: Mapping[str, Any]) -> Semantics:
         data, *vectors = operand_types
         par = dims_of(data)
-        value: ScalarExpr = Read(0, syms(par))
+        value: ScalarExpr = as_fp32(Read(0, syms(par)), data.dtype)
         steps = [k for k in (0, 1) if k == 0 or attrs.get("op1") is not None]
         if attrs.get("op1") is None and (attrs.get("scalar1") is not None
                                          or attrs.get("reverse1")):
@@ -179,7 +214,7 @@ class TensorScalarOp(NkiOp):
             scalar = attrs.get(f"scalar{k}")
             operand: ScalarExpr
             if scalar is not None:
-                operand = Const(float(scalar))
+                operand = fp32_const(scalar)
             else:
                 if used == len(vectors):
                     raise ShapeError(f"operand{k} has neither a scalar{k} nor a [P, 1] vector "
@@ -194,7 +229,7 @@ class TensorScalarOp(NkiOp):
         if used != len(vectors):
             raise ShapeError(f"{len(vectors)} vector operands for {used} ops without a scalar")
         form = GenericForm(par, value, len(operand_types))
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, data.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, data.dtype)))
 
 
 def _activation_body(operand_types: Sequence[TensorType], attrs: Mapping[str, Any],
@@ -208,13 +243,13 @@ def _activation_body(operand_types: Sequence[TensorType], attrs: Mapping[str, An
     for role, vector in zip(("bias", "scale"), vectors, strict=False):
         if not is_vector(vector, data):
             raise ShapeError(f"{role} is {vector}; a [{data.shape[0]}, 1] vector is needed")
-    value: ScalarExpr = Read(0, tuple(index))
+    value: ScalarExpr = as_fp32(Read(0, tuple(index)), data.dtype)
     if len(vectors) == 2:
         if attrs.get("scale") is not None:
             raise ShapeError("scale given both as an operand and as a constant")
         value = call("mul", value, _at_partition(2, par))
     elif float(attrs.get("scale", 1.0)) != 1.0:
-        value = call("mul", value, Const(float(attrs["scale"])))
+        value = call("mul", value, fp32_const(attrs["scale"]))
     if vectors:
         value = call("add", value, _at_partition(1, par))
     return ACTIVATIONS[str(func)](value)
@@ -249,7 +284,7 @@ class ActivationOp(NkiOp):
         body = _activation_body(operand_types, attrs, par, syms(par))
         form = GenericForm(par, body, len(operand_types))
         return Semantics(form, TensorType(form.output_shape,
-                                          _dtype(attrs, operand_types[0].dtype)))
+                                          dst_dtype(attrs, operand_types[0].dtype)))
 
 
 @irdl_op_definition
@@ -297,7 +332,7 @@ class ActivationReduceOp(NkiOp):
         index = (IntExpr.sym(p), *syms(reduced))
         body = _activation_body(operand_types, attrs, par, index)
         form = GenericForm(par, body, len(operand_types), "add", reduced)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, "f32")))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "f32")))
 
 
 @irdl_op_definition
@@ -336,9 +371,10 @@ class TensorReduceOp(NkiOp):
         axes = tuple(sorted(int(a) for a in attrs.get("axes", ())))
         trailing = tuple(range(data.rank - len(axes), data.rank))
         if not axes or axes != trailing or 0 in axes:
-            raise ShapeError(f"axes {list(axes)}: tensor_reduce reduces trailing free dims "
-                             f"(for rank {data.rank}: {list(range(data.rank - 1, data.rank))}, "
-                             f"..., {list(range(1, data.rank))})")
+            last, every = [data.rank - 1], list(range(1, data.rank))
+            choices = f"{last}" if last == every else f"{last}, ..., {every}"
+            raise ShapeError(f"axes {list(axes)}: tensor_reduce reduces trailing free dims (of "
+                             f"a rank-{data.rank} tile: {choices})")
         body: ScalarExpr
         avoid = {s for d in data.shape for s in d.symbols()}
         names = fresh_names("d", data.rank, avoid)
@@ -351,14 +387,15 @@ class TensorReduceOp(NkiOp):
             par += [LoopDim(n, IntExpr.const(0), IntExpr.const(1)) for n in names[kept:]]
         reduced = tuple(LoopDim(n, IntExpr.const(0), data.shape[a])
                         for n, a in zip(reduced_names, axes, strict=True))
-        body = Read(0, (*(IntExpr.sym(n) for n in names[:kept]), *syms(reduced)))
+        body = as_fp32(Read(0, (*(IntExpr.sym(n) for n in names[:kept]), *syms(reduced))),
+                       data.dtype)
         if attrs.get("negate"):
             if reduction not in NEGATED:
                 raise ShapeError(f"negate applies to add, maximum and minimum, not '{op}'")
             body = call("neg", body)
             reduction = NEGATED[reduction]
         form = GenericForm(tuple(par), body, 1, reduction, reduced)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, data.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, data.dtype)))
 
 
 @irdl_op_definition
@@ -406,7 +443,7 @@ class TensorTensorScanOp(NkiOp):
         p, f = dims_of(d0)
         (r,) = fresh_names("r", 1, {p.name, f.name} | {s for d in d0.shape for s in d.symbols()})
         at = (IntExpr.sym(p.name), IntExpr.sym(r))
-        body = combine(Read(0, at), Read(1, at))
+        body = combine(as_fp32(Read(0, at), d0.dtype), as_fp32(Read(1, at), d1.dtype))
         initial: ScalarExpr | None = None
         if start:
             if attrs.get("initial") is not None:
@@ -416,7 +453,7 @@ class TensorTensorScanOp(NkiOp):
                                  f"f32[{d0.shape[0]}, 1]")
             initial = _at_partition(2, (p, f))
         elif float(attrs.get("initial") or 0.0) != identity:
-            initial = Const(float(attrs.get("initial") or 0.0))
+            initial = fp32_const(attrs.get("initial") or 0.0)
         if initial is not None:
             if reduction in ("max", "min"):  # the initial value joins every prefix
                 body = call(reduction, body, initial)
@@ -426,22 +463,28 @@ class TensorTensorScanOp(NkiOp):
                 body = call(reduction, body, first)
         form = GenericForm((p, f), body, len(operand_types), reduction,
                            (LoopDim(r, IntExpr.const(0), IntExpr.sym(f.name) + 1),))
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, d0.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, d0.dtype)))
 
 
 @irdl_op_definition
 class SelectOp(NkiOp):
-    """`nisa.select(dst, predicate, on_true, on_false)` on the Vector engine: elementwise
-    `on_true` where the predicate is non-zero, else `on_false`; all three of one shape.
+    """The select of `nisa.select_reduce(dst, predicate, on_true, on_false, reverse_pred)`
+    with no reduction (`reduce_cmd=idle`), on the Vector engine: `on_true` where the boolean
+    predicate holds (fails, with `reverse_pred`), else `on_false`: the constant
+    `on_false_value` or a `[P, 1]` vector operand. `on_true` is not i32; it and the predicate
+    are not both in PSUM.
 
-        out[d0 < P, d1 < F] = select(in0[d0, d1] != 0, in1[d0, d1], in2[d0, d1])
+        out[d0 < P, d1 < F] = select(in0[d0, d1], in1[d0, d1], in2[d0, 0])
     """
 
     name = "nki.select"
-    ROLES: ClassVar[tuple[str, ...]] = ("predicate", "on_true", "on_false")
+    ROLES: ClassVar[tuple[str, ...]] = ("predicate", "on_true", "[on_false]")
     ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
-    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text", "dtype": "dtype"}
+    ATTRS: ClassVar[dict[str, str]] = {"on_false_value": "float", "reverse_pred": "bool",
+                                       "buffer": "text", "dtype": "dtype"}
     inputs = var_operand_def(TensorType)
+    on_false_value = opt_prop_def(FloatAttr)
+    reverse_pred = opt_prop_def(BoolAttr)
     buffer = prop_def(StringAttr)
     dtype = opt_prop_def(TypeAttribute)
     result = result_def(TensorType)
@@ -450,15 +493,36 @@ class SelectOp(NkiOp):
     @classmethod
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
-        pred, on_true, on_false = operand_types
+        pred, on_true, *on_false = operand_types
         same_shape("predicate and on_true differ in shape", pred, on_true)
-        same_shape("on_true and on_false differ in shape", on_true, on_false)
+        if pred.dtype != "i1":
+            raise ShapeError(f"the predicate has dtype {pred.dtype}; it is a boolean (i1) tile")
+        if on_true.dtype == "i32":
+            raise ShapeError("on_true has dtype i32, which select_reduce does not take")
         par = dims_of(on_true)
         flag: ScalarExpr = Read(0, syms(par))
-        if pred.dtype != "i1":
-            flag = call("ne", flag, Const(0))
-        form = GenericForm(par, call("select", flag, Read(1, syms(par)), Read(2, syms(par))), 3)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, on_true.dtype)))
+        if attrs.get("reverse_pred"):
+            flag = call("not", flag)
+        otherwise: ScalarExpr
+        if on_false:
+            if attrs.get("on_false_value") is not None:
+                raise ShapeError("on_false given both as an operand and as a constant")
+            if not is_vector(on_false[0], on_true):
+                raise ShapeError(f"on_false is {on_false[0]}; a vector on_false is "
+                                 f"[{on_true.shape[0]}, 1]")
+            otherwise = _at_partition(2, par)
+        elif attrs.get("on_false_value") is not None:
+            otherwise = fp32_const(attrs["on_false_value"])
+        else:
+            raise ShapeError("on_false is neither an operand nor an on_false_value")
+        form = GenericForm(par, call("select", flag, Read(1, syms(par)), otherwise),
+                           len(operand_types))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, on_true.dtype)))
+
+    def check_operands(self, buffers: Sequence[str | None]) -> None:
+        if buffers[0] == "psum" and buffers[1] == "psum":
+            raise VerifyException(f"'{self.name}': the predicate and on_true are both in PSUM; "
+                                  "at most one may be")
 
 
 @irdl_op_definition
@@ -499,10 +563,13 @@ class AffineSelectOp(NkiOp):
             raise ShapeError(f"cmp_op '{cmp}' is not one of {', '.join(COMPARISONS)}")
         if "on_false_value" not in attrs:
             raise ShapeError("missing on_false_value")
+        if on_true.dtype == "i32":
+            raise ShapeError("on_true has dtype i32; affine_select takes float or 8- or 16-bit "
+                             "integer tiles")
         par = dims_of(on_true, "p")
         value = affine_index(par, attrs)
         condition = call(COMPARISONS[str(cmp)], Index(value), Const(0))
         body = call("select", condition, Read(0, syms(par)),
-                    Const(float(attrs["on_false_value"])))
+                    fp32_const(attrs["on_false_value"]))
         form = GenericForm(par, body, 1)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, on_true.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, on_true.dtype)))

@@ -33,6 +33,8 @@ class IsaLimits:
     matmul_moving_free_max: int
     vector_transpose_max: int
     """The largest partition and free size of a VectorE transpose."""
+    free_dims_max: int
+    """The most free dims of an on-chip tile (an engine's access pattern)."""
 
 
 def nki_profiles() -> list[DeviceProfile]:
@@ -68,4 +70,5 @@ def generic_limits() -> IsaLimits:
         matmul_stationary_free_max=smallest("limits.matmul_stationary_free_max"),
         matmul_moving_free_max=smallest("limits.matmul_moving_free_max"),
         vector_transpose_max=smallest("limits.vector_transpose_max"),
+        free_dims_max=smallest("limits.free_dims_max"),
     )

@@ -33,16 +33,12 @@ from xdsl.traits import Pure
 
 from axon.dialects.ax import ConstantOp, TensorType
 from axon.dialects.ax import ReshapeOp as AxReshapeOp
-from axon.dialects.ax.shapes import ShapeError
+from axon.dialects.ax.shapes import ShapeError, product
 from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Index, Read
-from axon.dialects.nki.base import NkiOp, dims_of, syms
-
-
-def _dtype(attrs: Mapping[str, Any], default: str) -> str:
-    return str(attrs.get("dtype") or default)
+from axon.dialects.nki.base import NkiOp, dims_of, dst_dtype, syms
 
 
 @irdl_op_definition
@@ -72,9 +68,13 @@ class DmaCopyOp(NkiOp):
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
         (src,) = operand_types
-        dtype = _dtype(attrs, src.dtype)
+        dtype = dst_dtype(attrs, src.dtype)
         shape = attrs.get("shape")
         if shape is not None and tuple(IntExpr.lift(d) for d in shape) != src.shape:
+            dims = [IntExpr.lift(d) for d in shape]
+            if product(dims) != product(src.shape):
+                raise ShapeError(f"shape [{', '.join(map(str, dims))}] holds {product(dims)} "
+                                 f"elements; src {src} holds {product(src.shape)}")
             form = AxReshapeOp.semantics(operand_types, {"shape": shape}).form
         else:
             par = dims_of(src)
@@ -84,13 +84,16 @@ class DmaCopyOp(NkiOp):
 
 @irdl_op_definition
 class DmaTransposeOp(NkiOp):
-    """`nisa.dma_transpose(dst, src)` with axes (1, 0): a 2-D transpose done by the DMA
-    engines, into SBUF, from HBM or SBUF, of a 2-byte dtype (bf16, f16), bit-exact.
+    """`nisa.dma_transpose(dst, src, axes)`: a transpose done by the DMA engines, into SBUF,
+    from HBM or SBUF, of a 2-byte dtype (bf16, f16), bit-exact, with the permutation the ISA
+    fixes for the rank (`AXES`): dst dim i is src dim axes[i].
 
         out[d0 < F, d1 < P] = in0[d1, d0]
     """
 
     name = "nki.dma_transpose"
+    #: the one permutation per rank the instruction supports (reference/nki.md 3.1)
+    AXES: ClassVar[dict[int, tuple[int, ...]]] = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
     ROLES: ClassVar[tuple[str, ...]] = ("src",)
     DST_BUFFERS: ClassVar[tuple[str, ...]] = ("sbuf",)
     ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("dma",)
@@ -105,15 +108,19 @@ class DmaTransposeOp(NkiOp):
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
         (src,) = operand_types
-        if src.rank != 2:
-            raise ShapeError(f"src has rank {src.rank}; the DMA transpose here is 2-D "
-                             "(axes (1, 0))")
+        if src.rank not in cls.AXES:
+            raise ShapeError(f"src has rank {src.rank}; a DMA transpose takes rank "
+                             f"{', '.join(map(str, cls.AXES))}")
         if src.dtype not in ("bf16", "f16"):
             raise ShapeError(f"src has dtype {src.dtype}; a DMA transpose moves a 2-byte "
                              "dtype (bf16, f16)")
-        rows, cols = dims_of(src)
-        form = GenericForm((cols, rows), Read(0, (IntExpr.sym(rows.name), IntExpr.sym(cols.name))),
-                           1)
+        axes = cls.AXES[src.rank]
+        src_dims = dims_of(src)
+        out = tuple(src_dims[a] for a in axes)
+        index = [IntExpr.const(0)] * src.rank
+        for dim, a in zip(out, axes, strict=True):
+            index[a] = IntExpr.sym(dim.name)
+        form = GenericForm(out, Read(0, tuple(index)), 1)
         return Semantics(form, TensorType(form.output_shape, src.dtype))
 
 
@@ -142,7 +149,7 @@ class TensorCopyOp(NkiOp):
         (src,) = operand_types
         par = dims_of(src)
         form = GenericForm(par, Read(0, syms(par)), 1)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, src.dtype)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, src.dtype)))
 
 
 @irdl_op_definition
@@ -210,7 +217,7 @@ class IotaOp(NkiOp):
         par = dims_of(shape, "p")
         value = affine_index(par, attrs)
         form = GenericForm(par, Index(value), 0)
-        return Semantics(form, TensorType(form.output_shape, _dtype(attrs, "i32")))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "i32")))
 
 
 def affine_index(par: Sequence[LoopDim], attrs: Mapping[str, Any]) -> IntExpr:

@@ -30,12 +30,12 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects.ax import TensorType
-from axon.dialects.ax.shapes import ShapeError
+from axon.dialects.ax.shapes import ShapeError, product
 from axon.dialects.form.generic_form import GenericForm, LoopDim, fresh_names
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Const, Index, Read, ScalarExpr, call
-from axon.dialects.nki.base import NkiOp, at_most, dims_of
+from axon.dialects.nki.base import NkiOp, at_most
 from axon.dialects.nki.limits import generic_limits
 
 #: what the PE array multiplies (fp8 has no dtype in Axon yet); fp32 only with fp32
@@ -114,12 +114,13 @@ class NcMatmulOp(NkiOp):
 
 @irdl_op_definition
 class NcTransposeOp(NkiOp):
-    """`nisa.nc_transpose(dst, data, engine)`: a 2-D partition <-> free swap. On the Tensor
-    engine (a matmul against the identity) `data` <= [128, 128] in SBUF, dst in PSUM, f32 or
-    `data`'s dtype; on the Vector engine `data` <= [32, 32] in SBUF or PSUM and dst of
-    `data`'s dtype.
+    """`nisa.nc_transpose(dst, data, engine)`: a 2-D partition <-> free swap, the free dims of
+    `data` flattened (row-major) first. On the Tensor engine (a matmul against the identity)
+    `data` <= [128, 128] in SBUF, dst in PSUM, f32 or `data`'s dtype; on the Vector engine
+    `data` <= [32, 32] in SBUF or PSUM and dst of `data`'s dtype.
 
         out[d0 < F, d1 < P] = in0[d1, d0]
+        out[d0 < F*G, d1 < P] = in0[d1, d0 floordiv G, d0 mod G]      (data [P, F, G])
     """
 
     name = "nki.nc_transpose"
@@ -137,9 +138,9 @@ class NcTransposeOp(NkiOp):
     def instruction(cls, operand_types: Sequence[TensorType],
                     attrs: Mapping[str, Any]) -> Semantics:
         (data,) = operand_types
-        if data.rank != 2:
+        if data.rank < 2:
             raise ShapeError(f"data has rank {data.rank}; nc_transpose swaps the partition "
-                             "dim and one free dim")
+                             "dim and the free dims")
         engine = cls.engine_of(attrs)
         dtype = str(attrs.get("dtype") or data.dtype)
         limits = generic_limits()
@@ -155,11 +156,21 @@ class NcTransposeOp(NkiOp):
                 raise ShapeError(f"dst dtype {dtype}: the Vector engine's transpose keeps the "
                                  f"data's dtype {data.dtype}")
             bound = limits.vector_transpose_max
+        free = product(data.shape[1:])
         at_most(f"the partition dim of data on the {engine} engine", data.shape[0], bound)
-        at_most(f"the free dim of data on the {engine} engine", data.shape[1], bound)
-        rows, cols = dims_of(data)
-        form = GenericForm((cols, rows), Read(0, (IntExpr.sym(rows.name), IntExpr.sym(cols.name))),
-                           1)
+        at_most(f"the free size of data on the {engine} engine", free, bound)
+        avoid = {s for d in data.shape for s in d.symbols()}
+        column, row = fresh_names("d", 2, avoid)
+        # the flattened free index, split back into data's free dims (row-major)
+        index = [IntExpr.sym(row)]
+        rest = IntExpr.sym(column)
+        for k in range(1, data.rank):
+            inner = product(data.shape[k + 1:])
+            part = rest.floordiv(inner) if k < data.rank - 1 else rest
+            index.append(part if k == 1 else part.mod(data.shape[k]))
+        form = GenericForm((LoopDim(column, IntExpr.const(0), free),
+                            LoopDim(row, IntExpr.const(0), data.shape[0])),
+                           Read(0, tuple(index)), 1)
         return Semantics(form, TensorType(form.output_shape, dtype))
 
     def check_operands(self, buffers: Sequence[str | None]) -> None:

@@ -53,7 +53,9 @@ func.func @softmax_rows(%x: !ax.tensor<[128, 512], f32>) -> !ax.tensor<[128, 512
 // CHECK: nki.tensor_tensor_scan %{{.*}}, %{{.*}} {op0 = "add", op1 = "add", initial = 0.000000e+00 : f64, buffer = "sbuf"} : (!ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
 // CHECK: nki.iota {shape = ["128", "64"], pattern = array<i64: -1>, offset = 0 : i64, channel_multiplier = 1 : i64, dtype = f32, buffer = "sbuf"} : !ax.tensor<[128, 64], f32>
 // CHECK: nki.affine_select %{{.*}} {pattern = array<i64: -1>, channel_multiplier = 1 : i64, offset = 0 : i64, cmp_op = "greater_equal", on_false_value = -3.000000e+04 : f64, buffer = "sbuf"} : (!ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
-// CHECK: nki.select %{{.*}}, %{{.*}}, %{{.*}} {buffer = "sbuf"} : (!ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
+// CHECK: nki.tensor_tensor %{{.*}}, %{{.*}} {op = "greater", buffer = "sbuf", dtype = i1} : (!ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], i1>
+// CHECK: nki.select %{{.*}}, %{{.*}} {on_false_value = 0.000000e+00 : f64, reverse_pred = true, buffer = "sbuf"} : (!ax.tensor<[128, 64], i1>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
+// CHECK: nki.select %{{.*}}, %{{.*}}, %{{.*}} {buffer = "sbuf"} : (!ax.tensor<[128, 64], i1>, !ax.tensor<[128, 64], f32>, !ax.tensor<[128, 1], f32>) -> !ax.tensor<[128, 64], f32>
 func.func @each_instruction(%x: !ax.tensor<[64, 128], bf16>, %v: !ax.tensor<[32, 16], f32>, %y: !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32> {
   %t = nki.dma_transpose %x {buffer = "sbuf"} : (!ax.tensor<[64, 128], bf16>) -> !ax.tensor<[128, 64], bf16>
   %u = nki.nc_transpose %t {buffer = "psum"} : (!ax.tensor<[128, 64], bf16>) -> !ax.tensor<[64, 128], bf16>
@@ -66,8 +68,11 @@ func.func @each_instruction(%x: !ax.tensor<[64, 128], bf16>, %v: !ax.tensor<[32,
   %c = nki.tensor_tensor_scan %z, %ys {op0 = "add", op1 = "add", initial = 0.0, buffer = "sbuf"} : (!ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
   %i = nki.iota {shape = ["128", "64"], pattern = array<i64: -1>, offset = 0, channel_multiplier = 1, dtype = f32, buffer = "sbuf"} : !ax.tensor<[128, 64], f32>
   %m = nki.affine_select %c {pattern = array<i64: -1>, channel_multiplier = 1, offset = 0, cmp_op = "greater_equal", on_false_value = -30000.0, buffer = "sbuf"} : (!ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
-  %s = nki.select %i, %m, %c {buffer = "sbuf"} : (!ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
-  func.return %s : !ax.tensor<[128, 64], f32>
+  %g = nki.tensor_tensor %i, %m {op = "greater", buffer = "sbuf", dtype = i1} : (!ax.tensor<[128, 64], f32>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], i1>
+  %s = nki.select %g, %m {on_false_value = 0.0, reverse_pred = true, buffer = "sbuf"} : (!ax.tensor<[128, 64], i1>, !ax.tensor<[128, 64], f32>) -> !ax.tensor<[128, 64], f32>
+  %low = nki.memset {value = -1.0, shape = ["128", "1"], dtype = f32, buffer = "sbuf"} : !ax.tensor<[128, 1], f32>
+  %out = nki.select %g, %s, %low {buffer = "sbuf"} : (!ax.tensor<[128, 64], i1>, !ax.tensor<[128, 64], f32>, !ax.tensor<[128, 1], f32>) -> !ax.tensor<[128, 64], f32>
+  func.return %out : !ax.tensor<[128, 64], f32>
 }
 
 // -----

@@ -139,7 +139,7 @@ func.func @reduce_axes(%a: !ax.tensor<[128, 8, 8], f32>) {
   %r = nki.tensor_reduce %s {op = "add", axes = array<i64: 1>, negate = false, keepdims = true, buffer = "sbuf"} : (!ax.tensor<[128, 8, 8], f32>) -> !ax.tensor<[128, 1, 8], f32>
   func.return
 }
-// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.tensor_reduce': axes [1]: tensor_reduce reduces trailing free dims (for rank 3: [2], ..., [1, 2])
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.tensor_reduce': axes [1]: tensor_reduce reduces trailing free dims (of a rank-3 tile: [2], ..., [1, 2])
 
 // -----
 
@@ -218,3 +218,43 @@ func.func @iota_psum() {
   func.return
 }
 // CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.iota': dst buffer 'psum' is not one of sbuf
+
+// -----
+
+// an instruction takes its operands
+func.func @operand_count(%a: !ax.tensor<[128, 64], bf16>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 64], bf16>) -> !ax.tensor<[128, 64], bf16>
+  %p = nki.nc_matmul %s {buffer = "psum"} : (!ax.tensor<[128, 64], bf16>) -> !ax.tensor<[64, 64], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.nc_matmul': takes operands (stationary, moving, [acc]), got 1
+
+// -----
+
+// an activation's scale is a constant or a [P, 1] operand, not both
+func.func @scale_twice(%a: !ax.tensor<[128, 8], f32>, %v: !ax.tensor<[128, 1], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  %w = nki.dma_copy %v {buffer = "sbuf"} : (!ax.tensor<[128, 1], f32>) -> !ax.tensor<[128, 1], f32>
+  %r = nki.activation %s, %w, %w {func = "exp", scale = 2.0, buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>, !ax.tensor<[128, 1], f32>, !ax.tensor<[128, 1], f32>) -> !ax.tensor<[128, 8], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.activation': scale given both as an operand and as a constant
+
+// -----
+
+// select's predicate is a boolean tile
+func.func @select_predicate(%a: !ax.tensor<[128, 8], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  %r = nki.select %s, %s {on_false_value = 0.0, buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>, !ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.select': the predicate has dtype f32; it is a boolean (i1) tile
+
+// -----
+
+// an engine's access pattern has at most 4 free dims
+func.func @free_dims(%a: !ax.tensor<[128, 2, 2, 2, 2, 2], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 2, 2, 2, 2, 2], f32>) -> !ax.tensor<[128, 2, 2, 2, 2, 2], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.dma_copy': dst has 5 free dims; an engine's access pattern has at most 4
