@@ -49,6 +49,7 @@ class UserError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
+        """A command-line mistake as a UserError (status 1, one line), not argparse's exit 2."""
         raise UserError(f"{message} ({TOOL} --help lists the options)")
 
 

@@ -90,3 +90,22 @@ def test_every_option_is_documented() -> None:
     options = {o for action in axon_nki_sim.parser()._actions for o in action.option_strings}
     missing = sorted(o for o in options - {"-h", "--help"} if f"`{o}" not in CLI)
     assert not missing, f"docs/cli.md does not document axon-nki-sim's {missing}"
+
+
+def test_warnings_go_to_stderr_and_the_run_succeeds(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    kernel = tmp_path / "partial.py"
+    kernel.write_text("import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n"
+                      "@nki.jit\ndef partial(x):\n"
+                      "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+                      "    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)\n"
+                      "    nisa.dma_copy(dst=tile, src=x)\n"
+                      "    nisa.dma_copy(dst=out[0:2], src=tile[0:2])\n"
+                      "    return out\n")
+    code, out, err = run([str(kernel), "--inputs",
+                          save(tmp_path, "x.npy", np.ones((4, 4), dtype=np.float32))], capsys)
+    assert code == 0
+    assert out.splitlines() == ["output_0: float32[4, 4] min 1 max 1, 8 NaN", "2 instructions"]
+    # located at the kernel's definition (its decorator)
+    assert err == (f"{kernel}:6: warning: kernel output 0 has 8 of 16 elements the kernel never "
+                   f"wrote (they hold the uninitialized pattern)\n")

@@ -34,7 +34,7 @@ def locate(err: BaseException, file: str, default: int) -> KernelError:
     return KernelError(file, kernel_line(err, file, default), message)
 
 
-def _output(value: object, position: str) -> np.ndarray:
+def _output(state: RunState, value: object, position: str, line: int) -> np.ndarray:
     if not isinstance(value, Tensor):
         raise SimulationError(f"kernel output {position} is {type(value).__name__}; a kernel "
                               f"returns the HBM tensors it wrote (nl.ndarray(..., "
@@ -42,6 +42,11 @@ def _output(value: object, position: str) -> np.ndarray:
     if value.buffer != "hbm":
         raise SimulationError(f"kernel output {position} is a {value.describe()}; outputs must "
                               f"be nl.shared_hbm tensors")
+    unwritten = value.unwritten()
+    if unwritten:
+        state.warn("output", f"kernel output {position} has {unwritten} of {value.array.size} "
+                             f"elements the kernel never wrote (they hold the uninitialized "
+                             f"pattern)", line)
     return value.array.copy()
 
 
@@ -73,9 +78,10 @@ def simulate(kernel: JitKernel | Callable[..., Any], *inputs: Any, limits: Hardw
                 state.shared_hbm_seen = 0
                 result = jk.function(*args)
             if isinstance(result, tuple | list):
-                outputs: Any = tuple(_output(v, str(n)) for n, v in enumerate(result))
+                outputs: Any = tuple(_output(state, v, str(n), first_line)
+                                     for n, v in enumerate(result))
             else:
-                outputs = _output(result, "0")
+                outputs = _output(state, result, "0", first_line)
         except KernelError:
             raise
         except Exception as err:

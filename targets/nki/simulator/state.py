@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from types import FrameType
 
 import numpy as np
 
-from axon.targets.nki.simulator.errors import SimulationError
+from axon.targets.nki.simulator.errors import SimulationError, SimulationWarning
 from axon.targets.nki.simulator.limits import HardwareLimits
 from axon.targets.nki.simulator.trace import Access, Engine, Instruction, OptionValue, Trace
 
@@ -79,6 +80,8 @@ class RunState:
     """The launch's shared_hbm allocations in allocation order: program k's n-th shared_hbm
     ndarray is program 0's n-th (the kernel's outputs are shared by all programs)."""
     shared_hbm_seen: int = 0
+    warned: set[tuple[int, str]] = field(default_factory=set)
+    """(line, kind) of the warnings given, so a loop warns once per line."""
 
     def __post_init__(self) -> None:
         lim = self.limits
@@ -102,6 +105,16 @@ class RunState:
                 return self.kernel_file, frame.f_lineno
             frame = frame.f_back
         return self.kernel_file, 0
+
+    def warn(self, kind: str, message: str, line: int | None = None) -> None:
+        """A SimulationWarning at the kernel line executing now (or at `line`), once per line
+        and `kind`."""
+        file, here = self.location()
+        line = here if line is None else line
+        if (line, kind) in self.warned:
+            return
+        self.warned.add((line, kind))
+        warnings.warn(SimulationWarning(f"{file}:{line}: warning: {message}"), stacklevel=3)
 
     def record(self, name: str, engine: Engine, reads: list[tuple[str, Access]],
                writes: list[tuple[str, Access]], options: dict[str, OptionValue]) -> None:

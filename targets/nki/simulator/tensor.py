@@ -56,8 +56,8 @@ def fill_value(dtype: np.dtype) -> float | int:
 class Allocation:
     """One allocation: its storage, buffer, id and (on chip) byte offset in each partition."""
 
-    __slots__ = ("buffer", "allocation_id", "storage", "address", "matmul_written", "name",
-                 "__weakref__")
+    __slots__ = ("buffer", "allocation_id", "storage", "address", "matmul_written", "written",
+                 "name", "__weakref__")
 
     def __init__(self, buffer: BufferKind, allocation_id: int, storage: np.ndarray,
                  address: int, name: str):
@@ -69,6 +69,9 @@ class Allocation:
         self.matmul_written: np.ndarray | None = (
             np.zeros(storage.shape, dtype=np.bool_) if buffer == "psum" else None)
         """PSUM only: which elements hold a matmul result (nc_matmul's accumulate=None)."""
+        self.written = np.zeros(storage.nbytes, dtype=np.bool_)
+        """Which bytes of the storage an instruction (or the kernel's input) has written: a read
+        of any other byte reads the uninitialized pattern."""
 
 
 def allocate(state: RunState, shape: Sequence[int], dtype: np.dtype, buffer: BufferKind,
@@ -103,7 +106,7 @@ def hbm_input(state: RunState, array: np.ndarray, position: int) -> Tensor:
     dt = nki_dtype(array.dtype, f"simulate: input {position}")
     tensor = allocate(state, array.shape if array.ndim else (1,), dt, "hbm",
                       f"simulate: input {position}")
-    tensor.array[...] = array.reshape(tensor.shape)
+    tensor.assign(array.reshape(tensor.shape))
     return tensor
 
 
@@ -269,6 +272,27 @@ class Tensor:
         return Tensor(self.allocation, view)
 
     # --- what the simulator reads off a tensor ---
+    def _written_bytes(self) -> np.ndarray:
+        """The `written` flags of this view's bytes, shaped (*shape, itemsize)."""
+        start = self.array.__array_interface__["data"][0]
+        base = self.allocation.storage.__array_interface__["data"][0]
+        return np.lib.stride_tricks.as_strided(
+            self.allocation.written[start - base:],
+            shape=(*self.shape, self.dtype.itemsize), strides=(*self.array.strides, 1),
+            writeable=True)
+
+    def assign(self, values: np.ndarray) -> None:
+        """Store `values` (already of this view's dtype and shape) and mark them written."""
+        self.array[...] = values
+        self._written_bytes()[...] = True
+
+    def unwritten(self) -> int:
+        """How many elements of this view were never written."""
+        flags = self._written_bytes()
+        if flags.all():  # the common case, and much faster than the per-element reduction
+            return 0
+        return int(np.count_nonzero(~flags.all(axis=-1)))
+
     def element_offset(self) -> int:
         """The first element's offset in the storage, in elements of this view's dtype."""
         start = self.array.__array_interface__["data"][0]

@@ -24,11 +24,12 @@ from axon.targets.nki.simulator import isa as nisa
 from axon.targets.nki.simulator import language as nl
 
 
-def failure(body: Callable[..., Any], *inputs: Any, limits: HardwareLimits) -> KernelError:
+def failure(body: Callable[..., Any], *inputs: Any, limits: HardwareLimits,
+            grid: tuple[int, ...] | None = None) -> KernelError:
     """The KernelError `body` run as a kernel raises; its line is checked to be the body's line
     holding the `# fails here` marker."""
     with pytest.raises(KernelError) as info:
-        simulate(nki.jit(body), *inputs, limits=limits)
+        simulate(nki.jit(body), *inputs, limits=limits, grid=grid)
     err = info.value
     lines, first = inspect.getsourcelines(body)
     marked = [first + n for n, text in enumerate(lines) if "# fails here" in text]
@@ -203,8 +204,41 @@ def test_fresh_tiles_hold_nan_or_four(trn2: HardwareLimits) -> None:
         nisa.dma_copy(dst=out_i, src=ints)
         return out_f, out_i
 
-    out_f, out_i = simulate(nki.jit(body), X, limits=trn2)
+    with pytest.warns(SimulationWarning) as caught:
+        out_f, out_i = simulate(nki.jit(body), X, limits=trn2)
     assert np.isnan(out_f.astype(np.float32)).all() and (out_i == 4).all()
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 2
+    assert "warning: nisa.dma_copy: src reads 1024 of 1024 elements of a sbuf tensor (128, 8) " \
+           "bfloat16 that nothing wrote" in messages[0]
+    assert "src reads 1024 of 1024 elements of a sbuf tensor (128, 8) int32" in messages[1]
+
+
+def test_an_output_partly_never_written(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        tile = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=x)
+        nisa.dma_copy(dst=out[0:100], src=tile[0:100])
+        return out
+
+    with pytest.warns(SimulationWarning, match="kernel output 0 has 1792 of 8192 elements the "
+                                               "kernel never wrote"):
+        out = simulate(nki.jit(body), X, limits=trn2)
+    assert np.isnan(out[100:]).all() and (out[:100] == 0).all()
+
+
+def test_a_loop_warns_once_per_line(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        for _ in range(5):
+            tile = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=out, src=tile)
+        return out
+
+    with pytest.warns(SimulationWarning) as caught:
+        simulate(nki.jit(body), X, limits=trn2)
+    assert len(caught) == 1
 
 
 def test_an_input_of_a_dtype_nki_lacks(trn2: HardwareLimits) -> None:
@@ -296,3 +330,40 @@ def test_reducing_the_partition_axis(trn2: HardwareLimits) -> None:
 
     err = failure(body, X, limits=trn2)
     assert "never the partition axis 0" in err.message
+
+
+def test_matmul_of_integers(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        a = nl.zeros((128, 128), dtype=nl.int32)
+        acc = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=acc, stationary=a, moving=a)  # fails here
+        return x
+
+    err = failure(body, X, limits=trn2)
+    assert err.message.startswith("nisa.nc_matmul: stationary is int32; TensorE multiplies "
+                                  "float8_e4m3, ")
+
+
+def test_capacity_follows_the_profile(trn2: HardwareLimits) -> None:
+    from axon.targets.nki.simulator_limits import load_limits
+
+    def body(x):  # type: ignore[no-untyped-def]
+        # 50,000 fp32 = 200,000 bytes a partition: within Trn2's 212,984, past Trn1's 196,608
+        big = nl.ndarray((128, 50000), dtype=nl.float32, buffer=nl.sbuf)  # fails here
+        return big
+
+    with pytest.raises(KernelError, match="outputs must be nl.shared_hbm"):
+        simulate(nki.jit(body), X, limits=trn2)
+    err = failure(body, X, limits=load_limits("trn1"))
+    assert err.message.endswith("limit sbuf_partition_bytes=196608 bytes (trn1)")
+
+
+def test_programs_of_a_grid_must_agree_on_shared_outputs(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        rows = 4 + nl.program_id(0)
+        out = nl.ndarray((rows, 8), dtype=nl.float32, buffer=nl.shared_hbm)  # fails here
+        return out
+
+    err = failure(body, X, limits=trn2, grid=(2,))
+    assert err.message == ("nl.ndarray: program (1,)'s shared_hbm tensor (5, 8) float32 differs "
+                           "from program 0's (4, 8) float32")

@@ -105,7 +105,8 @@ def test_dma_transpose_2d(trn2: HardwareLimits, data: st.DataObject, p: int, f: 
 
 @EXAMPLES
 @given(st.data(), st.integers(1, 128), st.integers(1, 128), st.integers(1, 512),
-       st.sampled_from([np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16)]),
+       st.sampled_from([np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16),
+                        np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)]),
        st.integers(1, 3))
 def test_nc_matmul_accumulates_in_psum(trn2: HardwareLimits, data: st.DataObject, k: int,
                                        m: int, n: int, dtype: np.dtype, groups: int) -> None:

@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from axon.targets.nki.simulator import HardwareLimits, KernelError, simulate
 from axon.targets.nki.simulator import api as nki
@@ -129,3 +131,21 @@ def test_tile_size_and_grid_come_from_the_run(trn2: HardwareLimits) -> None:
     for i in range(2):
         for j in range(3):
             assert list(out[i, j]) == [j, 2, 3, 6, 2, 128]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 128), st.integers(-140, 140), st.integers(-140, 140))
+def test_a_slice_past_either_end_is_never_silently_clamped(trn2: HardwareLimits, size: int,
+                                                           start: int, stop: int) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        tile = nl.ndarray((size, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=tile[start:stop], value=1.0)
+        return x
+
+    valid = 0 <= start < stop <= size
+    aligned = start % (128 if stop - start > 64 else 64 if stop - start > 32 else 32) == 0
+    if valid and aligned:
+        simulate(nki.jit(body), np.zeros(1, dtype=np.float32), limits=trn2)
+    else:
+        with pytest.raises(KernelError, match="out of bounds|is empty|must start at"):
+            simulate(nki.jit(body), np.zeros(1, dtype=np.float32), limits=trn2)
