@@ -28,7 +28,9 @@ not lower or is not proved is refused with the reason (`Refused`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
+import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
@@ -149,6 +151,25 @@ def _type(value: SSAValue) -> TensorType:
     t = value.type
     assert isinstance(t, TensorType)
     return t
+
+
+#: fp32 pieces a constant may be split into (three cover a float64's 53 bits)
+_MAX_PIECES = 3
+
+
+def _fp32_pieces(value: float) -> list[float]:
+    """Values fp32 holds exactly whose exact sum is `value` (one when fp32 holds it);
+    Refused when three do not suffice (a value past fp32's range)."""
+    pieces: list[float] = []
+    rest = Fraction(value)
+    while rest != 0 or not pieces:
+        with np.errstate(over="ignore"):
+            piece = float(np.float32(float(rest)))
+        if len(pieces) == _MAX_PIECES or not np.isfinite(piece) or (piece == 0 and rest != 0):
+            raise Refused(f"the constant {value!r} is not a sum of {_MAX_PIECES} fp32 values")
+        pieces.append(piece)
+        rest -= Fraction(piece)
+    return pieces
 
 
 def _buffer(value: SSAValue) -> str | None:
@@ -288,9 +309,8 @@ class _Lowering:
         ta, tb = _type(a), _type(b)
         for tile, other, reverse in ((a, b, False), (b, a, True)):
             if other in self.constants and _type(tile).shape == result.shape:
-                return self.add(target, nki.TensorScalarOp.make(
-                    [self.tile(tile, target)], op0=alu, scalar0=self.constants[other],
-                    reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
+                return self.by_constant(op, self.tile(tile, target), alu,
+                                        self.constants[other], reverse, target)
         if ta.shape == tb.shape == result.shape:
             accumulating = isinstance(op, AddOp) and self.is_accumulator(a)
             return self.add(target, nki.TensorTensorOp.make(
@@ -313,6 +333,31 @@ class _Lowering:
                     operands, op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
         raise Refused(f"'{op.name}' of {ta} and {tb} (tiles of one shape, a tile and a [P, 1] "
                       "column, a row [F] or a constant)")
+
+    def by_constant(self, op: Operation, tile: SSAValue, alu: str, value: float,
+                    reverse: bool, target: Block) -> SSAValue:
+        """`tile alu value` (`value alu tile` when `reverse`) by `tensor_scalar` immediates.
+        An engine holds an immediate in fp32 (the instructions' forms say so), so a constant
+        that fp32 does not hold exactly (rmsnorm's 1e-6) is added as the sum of its fp32
+        pieces, two per instruction; a product or quotient by it is refused."""
+        pieces = _fp32_pieces(value)
+        if len(pieces) > 1 and alu not in ("add", "subtract"):
+            raise Refused(f"'{op.name}' by the constant {value!r}, which fp32 does not hold "
+                          "exactly (an engine's immediate is fp32; only a sum splits into "
+                          "fp32 pieces)")
+        # x - c is x - c0 - c1 - ...; c - x is (c0 - x) + c1 + ...
+        rest = "add" if alu == "add" or reverse else "subtract"
+        steps = [(alu, pieces[0], reverse), *((rest, p, False) for p in pieces[1:])]
+        value_now = tile
+        while steps:
+            (op0, c0, rev0), *steps = steps
+            attrs: dict[str, object] = {"op0": op0, "scalar0": c0, "reverse0": rev0}
+            if steps:
+                (op1, c1, _), *steps = steps
+                attrs |= {"op1": op1, "scalar1": c1}
+            value_now = self.add(target, nki.TensorScalarOp.make(
+                [value_now], buffer="sbuf", dtype=COMPUTE_DTYPE, **attrs))
+        return value_now
 
     def is_accumulator(self, value: SSAValue) -> bool:
         """`value` is a loop's carried value started by a PSUM `tile.full` (a matmul's

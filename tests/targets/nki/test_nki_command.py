@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.dialects.form.dtypes import DTYPES
@@ -17,7 +18,13 @@ from axon.targets.nki.simulator import load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.tools.axon_main import main
 from axon.tools.embed import parse_source
-from tests.targets.nki.lowering import program
+
+
+def program(name: str) -> FuncOp:
+    """A suite program, parsed from its source."""
+    (func,) = (op for op in parse_source(PROGRAMS[name].source, f"{name}.py").ops
+               if isinstance(op, FuncOp))
+    return func
 
 
 def test_the_emitted_kernel_runs_and_the_progress_names_both_proofs(tmp_path: Path) -> None:
