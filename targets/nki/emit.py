@@ -126,6 +126,8 @@ class _Printer:
     folded: set[Operation] = field(default_factory=set)
     #: matmuls that accumulate into a loop's carried PSUM tile (their dst is that tile)
     in_place: set[Operation] = field(default_factory=set)
+    #: the buffer of each allocated tile, by its name
+    buffers: dict[str, str] = field(default_factory=dict)
     count: int = 0
 
     def fresh(self, prefix: str = "t") -> str:
@@ -217,7 +219,7 @@ class _Printer:
                 self.line(depth, f"nisa.tensor_copy(dst={carried}, src={self.names[init]})")
             self.names[arg] = carried
             owner = value.owner
-            if isinstance(owner, nki.NkiOp) and owner.parent_block() is body:
+            if isinstance(owner, nki.NkiOp) and _writes_in_place(owner, arg, init):
                 self.names[value] = carried  # the yielded instruction writes the carried tile
                 self.fold_accumulation(owner, arg)
         for result, arg in zip(op.results, body.args, strict=True):
@@ -255,6 +257,7 @@ class _Printer:
         return name
 
     def allocate_as(self, name: str, t: TensorType, depth: int, buffer: str) -> None:
+        self.buffers[name] = buffer
         self.line(depth, f"{name} = nl.ndarray({_tuple(_held_shape(t))}, dtype={_dtype(t.dtype)}, "
                          f"buffer=nl.{buffer})")
 
@@ -331,6 +334,9 @@ class _Printer:
                               "accumulation")
             call = f"nisa.nc_matmul(dst={dst}, stationary={operands[0]}, moving={operands[1]})"
         elif isinstance(op, nki.TensorTensorOp):
+            if all(self.buffers.get(name) == "psum" for name in operands):
+                raise Refused(f"'{op.name}' reads two PSUM tiles ({', '.join(operands)}); at "
+                              "most one may be in PSUM")
             call = (f"nisa.tensor_tensor(dst={dst}, data1={operands[0]}, data2={operands[1]}, "
                     f"op=nl.{attrs['op']}{tail})")
         elif isinstance(op, nki.TensorScalarOp):
@@ -364,6 +370,28 @@ class _Printer:
             if attrs.get(f"reverse{k}"):
                 parts.append(f"reverse{k}=True")
         return f"nisa.tensor_scalar({', '.join(parts)}{tail})"
+
+
+#: instructions that may write the tile they read (each element is read before it is written)
+_ELEMENTWISE = (nki.TensorTensorOp, nki.TensorScalarOp, nki.ActivationOp, nki.TensorCopyOp)
+
+
+def _writes_in_place(op: nki.NkiOp, carried: BlockArgument, init: SSAValue) -> bool:
+    """May `op`, yielded by a loop for the carried value `carried` (started by `init`), write
+    the carried tile itself? It must be in the loop's body, write the buffer the tile is in,
+    read the carried value only elementwise, and no later op of the iteration may read the
+    carried value (it would see the new one); else the yield copies."""
+    body = carried.block
+    if op.parent_block() is not body or op.buffer_name() != _buffer(init):
+        return False
+    if carried in op.operands and not isinstance(op, _ELEMENTWISE):
+        return False
+    later = False
+    for other in body.ops:
+        if later and any(carried in o.operands for o in other.walk()):
+            return False
+        later = later or other is op
+    return True
 
 
 def _tuple(shape: list[IntExpr]) -> str:

@@ -32,7 +32,7 @@ from fractions import Fraction
 
 import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
 
 from axon.dialects import nki
 from axon.dialects.ax import (
@@ -173,11 +173,20 @@ def _fp32_pieces(value: float) -> list[float]:
 
 
 def _buffer(value: SSAValue) -> str | None:
-    """Where a lowered value lives: a load's or a fill's space, an instruction's buffer."""
-    owner = value.owner
-    if isinstance(owner, (LoadOp, FullOp)):
-        return owner.space.data
-    return nki.buffer_of(value)
+    """Where a lowered value lives: a load's or a fill's space, an instruction's buffer, a
+    loop's carried value where its start lives."""
+    while True:
+        owner = value.owner
+        if isinstance(owner, (LoadOp, FullOp)):
+            return owner.space.data
+        if isinstance(value, OpResult) and isinstance(owner, ForOp):
+            value = owner.inits[value.index]
+        elif isinstance(value, BlockArgument) and isinstance(value.block.parent_op(), ForOp):
+            loop = value.block.parent_op()
+            assert isinstance(loop, ForOp)
+            value = loop.inits[value.index]
+        else:
+            return nki.buffer_of(value)
 
 
 def _is_row(t: TensorType) -> bool:
@@ -363,13 +372,13 @@ class _Lowering:
         """`value` is a loop's carried value started by a PSUM `tile.full` (a matmul's
         accumulator)."""
         lowered = self.values[value]
-        owner = lowered.owner
-        if not isinstance(owner, Block) or not isinstance(owner.parent_op(), ForOp):
+        if not isinstance(lowered, BlockArgument):
             return False
-        loop = owner.parent_op()
-        assert isinstance(loop, ForOp)
-        init = loop.inits[owner.args.index(lowered)]  # type: ignore[arg-type]
-        return isinstance(init.owner, FullOp) and init.owner.space.data == "psum"
+        loop = lowered.block.parent_op()
+        if not isinstance(loop, ForOp):
+            return False
+        init = loop.inits[lowered.index].owner
+        return isinstance(init, FullOp) and init.space.data == "psum"
 
     def broadcast_row(self, value: SSAValue, result: TensorType, target: Block) -> SSAValue:
         """A row `[F]` held on every partition `[P, F]`: `nc_matmul` of a ones column `[1, P]`

@@ -228,3 +228,50 @@ def test_a_constant_fp32_does_not_hold_is_added_as_its_exact_fp32_pieces(
 def test_a_product_by_a_constant_fp32_does_not_hold_is_refused() -> None:
     with pytest.raises(Refused, match="'ax.mul' by the constant 0.1, which fp32 does not hold"):
         lower_function(scalar_kernel("mul", 0.1))
+
+
+ROW_SUM = """
+func.func @row_sum(%0: !ax.tensor<[M, N], f32>) -> !ax.tensor<[M, 1], f32> {
+  %1 = tile.kernel %0 {program_ids = ["i"], grid = ["(BM + M - 1) floordiv BM"],
+                       params = ["BM", "BK"], assume = ["BM >= 1", "BK >= 1", "BM <= 128"]}
+      : (!ax.tensor<[M, N], f32>) -> !ax.tensor<[M, 1], f32> {
+  ^bb0(%2: !ax.tensor<[M, N], f32>):
+    %z = tile.full {value = 0.0 : f64, shape = ["BM", "1"], dtype = f32, space = "sbuf"}
+        : !ax.tensor<[BM, 1], f32>
+    %acc = tile.for %z {iv = "k", extent = "(BK + N - 1) floordiv BK"}
+        : (!ax.tensor<[BM, 1], f32>) -> !ax.tensor<[BM, 1], f32> {
+    ^bb1(%in: !ax.tensor<[BM, 1], f32>):
+      %t = tile.load %2 {offsets = ["BM*i", "BK*k"], shape = ["BM", "BK"], pad = 0.0 : f64,
+                         space = "sbuf"} : (!ax.tensor<[M, N], f32>) -> !ax.tensor<[BM, BK], f32>
+      %r = ax.sum %t {axes = array<i64: 1>, keepdims = true}
+          : (!ax.tensor<[BM, BK], f32>) -> !ax.tensor<[BM, 1], f32>
+      %s = ax.add %in, %r : (!ax.tensor<[BM, 1], f32>, !ax.tensor<[BM, 1], f32>)
+          -> !ax.tensor<[BM, 1], f32>
+      LATER_READ
+      tile.yield %s : !ax.tensor<[BM, 1], f32>
+    }
+    tile.store %acc {result = 0 : i64, offsets = ["BM*i", "0"]} : !ax.tensor<[BM, 1], f32>
+    tile.yield
+  }
+  func.return %1 : !ax.tensor<[M, 1], f32>
+}
+"""
+
+
+@pytest.mark.parametrize("later_read", [False, True])
+def test_a_carried_tile_is_updated_in_place_unless_read_after_the_update(
+        later_read: bool, tmp_path: Path) -> None:
+    # a read of the carried value after the update must see the old value: the update then
+    # goes to a tile of its own, copied into the carried one at the end of the iteration
+    read = ("%u = ax.mul %in, %in : (!ax.tensor<[BM, 1], f32>, !ax.tensor<[BM, 1], f32>) "
+            "-> !ax.tensor<[BM, 1], f32>")
+    text = ROW_SUM.replace("LATER_READ", read if later_read else "")
+    (func,) = (o for o in parse_mlir(text).ops if isinstance(o, FuncOp))
+    lowered = lower_and_prove(func).func
+    module = emit_nki(lowered, {"BM": 128, "BK": 64})
+    copies = module.text.count("nisa.tensor_copy(")
+    assert copies == (1 if later_read else 0), module.text
+    x = np.random.default_rng(0).standard_normal((130, 200)).astype(np.float32)
+    out = run(module, tmp_path, [x])
+    np.testing.assert_allclose(out[:, 0], x.astype(np.float64).sum(axis=1), rtol=1e-5,
+                               atol=1e-4)
