@@ -33,10 +33,11 @@ from axon.tiling.kernels import tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.tools.embed import parse_mlir, parse_source
 
-#: (program, tiling) pairs the NKI lowering covers: elementwise, row reductions, matmuls
-#: with the whole contraction on chip and with a loop over K accumulating in PSUM
-COVERED = [("mul", "rows"), ("relu", "rows"), ("silu", "rows"), ("softmax", "rows"),
-           ("rmsnorm", "rows"), ("matmul", "rows"), ("matmul", "rows_k"),
+#: (program, tiling) pairs the NKI lowering covers: elementwise (rows, and blocks of rows and
+#: columns), row reductions, matmuls with the whole contraction on chip and with a loop over K
+#: accumulating in PSUM
+COVERED = [("mul", "rows"), ("relu", "rows"), ("relu", "blocks"), ("silu", "rows"),
+           ("softmax", "rows"), ("rmsnorm", "rows"), ("matmul", "rows"), ("matmul", "rows_k"),
            ("matmul", "blocks_k")]
 
 
