@@ -8,6 +8,7 @@ interpreter of the untiled program at three shapes: sizes that are no multiple o
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import ml_dtypes
@@ -26,7 +27,7 @@ from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import EmittedKernel, emit_nki
 from axon.targets.nki.lower import Refused, lower_and_prove, lower_function
-from axon.targets.nki.simulator import KernelError, load_kernel, simulate
+from axon.targets.nki.simulator import KernelError, SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.profiles import load_profile
 from axon.tiling.kernels import tile_function, tilings
@@ -121,9 +122,13 @@ def emitted(name: str, kind: str) -> EmittedKernel:
 
 
 def run(module: EmittedKernel, tmp_path: Path, inputs: list[np.ndarray]) -> np.ndarray:
+    """The module's outputs on the simulator; a simulator warning (a read of bytes nothing
+    wrote, an activation input out of range) fails the test."""
     path = tmp_path / f"{module.name}.py"
     path.write_text(module.text)
-    return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimulationWarning)
+        return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
 
 
 @pytest.mark.parametrize(("name", "kind"), COVERED)
