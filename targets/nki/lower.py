@@ -33,6 +33,7 @@ from fractions import Fraction
 import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects import nki
 from axon.dialects.ax import (
@@ -63,6 +64,7 @@ from axon.dialects.ax import (
     SumOp,
     TanhOp,
     TensorType,
+    TransposeOp,
 )
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
@@ -121,7 +123,11 @@ def lower_function(func: FuncOp) -> FuncOp:
     for name, attr in func.attributes.items():
         if name.startswith("axon."):
             out.attributes[name] = attr
-    out.verify()
+    try:
+        out.verify()
+    except VerifyException as err:
+        raise Refused(f"@{func.sym_name.data}: the lowered kernel breaks an NKI rule: "
+                      f"{err}") from None
     return out
 
 
@@ -200,6 +206,8 @@ class _Lowering:
     values: dict[SSAValue, SSAValue] = field(default_factory=dict)
     #: scalar constants (`ax.constant` of shape []) by their value
     constants: dict[SSAValue, float] = field(default_factory=dict)
+    #: transposes whose every use is a matmul's left operand: lowered to their input tile
+    pretransposed: set[SSAValue] = field(default_factory=set)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
@@ -292,6 +300,8 @@ class _Lowering:
             return self.lower_reduce(op, _REDUCE[type(op)], target)
         if isinstance(op, MatmulOp):
             return self.lower_matmul(op, target)
+        if isinstance(op, TransposeOp):
+            return self.lower_transpose(op, target)
         raise Refused(f"'{op.name}' has no NKI lowering yet")
 
     def tile(self, value: SSAValue, target: Block) -> SSAValue:
@@ -321,11 +331,18 @@ class _Lowering:
                 return self.by_constant(op, self.tile(tile, target), alu,
                                         self.constants[other], reverse, target)
         if ta.shape == tb.shape == result.shape:
-            accumulating = isinstance(op, AddOp) and self.is_accumulator(a)
+            x, y = self.tile(a, target), self.tile(b, target)
+            # a PSUM accumulator plus a product in PSUM stays there (the emitter folds it into
+            # the matmul); any other pair of PSUM tiles is read with one copied out first
+            accumulating = isinstance(op, AddOp) and (self.is_accumulator(a)
+                                                      or self.is_accumulator(b))
+            both = _buffer(x) == _buffer(y) == "psum"
+            if both and not accumulating:
+                y = self.add(target, nki.TensorCopyOp.make([y], buffer="sbuf",
+                                                           dtype=COMPUTE_DTYPE))
             return self.add(target, nki.TensorTensorOp.make(
-                [self.tile(a, target), self.tile(b, target)], op=alu,
-                buffer="psum" if accumulating and _buffer(self.values[b]) == "psum"
-                else "sbuf", dtype=COMPUTE_DTYPE))
+                [x, y], op=alu, buffer="psum" if both and accumulating else "sbuf",
+                dtype=COMPUTE_DTYPE))
         for tile, other, reverse in ((a, b, False), (b, a, True)):
             to = _type(other)
             if _type(tile).shape != result.shape:
@@ -413,7 +430,24 @@ class _Lowering:
         return self.add(target, nki.TensorTensorOp.make(
             [total, count], op="divide", buffer="sbuf", dtype=COMPUTE_DTYPE))
 
+    def lower_transpose(self, op: TransposeOp, target: Block) -> SSAValue:
+        """A 2-D transpose: `nc_transpose` into PSUM, copied into SBUF; none where every use
+        is a matmul's left operand, which takes the untransposed tile as its stationary
+        operand (`pretransposed`)."""
+        x = self.tile(op.operands[0], target)
+        result = op.results[0]
+        if result.uses and all(isinstance(u.operation, MatmulOp) and u.index == 0
+                               for u in result.uses):
+            self.pretransposed.add(result)
+            return x
+        if _buffer(x) != "sbuf":
+            x = self.add(target, nki.TensorCopyOp.make([x], buffer="sbuf"))
+        transposed = self.add(target, nki.NcTransposeOp.make([x], buffer="psum"))
+        return self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf",
+                                                      dtype=COMPUTE_DTYPE))
+
     def lower_matmul(self, op: MatmulOp, target: Block) -> SSAValue:
+        left = op.operands[0]
         a, b = (self.tile(v, target) for v in op.operands)
         ta, tb = _type(a), _type(b)
         dtype = tb.dtype if tb.dtype != COMPUTE_DTYPE else ta.dtype
@@ -422,6 +456,8 @@ class _Lowering:
             a = self.add(target, nki.TensorCopyOp.make([a], buffer="sbuf", dtype=dtype))
         if tb.dtype != dtype or _buffer(b) != "sbuf":
             b = self.add(target, nki.TensorCopyOp.make([b], buffer="sbuf", dtype=dtype))
+        if left in self.pretransposed:  # the tile is already the stationary [K, P]
+            return self.add(target, nki.NcMatmulOp.make([a, b], buffer="psum"))
         transposed = self.add(target, nki.NcTransposeOp.make([a], buffer="psum"))
         stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf"))
         return self.add(target, nki.NcMatmulOp.make([stationary, b], buffer="psum"))
