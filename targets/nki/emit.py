@@ -347,6 +347,11 @@ class _Printer:
             if "scale" in attrs:
                 extra += f", scale={attrs['scale']!r}"
             call = f"nisa.activation(dst={dst}, op=nl.{attrs['func']}, data={operands[0]}{extra})"
+        elif isinstance(op, nki.TensorTensorScanOp):
+            initial = operands[2] if len(operands) > 2 else repr(attrs.get("initial") or 0.0)
+            call = (f"nisa.tensor_tensor_scan(dst={dst}, data0={operands[0]}, "
+                    f"data1={operands[1]}, initial={initial}, op0=nl.{attrs['op0']}, "
+                    f"op1=nl.{attrs['op1']})")
         elif isinstance(op, nki.TensorReduceOp):
             axes = tuple(int(a) for a in attrs["axes"])
             call = (f"nisa.tensor_reduce(dst={dst}, op=nl.{attrs['op']}, data={operands[0]}, "

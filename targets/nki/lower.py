@@ -40,6 +40,7 @@ from axon.dialects.ax import (
     AbsOp,
     AddOp,
     ConstantOp,
+    CumsumOp,
     DivOp,
     ErfOp,
     ExpOp,
@@ -302,6 +303,8 @@ class _Lowering:
             return self.lower_matmul(op, target)
         if isinstance(op, TransposeOp):
             return self.lower_transpose(op, target)
+        if isinstance(op, CumsumOp):
+            return self.lower_cumsum(op, target)
         raise Refused(f"'{op.name}' has no NKI lowering yet")
 
     def tile(self, value: SSAValue, target: Block) -> SSAValue:
@@ -429,6 +432,18 @@ class _Lowering:
         assert result.shape == _type(total).shape
         return self.add(target, nki.TensorTensorOp.make(
             [total, count], op="divide", buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+    def lower_cumsum(self, op: CumsumOp, target: Block) -> SSAValue:
+        """A prefix sum along the free dim: `tensor_tensor_scan` (add, add) of a zero tile and
+        the data, started at 0 (`r[f] = (0 + r[f - 1]) + x[f]`)."""
+        if op.axis.value.data not in (1, -1):
+            raise Refused(f"'{op.name}' along axis {op.axis.value.data} (a prefix sum along "
+                          "the free dim of a [P, F] tile)")
+        x = self.tile(op.operands[0], target)
+        zeros = self.add(target, nki.MemsetOp.make(
+            [], value=0.0, shape=list(_type(x).shape), dtype=COMPUTE_DTYPE, buffer="sbuf"))
+        return self.add(target, nki.TensorTensorScanOp.make(
+            [zeros, x], op0="add", op1="add", initial=0.0, buffer="sbuf", dtype=COMPUTE_DTYPE))
 
     def lower_transpose(self, op: TransposeOp, target: Block) -> SSAValue:
         """A 2-D transpose: `nc_transpose` into PSUM, copied into SBUF; none where every use
