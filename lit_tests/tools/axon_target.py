@@ -1,4 +1,5 @@
-# `axon PROGRAM --target xe_triton` and `--target nki`: mistakes are one line on stderr and exit 1, before any search.
+# `axon PROGRAM --target xe_triton` and `--target nki`: mistakes are one line on stderr and
+# exit 1, before any search.
 # RUN: not axon %s --target xe_triton --profile h100 --no-cache 2>&1 | filecheck %s --check-prefix=PROFILE
 # RUN: not axon %s --target xe_triton --sizes M=4,Q=4 --no-cache 2>&1 | filecheck %s --check-prefix=SIZES
 # RUN: not axon %s --target xe_triton --sizes M=0 --no-cache 2>&1 | filecheck %s --check-prefix=ZERO
