@@ -289,11 +289,11 @@ class _Lowering:
                           "here are [partitions, free])")
         if type(op) in _ACTIVATION:
             return self.add(target, nki.ActivationOp.make(
-                [self.tile(op.operands[0], target)], func=_ACTIVATION[type(op)],
+                [self.tile(op.operands[0])], func=_ACTIVATION[type(op)],
                 buffer="sbuf", dtype=COMPUTE_DTYPE))
         if isinstance(op, NegOp):
             return self.add(target, nki.TensorScalarOp.make(
-                [self.tile(op.operands[0], target)], op0="multiply", scalar0=-1.0,
+                [self.tile(op.operands[0])], op0="multiply", scalar0=-1.0,
                 buffer="sbuf", dtype=COMPUTE_DTYPE))
         if type(op) in _ALU:
             return self.lower_binary(op, _ALU[type(op)], target)
@@ -307,7 +307,7 @@ class _Lowering:
             return self.lower_cumsum(op, target)
         raise Refused(f"'{op.name}' has no NKI lowering yet")
 
-    def tile(self, value: SSAValue, target: Block) -> SSAValue:
+    def tile(self, value: SSAValue) -> SSAValue:
         """The lowered `[P, F]` tile of `value`."""
         if value in self.constants:
             raise Refused("a scalar constant used as a tile")
@@ -319,7 +319,7 @@ class _Lowering:
 
     def column(self, value: SSAValue, target: Block) -> SSAValue:
         """A `[P, 1]` column as `tensor_scalar` reads it: fp32 in SBUF."""
-        lowered = self.tile(value, target)
+        lowered = self.tile(value)
         if _type(lowered).dtype != COMPUTE_DTYPE or _buffer(lowered) != "sbuf":
             lowered = self.add(target, nki.TensorCopyOp.make([lowered], buffer="sbuf",
                                                              dtype=COMPUTE_DTYPE))
@@ -331,10 +331,10 @@ class _Lowering:
         ta, tb = _type(a), _type(b)
         for tile, other, reverse in ((a, b, False), (b, a, True)):
             if other in self.constants and _type(tile).shape == result.shape:
-                return self.by_constant(op, self.tile(tile, target), alu,
+                return self.by_constant(op, self.tile(tile), alu,
                                         self.constants[other], reverse, target)
         if ta.shape == tb.shape == result.shape:
-            x, y = self.tile(a, target), self.tile(b, target)
+            x, y = self.tile(a), self.tile(b)
             # a PSUM accumulator plus a product in PSUM stays there (the emitter folds it into
             # the matmul); any other pair of PSUM tiles is read with one copied out first
             accumulating = isinstance(op, AddOp) and (self.is_accumulator(a)
@@ -352,12 +352,12 @@ class _Lowering:
                 continue
             if _is_row(to) and to.shape[0] == result.shape[0]:
                 return self.add(target, nki.TensorScalarOp.make(
-                    [self.tile(tile, target), self.column(other, target)], op0=alu,
+                    [self.tile(tile), self.column(other, target)], op0=alu,
                     reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
             if to.rank == 1 and to.shape[0] == result.shape[1]:
                 row = self.broadcast_row(other, result, target)
-                operands = [row, self.tile(tile, target)] if reverse \
-                    else [self.tile(tile, target), row]
+                operands = [row, self.tile(tile)] if reverse \
+                    else [self.tile(tile), row]
                 return self.add(target, nki.TensorTensorOp.make(
                     operands, op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
         raise Refused(f"'{op.name}' of {ta} and {tb} (tiles of one shape, a tile and a [P, 1] "
@@ -420,7 +420,7 @@ class _Lowering:
         if axes != [1] or not op.attrs().get("keepdims"):  # type: ignore[attr-defined]
             raise Refused(f"'{op.name}' over axes {axes} (a row reduction over the last dim "
                           "of a [P, F] tile, keepdims)")
-        tile = self.tile(x, target)
+        tile = self.tile(x)
         total = self.add(target, nki.TensorReduceOp.make(
             [tile], op=reduce, axes=(1,), keepdims=True, buffer="sbuf", dtype=COMPUTE_DTYPE))
         if not isinstance(op, MeanOp):
@@ -439,7 +439,7 @@ class _Lowering:
         if op.axis.value.data not in (1, -1):
             raise Refused(f"'{op.name}' along axis {op.axis.value.data} (a prefix sum along "
                           "the free dim of a [P, F] tile)")
-        x = self.tile(op.operands[0], target)
+        x = self.tile(op.operands[0])
         zeros = self.add(target, nki.MemsetOp.make(
             [], value=0.0, shape=list(_type(x).shape), dtype=COMPUTE_DTYPE, buffer="sbuf"))
         return self.add(target, nki.TensorTensorScanOp.make(
@@ -449,7 +449,7 @@ class _Lowering:
         """A 2-D transpose: `nc_transpose` into PSUM, copied into SBUF; none where every use
         is a matmul's left operand, which takes the untransposed tile as its stationary
         operand (`pretransposed`)."""
-        x = self.tile(op.operands[0], target)
+        x = self.tile(op.operands[0])
         result = op.results[0]
         if result.uses and all(isinstance(u.operation, MatmulOp) and u.index == 0
                                for u in result.uses):
@@ -463,7 +463,7 @@ class _Lowering:
 
     def lower_matmul(self, op: MatmulOp, target: Block) -> SSAValue:
         left = op.operands[0]
-        a, b = (self.tile(v, target) for v in op.operands)
+        a, b = (self.tile(v) for v in op.operands)
         ta, tb = _type(a), _type(b)
         dtype = tb.dtype if tb.dtype != COMPUTE_DTYPE else ta.dtype
         # TensorE reads bf16/f16 with bf16/f16, or fp32 with fp32: one dtype for both
