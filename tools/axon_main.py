@@ -104,10 +104,11 @@ def _parser() -> ArgumentParser:
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the IR to FILE instead of stdout (never the input file)")
     target = parser.add_argument_group("kernels (--target)")
-    target.add_argument("--target", choices=("xe_triton",),
+    target.add_argument("--target", choices=("xe_triton", "nki"),
                         help="write the program's selected and checked kernel for this target")
-    target.add_argument("--profile", default="h200",
-                        help="the target's device (a KB device, default h200)")
+    target.add_argument("--profile", default=None,
+                        help="the target's device (xe_triton: a KB device, default h200; nki: "
+                             "a NeuronCore profile, default trn2)")
     target.add_argument("--sizes", default="", metavar="NAME=INT,...",
                         help="the sizes the kernel is selected for (the others are 1024)")
     target.add_argument("--executor", choices=EXECUTORS, default="local",
@@ -179,8 +180,11 @@ def run_target(args: argparse.Namespace) -> None:
         raise UsageError("--target selects from the program itself; leave out -p")
     if args.program is None:
         raise UsageError("--target needs a PROGRAM")
-    options = TargetOptions(args.profile, args.sizes, args.executor, args.max_candidates,
-                            args.cache, not args.no_cache)
+    if args.target == "nki":
+        run_nki_target(args)
+        return
+    options = TargetOptions(args.profile or "h200", args.sizes, args.executor,
+                            args.max_candidates, args.cache, not args.no_cache)
     _check_output(args.output, args.program)
     text, filename = load_program(args.program)
     module = parse_source(text, filename)
@@ -192,6 +196,29 @@ def run_target(args: argparse.Namespace) -> None:
     try:
         kernel = emit_kernel(module, filename, options, say)
     except TargetError as err:
+        raise UsageError(str(err)) from None
+    if args.output is None:
+        print(kernel, end="", flush=True)
+    else:
+        with open(args.output, "w") as out:
+            out.write(kernel)
+
+
+def run_nki_target(args: argparse.Namespace) -> None:
+    """`axon PROGRAM --target nki ...`: the NKI kernel module to -o or stdout."""
+    from axon.targets.nki.command import DEFAULT_PROFILE, NkiTargetError, emit_kernel
+
+    _check_output(args.output, args.program)
+    text, filename = load_program(args.program)
+    module = parse_source(text, filename)
+
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(f"axon: {line}", file=sys.stderr, flush=True)
+
+    try:
+        kernel = emit_kernel(module, filename, args.profile or DEFAULT_PROFILE, args.sizes, say)
+    except NkiTargetError as err:
         raise UsageError(str(err)) from None
     if args.output is None:
         print(kernel, end="", flush=True)

@@ -62,6 +62,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "verify-equivalence": _lazy("axon.passes.verify_equivalence", "VerifyEquivalencePass"),
         "build-nugraph": _lazy("axon.passes.build_nugraph", "BuildNugraphPass"),
         "tile": _lazy("axon.passes.tile", "TilePass"),
+        "lower-nki": _lazy("axon.passes.lower_nki", "LowerNkiPass"),
     }
 
 

@@ -16,7 +16,8 @@ at `(o mod B) mod S`, provided the kernel assumes `B mod S == 0` (else the last 
 block would reach into the next block, written by another program too).
 
 A sequential loop is read when each value it carries accumulates: the body yields
-`acc (+) T(k)` with (+) an `ax.add`, `ax.max` or `ax.min` of the carried value and a tile `T`
+`acc (+) T(k)` with (+) an `ax.add`, `ax.max` or `ax.min` (or an instruction whose form is
+one of them, `accumulation_kind`) of the carried value and a tile `T`
 of its own type that depends on no carried value (only on the iteration `k` and on values from
 outside the loop). By induction on the iterations the result is then `init (+) T(0) (+) ...
 (+) T(E - 1)`: a sum (or max, min) over a bound variable standing for `k` (`accumulations`); a
@@ -49,7 +50,9 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from axon.dialects.ax import AddOp, MaxOp, MinOp
 from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.form.interface import form_op, has_form
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import Call, Read
 from axon.dialects.tile import ForOp, KernelOp, StoreOp, YieldOp, parse_assumption
 from axon.verifier.budget import Unsupported
 
@@ -149,6 +152,29 @@ class Accumulation:
 
 
 _ACCUMULATE: dict[type[Operation], str] = {AddOp: "add", MaxOp: "max", MinOp: "min"}
+#: the scalar functions of an elementwise form that accumulate, and their kind
+_ACCUMULATE_FN: dict[str, str] = {"add": "add", "max": "max", "min": "min"}
+
+
+def accumulation_kind(op: Operation) -> str | None:
+    """How `op` joins its two operands when it is an accumulation step: "add", "max" or
+    "min" for `ax.add`, `ax.max`, `ax.min`, and for any other form op whose generic form is
+    that function of its two operands read elementwise at the result's index, with neither
+    reduction nor finalizer (an ISA instruction such as `nki.tensor_tensor` add); else None."""
+    kind = next((k for cls, k in _ACCUMULATE.items() if type(op) is cls), None)
+    if kind is not None or not has_form(op) or len(op.operands) != 2:
+        return kind
+    form = form_op(op).meaning().form
+    body = form.body
+    if (form.reduction is not None or form.finalize is not None
+            or not isinstance(body, Call) or body.fn not in _ACCUMULATE_FN):
+        return None
+    index = tuple(IntExpr.sym(d.name) for d in form.parallel)
+    if any(d.lower != IntExpr.const(0) for d in form.parallel):
+        return None
+    if len(body.args) != 2 or set(body.args) != {Read(0, index), Read(1, index)}:
+        return None
+    return _ACCUMULATE_FN[body.fn]
 
 
 def accumulations(loop: ForOp) -> list[Accumulation]:
@@ -168,7 +194,7 @@ def accumulations(loop: ForOp) -> list[Accumulation]:
     for k, (arg, init, value) in enumerate(zip(block.args, loop.inits, end.values,
                                                strict=True)):
         owner = value.owner
-        kind = next((k for cls, k in _ACCUMULATE.items() if type(owner) is cls), None)
+        kind = accumulation_kind(owner) if isinstance(owner, Operation) else None
         operands = list(owner.operands) if isinstance(owner, Operation) else []
         steps = [v for v in operands if v is not arg]
         if (kind is None or len(operands) != 2 or len(steps) != 1

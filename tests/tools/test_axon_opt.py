@@ -161,8 +161,8 @@ def test_unknown_pass_names_the_passes(tmp_path: Path, capsys: pytest.CaptureFix
                              capsys)
     assert code == 1 and out == ""
     assert err == ("axon-opt: error: unknown pass 'canonicalise'; did you mean canonicalize? the "
-                   "passes are: propagate, verify-equivalence, build-nugraph, tile, canonicalize, "
-                   "cse, dce, licm\n")
+                   "passes are: propagate, verify-equivalence, build-nugraph, tile, lower-nki, "
+                   "canonicalize, cse, dce, licm\n")
 
 
 def test_missing_input_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -332,7 +332,7 @@ def test_axon_bad_pipeline(tmp_path: Path) -> None:
 def test_axon_help_names_the_kernel_target(tmp_path: Path) -> None:
     result = run_script("axon", "--help", cwd=tmp_path)
     assert result.returncode == 0
-    assert "--target {xe_triton}" in result.stdout and "--profile" in result.stdout
+    assert "--target {xe_triton,nki}" in result.stdout and "--profile" in result.stdout
 
 
 # ---- the embedding API -------------------------------------------------------------------------

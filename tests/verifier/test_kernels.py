@@ -287,3 +287,23 @@ def test_blocks_cut_at_the_end_partition_the_range(holes: dict[str, str], proved
     f, g = pair(text)
     verdict = prove_equivalent(f, g, assumptions=["B >= 1"] if "B" not in holes else [])
     assert isinstance(verdict, Proved if proved else Refuted), verdict
+
+
+NKI_STEP = """      %s = nki.tensor_tensor %in, %r {op = "OP", buffer = "psum"}
+          : (!ax.tensor<[BM, BN], f32>, !ax.tensor<[BM, BN], f32>) -> !ax.tensor<[BM, BN], f32>"""
+
+
+def test_an_instruction_whose_form_adds_its_operands_is_an_accumulation_step() -> None:
+    """`nki.tensor_tensor` add of the carried value is read as `ax.add` is; subtract is not."""
+    # the NKI lowering's `acc + product` is `nki.tensor_tensor` add: read by its form
+    step = """      %s = ax.add %in, %r : (!ax.tensor<[BM, BN], f32>, !ax.tensor<[BM, BN], f32>)
+          -> !ax.tensor<[BM, BN], f32>"""
+    assert step in MATMUL
+    proved = MATMUL.replace(step, NKI_STEP.replace("OP", "add"))
+    assert isinstance(prove_equivalent(*pair(proved, START="0.0",
+                                             EXTENT='"ceildiv(K, BK)"')), Proved)
+    subtracts = MATMUL.replace(step, NKI_STEP.replace("OP", "subtract"))
+    f, g = pair(subtracts, START="0.0", EXTENT='"ceildiv(K, BK)"')
+    verdict = prove_equivalent(f, g)  # not read as an accumulation; replayed, it differs
+    assert isinstance(verdict, Refuted), verdict
+    assert verdict.counterexample.shows_in(f, g)

@@ -1,0 +1,411 @@
+"""Printing a lowered kernel (`targets/nki/lower.py`) as a current-API NKI module.
+
+One self-contained Python module per kernel: `import nki`, `import nki.isa as nisa`,
+`import nki.language as nl`, and one `@nki.jit` function taking the inputs (HBM tensors) and
+returning the outputs it allocates with `nl.ndarray(..., buffer=nl.shared_hbm)`. The sizes
+are read from the inputs' shapes, the tile parameters are constants of the module, and the
+kernel's assumptions (the profile's limits among them) are asserted when it is traced:
+
+    @nki.jit
+    def mul_rows(in0, in1):
+        M, N = in0.shape
+        ...
+        BM = 128
+        assert BM <= 128, "mul_rows: assumes BM <= 128"
+        out0 = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        for i in nl.affine_range((BM + M - 1) // BM):
+            t0 = nl.ndarray((BM, N), dtype=nl.bfloat16, buffer=nl.sbuf)
+            ...
+            nisa.dma_copy(dst=t0[0:n0_0, 0:N], src=in0[BM*i:BM*i + n0_0, 0:N])
+
+The grid's programs are `nl.affine_range` loops around the body; a sequential `tile.for` is
+`nl.sequential_range`, its carried values updated in place (an instruction whose result is
+yielded writes the carried tile). `acc + nc_matmul(a, b)` of a PSUM accumulator started at 0
+is `nisa.nc_matmul(dst=acc, ...)`, the default accumulation (the first matmul of a fresh PSUM
+tile overwrites, the next ones add). A `tile.load` is `nisa.dma_copy` of the tile's region,
+the tile first filled with the pad value when the region is cut by the tensor's end (a
+remainder tile); a `tile.store` copies the region inside the result. A one-dim tile `[F]` is
+held as one partition `[1, F]`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from axon.dialects import nki
+from axon.dialects.ax import TensorType
+from axon.dialects.form.intexpr import Atom, IntExpr
+from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp, parse_assumption
+from axon.targets.nki.lower import Refused, kernel_of
+
+#: Axon dtypes -> `nki.language` dtypes
+_DTYPES = {"f32": "nl.float32", "bf16": "nl.bfloat16", "f16": "nl.float16"}
+#: the Python comparison of each assumption operator
+_COMPARE = {"<=": "<=", ">=": ">=", "<": "<", ">": ">", "==": "=="}
+
+
+@dataclass(frozen=True)
+class EmittedKernel:
+    """A kernel module's text and the name of its `@nki.jit` function."""
+
+    name: str
+    text: str
+
+
+def emit_nki(func: FuncOp, tile_sizes: Mapping[str, int]) -> EmittedKernel:
+    """The module of a lowered function (`lower.lower_function`) with its tile parameters
+    bound to `tile_sizes`; Refused naming what it cannot print."""
+    kernel = kernel_of(func)
+    missing = sorted(set(kernel.param_names()) - set(tile_sizes))
+    if missing:
+        raise Refused(f"@{func.sym_name.data}: no value for tile parameter(s) "
+                      f"{', '.join(missing)}")
+    printer = _Printer(kernel, func.sym_name.data)
+    return EmittedKernel(func.sym_name.data, printer.module(tile_sizes))
+
+
+def python(expr: IntExpr) -> str:
+    """`expr` as a Python integer expression (floordiv as `//`, mod as `%`)."""
+    if not expr.terms:
+        return "0"
+    parts: list[str] = []
+    for k, (mono, coeff) in enumerate(expr.terms):
+        body = "*".join(_atom(a) for a in mono)
+        magnitude = abs(coeff)
+        text = str(magnitude) if not mono else (body if magnitude == 1
+                                                else f"{magnitude}*{body}")
+        if k == 0:
+            parts.append(f"-{text}" if coeff < 0 else text)
+        else:
+            parts.append(f" - {text}" if coeff < 0 else f" + {text}")
+    return "".join(parts)
+
+
+def _atom(atom: Atom) -> str:
+    if atom.kind == "sym":
+        return atom.name
+    a, b = (python(arg) for arg in atom.args)
+    if atom.kind in ("min", "max"):
+        return f"{atom.kind}({a}, {b})"
+    op = {"floordiv": "//", "mod": "%"}[atom.kind]
+    return f"({_group(a)} {op} {_group(b)})"
+
+
+def _group(text: str) -> str:
+    return f"({text})" if any(c in text for c in " +-*") else text
+
+
+def _type(value: SSAValue) -> TensorType:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return t
+
+
+def _dtype(name: str) -> str:
+    if name not in _DTYPES:
+        raise Refused(f"dtype {name} has no NKI name here")
+    return _DTYPES[name]
+
+
+def _held_shape(t: TensorType) -> list[IntExpr]:
+    """The on-chip shape of a tile: a one-dim `[F]` is one partition `[1, F]`."""
+    return [IntExpr.const(1), *t.shape] if t.rank == 1 else list(t.shape)
+
+
+@dataclass
+class _Printer:
+    kernel: KernelOp
+    name: str
+    lines: list[str] = field(default_factory=list)
+    names: dict[SSAValue, str] = field(default_factory=dict)
+    #: results not printed on their own (an nc_matmul folded into its accumulation)
+    folded: set[Operation] = field(default_factory=set)
+    #: matmuls that accumulate into a loop's carried PSUM tile (their dst is that tile)
+    in_place: set[Operation] = field(default_factory=set)
+    #: the buffer of each allocated tile, by its name
+    buffers: dict[str, str] = field(default_factory=dict)
+    count: int = 0
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.count += 1
+        return f"{prefix}{self.count - 1}"
+
+    def line(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def module(self, tile_sizes: Mapping[str, int]) -> str:
+        inputs = self.kernel.input_types()
+        params = [f"in{k}" for k in range(len(inputs))]
+        self.line(0, "@nki.jit")
+        self.line(0, f"def {self.name}({', '.join(params)}):")
+        bound: set[str] = set()
+        for param, t in zip(params, inputs, strict=True):
+            dims = [d.as_symbol if d.as_symbol is not None and d.as_symbol not in bound
+                    else f"_{param}_{k}" for k, d in enumerate(t.shape)]
+            self.line(1, f"{', '.join(dims)}{',' if len(dims) == 1 else ''} = {param}.shape")
+            for k, (d, held) in enumerate(zip(t.shape, dims, strict=True)):
+                if held.startswith("_"):
+                    self.line(1, f"assert {held} == {python(d)}, \"{self.name}: {param} dim "
+                                 f"{k} must be {d}\"")
+                elif d.as_symbol is not None:
+                    bound.add(d.as_symbol)
+        for p in self.kernel.param_names():
+            self.line(1, f"{p} = {int(tile_sizes[p])}")
+        for text in self.kernel.assumptions():
+            lhs, op, rhs = parse_assumption(text)
+            self.line(1, f"assert {python(lhs)} {_COMPARE[op]} {python(rhs)}, "
+                         f"\"{self.name}: assumes {text}\"")
+        for k, t in enumerate(self.kernel.output_types()):
+            self.line(1, f"out{k} = nl.ndarray({_tuple(list(t.shape))}, "
+                         f"dtype={_dtype(t.dtype)}, buffer=nl.shared_hbm)")
+        body = self.kernel.body.block
+        for arg, param in zip(body.args, params, strict=True):
+            self.names[arg] = param
+        depth = 1
+        for pid, extent in zip(self.kernel.program_names(), self.kernel.grid_exprs(),
+                               strict=True):
+            self.line(depth, f"for {pid} in nl.affine_range({python(extent)}):")
+            depth += 1
+        self.block(body, depth)
+        outs = [f"out{k}" for k in range(len(self.kernel.output_types()))]
+        self.line(1, f"return {', '.join(outs)}")
+        header = ['"""' + f"{self.name}: an NKI kernel emitted by Axon from a proved lowering of "
+                  "its tiled kernel." + '"""', "", "import nki", "import nki.isa as nisa",
+                  "import nki.language as nl", "", ""]
+        return "\n".join([*header, *self.lines]) + "\n"
+
+    # ---- structure --------------------------------------------------------------------------
+    def block(self, block: Block, depth: int) -> None:
+        for op in block.ops:
+            self.op(op, depth)
+
+    def op(self, op: Operation, depth: int) -> None:
+        if op in self.folded or isinstance(op, YieldOp) and op.parent_op() is self.kernel:
+            return
+        if isinstance(op, ForOp):
+            self.loop(op, depth)
+        elif isinstance(op, YieldOp):
+            loop = op.parent_op()
+            assert isinstance(loop, ForOp)
+            for arg, value in zip(loop.body.block.args, op.values, strict=True):
+                if self.names[value] != self.names[arg]:
+                    self.line(depth, f"nisa.tensor_copy(dst={self.names[arg]}, "
+                                     f"src={self.names[value]})")
+        elif isinstance(op, LoadOp):
+            self.load(op, depth)
+        elif isinstance(op, FullOp):
+            name = self.allocate(op.result, depth, op.space.data)
+            self.line(depth, f"nisa.memset(dst={name}, value={op.value.value.data!r})")
+        elif isinstance(op, StoreOp):
+            self.store(op, depth)
+        elif isinstance(op, nki.NkiOp):
+            self.instruction(op, depth)
+        else:
+            raise Refused(f"'{op.name}' in a lowered kernel has no NKI form")
+
+    def loop(self, op: ForOp, depth: int) -> None:
+        body = op.body.block
+        end = body.last_op
+        assert isinstance(end, YieldOp)
+        for arg, init, value in zip(body.args, op.inits, end.values, strict=True):
+            carried = self.names[init]
+            if not init.has_one_use():
+                carried = self.fresh()
+                self.allocate_as(carried, _type(init), depth, _buffer(init))
+                self.line(depth, f"nisa.tensor_copy(dst={carried}, src={self.names[init]})")
+            self.names[arg] = carried
+            owner = value.owner
+            if isinstance(owner, nki.NkiOp) and _writes_in_place(owner, arg, init):
+                self.names[value] = carried  # the yielded instruction writes the carried tile
+                self.fold_accumulation(owner, arg)
+        for result, arg in zip(op.results, body.args, strict=True):
+            self.names[result] = self.names[arg]
+        self.line(depth, f"for {op.iv.data} in nl.sequential_range({python(op.extent_expr())}):")
+        self.block(body, depth + 1)
+
+    def fold_accumulation(self, op: nki.NkiOp, acc: BlockArgument) -> None:
+        """`acc + p`, `p` an `nc_matmul` used only here and `acc` a PSUM accumulator: the
+        matmul accumulates into `acc` itself."""
+        if not (isinstance(op, nki.TensorTensorOp) and op.op.data == "add"):
+            return
+        a, b = op.operands
+        product = b if a is acc else a if b is acc else None
+        if (product is None or not isinstance(product.owner, nki.NcMatmulOp)
+                or not product.has_one_use() or len(product.owner.operands) != 2):
+            return
+        loop = acc.block.parent_op()
+        assert isinstance(loop, ForOp)
+        init = loop.inits[acc.index].owner
+        if not (isinstance(init, FullOp) and init.space.data == "psum"
+                and init.value.value.data == 0.0):
+            return
+        self.folded.add(op)
+        self.names[product] = self.names[acc]
+        self.in_place.add(product.owner)
+
+    # ---- memory -------------------------------------------------------------------------------
+    def allocate(self, value: SSAValue, depth: int, buffer: str) -> str:
+        if value in self.names:
+            return self.names[value]
+        name = self.fresh()
+        self.names[value] = name
+        self.allocate_as(name, _type(value), depth, buffer)
+        return name
+
+    def allocate_as(self, name: str, t: TensorType, depth: int, buffer: str) -> None:
+        self.buffers[name] = buffer
+        self.line(depth, f"{name} = nl.ndarray({_tuple(_held_shape(t))}, dtype={_dtype(t.dtype)}, "
+                         f"buffer=nl.{buffer})")
+
+    def region(self, depth: int, offsets: list[IntExpr], tile: list[IntExpr],
+               whole: tuple[IntExpr, ...]) -> tuple[list[str], list[str]]:
+        """The extents inside the tensor of a tile at `offsets` (names bound here where the
+        tile may be cut by the tensor's end) and the tensor's slices."""
+        extents, slices = [], []
+        for off, size, dim in zip(offsets, tile, whole, strict=True):
+            if off == IntExpr.const(0) and size == dim:
+                extent = python(size)
+            else:
+                extent = self.fresh("n")
+                self.line(depth, f"{extent} = min({python(size)}, {python(dim - off)})")
+            extents.append(extent)
+            start = python(off)
+            slices.append(f"{start}:{extent}" if start == "0" else f"{start}:{start} + {extent}")
+        return extents, slices
+
+    def load(self, op: LoadOp, depth: int) -> None:
+        t = _type(op.result)
+        source = _type(op.source)
+        name = self.allocate(op.result, depth, op.space.data)
+        offsets = [IntExpr.lift(o.data) for o in op.offsets.data]
+        extents, slices = self.region(depth, offsets, list(t.shape), source.shape)
+        cut = [f"{e} < {python(s)}" for e, s in zip(extents, t.shape, strict=True)
+               if e != python(s)]
+        if cut:
+            self.line(depth, f"if {' or '.join(cut)}:")
+            self.line(depth + 1, f"nisa.memset(dst={name}, value={op.pad.value.data!r})")
+        inside = [f"0:{e}" for e in extents]
+        if t.rank == 1:
+            inside = ["0:1", *inside]
+        self.line(depth, f"nisa.dma_copy(dst={name}[{', '.join(inside)}], "
+                         f"src={self.names[op.source]}[{', '.join(slices)}])")
+
+    def store(self, op: StoreOp, depth: int) -> None:
+        t = _type(op.value)
+        k = op.result.value.data
+        out = self.kernel.output_types()[k]
+        extents, slices = self.region(depth, op.offset_exprs(), list(t.shape), out.shape)
+        inside = [f"0:{e}" for e in extents]
+        if t.rank == 1:
+            inside = ["0:1", *inside]
+        self.line(depth, f"nisa.dma_copy(dst=out{k}[{', '.join(slices)}], "
+                         f"src={self.names[op.value]}[{', '.join(inside)}])")
+
+    # ---- instructions ---------------------------------------------------------------------------
+    def instruction(self, op: nki.NkiOp, depth: int) -> None:
+        result = op.results[0]
+        operands = [self.names[v] for v in op.operands]
+        attrs = op.attrs()
+        if isinstance(op, nki.DmaCopyOp) and "shape" in attrs:
+            source = _type(op.operands[0])
+            if _held_shape(source) != _held_shape(_type(result)):
+                raise Refused("'nki.dma_copy' reshaping other than a row [F] to [1, F]")
+            self.names[result] = operands[0]  # a one-dim tile is held as [1, F] already
+            return
+        dst = self.names[result] if op in self.in_place \
+            else self.allocate(result, depth, op.buffer_name())
+        engine = attrs.get("engine")
+        tail = f", engine=nisa.engine.{engine}" if engine else ""
+        if isinstance(op, nki.DmaCopyOp):
+            call = f"nisa.dma_copy(dst={dst}, src={operands[0]})"
+        elif isinstance(op, nki.TensorCopyOp):
+            call = f"nisa.tensor_copy(dst={dst}, src={operands[0]}{tail})"
+        elif isinstance(op, nki.MemsetOp):
+            call = f"nisa.memset(dst={dst}, value={attrs['value']!r}{tail})"
+        elif isinstance(op, nki.NcTransposeOp):
+            call = f"nisa.nc_transpose(dst={dst}, data={operands[0]}{tail})"
+        elif isinstance(op, nki.NcMatmulOp):
+            if len(operands) != 2:
+                raise Refused("'nki.nc_matmul' with an accumulator operand outside a loop's "
+                              "accumulation")
+            call = f"nisa.nc_matmul(dst={dst}, stationary={operands[0]}, moving={operands[1]})"
+        elif isinstance(op, nki.TensorTensorOp):
+            if all(self.buffers.get(name) == "psum" for name in operands):
+                raise Refused(f"'{op.name}' reads two PSUM tiles ({', '.join(operands)}); at "
+                              "most one may be in PSUM")
+            call = (f"nisa.tensor_tensor(dst={dst}, data1={operands[0]}, data2={operands[1]}, "
+                    f"op=nl.{attrs['op']}{tail})")
+        elif isinstance(op, nki.TensorScalarOp):
+            call = self.tensor_scalar(dst, operands, attrs, tail)
+        elif isinstance(op, nki.ActivationOp):
+            extra = "".join(f", {role}={v}" for role, v in zip(("bias", "scale"), operands[1:],
+                                                                strict=False))
+            if "scale" in attrs:
+                extra += f", scale={attrs['scale']!r}"
+            call = f"nisa.activation(dst={dst}, op=nl.{attrs['func']}, data={operands[0]}{extra})"
+        elif isinstance(op, nki.TensorTensorScanOp):
+            initial = operands[2] if len(operands) > 2 else repr(attrs.get("initial") or 0.0)
+            call = (f"nisa.tensor_tensor_scan(dst={dst}, data0={operands[0]}, "
+                    f"data1={operands[1]}, initial={initial}, op0=nl.{attrs['op0']}, "
+                    f"op1=nl.{attrs['op1']})")
+        elif isinstance(op, nki.TensorReduceOp):
+            axes = tuple(int(a) for a in attrs["axes"])
+            call = (f"nisa.tensor_reduce(dst={dst}, op=nl.{attrs['op']}, data={operands[0]}, "
+                    f"axis={axes!r}, negate={bool(attrs.get('negate'))}, "
+                    f"keepdims={bool(attrs.get('keepdims'))})")
+        else:
+            raise Refused(f"'{op.name}' is not printed by the NKI emitter yet")
+        self.line(depth, call)
+
+    def tensor_scalar(self, dst: str, operands: list[str], attrs: Mapping[str, object],
+                      tail: str) -> str:
+        vectors = iter(operands[1:])
+        parts = [f"dst={dst}", f"data={operands[0]}"]
+        for k in (0, 1):
+            op = attrs.get(f"op{k}")
+            if op is None:
+                continue
+            scalar = attrs.get(f"scalar{k}")
+            operand = repr(scalar) if scalar is not None else next(vectors)
+            parts += [f"op{k}=nl.{op}", f"operand{k}={operand}"]
+            if attrs.get(f"reverse{k}"):
+                parts.append(f"reverse{k}=True")
+        return f"nisa.tensor_scalar({', '.join(parts)}{tail})"
+
+
+#: instructions that may write the tile they read (each element is read before it is written)
+_ELEMENTWISE = (nki.TensorTensorOp, nki.TensorScalarOp, nki.ActivationOp, nki.TensorCopyOp)
+
+
+def _writes_in_place(op: nki.NkiOp, carried: BlockArgument, init: SSAValue) -> bool:
+    """May `op`, yielded by a loop for the carried value `carried` (started by `init`), write
+    the carried tile itself? It must be in the loop's body, write the buffer the tile is in,
+    read the carried value only elementwise, and no later op of the iteration may read the
+    carried value (it would see the new one); else the yield copies."""
+    body = carried.block
+    if op.parent_block() is not body or op.buffer_name() != _buffer(init):
+        return False
+    if carried in op.operands and not isinstance(op, _ELEMENTWISE):
+        return False
+    later = False
+    for other in body.ops:
+        if later and any(carried in o.operands for o in other.walk()):
+            return False
+        later = later or other is op
+    return True
+
+
+def _tuple(shape: list[IntExpr]) -> str:
+    items = [python(d) for d in shape]
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def _buffer(value: SSAValue) -> str:
+    owner = value.owner
+    if isinstance(owner, (LoadOp, FullOp)):
+        return owner.space.data
+    return nki.buffer_of(value) or "sbuf"

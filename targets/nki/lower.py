@@ -1,0 +1,478 @@
+"""Lowering a `tile` kernel to `nki` instructions, proved by the verifier.
+
+The lowered function keeps the tiled kernel's structure (the `tile.kernel` grid, its
+`tile.for` loops, its `tile.load` and `tile.store`, which the emitter prints as `nisa.dma_copy`
+of the tile's region) and replaces every tile-level compute op by NeuronCore instructions:
+
+    %7 = ax.mul %5, %6 : (!ax.tensor<[BM, N], bf16>, !ax.tensor<[BM, N], bf16>) -> ...
+ -> %7 = nki.tensor_tensor %5, %6 {op = "multiply", buffer = "sbuf", dtype = f32}
+
+- elementwise ops of two tiles -> `tensor_tensor`; of a tile and a per-row `[P, 1]` column
+  or a constant -> `tensor_scalar` (`reverse0` when the tile is the right operand); unary
+  functions -> `activation`, `ax.neg` -> `tensor_scalar` multiply by -1;
+- a tile times a row `[F]` (rmsnorm's weight) -> the row broadcast over the partitions by
+  `nc_matmul` of a ones column `[1, P]` with it, then `tensor_tensor`;
+- row reductions (sum, max, min over the last dim, kept) -> `tensor_reduce`; a mean is the sum
+  divided by the count, a `tensor_reduce` of a ones tile (so no size is a constant);
+- `ax.matmul` of `[P, K]` by `[K, N]` -> `nc_transpose` of the left tile (the stationary
+  operand is `[K, P]`), its copy out of PSUM into SBUF, `nc_matmul` into PSUM; a loop's
+  `acc + a @ b` is `tensor_tensor` add of the PSUM accumulator (`tile.full` in PSUM, fp32) and
+  the product, which the emitter prints as `nc_matmul` accumulating into `acc`.
+
+Every instruction computes in fp32 (its dst is fp32) except the copy into the result's dtype
+before a store (a DMA does not convert, nor read PSUM). The lowering is only kept when the
+verifier proves the lowered function equal to the tiled one (`lower_and_prove`); what does
+not lower or is not proved is refused with the reason (`Refused`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from axon.dialects import nki
+from axon.dialects.ax import (
+    AbsOp,
+    AddOp,
+    ConstantOp,
+    CumsumOp,
+    DivOp,
+    ErfOp,
+    ExpOp,
+    GeluOp,
+    LogOp,
+    MatmulOp,
+    MaxOp,
+    MeanOp,
+    MinOp,
+    MulOp,
+    NegOp,
+    ReciprocalOp,
+    ReduceMaxOp,
+    ReduceMinOp,
+    ReluOp,
+    RsqrtOp,
+    SigmoidOp,
+    SiluOp,
+    SqrtOp,
+    SquareOp,
+    SubOp,
+    SumOp,
+    TanhOp,
+    TensorType,
+    TransposeOp,
+)
+from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
+from axon.verifier import Proved, prove_equivalent
+from axon.verifier.budget import ProofBudget
+
+#: the dtype every instruction computes and writes in (a DMA or a copy before a store converts)
+COMPUTE_DTYPE = "f32"
+
+#: tile-level binary ops -> the ALU op of `tensor_tensor` / `tensor_scalar`
+_ALU: dict[type[Operation], str] = {AddOp: "add", SubOp: "subtract", MulOp: "multiply",
+                                    DivOp: "divide", MaxOp: "maximum", MinOp: "minimum"}
+#: tile-level unary ops -> the `activation` function
+_ACTIVATION: dict[type[Operation], str] = {
+    ExpOp: "exp", LogOp: "log", SqrtOp: "sqrt", RsqrtOp: "rsqrt", ReciprocalOp: "reciprocal",
+    TanhOp: "tanh", SigmoidOp: "sigmoid", SiluOp: "silu", GeluOp: "gelu", ErfOp: "erf",
+    ReluOp: "relu", SquareOp: "square", AbsOp: "abs"}
+#: tile-level row reductions -> the `tensor_reduce` op
+_REDUCE: dict[type[Operation], str] = {SumOp: "add", MeanOp: "add", ReduceMaxOp: "maximum",
+                                       ReduceMinOp: "minimum"}
+
+
+class Refused(ValueError):
+    """A kernel the NKI lowering refuses: "not lowered to nki: <why>"."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"not lowered to nki: {why}")
+
+
+def kernel_of(func: FuncOp) -> KernelOp:
+    """The one `tile.kernel` of a tiled function; Refused otherwise."""
+    kernels = [op for op in func.body.block.ops if isinstance(op, KernelOp)]
+    others = [op.name for op in func.body.block.ops
+              if not isinstance(op, (KernelOp, ReturnOp))]
+    if len(kernels) != 1 or others:
+        raise Refused(f"@{func.sym_name.data} is not one tile.kernel and its return (it holds "
+                      f"{len(kernels)} kernel(s) and {', '.join(others) or 'no'} other ops)")
+    return kernels[0]
+
+
+def lower_function(func: FuncOp) -> FuncOp:
+    """`func` (one `tile.kernel` and its return) with its compute lowered to `nki`: a new
+    function of the same name, signature and `axon.*` attributes. Not yet proved: see
+    `lower_and_prove`."""
+    kernel = kernel_of(func)
+    out = FuncOp(func.sym_name.data, func.function_type)
+    block = out.body.block
+    args: dict[SSAValue, SSAValue] = dict(zip(func.body.block.args, block.args, strict=True))
+    lowered = _Lowering(kernel).run([args[v] for v in kernel.inputs])
+    block.add_op(lowered)
+    ret = func.body.block.last_op
+    assert isinstance(ret, ReturnOp)
+    values: dict[SSAValue, SSAValue] = {**args, **dict(zip(kernel.results, lowered.results,
+                                                           strict=True))}
+    block.add_op(ReturnOp(*[values[v] for v in ret.arguments]))
+    for name, attr in func.attributes.items():
+        if name.startswith("axon."):
+            out.attributes[name] = attr
+    try:
+        out.verify()
+    except VerifyException as err:
+        raise Refused(f"@{func.sym_name.data}: the lowered kernel breaks an NKI rule: "
+                      f"{err}") from None
+    return out
+
+
+@dataclass(frozen=True)
+class LoweredKernel:
+    """A lowered function and the proof that it computes its tiled function."""
+
+    func: FuncOp
+    proof_id: str
+    seconds: float
+
+
+def lower_and_prove(func: FuncOp, budget: ProofBudget | None = None) -> LoweredKernel:
+    """Lower `func` and prove the result equal to it for every size and tile size its kernel
+    admits; Refused (with the verdict's reason) unless proved: Unknown is not a proof."""
+    lowered = lower_function(func)
+    verdict = (prove_equivalent(lowered, func) if budget is None
+               else prove_equivalent(lowered, func, budget=budget))
+    if not isinstance(verdict, Proved):
+        why = getattr(verdict, "reason", None) or getattr(verdict, "counterexample", None)
+        raise Refused(f"@{func.sym_name.data}: the lowering is not proved equal to the tiled "
+                      f"kernel ({verdict.verdict}: {why})")
+    return LoweredKernel(lowered, verdict.proof_id, verdict.seconds)
+
+
+def _type(value: SSAValue) -> TensorType:
+    t = value.type
+    assert isinstance(t, TensorType)
+    return t
+
+
+#: fp32 pieces a constant may be split into (three cover a float64's 53 bits)
+_MAX_PIECES = 3
+
+
+def _fp32_pieces(value: float) -> list[float]:
+    """Values fp32 holds exactly whose exact sum is `value` (one when fp32 holds it);
+    Refused when three do not suffice (a value past fp32's range)."""
+    pieces: list[float] = []
+    rest = Fraction(value)
+    while rest != 0 or not pieces:
+        with np.errstate(over="ignore"):
+            piece = float(np.float32(float(rest)))
+        if len(pieces) == _MAX_PIECES or not np.isfinite(piece) or (piece == 0 and rest != 0):
+            raise Refused(f"the constant {value!r} is not a sum of {_MAX_PIECES} fp32 values")
+        pieces.append(piece)
+        rest -= Fraction(piece)
+    return pieces
+
+
+def _buffer(value: SSAValue) -> str | None:
+    """Where a lowered value lives: a load's or a fill's space, an instruction's buffer, a
+    loop's carried value where its start lives."""
+    while True:
+        owner = value.owner
+        if isinstance(owner, (LoadOp, FullOp)):
+            return owner.space.data
+        if isinstance(value, OpResult) and isinstance(owner, ForOp):
+            value = owner.inits[value.index]
+        elif isinstance(value, BlockArgument) and isinstance(value.block.parent_op(), ForOp):
+            loop = value.block.parent_op()
+            assert isinstance(loop, ForOp)
+            value = loop.inits[value.index]
+        else:
+            return nki.buffer_of(value)
+
+
+def _is_row(t: TensorType) -> bool:
+    """A `[P, 1]` column: one value per partition."""
+    return t.rank == 2 and t.shape[1] == IntExpr.const(1)
+
+
+@dataclass
+class _Lowering:
+    kernel: KernelOp
+    values: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: scalar constants (`ax.constant` of shape []) by their value
+    constants: dict[SSAValue, float] = field(default_factory=dict)
+    #: transposes whose every use is a matmul's left operand: lowered to their input tile
+    pretransposed: set[SSAValue] = field(default_factory=set)
+
+    def run(self, inputs: list[SSAValue]) -> KernelOp:
+        src = self.kernel.body.block
+        body = Block(arg_types=[a.type for a in src.args])
+        self.values.update(zip(src.args, body.args, strict=True))
+        work = [(src, body)]
+        while work:  # loops nest: each body is lowered once its loop op exists
+            source, target = work.pop()
+            for op in source.ops:
+                work.extend(self.lower_op(op, target))
+        return KernelOp(inputs, self.kernel.output_types(), self.kernel.program_names(),
+                        self.kernel.grid_exprs(), self.kernel.param_names(), Region(body),
+                        self.kernel.assumptions())
+
+    def add(self, target: Block, op: Operation) -> SSAValue:
+        target.add_op(op)
+        return op.results[0]
+
+    def lower_op(self, op: Operation, target: Block) -> list[tuple[Block, Block]]:
+        if isinstance(op, ForOp):
+            if op.invariant is not None or op.loop_kind != "sequential":
+                raise Refused(f"a {op.loop_kind} tile.for over '{op.iv.data}'"
+                              f"{' stating an invariant' if op.invariant is not None else ''}"
+                              " (sequential accumulations only)")
+            inits = [self.values[v] for v in op.inits]
+            body = Block(arg_types=[v.type for v in inits])
+            self.values.update(zip(op.body.block.args, body.args, strict=True))
+            loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body))
+            target.add_op(loop)
+            self.values.update(zip(op.results, loop.results, strict=True))
+            return [(op.body.block, body)]
+        if isinstance(op, YieldOp):
+            target.add_op(YieldOp(*[self.values[v] for v in op.values]))
+        elif isinstance(op, LoadOp):
+            new = op.clone()
+            new.operands = [self.values[op.source]]  # type: ignore[assignment]
+            self.values[op.result] = self.add(target, new)
+        elif isinstance(op, FullOp):
+            t = _type(op.result)
+            dtype = COMPUTE_DTYPE if op.space.data == "psum" else t.dtype
+            self.values[op.result] = self.add(target, FullOp.make(
+                [], value=op.value.value.data, shape=list(t.shape), dtype=dtype,
+                space=op.space.data))
+        elif isinstance(op, StoreOp):
+            out = self.kernel.output_types()[op.result.value.data]
+            value = self.values[op.value]
+            if op.value.has_one_use() and _type(value).dtype != out.dtype:
+                value = self.rounded_in_place(value, out.dtype)
+            if _type(value).dtype != out.dtype or _buffer(value) != "sbuf":
+                value = self.add(target, nki.TensorCopyOp.make(
+                    [value], buffer="sbuf", dtype=out.dtype))
+            target.add_op(StoreOp(value, op.result.value.data, op.offset_exprs()))
+        elif isinstance(op, ConstantOp) and _type(op.results[0]).rank == 0:
+            self.constants[op.results[0]] = op.value.value.data
+        else:
+            self.values[op.results[0]] = self.lower_compute(op, target)
+        return []
+
+    def rounded_in_place(self, value: SSAValue, dtype: str) -> SSAValue:
+        """`value`, made only to be stored, written in `dtype` by its own instruction (one
+        rounding, no copy) where that instruction writes SBUF and has a `dtype`."""
+        owner = value.owner
+        if not (isinstance(owner, nki.NkiOp) and owner.buffer_name() == "sbuf"
+                and "dtype" in type(owner).ATTRS and not value.uses):
+            return value
+        new = type(owner).make(list(owner.operands), **{**owner.attrs(), "dtype": dtype})
+        block = owner.parent_block()
+        assert block is not None
+        block.insert_op_before(new, owner)
+        block.erase_op(owner)
+        return new.results[0]
+
+    # ---- compute --------------------------------------------------------------------------------
+    def lower_compute(self, op: Operation, target: Block) -> SSAValue:
+        result = _type(op.results[0])
+        if result.rank != 2:
+            raise Refused(f"'{op.name}' gives a rank-{result.rank} tile {result} (NKI tiles "
+                          "here are [partitions, free])")
+        if type(op) in _ACTIVATION:
+            return self.add(target, nki.ActivationOp.make(
+                [self.tile(op.operands[0])], func=_ACTIVATION[type(op)],
+                buffer="sbuf", dtype=COMPUTE_DTYPE))
+        if isinstance(op, NegOp):
+            return self.add(target, nki.TensorScalarOp.make(
+                [self.tile(op.operands[0])], op0="multiply", scalar0=-1.0,
+                buffer="sbuf", dtype=COMPUTE_DTYPE))
+        if type(op) in _ALU:
+            return self.lower_binary(op, _ALU[type(op)], target)
+        if type(op) in _REDUCE:
+            return self.lower_reduce(op, _REDUCE[type(op)], target)
+        if isinstance(op, MatmulOp):
+            return self.lower_matmul(op, target)
+        if isinstance(op, TransposeOp):
+            return self.lower_transpose(op, target)
+        if isinstance(op, CumsumOp):
+            return self.lower_cumsum(op, target)
+        raise Refused(f"'{op.name}' has no NKI lowering yet")
+
+    def tile(self, value: SSAValue) -> SSAValue:
+        """The lowered `[P, F]` tile of `value`."""
+        if value in self.constants:
+            raise Refused("a scalar constant used as a tile")
+        lowered = self.values[value]
+        if _type(lowered).rank != 2:
+            raise Refused(f"a rank-{_type(lowered).rank} tile {_type(lowered)} used as a "
+                          "[partitions, free] tile")
+        return lowered
+
+    def column(self, value: SSAValue, target: Block) -> SSAValue:
+        """A `[P, 1]` column as `tensor_scalar` reads it: fp32 in SBUF."""
+        lowered = self.tile(value)
+        if _type(lowered).dtype != COMPUTE_DTYPE or _buffer(lowered) != "sbuf":
+            lowered = self.add(target, nki.TensorCopyOp.make([lowered], buffer="sbuf",
+                                                             dtype=COMPUTE_DTYPE))
+        return lowered
+
+    def lower_binary(self, op: Operation, alu: str, target: Block) -> SSAValue:
+        a, b = op.operands
+        result = _type(op.results[0])
+        ta, tb = _type(a), _type(b)
+        for tile, other, reverse in ((a, b, False), (b, a, True)):
+            if other in self.constants and _type(tile).shape == result.shape:
+                return self.by_constant(op, self.tile(tile), alu,
+                                        self.constants[other], reverse, target)
+        if ta.shape == tb.shape == result.shape:
+            x, y = self.tile(a), self.tile(b)
+            # a PSUM accumulator plus a product in PSUM stays there (the emitter folds it into
+            # the matmul); any other pair of PSUM tiles is read with one copied out first
+            accumulating = isinstance(op, AddOp) and (self.is_accumulator(a)
+                                                      or self.is_accumulator(b))
+            both = _buffer(x) == _buffer(y) == "psum"
+            if both and not accumulating:
+                y = self.add(target, nki.TensorCopyOp.make([y], buffer="sbuf",
+                                                           dtype=COMPUTE_DTYPE))
+            return self.add(target, nki.TensorTensorOp.make(
+                [x, y], op=alu, buffer="psum" if both and accumulating else "sbuf",
+                dtype=COMPUTE_DTYPE))
+        for tile, other, reverse in ((a, b, False), (b, a, True)):
+            to = _type(other)
+            if _type(tile).shape != result.shape:
+                continue
+            if _is_row(to) and to.shape[0] == result.shape[0]:
+                return self.add(target, nki.TensorScalarOp.make(
+                    [self.tile(tile), self.column(other, target)], op0=alu,
+                    reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
+            if to.rank == 1 and to.shape[0] == result.shape[1]:
+                row = self.broadcast_row(other, result, target)
+                operands = [row, self.tile(tile)] if reverse \
+                    else [self.tile(tile), row]
+                return self.add(target, nki.TensorTensorOp.make(
+                    operands, op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
+        raise Refused(f"'{op.name}' of {ta} and {tb} (tiles of one shape, a tile and a [P, 1] "
+                      "column, a row [F] or a constant)")
+
+    def by_constant(self, op: Operation, tile: SSAValue, alu: str, value: float,
+                    reverse: bool, target: Block) -> SSAValue:
+        """`tile alu value` (`value alu tile` when `reverse`) by `tensor_scalar` immediates.
+        An engine holds an immediate in fp32 (the instructions' forms say so), so a constant
+        that fp32 does not hold exactly (rmsnorm's 1e-6) is added as the sum of its fp32
+        pieces, two per instruction; a product or quotient by it is refused."""
+        pieces = _fp32_pieces(value)
+        if len(pieces) > 1 and alu not in ("add", "subtract"):
+            raise Refused(f"'{op.name}' by the constant {value!r}, which fp32 does not hold "
+                          "exactly (an engine's immediate is fp32; only a sum splits into "
+                          "fp32 pieces)")
+        # x - c is x - c0 - c1 - ...; c - x is (c0 - x) + c1 + ...
+        rest = "add" if alu == "add" or reverse else "subtract"
+        steps = [(alu, pieces[0], reverse), *((rest, p, False) for p in pieces[1:])]
+        value_now = tile
+        while steps:
+            (op0, c0, rev0), *steps = steps
+            attrs: dict[str, object] = {"op0": op0, "scalar0": c0, "reverse0": rev0}
+            if steps:
+                (op1, c1, _), *steps = steps
+                attrs |= {"op1": op1, "scalar1": c1}
+            value_now = self.add(target, nki.TensorScalarOp.make(
+                [value_now], buffer="sbuf", dtype=COMPUTE_DTYPE, **attrs))
+        return value_now
+
+    def is_accumulator(self, value: SSAValue) -> bool:
+        """`value` is a loop's carried value started by a PSUM `tile.full` (a matmul's
+        accumulator)."""
+        lowered = self.values[value]
+        if not isinstance(lowered, BlockArgument):
+            return False
+        loop = lowered.block.parent_op()
+        if not isinstance(loop, ForOp):
+            return False
+        init = loop.inits[lowered.index].owner
+        return isinstance(init, FullOp) and init.space.data == "psum"
+
+    def broadcast_row(self, value: SSAValue, result: TensorType, target: Block) -> SSAValue:
+        """A row `[F]` held on every partition `[P, F]`: `nc_matmul` of a ones column `[1, P]`
+        (stationary) by the row as one partition `[1, F]` (moving), in PSUM."""
+        lowered = self.values[value]
+        dtype = _type(lowered).dtype
+        free = _type(lowered).shape[0]
+        one_partition = self.add(target, nki.DmaCopyOp.make(
+            [lowered], buffer="sbuf", shape=[IntExpr.const(1), free]))
+        ones = self.add(target, nki.MemsetOp.make(
+            [], value=1.0, shape=[IntExpr.const(1), result.shape[0]], dtype=dtype,
+            buffer="sbuf"))
+        return self.add(target, nki.NcMatmulOp.make([ones, one_partition], buffer="psum"))
+
+    def lower_reduce(self, op: Operation, reduce: str, target: Block) -> SSAValue:
+        (x,) = op.operands
+        result = _type(op.results[0])
+        axes = [int(a) for a in op.attrs().get("axes", ())]  # type: ignore[attr-defined]
+        if axes != [1] or not op.attrs().get("keepdims"):  # type: ignore[attr-defined]
+            raise Refused(f"'{op.name}' over axes {axes} (a row reduction over the last dim "
+                          "of a [P, F] tile, keepdims)")
+        tile = self.tile(x)
+        total = self.add(target, nki.TensorReduceOp.make(
+            [tile], op=reduce, axes=(1,), keepdims=True, buffer="sbuf", dtype=COMPUTE_DTYPE))
+        if not isinstance(op, MeanOp):
+            return total
+        ones = self.add(target, nki.MemsetOp.make(
+            [], value=1.0, shape=list(_type(tile).shape), dtype=COMPUTE_DTYPE, buffer="sbuf"))
+        count = self.add(target, nki.TensorReduceOp.make(
+            [ones], op="add", axes=(1,), keepdims=True, buffer="sbuf", dtype=COMPUTE_DTYPE))
+        assert result.shape == _type(total).shape
+        return self.add(target, nki.TensorTensorOp.make(
+            [total, count], op="divide", buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+    def lower_cumsum(self, op: CumsumOp, target: Block) -> SSAValue:
+        """A prefix sum along the free dim: `tensor_tensor_scan` (add, add) of a zero tile and
+        the data, started at 0 (`r[f] = (0 + r[f - 1]) + x[f]`)."""
+        if op.axis.value.data not in (1, -1):
+            raise Refused(f"'{op.name}' along axis {op.axis.value.data} (a prefix sum along "
+                          "the free dim of a [P, F] tile)")
+        x = self.tile(op.operands[0])
+        zeros = self.add(target, nki.MemsetOp.make(
+            [], value=0.0, shape=list(_type(x).shape), dtype=COMPUTE_DTYPE, buffer="sbuf"))
+        return self.add(target, nki.TensorTensorScanOp.make(
+            [zeros, x], op0="add", op1="add", initial=0.0, buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+    def lower_transpose(self, op: TransposeOp, target: Block) -> SSAValue:
+        """A 2-D transpose: `nc_transpose` into PSUM, copied into SBUF; none where every use
+        is a matmul's left operand, which takes the untransposed tile as its stationary
+        operand (`pretransposed`)."""
+        x = self.tile(op.operands[0])
+        result = op.results[0]
+        if result.uses and all(isinstance(u.operation, MatmulOp) and u.index == 0
+                               for u in result.uses):
+            self.pretransposed.add(result)
+            return x
+        if _buffer(x) != "sbuf":
+            x = self.add(target, nki.TensorCopyOp.make([x], buffer="sbuf"))
+        transposed = self.add(target, nki.NcTransposeOp.make([x], buffer="psum"))
+        return self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf",
+                                                      dtype=COMPUTE_DTYPE))
+
+    def lower_matmul(self, op: MatmulOp, target: Block) -> SSAValue:
+        left = op.operands[0]
+        a, b = (self.tile(v) for v in op.operands)
+        ta, tb = _type(a), _type(b)
+        dtype = tb.dtype if tb.dtype != COMPUTE_DTYPE else ta.dtype
+        # TensorE reads bf16/f16 with bf16/f16, or fp32 with fp32: one dtype for both
+        if ta.dtype != dtype or _buffer(a) != "sbuf":
+            a = self.add(target, nki.TensorCopyOp.make([a], buffer="sbuf", dtype=dtype))
+        if tb.dtype != dtype or _buffer(b) != "sbuf":
+            b = self.add(target, nki.TensorCopyOp.make([b], buffer="sbuf", dtype=dtype))
+        if left in self.pretransposed:  # the tile is already the stationary [K, P]
+            return self.add(target, nki.NcMatmulOp.make([a, b], buffer="psum"))
+        transposed = self.add(target, nki.NcTransposeOp.make([a], buffer="psum"))
+        stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf"))
+        return self.add(target, nki.NcMatmulOp.make([stationary, b], buffer="psum"))

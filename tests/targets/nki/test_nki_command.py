@@ -1,0 +1,62 @@
+"""`axon PROGRAM --target nki`: the first proved tiling that lowers, printed with its tile
+sizes; the module runs on the simulator; bad options are diagnostics."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.func import FuncOp
+
+from axon.benchmarks.suite import PROGRAMS, make_inputs
+from axon.dialects.form.dtypes import DTYPES
+from axon.interpreter import run_function
+from axon.targets.nki.command import NkiTargetError, emit_kernel
+from axon.targets.nki.simulator import load_kernel, simulate
+from axon.targets.nki.simulator_limits import load_limits
+from axon.tools.axon_main import main
+from axon.tools.embed import parse_source
+
+
+def program(name: str) -> FuncOp:
+    """A suite program, parsed from its source."""
+    (func,) = (op for op in parse_source(PROGRAMS[name].source, f"{name}.py").ops
+               if isinstance(op, FuncOp))
+    return func
+
+
+def test_the_emitted_kernel_runs_and_the_progress_names_both_proofs(tmp_path: Path) -> None:
+    said: list[str] = []
+    module = parse_source(PROGRAMS["matmul"].source, "matmul.py")
+    text = emit_kernel(module, "matmul.py", "trn2", "M=200,N=96,K=300", said.append)
+    assert "tiling proof" in said[-1] and "lowering proof" in said[-1]
+    path = tmp_path / "matmul.py"
+    path.write_text(text)
+    sizes = {"M": 200, "N": 96, "K": 300}
+    inputs = make_inputs(PROGRAMS["matmul"], sizes)
+    out = simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+    (expected,) = run_function(program("matmul"), inputs, sizes)
+    rtol, atol = DTYPES["bf16"].tolerance
+    np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64),
+                               rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize(("profile", "sizes", "message"), [
+    ("h200", "", "'h200' is not a NeuronCore profile; known: trn1, trn2"),
+    ("trn2", "Q=4", "--sizes: Q is not a size of @relu in relu.py"),
+    ("trn2", "M=0", "--sizes 'M=0'"),
+])
+def test_bad_options_are_refused(profile: str, sizes: str, message: str) -> None:
+    module = parse_source(PROGRAMS["relu"].source, "relu.py")
+    with pytest.raises(NkiTargetError, match=re.escape(message)):
+        emit_kernel(module, "relu.py", profile, sizes, lambda line: None)
+
+
+def test_the_command_line_writes_the_module(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "relu_kernel.py"
+    main(["relu", "--target", "nki", "--sizes", "M=64,N=32", "-o", str(out)])
+    assert "@nki.jit" in out.read_text()
+    assert "axon: nki: @relu: rows" in capsys.readouterr().err
