@@ -171,6 +171,8 @@ class NeuronCost:
     """Fixed latency of one DMA transfer (descriptors, semaphores), overlapped across queues."""
     dma_efficient_row_bytes: Quantity
     """Contiguous bytes per partition (or HBM row) a transfer needs for full bandwidth."""
+    dma_efficiency: Quantity
+    """Fraction of `dma_bytes_per_s` a kernel's transfers with long enough rows reach."""
     dma_small_row_efficiency: Quantity
     """Fraction of `dma_bytes_per_s` a transfer with shorter rows reaches."""
     sbuf_ports_dve_pool: Quantity

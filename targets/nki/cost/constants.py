@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from axon.targets.profiles import DeviceProfile, Quantity, load_profile
+from axon.targets.profiles import DeviceProfile, load_profile
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,21 @@ class CostConstants:
     dma_bytes_per_s: float
     dma_fixed_s: float
     dma_efficient_row_bytes: float
+    dma_efficiency: float
     dma_small_row_efficiency: float
     sbuf_ports_dve_pool: int
     psum_ports_dve_act: int
     dve_perf_mode_copy_speedup: float = 1.0
     dve_perf_mode_speedup: float = 1.0
+
+    def with_value(self, name: str, value: float) -> CostConstants:
+        """A copy with constant `name` (one of `FITTED`) set to `value`: what the calibration
+        tries."""
+        if name not in FITTED:
+            raise ValueError(f"cost constant {name!r} is not a fitted one ({', '.join(FITTED)})")
+        values = dataclasses.asdict(self)
+        values[name] = value
+        return CostConstants(**values)
 
     def clock_hz(self, engine: str) -> float:
         """The clock of a compute engine of the trace (`PE`, `ACT`, `DVE`, `POOL`)."""
@@ -44,11 +54,7 @@ class CostConstants:
 
 
 #: the constants the calibration may fit (the others are published figures)
-FITTED = ("dma_small_row_efficiency", "sync_cycles")
-
-
-def _value(quantity: Quantity | None, default: float) -> float:
-    return default if quantity is None else quantity.value
+FITTED = ("dma_efficiency", "dma_small_row_efficiency")
 
 
 def constants_from_profile(profile: DeviceProfile) -> CostConstants:
@@ -70,9 +76,10 @@ def constants_from_profile(profile: DeviceProfile) -> CostConstants:
             values[f.name] = int(quantity.value)
         else:
             values[f.name] = float(quantity.value)
-    if not 0 < _value(cost.dma_small_row_efficiency, 1.0) <= 1:
-        raise ValueError(f"profile '{profile.name}': cost.dma_small_row_efficiency must lie in "
-                         f"(0, 1], got {cost.dma_small_row_efficiency.value}")
+    for name in ("dma_efficiency", "dma_small_row_efficiency"):
+        if not 0 < float(values[name]) <= 1:
+            raise ValueError(f"profile '{profile.name}': cost.{name} must lie in (0, 1], got "
+                             f"{values[name]}")
     return CostConstants(**values)  # type: ignore[arg-type]
 
 

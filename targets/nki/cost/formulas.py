@@ -132,11 +132,11 @@ def compute_cycles(inst: Instruction, c: CostConstants) -> float:
 
 
 def dma_efficiency(inst: Instruction, c: CostConstants) -> float:
-    """The fraction of the DMA bandwidth a transfer reaches: full when every side moves at least
-    `dma_efficient_row_bytes` contiguous bytes per partition (HBM row), `dma_small_row_efficiency`
-    otherwise (nki.md 6.2: bandwidth needs >= 2 KiB per partition)."""
+    """The fraction of the DMA bandwidth a transfer reaches: `dma_efficiency` when every side
+    moves at least `dma_efficient_row_bytes` contiguous bytes per partition (HBM row),
+    `dma_small_row_efficiency` otherwise (nki.md 6.2: bandwidth needs >= 2 KiB per partition)."""
     rows = min(a.contiguous_bytes for _, a in (*inst.reads, *inst.writes))
-    return 1.0 if rows >= c.dma_efficient_row_bytes else c.dma_small_row_efficiency
+    return c.dma_efficiency if rows >= c.dma_efficient_row_bytes else c.dma_small_row_efficiency
 
 
 def dma_bytes(inst: Instruction) -> int:
