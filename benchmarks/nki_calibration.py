@@ -3,6 +3,7 @@
     OPENBLAS_NUM_THREADS=1 python -m axon.benchmarks.nki_calibration
     python -m axon.benchmarks.nki_calibration --no-fit      # the profile's constants as they are
     python -m axon.benchmarks.nki_calibration --plot DIR    # a timeline PNG per case (matplotlib)
+    python -m axon.benchmarks.nki_calibration --trace-cache traces.pickle   # simulate once
 
 Every case is a kernel of `benchmarks/nki_kernels/`, written in this project from a tutorial's
 algorithm, run on Axon's NKI simulator at the published shape; the cost model (`targets/nki/cost/`)
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -97,6 +99,29 @@ def trace_case(case: Case) -> Trace:
     return trace
 
 
+def load_traces(cache: Path | None) -> list[tuple[Case, Trace]]:
+    """Every case's trace: simulated, or read from `cache` when a previous run of this command
+    wrote it there (the simulation takes minutes, the estimates seconds)."""
+    if cache is not None and cache.exists():
+        with cache.open("rb") as f:
+            stored = pickle.load(f)  # noqa: S301 - a file this command wrote
+        if isinstance(stored, dict) and set(stored) == {c.kernel for c in CASES}:
+            print(f"traces read from {cache}")
+            return [(c, stored[c.kernel]) for c in CASES]
+        print(f"{cache} holds other cases: simulating again")
+    traces: list[tuple[Case, Trace]] = []
+    for case in CASES:
+        start = time.perf_counter()
+        trace = trace_case(case)
+        print(f"simulated {case.name}: {len(trace)} instructions in "
+              f"{time.perf_counter() - start:.0f} s", flush=True)
+        traces.append((case, trace))
+    if cache is not None:
+        with cache.open("wb") as f:
+            pickle.dump({c.kernel: t for c, t in traces}, f)
+    return traces
+
+
 def log_error(predicted_s: float, published_s: float) -> float:
     """|log(predicted / published)|: the error measure the fit and the geomean use."""
     return abs(math.log(predicted_s / published_s))
@@ -131,7 +156,7 @@ def _golden(f: Callable[[float], float], low: float, high: float, tol: float) ->
 
 
 def fit(traces: list[tuple[Case, Trace]], constants: CostConstants, rounds: int = 2,
-        tol: float = 0.005) -> CostConstants:
+        tol: float = 0.005, progress: bool = False) -> CostConstants:
     """`constants` with the FITTED ones chosen to minimize the mean squared log error over
     `traces` (the fit half): each, in turn, by a golden-section search on (0, 1]."""
     fitted = constants
@@ -143,6 +168,8 @@ def fit(traces: list[tuple[Case, Trace]], constants: CostConstants, rounds: int 
             best = round(_golden(loss, 0.02, 1.0, tol), 3)
             moved |= abs(best - getattr(fitted, name)) > tol
             fitted = fitted.with_value(name, best)
+            if progress:
+                print(f"fitted {name} = {best:.3f}", flush=True)
         if not moved:
             break
     return fitted
@@ -155,18 +182,15 @@ def main(argv: list[str] | None = None) -> None:
                         help="use the profile's constants as they are")
     parser.add_argument("--plot", type=Path, default=None,
                         help="write a timeline PNG per case into this folder (needs matplotlib)")
+    parser.add_argument("--trace-cache", type=Path, default=None,
+                        help="read the traces from this file if an earlier run wrote it, "
+                             "else simulate and write them there")
     args = parser.parse_args(argv)
-    traces: list[tuple[Case, Trace]] = []
-    for case in CASES:
-        start = time.perf_counter()
-        trace = trace_case(case)
-        print(f"simulated {case.name}: {len(trace)} instructions in "
-              f"{time.perf_counter() - start:.0f} s", flush=True)
-        traces.append((case, trace))
+    traces = load_traces(args.trace_cache)
     profile_constants = load_constants("trn1")
     constants = profile_constants
     if not args.no_fit:
-        constants = fit([(c, t) for c, t in traces if c.fit], profile_constants)
+        constants = fit([(c, t) for c, t in traces if c.fit], profile_constants, progress=True)
     print("constants: " + ", ".join(
         f"{name} = {getattr(constants, name):.3f} (profile {getattr(profile_constants, name)})"
         for name in FITTED) + ("" if args.no_fit else ", fitted on the fit half only"))

@@ -5,9 +5,9 @@ The NeuronCore model of ../shared/reference/nki.md sections 6 and 10:
 * Compute engines (PE, ACT, DVE, POOL) are in-order queues: an instruction starts when its engine
   has finished the previous one and its inputs are ready; engines run concurrently.
 * DMAs go round-robin to `dma_queues` FIFO queues. A transfer pays `dma_fixed_s` of latency in
-  its queue, then holds the core's DMA engines for bytes / bandwidth; transfers from different
-  queues share that bandwidth, each taking the earliest gap long enough for it (the engines serve
-  whichever queue has work, nki.md 6.2).
+  its queue, then needs the core's DMA engines for bytes / bandwidth; transfers from different
+  queues share that bandwidth, each filling the engines' free time from its ready time on, gap
+  by gap (the engines serve whichever queue has work, descriptor by descriptor, nki.md 6.2).
 * Dependencies go through buffers: an access waits for every earlier access to an overlapping
   byte range of the same allocation that conflicts with it (read after write, write after read,
   write after write), plus `sync_cycles` at the consumer's clock (semaphore wait and access
@@ -23,6 +23,8 @@ iteration is a new allocation, which models the compiler giving each iteration i
 from __future__ import annotations
 
 import bisect
+import functools
+import math
 from dataclasses import dataclass, field
 
 from axon.targets.nki.cost.constants import CostConstants
@@ -51,17 +53,15 @@ class Event:
     busy_start: float
     """When it starts occupying its engine (a DMA: when its transfer starts)."""
     end: float
+    busy_s: float
+    """The time it occupies its engine (a DMA: its transfer, which may be interleaved with
+    others' between `busy_start` and `end`)."""
     line: int
     waited_for: int
     """The event whose end set this one's start (-1: none; the trace's start)."""
     wait_kind: str
     """Why it waited: `engine` (its queue was busy), `dependency` (an input or a buffer it
     overwrites), `port` (a shared SBUF/PSUM port), `bandwidth` (the DMA engines), or `none`."""
-
-    @property
-    def busy_s(self) -> float:
-        """The time it occupies its engine (a DMA: its transfer)."""
-        return self.end - self.busy_start
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,10 @@ def _itemsize(access: Access) -> int:
     return max(1, access.bytes // max(1, elements))
 
 
+@functools.lru_cache(maxsize=1 << 18)
 def region(access: Access) -> _Region:
-    """The bytes `access` touches (see `_Region`)."""
+    """The bytes `access` touches (see `_Region`). Cached: the calibration places one trace
+    many times, and a loop's accesses repeat."""
     size = _itemsize(access)
     low = sum(min(0, (n - 1) * s) for n, s in zip(access.free_shape, access.free_strides,
                                                      strict=True))
@@ -127,24 +129,39 @@ class _Accesses:
 
 
 class _Bandwidth:
-    """The DMA engines' time: merged busy intervals, each new transfer taking the earliest gap
-    that fits it."""
+    """The DMA engines' time: merged busy intervals. A new transfer fills the free time from its
+    ready time on, gap by gap (the engines interleave the descriptors of the queues they
+    serve), so it ends when it has had `length` seconds of the engines."""
+
+    #: gaps shorter than this (float noise between touching intervals) are not used
+    MIN_PIECE_S = 1e-12
 
     def __init__(self) -> None:
         self.starts: list[float] = []
         self.ends: list[float] = []
 
-    def place(self, ready: float, length: float) -> float:
-        """Reserve `length` seconds at the earliest start >= `ready` that is free; the start."""
+    def place(self, ready: float, length: float) -> list[tuple[float, float]]:
+        """Reserve `length` seconds of free time from `ready` on; the pieces, in order."""
         i = bisect.bisect_right(self.ends, ready)
-        start = ready
-        while i < len(self.starts):
-            if start + length <= self.starts[i]:
-                break
-            start = max(start, self.ends[i])
-            i += 1
-        self._insert(start, start + length)
-        return start
+        t, remaining = ready, length
+        pieces: list[tuple[float, float]] = []
+        while remaining > 0:
+            if i < len(self.starts) and self.starts[i] <= t:
+                t = max(t, self.ends[i])
+                i += 1
+                continue
+            gap_end = self.starts[i] if i < len(self.starts) else math.inf
+            use = min(remaining, gap_end - t)
+            if use >= self.MIN_PIECE_S or use == remaining:
+                pieces.append((t, t + use))
+                remaining -= use
+                t += use
+            if remaining > 0 and i < len(self.starts):
+                t = max(t, self.ends[i])
+                i += 1
+        for start, end in pieces:
+            self._insert(start, end)
+        return pieces
 
     def _insert(self, start: float, end: float) -> None:
         i = bisect.bisect_left(self.starts, start)
@@ -247,13 +264,14 @@ class Timeline:
                 start, by, kind = port_free, holder, "port"
         if by < 0:
             kind = "none"
-        end = start + compute_cycles(inst, self.c) / self.c.clock_hz(engine)
+        busy = compute_cycles(inst, self.c) / self.c.clock_hz(engine)
+        end = start + busy
         self.engine_free[engine] = (end, index)
         if sbuf_shared:
             self.sbuf_port = (end, index)
         if psum_shared:
             self.psum_port = (end, index)
-        return Event(index, inst.name, engine, 0, start, start, end, inst.line, by, kind)
+        return Event(index, inst.name, engine, 0, start, start, end, busy, inst.line, by, kind)
 
     def _add_dma(self, index: int, inst: Instruction,
                  operands: list[tuple[int, _Region, bool]]) -> Event:
@@ -268,13 +286,18 @@ class Timeline:
             kind = "none"
         length = dma_transfer_s(inst, self.c)
         wanted = start + self.c.dma_fixed_s
-        transfer = self.bandwidth.place(wanted, length)
-        if transfer > wanted:
-            by, kind = self.transfer_ending.get(transfer, by), "bandwidth"
-        end = transfer + length
+        pieces = self.bandwidth.place(wanted, length)
+        transfer, end = pieces[0][0], pieces[-1][1]
+        if end > wanted + length:
+            # it ends late because other transfers held the engines: the last of them decides
+            gaps = [p[0] for p in pieces[1:]] + ([transfer] if transfer > wanted else [])
+            blocker = max(gaps)
+            by, kind = self.transfer_ending.get(blocker, by), "bandwidth"
         self.queue_free[queue] = (end, index)
-        self.transfer_ending[end] = index
-        return Event(index, inst.name, DMA, queue, start, transfer, end, inst.line, by, kind)
+        for _, piece_end in pieces:
+            self.transfer_ending[piece_end] = index
+        return Event(index, inst.name, DMA, queue, start, transfer, end, length, inst.line, by,
+                     kind)
 
 
 def place(trace: Trace, constants: CostConstants) -> list[Event]:
