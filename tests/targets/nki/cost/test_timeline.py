@@ -180,3 +180,25 @@ def test_a_simulated_tiled_matmul_is_dma_bound_with_the_pe_time_of_its_matmuls(
     assert result.busy_s["DMA"] == pytest.approx(dma)
     assert result.total_s >= dma
     assert result.bound_by() == "DMA"
+
+
+def test_a_transfer_fills_a_gap_too_short_for_it_and_finishes_later(trn1: CostConstants
+                                                                     ) -> None:
+    c = dataclasses.replace(trn1, dma_fixed_s=0.0)
+    load = _load(1)
+    use = inst("tensor_scalar", "DVE", {"data": tile(1, 1024)}, {"dst": tile(3, 1024)},
+               op0="add")
+    store = inst("dma_copy", "SP-DMA", {"src": tile(3, 1024)},
+                 {"dst": hbm(200, 128, 1024, 1024)}, dge_mode="unknown")
+    independent = _load(5, src_offset=4096)
+    result = estimate(Trace([load, use, store, independent]), c)
+    first, compute, stored, late = result.events
+    transfer = dma_transfer_s(load, c)
+    gap = compute.end - first.end
+    assert 0 < gap < transfer
+    assert stored.busy_start == pytest.approx(compute.end)
+    # the independent load uses the gap, then the time after the store
+    assert late.busy_start == pytest.approx(first.end)
+    assert late.end == pytest.approx(stored.end + transfer - gap)
+    assert late.busy_s == pytest.approx(transfer)
+    assert result.busy_s["DMA"] == pytest.approx(3 * transfer)
