@@ -66,7 +66,8 @@ class Case:
 
     name: str
     kernel: str
-    """The kernel file's stem in `benchmarks/nki_kernels/`."""
+    """The kernel file's path in `benchmarks/nki_kernels/`, without `.py` (the tiled matmul is
+    the simulator's; the others are in `calibration/`)."""
     published_s: float
     source: str
     inputs: Callable[[np.random.Generator], list[np.ndarray]]
@@ -77,13 +78,16 @@ class Case:
 
 CASES = (
     Case("matmul tiled", "matmul_tiled", 51.80e-3, MATMUL_SOURCE, _matmul_inputs, True),
-    Case("matmul hoist loads", "matmul_hoist", 42.96e-3, MATMUL_SOURCE, _matmul_inputs, False),
-    Case("matmul block free dims", "matmul_block_free", 22.07e-3, MATMUL_SOURCE,
+    Case("matmul hoist loads", "calibration/matmul_hoist", 42.96e-3, MATMUL_SOURCE,
+         _matmul_inputs, False),
+    Case("matmul block free dims", "calibration/matmul_block_free", 22.07e-3, MATMUL_SOURCE,
          _matmul_inputs, True),
-    Case("matmul fully optimized", "matmul_optimized", 6.97e-3, MATMUL_SOURCE, _matmul_inputs,
-         False),
-    Case("layernorm v1", "layernorm_v1", 2311e-6, LAYERNORM_SOURCE, _layernorm_inputs, True),
-    Case("layernorm v2", "layernorm_v2", 1969e-6, LAYERNORM_SOURCE, _layernorm_inputs, False),
+    Case("matmul fully optimized", "calibration/matmul_optimized", 6.97e-3, MATMUL_SOURCE,
+         _matmul_inputs, False),
+    Case("layernorm v1", "calibration/layernorm_v1", 2311e-6, LAYERNORM_SOURCE,
+         _layernorm_inputs, True),
+    Case("layernorm v2", "calibration/layernorm_v2", 1969e-6, LAYERNORM_SOURCE,
+         _layernorm_inputs, False),
 )
 #: the matmul versions, in the published order (slowest first)
 MATMUL_ORDER = ("matmul tiled", "matmul hoist loads", "matmul block free dims",
@@ -208,7 +212,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.plot is not None:
             args.plot.mkdir(parents=True, exist_ok=True)
             try:
-                plot_timeline(result, args.plot / f"{case.kernel}.png", case.name)
+                plot_timeline(result, args.plot / f"{Path(case.kernel).name}.png",
+                              case.name)
             except PlotUnavailable as err:
                 print(f"no plot: {err}")
                 args.plot = None
