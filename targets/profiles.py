@@ -148,6 +148,56 @@ class Parallelism:
 
 
 @dataclass(frozen=True)
+class NeuronCost:
+    """The NeuronCore cost model's constants (`targets/nki/cost/`): engine clocks, per-instruction
+    fixed costs, DMA and synchronization. Keys absent on a profile leave their effect out (no
+    VectorE perf mode on NC-v2)."""
+
+    pe_hz: Quantity
+    """TensorE clock."""
+    act_hz: Quantity
+    """ScalarE clock."""
+    dve_hz: Quantity
+    """VectorE clock."""
+    pool_hz: Quantity
+    """GpSimdE clock."""
+    min_ii_cycles: Quantity
+    """MIN_II: the least cycles of a VectorE/ScalarE instruction and TensorE's MultiplyMoving
+    initiation interval (MM_INIT_LATENCY)."""
+    gpsimd_start_cycles: Quantity
+    """GPSIMD_START: the fixed part of a GpSimd instruction (iota, affine_select)."""
+    act_read_accumulator_cycles: Quantity
+    """ActReadAccumulator: reading ScalarE's accumulator registers out (activation's reduce_res)."""
+    dynamic_copy_cycles: Quantity
+    """The least cycles of tensor_copy_dynamic_src/dst."""
+    sync_cycles: Quantity
+    """Cycles (at the consumer engine's clock) between a producer's end and a dependent
+    instruction's start: semaphore wait plus the SBUF/PSUM access start."""
+    dma_queues: Quantity
+    """DMA queues a core's transfers are spread over (FIFO within one)."""
+    dma_bytes_per_s: Quantity
+    """Sustained bandwidth of all of a core's DMA engines together."""
+    dma_fixed_s: Quantity
+    """Fixed latency of one DMA transfer (descriptors, semaphores), overlapped across queues."""
+    dma_efficient_row_bytes: Quantity
+    """Contiguous bytes per partition (or HBM row) a transfer needs for full bandwidth."""
+    dma_efficiency: Quantity
+    """Fraction of `dma_bytes_per_s` a kernel's transfers with long enough rows reach."""
+    dma_small_row_efficiency: Quantity
+    """Fraction of `dma_bytes_per_s` a transfer with shorter rows reaches."""
+    sbuf_ports_dve_pool: Quantity
+    """SBUF access ports VectorE and GpSimdE have between them (1: they take turns)."""
+    psum_ports_dve_act: Quantity
+    """PSUM access ports VectorE and ScalarE have between them (1: they take turns)."""
+    dve_perf_mode_copy_speedup: Quantity | None = None
+    """VectorE perf mode: throughput factor of tensor_copy/tensor_scalar with 16-bit operands on
+    both sides, in SBUF and contiguous."""
+    dve_perf_mode_speedup: Quantity | None = None
+    """VectorE perf mode: the factor for those ops otherwise (strided, or one side in PSUM) and
+    for tensor_tensor with 16-bit operands in SBUF."""
+
+
+@dataclass(frozen=True)
 class DeviceProfile:
     """One device's hardware numbers, each with its source."""
 
@@ -158,6 +208,7 @@ class DeviceProfile:
     memory: Memory | None = None
     limits: Limits | None = None
     parallelism: Parallelism | None = None
+    cost: NeuronCost | None = None
 
     def quantities(self) -> dict[str, Quantity]:
         """Every number of the profile by its dotted key (`roofline.matrix_flops`)."""

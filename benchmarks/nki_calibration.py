@@ -1,0 +1,234 @@
+"""Calibrate the NeuronCore cost model against the published on-device latencies.
+
+    OPENBLAS_NUM_THREADS=1 python -m axon.benchmarks.nki_calibration
+    python -m axon.benchmarks.nki_calibration --no-fit      # the profile's constants as they are
+    python -m axon.benchmarks.nki_calibration --plot DIR    # a timeline PNG per case (matplotlib)
+    python -m axon.benchmarks.nki_calibration --trace-cache traces.pickle   # simulate once
+
+Every case is a kernel of `benchmarks/nki_kernels/`, written in this project from a tutorial's
+algorithm, run on Axon's NKI simulator at the published shape; the cost model (`targets/nki/cost/`)
+turns the simulator's trace into a latency. The published figures are ../shared/reference/nki.md
+section 7. The free constants (`FITTED` in `targets/nki/cost/constants.py`) are fitted on the
+cases marked `fit` only (coordinate descent, golden-section search per constant, minimizing the
+mean squared log error); the `held-out` cases never influence them and are reported apart. The
+table gives each case's published and predicted latency and error; then the geomean error
+(exp(mean |log(predicted / published)|) - 1) of each half, and whether the model ranks the four
+matmul versions in the published order. The simulator's numpy matmuls run best on one BLAS
+thread (OPENBLAS_NUM_THREADS=1): the whole run then takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import pickle
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+from axon.targets.nki.cost import CostConstants, estimate, load_constants, plot_timeline
+from axon.targets.nki.cost.constants import FITTED
+from axon.targets.nki.cost.plot import PlotUnavailable
+from axon.targets.nki.simulator import Trace, load_kernel, simulate
+from axon.targets.nki.simulator_limits import load_limits
+
+KERNELS = Path(__file__).resolve().parent / "nki_kernels"
+MATMUL_SOURCE = "SDK@49ee15c5:general/nki/tutorials/matrix_multiplication.rst"
+LAYERNORM_SOURCE = "SDK@49ee15c5:general/nki/tutorials/layernorm.rst"
+
+
+def _matmul_inputs(rng: np.random.Generator) -> list[np.ndarray]:
+    """The tutorial's benchmark: [4096, 8192] @ [8192, 8192] in bf16, lhs given transposed."""
+    lhsT = rng.standard_normal((8192, 4096), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    rhs = rng.standard_normal((8192, 8192), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    return [lhsT, rhs]
+
+
+def _layernorm_inputs(rng: np.random.Generator) -> list[np.ndarray]:
+    """fp32 input of 4096 x 8192, the tutorial script's default shape (`--nrows 4096 --ncols
+    8192`), with gamma and beta. The tutorial's text says its latencies were measured at
+    (300, 1000), but the kernel moves only 2.4 MB there, tens of microseconds of work on any
+    engine, against 1969-2311 us published; the script's default moves 256 MB, which that time
+    fits. We take the default, and say so in the table."""
+    x = rng.standard_normal((4096, 8192), dtype=np.float32)
+    gamma = rng.standard_normal(8192, dtype=np.float32)
+    beta = rng.standard_normal(8192, dtype=np.float32)
+    return [x, gamma, beta]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One published latency and the kernel that reproduces its algorithm."""
+
+    name: str
+    kernel: str
+    """The kernel file's path in `benchmarks/nki_kernels/`, without `.py` (the tiled matmul is
+    the simulator's; the others are in `calibration/`)."""
+    published_s: float
+    source: str
+    inputs: Callable[[np.random.Generator], list[np.ndarray]]
+    fit: bool
+    """True: the case is in the fit half; False: held out."""
+    profile: str = "trn1"
+
+
+CASES = (
+    Case("matmul tiled", "matmul_tiled", 51.80e-3, MATMUL_SOURCE, _matmul_inputs, True),
+    Case("matmul hoist loads", "calibration/matmul_hoist", 42.96e-3, MATMUL_SOURCE,
+         _matmul_inputs, False),
+    Case("matmul block free dims", "calibration/matmul_block_free", 22.07e-3, MATMUL_SOURCE,
+         _matmul_inputs, True),
+    Case("matmul fully optimized", "calibration/matmul_optimized", 6.97e-3, MATMUL_SOURCE,
+         _matmul_inputs, False),
+    Case("layernorm v1", "calibration/layernorm_v1", 2311e-6, LAYERNORM_SOURCE,
+         _layernorm_inputs, True),
+    Case("layernorm v2", "calibration/layernorm_v2", 1969e-6, LAYERNORM_SOURCE,
+         _layernorm_inputs, False),
+)
+#: the matmul versions, in the published order (slowest first)
+MATMUL_ORDER = ("matmul tiled", "matmul hoist loads", "matmul block free dims",
+                "matmul fully optimized")
+
+
+def trace_case(case: Case) -> Trace:
+    """Run the case's kernel on the simulator and return its trace."""
+    kernel = load_kernel(KERNELS / f"{case.kernel}.py")
+    inputs = case.inputs(np.random.default_rng(0))
+    _, trace = simulate(kernel, *inputs, limits=load_limits(case.profile), trace=True)
+    assert isinstance(trace, Trace)
+    return trace
+
+
+def load_traces(cache: Path | None) -> list[tuple[Case, Trace]]:
+    """Every case's trace: simulated, or read from `cache` when a previous run of this command
+    wrote it there (the simulation takes minutes, the estimates seconds)."""
+    if cache is not None and cache.exists():
+        with cache.open("rb") as f:
+            stored = pickle.load(f)  # noqa: S301 - a file this command wrote
+        if isinstance(stored, dict) and set(stored) == {c.kernel for c in CASES}:
+            print(f"traces read from {cache}")
+            return [(c, stored[c.kernel]) for c in CASES]
+        print(f"{cache} holds other cases: simulating again")
+    traces: list[tuple[Case, Trace]] = []
+    for case in CASES:
+        start = time.perf_counter()
+        trace = trace_case(case)
+        print(f"simulated {case.name}: {len(trace)} instructions in "
+              f"{time.perf_counter() - start:.0f} s", flush=True)
+        traces.append((case, trace))
+    if cache is not None:
+        with cache.open("wb") as f:
+            pickle.dump({c.kernel: t for c, t in traces}, f)
+    return traces
+
+
+def log_error(predicted_s: float, published_s: float) -> float:
+    """|log(predicted / published)|: the error measure the fit and the geomean use."""
+    return abs(math.log(predicted_s / published_s))
+
+
+def geomean_error(errors: list[float]) -> float:
+    """exp(mean of the log errors) - 1: the typical relative error of a set of cases."""
+    return math.exp(sum(errors) / len(errors)) - 1 if errors else 0.0
+
+
+def _loss(traces: list[tuple[Case, Trace]], constants: CostConstants) -> float:
+    return sum(log_error(estimate(t, constants).total_s, c.published_s) ** 2
+               for c, t in traces) / len(traces)
+
+
+def _golden(f: Callable[[float], float], low: float, high: float, tol: float) -> float:
+    """The minimum of a unimodal f on [low, high] to `tol` (golden-section search)."""
+    ratio = (math.sqrt(5) - 1) / 2
+    a, b = low, high
+    x1, x2 = b - ratio * (b - a), a + ratio * (b - a)
+    f1, f2 = f(x1), f(x2)
+    while b - a > tol:
+        if f1 <= f2:
+            b, x2, f2 = x2, x1, f1
+            x1 = b - ratio * (b - a)
+            f1 = f(x1)
+        else:
+            a, x1, f1 = x1, x2, f2
+            x2 = a + ratio * (b - a)
+            f2 = f(x2)
+    return (a + b) / 2
+
+
+def fit(traces: list[tuple[Case, Trace]], constants: CostConstants, rounds: int = 2,
+        tol: float = 0.005, progress: bool = False) -> CostConstants:
+    """`constants` with the FITTED ones chosen to minimize the mean squared log error over
+    `traces` (the fit half): each, in turn, by a golden-section search on (0, 1]."""
+    fitted = constants
+    for _ in range(rounds):
+        moved = False
+        for name in FITTED:
+            def loss(value: float, name: str = name, base: CostConstants = fitted) -> float:
+                return _loss(traces, base.with_value(name, value))
+            best = round(_golden(loss, 0.02, 1.0, tol), 3)
+            moved |= abs(best - getattr(fitted, name)) > tol
+            fitted = fitted.with_value(name, best)
+            if progress:
+                print(f"fitted {name} = {best:.3f}", flush=True)
+        if not moved:
+            break
+    return fitted
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Simulate every case, fit on the fit half, print the table and the geomean errors."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--no-fit", action="store_true",
+                        help="use the profile's constants as they are")
+    parser.add_argument("--plot", type=Path, default=None,
+                        help="write a timeline PNG per case into this folder (needs matplotlib)")
+    parser.add_argument("--trace-cache", type=Path, default=None,
+                        help="read the traces from this file if an earlier run wrote it, "
+                             "else simulate and write them there")
+    args = parser.parse_args(argv)
+    traces = load_traces(args.trace_cache)
+    profile_constants = load_constants("trn1")
+    constants = profile_constants
+    if not args.no_fit:
+        constants = fit([(c, t) for c, t in traces if c.fit], profile_constants, progress=True)
+    print("constants: " + ", ".join(
+        f"{name} = {getattr(constants, name):.3f} (profile {getattr(profile_constants, name)})"
+        for name in FITTED) + ("" if args.no_fit else ", fitted on the fit half only"))
+    print(f"{'case':<25}{'published us':>14}{'predicted us':>14}{'error %':>9}  {'half':<9}"
+          f"bound by")
+    errors: dict[bool, list[float]] = {True: [], False: []}
+    predicted: dict[str, float] = {}
+    for case, trace in traces:
+        result = estimate(trace, constants)
+        predicted[case.name] = result.total_s
+        errors[case.fit].append(log_error(result.total_s, case.published_s))
+        error = (result.total_s / case.published_s - 1) * 100
+        print(f"{case.name:<25}{case.published_s * 1e6:>14.0f}{result.total_s * 1e6:>14.0f}"
+              f"{error:>+9.1f}  {'fit' if case.fit else 'held-out':<9}{result.bound_by()}")
+        if args.plot is not None:
+            args.plot.mkdir(parents=True, exist_ok=True)
+            try:
+                plot_timeline(result, args.plot / f"{Path(case.kernel).name}.png",
+                              case.name)
+            except PlotUnavailable as err:
+                print(f"no plot: {err}")
+                args.plot = None
+    everything = errors[True] + errors[False]
+    print(f"geomean error: fit half {geomean_error(errors[True]):.1%}, held-out half "
+          f"{geomean_error(errors[False]):.1%}, all {geomean_error(everything):.1%}")
+    ranked = tuple(sorted(MATMUL_ORDER, key=lambda name: -predicted[name]))
+    print(f"matmul ranking (slowest first): {' > '.join(ranked)}: "
+          f"{'matches' if ranked == MATMUL_ORDER else 'DOES NOT match'} the published order")
+    print("layernorm cases at 4096 x 8192 fp32: the tutorial script's default shape; its text "
+          "says (300, 1000), which cannot take the published time (see _layernorm_inputs)")
+    within = all(abs(predicted[c.name] / c.published_s - 1) <= 0.25 for c in CASES)
+    print(f"worst case error {math.exp(max(everything)) - 1:.1%} (|log| measure); every case "
+          f"within 25%: {'yes' if within else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
