@@ -29,7 +29,6 @@ def test_plot_without_matplotlib_says_what_to_install(monkeypatch: pytest.Monkey
 
 
 def test_plot_writes_a_png_when_matplotlib_is_there(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     path = plot_timeline(_result(), tmp_path / "t.png")  # type: ignore[arg-type]
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
