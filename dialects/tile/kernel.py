@@ -42,6 +42,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -397,3 +398,15 @@ def _check_scoped(kernel: KernelOp, op: Operation, bound: frozenset[str]) -> Non
         if isinstance(r.type, TensorType):
             for d in r.type.shape:
                 _within(d.symbols(), bound, f"{where} result dim {d}")
+
+
+def sole_kernel(func: FuncOp) -> KernelOp | str:
+    """The one `tile.kernel` of a tiled function (a kernel and its return, as the targets'
+    lowerings take), or why `func` is not that."""
+    kernels = [op for op in func.body.block.ops if isinstance(op, KernelOp)]
+    others = [op.name for op in func.body.block.ops
+              if not isinstance(op, (KernelOp, ReturnOp))]
+    if len(kernels) != 1 or others:
+        return (f"@{func.sym_name.data} is not one tile.kernel and its return (it holds "
+                f"{len(kernels)} kernel(s) and {', '.join(others) or 'no'} other ops)")
+    return kernels[0]

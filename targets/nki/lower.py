@@ -69,6 +69,7 @@ from axon.dialects.ax import (
 )
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
+from axon.dialects.tile.kernel import sole_kernel
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import ProofBudget
 
@@ -97,13 +98,10 @@ class Refused(ValueError):
 
 def kernel_of(func: FuncOp) -> KernelOp:
     """The one `tile.kernel` of a tiled function; Refused otherwise."""
-    kernels = [op for op in func.body.block.ops if isinstance(op, KernelOp)]
-    others = [op.name for op in func.body.block.ops
-              if not isinstance(op, (KernelOp, ReturnOp))]
-    if len(kernels) != 1 or others:
-        raise Refused(f"@{func.sym_name.data} is not one tile.kernel and its return (it holds "
-                      f"{len(kernels)} kernel(s) and {', '.join(others) or 'no'} other ops)")
-    return kernels[0]
+    found = sole_kernel(func)
+    if isinstance(found, str):
+        raise Refused(found)
+    return found
 
 
 def lower_function(func: FuncOp) -> FuncOp:

@@ -50,6 +50,7 @@ from axon.dialects.form.scalar import (
 )
 from axon.dialects.form.syntax import parse_form
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
+from axon.dialects.tile.kernel import sole_kernel
 from axon.targets.xe_triton.exp2 import rescale_to_exp2
 from axon.targets.xe_triton.lane_cut import cut_picked_lanes
 
@@ -66,14 +67,10 @@ class NotSupported(ValueError):
 
 def kernel_of(func: FuncOp) -> KernelOp:
     """The one `tile.kernel` of a tiled function; NotSupported otherwise."""
-    kernels = [op for op in func.body.block.ops if isinstance(op, KernelOp)]
-    others = [op.name for op in func.body.block.ops
-              if not isinstance(op, (KernelOp, ReturnOp))]
-    if len(kernels) != 1 or others:
-        raise NotSupported(f"@{func.sym_name.data} is not one tile.kernel and its return "
-                           f"(it holds {len(kernels)} kernel(s) and {', '.join(others) or 'no'} "
-                           "other ops)")
-    return kernels[0]
+    found = sole_kernel(func)
+    if isinstance(found, str):
+        raise NotSupported(found)
+    return found
 
 
 def lower_function(func: FuncOp) -> FuncOp:
