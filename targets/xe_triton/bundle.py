@@ -186,33 +186,51 @@ def bundle_case(program: Program, sizes: Mapping[str, int], profile: str, func: 
 def kept_candidates(passed: Sequence[Candidate], limit: int) -> list[Candidate]:
     """At most `limit` of a case's candidates that passed, best first, among those priced
     within `KEPT_BAND` of the best: the best of each tiling, over the programs, before
-    runners-up (`ranked_bounded`: two variants of a program
-    often tile to kernels that differ only in the order of their ops), and, where `limit` is 2
-    or more, at least one KB autotune launch of the best one's tiling when one passed (in
-    place of the last kept). The cost model prices the KB's configurations like its own tile
-    sizes where they differ only in what it does not see (stages, block I/O); the KB's come
-    from GPU measurements (its small-GEMM grid: 64x128x64, 4 warps, 4 stages, host
-    descriptors), so the GPU should time one."""
-    def group(c: Candidate) -> str:
-        return c.tiling
-
-    finite = [c.modeled_ms for c in passed if math.isfinite(c.modeled_ms)]
+    runners-up (`ranked_bounded`: two variants of a program often tile to kernels that differ
+    only in the order of their ops), with, where places allow, these in place of the last
+    ranked ones (`_required`): a KB autotune launch of the best tiling, the best candidate of
+    the other plan (the best staged plan where one kernel ranks first, the best single kernel
+    where a staged plan does) and that kernel's KB launch. The cost model prices the KB's
+    configurations like its own tile sizes where they differ only in what it does not see
+    (stages, block I/O), and a staged plan against a fused kernel by traffic it estimates;
+    the KB's launches come from GPU measurements (its small-GEMM grid: 64x128x128, 4 warps,
+    4 stages, host descriptors), so the GPU should time one of each."""
+    finite = [c for c in passed if math.isfinite(c.modeled_ms)]
     if finite:  # a tiling priced far above the best is not worth a GPU's time
-        band = min(finite) * KEPT_BAND
-        passed = [c for c in passed if c.modeled_ms <= band]
-    kept = ranked_bounded(passed, cost=lambda c: c.modeled_ms, group=group, limit=limit).chosen
+        band = min(c.modeled_ms for c in finite) * KEPT_BAND
+        finite = [c for c in finite if c.modeled_ms <= band]
+    ranked = ranked_bounded(finite, cost=lambda c: c.modeled_ms, group=lambda c: c.tiling,
+                            limit=len(finite)).chosen
+    kept = ranked[:max(limit, 0)]
     if limit < 2 or not kept:
         return kept
-    best = group(kept[0])
-    if any(c.origin == "autotune" and group(c) == best for c in kept):
-        return kept
-    tuned = [c for c in passed if c.origin == "autotune" and group(c) == best
-             and math.isfinite(c.modeled_ms)]
-    if not tuned:
-        return kept
-    # the cheapest; among equal prices the KB's order (`passed` keeps the enumeration's)
-    first = min(tuned, key=lambda c: c.modeled_ms)
-    return [*kept[:limit - 1], first]
+    required: list[Candidate] = [kept[0]]
+    for extra in _required(finite, kept[0]):
+        if extra in required or len(required) == limit:
+            continue
+        required.append(extra)
+        if extra not in kept:  # in place of the last ranked one not required
+            drop = max(n for n, c in enumerate(kept) if c not in required)
+            kept = [*kept[:drop], *kept[drop + 1:], extra]
+    return kept
+
+
+def _required(passed: Sequence[Candidate], best: Candidate) -> list[Candidate]:
+    """What a case should time besides its best (see `kept_candidates`), most needed first."""
+    def cheapest(pool: Sequence[Candidate]) -> list[Candidate]:
+        # among equal prices the KB's order (`passed` keeps the enumeration's)
+        return [min(pool, key=lambda c: c.modeled_ms)] if pool else []
+
+    def kb_launch(tiling: str) -> list[Candidate]:
+        return cheapest([c for c in passed if c.origin == "autotune" and c.tiling == tiling])
+
+    staged = best.origin == "staged"
+    other = cheapest([c for c in passed if (c.origin == "staged") != staged])
+    single = best if not staged else next(iter(other), None)
+    if single is None:
+        return []
+    own = [] if single.origin == "autotune" else kb_launch(single.tiling)
+    return [*own, *other] if not staged else [*other, *own]
 
 
 def suite_bundle(profile: str, executor: Executor, per_case: int = PER_CASE,

@@ -337,6 +337,32 @@ def test_a_case_keeps_a_kb_launch_of_its_best_tiling() -> None:
                        lambda c: (c.variant, c.tiling), 3).chosen)
 
 
+def test_a_case_keeps_the_best_of_the_other_plan_and_its_kb_launch() -> None:
+    # softmax_matmul 1024^3 at stop 23: the staged plan ranked first and the fused kernel was
+    # not timed; rmsnorm_matmul 4096^3: the other way round
+    staged = [_candidate("p", "staged(rows+blocks_k)", 1.0, "staged", 0),
+              _candidate("p", "staged(rows+rows_k)", 1.1, "staged", 1),
+              _candidate("p", "staged(rows+blocks)", 1.2, "staged", 2)]
+    fused = [_candidate("p", "blocks_k", 1.5, "tile sizes", 3),
+             _candidate("p", "blocks_k", 1.5, "autotune", 4),
+             _candidate("p", "rows_k", 1.6, "tile sizes", 5)]
+    assert [c.id for c in kept_candidates(staged + fused, 3)] == [
+        "p.staged(rows+blocks_k).staged0", "p.blocks_k.tile sizes3", "p.blocks_k.autotune4"]
+    assert [c.id for c in kept_candidates(staged + fused, 4)] == [
+        "p.staged(rows+blocks_k).staged0", "p.staged(rows+rows_k).staged1",
+        "p.blocks_k.tile sizes3", "p.blocks_k.autotune4"]
+    # one kernel first: its KB launch, then the best staged plan
+    cheap = [_candidate("p", "blocks_k", 0.5, "tile sizes", 6),
+             _candidate("p", "blocks_k", 0.5, "autotune", 7),
+             _candidate("p", "blocks", 0.6, "tile sizes", 8),
+             _candidate("p", "rows_k", 0.7, "tile sizes", 9)]
+    assert [c.id for c in kept_candidates(cheap + staged, 3)] == [
+        "p.blocks_k.tile sizes6", "p.blocks_k.autotune7", "p.staged(rows+blocks_k).staged0"]
+    # two places: the KB launch first
+    assert [c.id for c in kept_candidates(cheap + staged, 2)] == [
+        "p.blocks_k.tile sizes6", "p.blocks_k.autotune7"]
+
+
 def test_a_case_keeps_no_candidate_priced_far_above_its_best() -> None:
     passed = [_candidate("p", "rows", 1.0, "tile sizes", 0),
               _candidate("p", "rows_k", 2.9, "tile sizes", 1),
