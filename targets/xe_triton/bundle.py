@@ -201,6 +201,16 @@ def kept_candidates(passed: Sequence[Candidate], limit: int) -> list[Candidate]:
         finite = [c for c in finite if c.modeled_ms <= band]
     ranked = ranked_bounded(finite, cost=lambda c: c.modeled_ms, group=lambda c: c.tiling,
                             limit=len(finite)).chosen
+    # a launch another variant of the program already holds (the same tiling and keywords:
+    # most often the same kernel with its ops in another order) after every new launch
+    seen: set[tuple[str, str]] = set()
+    first: list[Candidate] = []
+    again: list[Candidate] = []
+    for c in ranked:
+        launch = (c.tiling, c.id.split(".", 1)[-1] if c.stages else repr(sorted(c.kwargs.items())))
+        (again if launch in seen else first).append(c)
+        seen.add(launch)
+    ranked = first + again
     kept = ranked[:max(limit, 0)]
     if limit < 2 or not kept:
         return kept

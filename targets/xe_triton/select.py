@@ -332,7 +332,7 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
             for producer, consumer in pairs:
                 cid = (f"{name}.cut{n}.{_launch_id(producer)}+{_launch_id(consumer)}")
                 found.setdefault(cid, Candidate(
-                    cid, name, f"staged({producer.tiling}+{consumer.tiling})",
+                    cid, name, f"staged(cut{n}: {producer.tiling}+{consumer.tiling})",
                     f"{producer.proof_id}+{consumer.proof_id}", {},
                     producer.modeled_ms + consumer.modeled_ms, "staged", consumer.kernel,
                     (producer, consumer), split))

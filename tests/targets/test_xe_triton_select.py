@@ -361,6 +361,14 @@ def test_a_case_keeps_the_best_of_the_other_plan_and_its_kb_launch() -> None:
     # two places: the KB launch first
     assert [c.id for c in kept_candidates(cheap + staged, 2)] == [
         "p.blocks_k.tile sizes6", "p.blocks_k.autotune7"]
+    # two cuts of the same tilings are two plans (softmax_matmul: the normalized rows in
+    # memory, cut0, and the row statistics, cut1): each is timed before either's runner-up
+    cuts = [_candidate("p", "staged(cut1: rows+blocks_k)", 1.0, "staged", 10),
+            _candidate("p", "staged(cut1: rows+blocks_k)", 1.0, "staged", 11),
+            _candidate("p", "staged(cut0: rows+blocks_k)", 1.05, "staged", 12)]
+    assert [c.id for c in kept_candidates(cuts + fused, 4)] == [
+        "p.staged(cut1: rows+blocks_k).staged10", "p.staged(cut0: rows+blocks_k).staged12",
+        "p.blocks_k.tile sizes3", "p.blocks_k.autotune4"]
 
 
 def test_a_case_keeps_no_candidate_priced_far_above_its_best() -> None:
@@ -449,3 +457,16 @@ def test_bundles_made_side_by_side_merge_into_one(tmp_path: Path) -> None:
     other = _one_case_bundle(tmp_path / "d", {"M": 8, "N": 8}, "# b70\n", profile="b70")
     with pytest.raises(BundleError, match="profile b70"):
         merge_bundles([small, other], tmp_path / "mixed")
+
+
+def test_a_launch_another_variant_holds_comes_after_every_new_launch() -> None:
+    # rmsnorm_1024x1024 at stop 23: three of four places held rows BM8 w4 of three variants
+    def launch(variant: str, bm: int, n: int) -> Candidate:
+        c = _candidate(variant, "rows", 1.0, "tile sizes", n)
+        c.kwargs = {"BM": bm, "num_warps": 4}
+        return c
+
+    passed = [launch("p", 8, 0), launch("p_k1", 8, 1), launch("p_k2", 8, 2), launch("p", 1, 3),
+              launch("p", 2, 4)]
+    assert [c.id for c in kept_candidates(passed, 3)] == [
+        "p.rows.tile sizes0", "p.rows.tile sizes3", "p.rows.tile sizes4"]
