@@ -167,7 +167,8 @@ class TensorScalarOp(NkiOp):
     """`nisa.tensor_scalar(dst, data, op0, operand0, reverse0, op1, operand1, reverse1)`:
     `(data op0 operand0) op1 operand1`, each operand a constant (`scalar0`, `scalar1`) or, where
     that is absent, the next `[P, 1]` f32 vector operand; `reverse` swaps an op's operands. On
-    the Vector (default), Scalar (add and multiply only, as on Trn2) or GpSimd engine.
+    the Vector (default), Scalar ((multiply, add), multiply or add alone, as on Trn2) or GpSimd
+    engine.
 
         out[d0 < P, d1 < F] = (in0[d0, d1] - in1[d0, 0]) * 2.0
     """
@@ -175,8 +176,10 @@ class TensorScalarOp(NkiOp):
     name = "nki.tensor_scalar"
     ROLES: ClassVar[tuple[str, ...]] = ("data", "[operand0]", "[operand1]")
     ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector", "scalar", "gpsimd")
-    #: the ops the Scalar engine runs in tensor_scalar (reference/nki.md 3.4, Trn2)
-    SCALAR_ENGINE_OPS: ClassVar[tuple[str, ...]] = ("add", "multiply")
+    #: the (op0, op1) the Scalar engine runs in tensor_scalar (Trn2; the SDK's
+    #: `nki.isa.tensor_scalar`, reference/nki.md 3.4)
+    SCALAR_ENGINE_OPS: ClassVar[tuple[tuple[str, str | None], ...]] = (
+        ("multiply", "add"), ("multiply", None), ("add", None))
     ATTRS: ClassVar[dict[str, str]] = {"op0": "text", "scalar0": "float", "reverse0": "bool",
                                        "op1": "text", "scalar1": "float", "reverse1": "bool",
                                        "buffer": "text", "dtype": "dtype", "engine": "text"}
@@ -204,13 +207,17 @@ class TensorScalarOp(NkiOp):
                                          or attrs.get("reverse1")):
             raise ShapeError("scalar1 or reverse1 given without op1")
         engine = cls.engine_of(attrs)
+        pair = (attrs.get("op0"), attrs.get("op1"))
+        if engine == "scalar" and pair not in cls.SCALAR_ENGINE_OPS:
+            choices = ", ".join(f"({a}, {b})" if b else f"({a})"
+                                for a, b in cls.SCALAR_ENGINE_OPS)
+            shown = f"({pair[0]}, {pair[1]})" if pair[1] else f"({pair[0]})"
+            raise ShapeError(f"ops {shown}: the Scalar engine's tensor_scalar runs {choices} "
+                             "only")
         used = 0
         for k in steps:
             op = attrs.get(f"op{k}")
             apply = alu(op, f"op{k}")
-            if engine == "scalar" and op not in cls.SCALAR_ENGINE_OPS:
-                raise ShapeError(f"op{k} '{op}': the Scalar engine's tensor_scalar runs "
-                                 f"{' and '.join(cls.SCALAR_ENGINE_OPS)} only")
             scalar = attrs.get(f"scalar{k}")
             operand: ScalarExpr
             if scalar is not None:

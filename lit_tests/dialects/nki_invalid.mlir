@@ -154,13 +154,13 @@ func.func @scalar_vector(%a: !ax.tensor<[128, 8], f32>, %v: !ax.tensor<[128, 2],
 
 // -----
 
-// the Scalar engine's tensor_scalar adds and multiplies only
+// the Scalar engine's tensor_scalar runs (multiply, add), multiply or add (Trn2)
 func.func @scalar_engine(%a: !ax.tensor<[128, 8], f32>) {
   %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
   %r = nki.tensor_scalar %s {op0 = "maximum", scalar0 = 0.0, buffer = "sbuf", engine = "scalar"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
   func.return
 }
-// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.tensor_scalar': op0 'maximum': the Scalar engine's tensor_scalar runs add and multiply only
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.tensor_scalar': ops (maximum): the Scalar engine's tensor_scalar runs (multiply, add), (multiply), (add) only
 
 // -----
 

@@ -34,7 +34,10 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: object,
                   engine: str = engine.unknown, name: str | None = None) -> None:
     """`dst = data1 op data2` elementwise in fp32 (bitvec operators on the integers); equal
     partitions and elements per partition; at most one input in PSUM; GpSimd cannot touch
-    PSUM."""
+    PSUM. When the inputs and dst are all int32 (or all uint32), GpSimd is the default engine
+    and computes in native integer arithmetic, exact for every 32-bit value (the SDK's
+    `nki.isa.tensor_tensor`); `engine=vector` computes them in fp32 like any other dtype, and so
+    does the default when an operand is in PSUM (GpSimd cannot read it)."""
     api = "nisa.tensor_tensor"
     state = current(api)
     fn = alu_op(op, api, "op")
@@ -48,13 +51,38 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: object,
         same_partitions(api, a, "data1", t, role)
         same_free(api, a, "data1", t, role)
     p = a.shape[0]
+    integers = _all_int32(a, b, d)
+    on_pool = engine == "gpsimd" or fn is _ops.power or (
+        engine == "unknown" and integers and "psum" not in (a.buffer, b.buffer, d.buffer))
     if fn.bitvec:
         result = apply(fn, flat(a.array, p), flat(b.array, p), api)
+    elif integers and on_pool:
+        result = _integer(fn, flat(a.array, p), flat(b.array, p), api)
     else:
         result = apply(fn, flat(read_f32(a), p), flat(read_f32(b), p), api)
     write(d, result)
-    eng = ENGINES.get(engine, "POOL" if fn is _ops.power else "DVE")
+    eng = ENGINES.get(engine, "POOL" if on_pool else "DVE")
     finish(state, "tensor_tensor", eng, [("data1", a), ("data2", b)], [("dst", d)], op=fn.name)
+
+
+def _all_int32(*tiles: Tensor) -> bool:
+    """Are all of `tiles` int32, or all uint32?"""
+    return any(all(t.dtype == np.dtype(kind) for t in tiles) for kind in (np.int32, np.uint32))
+
+
+#: the ALU operators GpSimd computes in native integer arithmetic on 32-bit integer tiles
+_INTEGER_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "equal", "not_equal",
+                "greater", "greater_equal", "less", "less_equal")
+
+
+def _integer(fn: _ops.Op, a: np.ndarray, b: np.ndarray, api: str) -> np.ndarray:
+    """`a fn b` in exact integer arithmetic (int64; the write saturates, as every integer
+    write does: the kernels here never overflow, and the device's overflow is not documented)."""
+    if fn.name not in _INTEGER_OPS or fn.binary is None:
+        raise SimulationError(f"{api}: {fn!r} on 32-bit integer tiles on GpSimd; integer "
+                              f"arithmetic runs {', '.join(_INTEGER_OPS)}")
+    result = np.asarray(fn.binary(a.astype(np.int64), b.astype(np.int64))).astype(np.int64)
+    return result
 
 
 def tensor_scalar(dst: Tensor, data: Tensor, op0: object, operand0: object,
@@ -216,8 +244,11 @@ def affine_select(dst: Tensor, pattern: Sequence[Sequence[int]], channel_multipl
 
 
 def select(dst: Tensor, predicate: Tensor, on_true: Tensor, on_false: object,
-           name: str | None = None) -> None:
-    """`dst = on_true where predicate != 0 else on_false` (a tile or a number) on VectorE."""
+           reverse_pred: bool = False, name: str | None = None) -> None:
+    """`dst = on_true where predicate != 0 (== 0 with `reverse_pred`) else on_false` on VectorE:
+    the select of `nisa.select_reduce` without its reduction. `on_false` is a number, a
+    [P, 1] tile broadcast along the free dims (the SDK's two forms), or a tile of on_true's
+    shape."""
     api = "nisa.select"
     state = current(api)
     pr = engine_operand(state, predicate, api, "predicate")
@@ -230,15 +261,19 @@ def select(dst: Tensor, predicate: Tensor, on_true: Tensor, on_false: object,
     p = d.shape[0]
     if isinstance(on_false, Tensor):
         f = engine_operand(state, on_false, api, "on_false")
-        same_free(api, pr, "predicate", f, "on_false")
         same_partitions(api, pr, "predicate", f, "on_false")
+        if free_size(f) != 1:
+            same_free(api, pr, "predicate", f, "on_false")
         false_values: np.ndarray | float = flat(read_f32(f), p)
         reads.append(("on_false", f))
     elif isinstance(on_false, bool | int | float | np.number):
-        false_values = float(on_false)
+        false_values = float(F32(on_false))  # an immediate, held in fp32
     else:
         raise SimulationError(f"{api}: on_false must be a tile or a number")
-    write(d, np.where(flat(read_f32(pr), p) != 0, flat(read_f32(t), p), false_values))
+    holds = flat(read_f32(pr), p) != 0
+    if reverse_pred:
+        holds = ~holds
+    write(d, np.where(holds, flat(read_f32(t), p), false_values))
     finish(state, "select", "DVE", reads, [("dst", d)])
 
 
