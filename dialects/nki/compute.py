@@ -49,6 +49,7 @@ from axon.dialects.nki.base import (
     same_shape,
     syms,
 )
+from axon.dialects.nki.limits import generic_limits
 from axon.dialects.nki.movement import affine_index
 
 #: activation functions (nki.language names) -> their scalar-language body; `copy` is the
@@ -580,3 +581,61 @@ class AffineSelectOp(NkiOp):
                     fp32_const(attrs["on_false_value"]))
         form = GenericForm(par, body, 1)
         return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, on_true.dtype)))
+
+
+#: the NeuronCore generation `nki.isa.exponential` needs ("Available only on NeuronCore-v4 and
+#: newer", SDK@HEAD:nki/api/nki/isa/__init__.py, exponential)
+EXPONENTIAL_VERSION = 4
+
+
+@irdl_op_definition
+class ExponentialOp(NkiOp):
+    """`nisa.exponential(dst, src, max_value)` on the Vector engine of NeuronCore-v4 and newer:
+    `exp(src - max_value)` in fp32, `max_value` the constant `max_value` (0.0 when absent) or a
+    `[P, 1]` f32 operand. Its running sum (`reduce_res`) is not modelled. The op verifier
+    accepts it only where every NKI profile is a NeuronCore-v4 or newer
+    (`limits.neuron_core_version`); its form is the instruction's meaning either way.
+
+        out[d0 < P, d1 < F] = exp(in0[d0, d1] - in1[d0, 0])
+    """
+
+    name = "nki.exponential"
+    ROLES: ClassVar[tuple[str, ...]] = ("src", "[max_value]")
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
+    ATTRS: ClassVar[dict[str, str]] = {"max_value": "float", "buffer": "text", "dtype": "dtype"}
+    inputs = var_operand_def(TensorType)
+    max_value = opt_prop_def(FloatAttr)
+    buffer = prop_def(StringAttr)
+    dtype = opt_prop_def(TypeAttribute)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        src, *peak = operand_types
+        if src.rank < 2:
+            raise ShapeError(f"src has rank {src.rank}; a partition dim and free dims are needed")
+        par = dims_of(src)
+        shift: ScalarExpr
+        if peak:
+            if attrs.get("max_value") is not None:
+                raise ShapeError("max_value given both as an operand and as a constant")
+            if not is_vector(peak[0], src) or peak[0].dtype != "f32":
+                raise ShapeError(f"max_value is {peak[0]}; a max_value operand is "
+                                 f"f32[{src.shape[0]}, 1]")
+            shift = _at_partition(1, par)
+        else:
+            shift = fp32_const(attrs.get("max_value") or 0.0)
+        body = call("exp", call("sub", as_fp32(Read(0, syms(par)), src.dtype), shift))
+        form = GenericForm(par, body, len(operand_types))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, src.dtype)))
+
+    def check_operands(self, buffers: Sequence[str | None]) -> None:
+        older = generic_limits().lacking(EXPONENTIAL_VERSION)
+        if older:
+            have = ", ".join(f"{name} is NeuronCore-v{v}" for name, v in older)
+            raise VerifyException(f"'{self.name}': nki.isa.exponential runs on "
+                                  f"NeuronCore-v{EXPONENTIAL_VERSION} and newer only; profile "
+                                  f"{have} (limits.neuron_core_version); use nki.activation "
+                                  "with func exp")

@@ -258,3 +258,13 @@ func.func @free_dims(%a: !ax.tensor<[128, 2, 2, 2, 2, 2], f32>) {
   func.return
 }
 // CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.dma_copy': dst has 5 free dims; an engine's access pattern has at most 4
+
+// -----
+
+// nki.isa.exponential is a NeuronCore-v4 instruction; the profiles here are v2 and v3
+func.func @exponential(%a: !ax.tensor<[128, 8], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  %e = nki.exponential %s {max_value = 1.0, buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.exponential': nki.isa.exponential runs on NeuronCore-v4 and newer only; profile trn1 is NeuronCore-v2, trn2 is NeuronCore-v3 (limits.neuron_core_version); use nki.activation with func exp

@@ -280,11 +280,18 @@ def select(dst: Tensor, predicate: Tensor, on_true: Tensor, on_false: object,
 def exponential(dst: Tensor, src: Tensor, max_value: object = 0.0,
                 reduce_res: Tensor | None = None, reduce_cmd: str = reduce_cmd.idle,
                 reduce_init: float = 0.0, name: str | None = None) -> None:
-    """`dst = exp(src - max_value)` on VectorE in fp32 (`max_value` a number or a [P, 1] tile);
+    """`dst = exp(src - max_value)` on VectorE in fp32 (`max_value` a number or a [P, 1] tile),
+    on NeuronCore-v4 and newer (SDK@HEAD:nki/api/nki/isa/__init__.py, exponential);
     with a `reduce_cmd` other than idle, the per-partition sum of the result goes into VectorE's
     accumulator registers, and `reduce_res[:, 0]` receives them."""
     api = "nisa.exponential"
     state = current(api)
+    version = state.limits.neuron_core_version
+    if version < 4:
+        raise SimulationError(f"{api}: available on NeuronCore-v4 and newer only; profile "
+                              f"{state.limits.profile} is NeuronCore-v{version} "
+                              f"(neuron_core_version={version}); use nisa.activation with "
+                              f"op=nl.exp")
     s = engine_operand(state, src, api, "src")
     d = engine_operand(state, dst, api, "dst")
     same_partitions(api, d, "dst", s, "src")

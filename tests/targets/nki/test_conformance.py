@@ -14,6 +14,7 @@ add in different orders.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,6 +36,7 @@ from axon.dialects.nki import (
     AffineSelectOp,
     DmaCopyOp,
     DmaTransposeOp,
+    ExponentialOp,
     IotaOp,
     MemsetOp,
     NcMatmulOp,
@@ -56,6 +58,9 @@ from axon.targets.nki.simulator_limits import load_limits
 
 #: the profile the simulator enforces (its limits are at least the dialect's generic ones)
 LIMITS: HardwareLimits = load_limits("trn2")
+#: no profile here is a NeuronCore-v4 (the generation with `exponential`): trn2's sizes with
+#: the v4 generation, for that instruction's numerics
+V4 = dataclasses.replace(LIMITS, profile="trn2 as a NeuronCore-v4", neuron_core_version=4)
 EXAMPLES = settings(max_examples=25, deadline=None)
 PARTITIONS = st.integers(1, 128)
 FREE = st.integers(1, 96)
@@ -110,9 +115,10 @@ def sbuf(add: Add, value: SSAValue) -> SSAValue:
     return add(DmaCopyOp.make([value], buffer="sbuf"))
 
 
-def sim(body: Callable[..., Any], *inputs: np.ndarray) -> np.ndarray:
+def sim(body: Callable[..., Any], *inputs: np.ndarray,
+        limits: HardwareLimits = LIMITS) -> np.ndarray:
     """The simulator running `body` as a kernel on `inputs`."""
-    return np.asarray(simulate(nki.jit(body), *inputs, limits=LIMITS))
+    return np.asarray(simulate(nki.jit(body), *inputs, limits=limits))
 
 
 def load(src: Any) -> Any:
@@ -577,6 +583,32 @@ def test_affine_select(data: st.DataObject, p: int, f: int, g: int, steps: list[
         return store(tile)
 
     agree(sim(body, x), want, dst, exact=True)
+
+
+@covers(ExponentialOp)
+@EXAMPLES
+@given(data=st.data(), p=PARTITIONS, f=FREE, src=FLOATS, dst=FLOATS,
+       peak=st.sampled_from([None, 0.0, 1.5, -0.3, "operand"]))
+def test_exponential(data: st.DataObject, p: int, f: int, src: str, dst: str,
+                     peak: float | str | None) -> None:
+    x = draw(data, (p, f), src)
+    params, inputs = [t((p, f), src)], [x]
+    attrs: dict[str, Any] = {"dtype": dst}
+    if peak == "operand":
+        params, inputs = [*params, t((p, 1))], [*inputs, draw(data, (p, 1), "f32")]
+    elif peak is not None:
+        attrs["max_value"] = peak
+    want = form(params, lambda a, add: add(ExponentialOp.make(
+        [sbuf(add, v) for v in a], buffer="sbuf", **attrs)), inputs)
+
+    def body(*hbm):  # type: ignore[no-untyped-def]
+        tiles = [load(v) for v in hbm]
+        tile = nl.ndarray((p, f), dtype=np_dtype(dst), buffer=nl.sbuf)
+        nisa.exponential(dst=tile, src=tiles[0],
+                         max_value=tiles[1] if peak == "operand" else (peak or 0.0))
+        return store(tile)
+
+    agree(sim(body, *inputs, limits=V4), want, dst)
 
 
 def test_the_drawn_dtypes_are_the_projects() -> None:
