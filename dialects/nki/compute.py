@@ -42,6 +42,7 @@ from axon.dialects.nki.base import (
     NkiOp,
     alu,
     as_fp32,
+    at_most,
     dims_of,
     dst_dtype,
     fp32_const,
@@ -639,3 +640,122 @@ class ExponentialOp(NkiOp):
                                   f"NeuronCore-v{EXPONENTIAL_VERSION} and newer only; profile "
                                   f"{have} (limits.neuron_core_version); use nki.activation "
                                   "with func exp")
+
+
+def _is(a: IntExpr, b: IntExpr) -> ScalarExpr:
+    """The flag `a == b` of two index expressions."""
+    return call("eq", Index(a), Index(b))
+
+
+@irdl_op_definition
+class BnStatsOp(NkiOp):
+    """`nisa.bn_stats(dst, data)` on the Vector engine: per partition, `(count, mean, variance
+    * count)` of data's even free elements, then of its odd ones, in fp32 (an empty half gives
+    zeros); data `[P, F]` with F <= `bn_stats_free_max` (512), dst `[P, 6]` (f32 unless
+    `dtype`). The form sums over pairs (r, s) of one half: a pair with r == s counts 1 and adds
+    `x_r / n`; every pair adds `(x_r - x_s)^2 / 2n`, which sums to the half's variance times n
+    (n = the half's count, `(F + 1 - half) floordiv 2`).
+
+        out[d0 < P, d1 < 6] = add over r < F, s < F of (in the half d1 floordiv 3)
+            [count, mean, variance * count][d1 mod 3] terms
+    """
+
+    name = "nki.bn_stats"
+    ROLES: ClassVar[tuple[str, ...]] = ("data",)
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
+    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text", "dtype": "dtype"}
+    inputs = var_operand_def(TensorType)
+    buffer = prop_def(StringAttr)
+    dtype = opt_prop_def(TypeAttribute)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        (data,) = operand_types
+        if data.rank != 2:
+            raise ShapeError(f"data has rank {data.rank}; bn_stats reads a [P, F] tile")
+        free = data.shape[1]
+        at_most("the free size of data", free, generic_limits().bn_stats_free_max)
+        avoid = {s for d in data.shape for s in d.symbols()}
+        p, j = fresh_names("d", 2, avoid)
+        r, s = fresh_names("r", 2, avoid | {p, j})
+        sp, sj, sr, ss = (IntExpr.sym(n) for n in (p, j, r, s))
+        half = sj.floordiv(3)
+        kind = sj.mod(3)
+        count = (free + 1 - half).floordiv(2)
+        x_r = as_fp32(Read(0, (sp, sr)), data.dtype)
+        x_s = as_fp32(Read(0, (sp, ss)), data.dtype)
+        diagonal = _is(sr, ss)
+        term = call("select", _is(kind, IntExpr.const(0)),
+                    call("select", diagonal, Const(1.0), Const(0.0)),
+                    call("select", _is(kind, IntExpr.const(1)),
+                         call("select", diagonal, call("div", x_r, Index(count)), Const(0.0)),
+                         call("div", call("square", call("sub", x_r, x_s)),
+                              call("mul", Const(2.0), Index(count)))))
+        in_half = call("select", _is(sr.mod(2), half),
+                       call("select", _is(ss.mod(2), half), term, Const(0.0)), Const(0.0))
+        form = GenericForm((LoopDim(p, IntExpr.const(0), data.shape[0]),
+                            LoopDim(j, IntExpr.const(0), IntExpr.const(6))),
+                           in_half, 1, "add",
+                           (LoopDim(r, IntExpr.const(0), free), LoopDim(s, IntExpr.const(0), free)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "f32")))
+
+
+@irdl_op_definition
+class BnAggrOp(NkiOp):
+    """`nisa.bn_aggr(dst, data)` on the Vector engine: per partition, the mean and variance
+    (dst `[P, 2]`, f32 unless `dtype`) of the elements data's `(count, mean, variance * count)`
+    triples summarise (data `[P, 3G]`, one or more bn_stats results), in fp32: with N the sum
+    of the counts, mean = sum of count * mean / N and variance = sum of (variance * count +
+    count * (mean_g - mean)^2) / N. G is a constant (the form writes N and the mean as sums of
+    G reads).
+
+        out[d0 < P, d1 < 2] = add over g < G of
+            select(d1 == 0, c_g * m_g / N, (v_g + c_g * (m_g - mean)^2) / N)
+    """
+
+    name = "nki.bn_aggr"
+    ROLES: ClassVar[tuple[str, ...]] = ("data",)
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
+    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text", "dtype": "dtype"}
+    inputs = var_operand_def(TensorType)
+    buffer = prop_def(StringAttr)
+    dtype = opt_prop_def(TypeAttribute)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        (data,) = operand_types
+        if data.rank != 2:
+            raise ShapeError(f"data has rank {data.rank}; bn_aggr reads a [P, 3G] tile")
+        free = data.shape[1]
+        if not free.is_const or free.value % 3:
+            raise ShapeError(f"data has {free} elements per partition; bn_aggr reads a constant "
+                             "number of (count, mean, variance * count) triples")
+        groups = free.value // 3
+        avoid = {s for d in data.shape for s in d.symbols()}
+        p, j = fresh_names("d", 2, avoid)
+        (g,) = fresh_names("r", 1, avoid | {p, j})
+        sp, sj, sg = (IntExpr.sym(n) for n in (p, j, g))
+
+        def at(k: int | IntExpr) -> ScalarExpr:
+            return as_fp32(Read(0, (sp, IntExpr.lift(k))), data.dtype)
+
+        total: ScalarExpr = at(0)
+        weighted: ScalarExpr = call("mul", at(0), at(1))
+        for h in range(1, groups):
+            total = call("add", total, at(3 * h))
+            weighted = call("add", weighted, call("mul", at(3 * h), at(3 * h + 1)))
+        mean = call("div", weighted, total)
+        c_g, m_g, v_g = at(sg * 3), at(sg * 3 + 1), at(sg * 3 + 2)
+        spread = call("add", v_g, call("mul", c_g, call("square", call("sub", m_g, mean))))
+        body = call("select", _is(sj, IntExpr.const(0)), call("div", call("mul", c_g, m_g), total),
+                    call("div", spread, total))
+        form = GenericForm((LoopDim(p, IntExpr.const(0), data.shape[0]),
+                            LoopDim(j, IntExpr.const(0), IntExpr.const(2))),
+                           body, 1, "add", (LoopDim(g, IntExpr.const(0), IntExpr.const(groups)),))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "f32")))

@@ -268,3 +268,13 @@ func.func @exponential(%a: !ax.tensor<[128, 8], f32>) {
   func.return
 }
 // CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.exponential': nki.isa.exponential runs on NeuronCore-v4 and newer only; profile trn1 is NeuronCore-v2, trn2 is NeuronCore-v3 (limits.neuron_core_version); use nki.activation with func exp
+
+// -----
+
+// bn_stats reads at most bn_stats_free_max (512) elements per partition
+func.func @bn_stats_free(%a: !ax.tensor<[128, 1024], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 1024], f32>) -> !ax.tensor<[128, 1024], f32>
+  %b = nki.bn_stats %s {buffer = "sbuf"} : (!ax.tensor<[128, 1024], f32>) -> !ax.tensor<[128, 6], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.bn_stats': the free size of data is 1024; at most 512

@@ -316,3 +316,63 @@ def exponential(dst: Tensor, src: Tensor, max_value: object = 0.0,
         write(r, regs[:p].copy())
         writes.append(("reduce_res", r))
     finish(state, "exponential", "DVE", [("src", s)], writes, reduce=reduce_cmd != "idle")
+
+
+def bn_stats(dst: Tensor, data: Tensor, name: str | None = None) -> None:
+    """Per partition, the batch-norm statistics of data's (flattened) free elements on VectorE,
+    in fp32: `dst[p, :] = (count, mean, variance * count)` of the even elements, then the same
+    of the odd ones (an empty half: count, mean and variance * count 0). At most
+    `bn_stats_free_max` (512) elements per partition; dst has 6 per partition."""
+    api = "nisa.bn_stats"
+    state = current(api)
+    x = engine_operand(state, data, api, "data")
+    d = engine_operand(state, dst, api, "dst")
+    same_partitions(api, d, "dst", x, "data")
+    n, limit = free_size(x), state.limits.bn_stats_free_max
+    if n > limit:
+        raise SimulationError(f"{api}: data has {n} elements per partition; limit "
+                              f"bn_stats_free_max={limit} ({state.limits.profile})")
+    if free_size(d) != 6:
+        raise SimulationError(f"{api}: dst is {d.describe()}; bn_stats writes 6 elements per "
+                              f"partition")
+    p = x.shape[0]
+    values = flat(read_f32(x), p)
+    stats = np.zeros((p, 6), dtype=F32)
+    for half in (0, 1):
+        part = values[:, half::2]
+        count = part.shape[1]
+        if count:
+            mean = part.sum(axis=1, dtype=F32) / F32(count)
+            stats[:, 3 * half] = F32(count)
+            stats[:, 3 * half + 1] = mean
+            stats[:, 3 * half + 2] = np.square(part - mean[:, None]).sum(axis=1, dtype=F32)
+    write(d, stats)
+    finish(state, "bn_stats", "DVE", [("data", x)], [("dst", d)])
+
+
+def bn_aggr(dst: Tensor, data: Tensor, name: str | None = None) -> None:
+    """Per partition, the mean and variance (dst's 2 elements) of the elements summarised by
+    data's `(count, mean, variance * count)` triples (one or more bn_stats results), on
+    VectorE in fp32: mean = sum(count * mean) / sum(count), variance = sum(variance * count +
+    count * (mean_g - mean)^2) / sum(count)."""
+    api = "nisa.bn_aggr"
+    state = current(api)
+    x = engine_operand(state, data, api, "data")
+    d = engine_operand(state, dst, api, "dst")
+    same_partitions(api, d, "dst", x, "data")
+    if free_size(x) % 3:
+        raise SimulationError(f"{api}: data has {free_size(x)} elements per partition; bn_aggr "
+                              f"reads (count, mean, variance * count) triples")
+    if free_size(d) != 2:
+        raise SimulationError(f"{api}: dst is {d.describe()}; bn_aggr writes 2 elements per "
+                              f"partition (mean, variance)")
+    p = x.shape[0]
+    triples = flat(read_f32(x), p).reshape(p, -1, 3)
+    count, mean, m2 = triples[:, :, 0], triples[:, :, 1], triples[:, :, 2]
+    with np.errstate(all="ignore"):
+        total = count.sum(axis=1, dtype=F32)
+        overall = (count * mean).sum(axis=1, dtype=F32) / total
+        spread = m2 + count * np.square(mean - overall[:, None])
+        variance = spread.sum(axis=1, dtype=F32) / total
+    write(d, np.stack([overall, variance], axis=1))
+    finish(state, "bn_aggr", "DVE", [("data", x)], [("dst", d)])

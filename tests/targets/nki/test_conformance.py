@@ -34,6 +34,8 @@ from axon.dialects.nki import (
     ActivationOp,
     ActivationReduceOp,
     AffineSelectOp,
+    BnAggrOp,
+    BnStatsOp,
     DmaCopyOp,
     DmaTransposeOp,
     ExponentialOp,
@@ -609,6 +611,66 @@ def test_exponential(data: st.DataObject, p: int, f: int, src: str, dst: str,
         return store(tile)
 
     agree(sim(body, *inputs, limits=V4), want, dst)
+
+
+@covers(BnStatsOp)
+@EXAMPLES
+@given(data=st.data(), p=PARTITIONS, f=st.integers(1, 40), src=FLOATS,
+       shift=st.sampled_from([0.0, 100.0]))
+def test_bn_stats(data: st.DataObject, p: int, f: int, src: str, shift: float) -> None:
+    x = (draw(data, (p, f), "f32") + np.float32(shift)).astype(np_dtype(src))
+
+    def build(a: list[SSAValue], add: Add) -> SSAValue:
+        return add(BnStatsOp.make([sbuf(add, a[0])], buffer="sbuf"))
+
+    want = form([t((p, f), src)], build, [x])
+    # the means' terms are signed: their scale is the mean of |x|; the variances' are squares
+    magnitude = np.maximum(form([t((p, f), src)], build, [np.abs(x)]), want)
+
+    def body(x):  # type: ignore[no-untyped-def]
+        tile = nl.ndarray((p, 6), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.bn_stats(dst=tile, data=load(x))
+        return store(tile)
+
+    agree(sim(body, x), want, "f32", magnitude=magnitude)
+
+
+@covers(BnAggrOp)
+@EXAMPLES
+@given(data=st.data(), p=PARTITIONS, groups=st.integers(1, 16), dst=FLOATS)
+def test_bn_aggr(data: st.DataObject, p: int, groups: int, dst: str) -> None:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    triples = np.stack([rng.integers(0, 257, size=(p, groups)).astype(np.float32),
+                        rng.uniform(-4, 4, size=(p, groups)).astype(np.float32),
+                        rng.uniform(0, 50, size=(p, groups)).astype(np.float32)], axis=2)
+    triples[:, 0, 0] = np.maximum(triples[:, 0, 0], 1.0)  # at least one element summarised
+    stats = triples.reshape(p, 3 * groups)
+    want = form([t((p, 3 * groups))], lambda a, add: add(BnAggrOp.make(
+        [sbuf(add, a[0])], buffer="sbuf", dtype=dst)), [stats])
+
+    def body(stats):  # type: ignore[no-untyped-def]
+        tile = nl.ndarray((p, 2), dtype=np_dtype(dst), buffer=nl.sbuf)
+        nisa.bn_aggr(dst=tile, data=load(stats))
+        return store(tile)
+
+    agree(sim(body, stats), want, dst)
+
+
+def test_bn_stats_then_bn_aggr_give_the_mean_and_population_variance() -> None:
+    x = np.random.default_rng(5).normal(3.0, 2.0, size=(7, 1100)).astype(np.float32)
+
+    def body(x):  # type: ignore[no-untyped-def]
+        tile = load(x)
+        stats = nl.ndarray((7, 3, 6), dtype=nl.float32, buffer=nl.sbuf)
+        for k in range(3):  # chunks of at most bn_stats_free_max elements
+            nisa.bn_stats(dst=stats[:, k, :], data=tile[:, 512 * k:min(1100, 512 * (k + 1))])
+        out = nl.ndarray((7, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.bn_aggr(dst=out, data=stats)
+        return store(out)
+
+    got = sim(body, x)
+    np.testing.assert_allclose(got[:, 0], x.astype(np.float64).mean(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(got[:, 1], x.astype(np.float64).var(axis=1), rtol=1e-4)
 
 
 def test_the_drawn_dtypes_are_the_projects() -> None:
