@@ -223,7 +223,7 @@ class TensorScalarOp(NkiOp):
             scalar = attrs.get(f"scalar{k}")
             operand: ScalarExpr
             if scalar is not None:
-                operand = fp32_const(scalar)
+                operand = fp32_const(scalar, f"scalar{k}")
             else:
                 if used == len(vectors):
                     raise ShapeError(f"operand{k} has neither a scalar{k} nor a [P, 1] vector "
@@ -258,7 +258,7 @@ def _activation_body(operand_types: Sequence[TensorType], attrs: Mapping[str, An
             raise ShapeError("scale given both as an operand and as a constant")
         value = call("mul", value, _at_partition(2, par))
     elif float(attrs.get("scale", 1.0)) != 1.0:
-        value = call("mul", value, fp32_const(attrs["scale"]))
+        value = call("mul", value, fp32_const(attrs["scale"], "scale"))
     if vectors:
         value = call("add", value, _at_partition(1, par))
     return ACTIVATIONS[str(func)](value)
@@ -462,7 +462,7 @@ class TensorTensorScanOp(NkiOp):
                                  f"f32[{d0.shape[0]}, 1]")
             initial = _at_partition(2, (p, f))
         elif float(attrs.get("initial") or 0.0) != identity:
-            initial = fp32_const(attrs.get("initial") or 0.0)
+            initial = fp32_const(attrs.get("initial") or 0.0, "initial")
         if initial is not None:
             if reduction in ("max", "min"):  # the initial value joins every prefix
                 body = call(reduction, body, initial)
@@ -521,7 +521,7 @@ class SelectOp(NkiOp):
                                  f"[{on_true.shape[0]}, 1]")
             otherwise = _at_partition(2, par)
         elif attrs.get("on_false_value") is not None:
-            otherwise = fp32_const(attrs["on_false_value"])
+            otherwise = fp32_const(attrs["on_false_value"], "on_false_value")
         else:
             raise ShapeError("on_false is neither an operand nor an on_false_value")
         form = GenericForm(par, call("select", flag, Read(1, syms(par)), otherwise),
@@ -579,7 +579,7 @@ class AffineSelectOp(NkiOp):
         value = affine_index(par, attrs)
         condition = call(COMPARISONS[str(cmp)], Index(value), Const(0))
         body = call("select", condition, Read(0, syms(par)),
-                    fp32_const(attrs["on_false_value"]))
+                    fp32_const(attrs["on_false_value"], "on_false_value"))
         form = GenericForm(par, body, 1)
         return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, on_true.dtype)))
 
@@ -627,7 +627,7 @@ class ExponentialOp(NkiOp):
                                  f"f32[{src.shape[0]}, 1]")
             shift = _at_partition(1, par)
         else:
-            shift = fp32_const(attrs.get("max_value") or 0.0)
+            shift = fp32_const(attrs.get("max_value") or 0.0, "max_value")
         body = call("exp", call("sub", as_fp32(Read(0, syms(par)), src.dtype), shift))
         form = GenericForm(par, body, len(operand_types))
         return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, src.dtype)))

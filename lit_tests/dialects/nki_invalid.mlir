@@ -278,3 +278,13 @@ func.func @bn_stats_free(%a: !ax.tensor<[128, 1024], f32>) {
   func.return
 }
 // CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.bn_stats': the free size of data is 1024; at most 512
+
+// -----
+
+// an immediate is an fp32 value: the IR holds what the engine holds, nothing rounds it
+func.func @immediate(%a: !ax.tensor<[128, 8], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  %r = nki.tensor_scalar %s {op0 = "add", scalar0 = 1.0e-06, buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.tensor_scalar': scalar0 1e-06 is not an fp32 value (an engine holds its immediates in fp32; the nearest is 9.999999974752427e-07)

@@ -67,6 +67,8 @@ EXAMPLES = settings(max_examples=25, deadline=None)
 PARTITIONS = st.integers(1, 128)
 FREE = st.integers(1, 96)
 FLOATS = st.sampled_from(["f32", "bf16", "f16"])
+#: an immediate is an fp32 value (docs/nki.md, "Immediates"): 0.1 as fp32 holds it
+FP32_TENTH = float(np.float32(0.1))
 
 #: the instructions a test below covers (filled by `covers`)
 COVERED: set[type[NkiOp]] = set()
@@ -372,7 +374,7 @@ def test_tensor_tensor_on_int32_tiles_is_exact_integer_arithmetic(data: st.DataO
        op0=st.sampled_from(sorted(ALU_OPS)), op1=st.sampled_from([None, *sorted(ALU_OPS)]),
        reverse=st.lists(st.booleans(), min_size=2, max_size=2),
        vector=st.lists(st.booleans(), min_size=2, max_size=2),
-       constants=st.lists(st.floats(-8, 8, allow_subnormal=False), min_size=2, max_size=2),
+       constants=st.lists(st.floats(-8, 8, width=32), min_size=2, max_size=2),
        engine=st.sampled_from(["vector", "scalar", "gpsimd"]))
 def test_tensor_scalar(data: st.DataObject, p: int, f: int, src: str, dst: str, op0: str,
                        op1: str | None, reverse: list[bool], vector: list[bool],
@@ -422,7 +424,7 @@ ACTIVATION_FUNCS = st.sampled_from(["copy", "exp", "log", "sqrt", "rsqrt", "reci
 @covers(ActivationOp, ActivationReduceOp)
 @EXAMPLES
 @given(data=st.data(), p=PARTITIONS, f=FREE, func=ACTIVATION_FUNCS, src=FLOATS, dst=FLOATS,
-       operands=st.integers(0, 2), scale=st.sampled_from([1.0, -0.5, 2.0, 0.1]),
+       operands=st.integers(0, 2), scale=st.sampled_from([1.0, -0.5, 2.0, FP32_TENTH]),
        reduce=st.booleans())
 def test_activation(data: st.DataObject, p: int, f: int, func: str, src: str, dst: str,
                     operands: int, scale: float, reduce: bool) -> None:
@@ -502,7 +504,7 @@ SCANS = [("add", "add"), ("add", "subtract"), ("multiply", "multiply"), ("maximu
 @covers(TensorTensorScanOp)
 @EXAMPLES
 @given(data=st.data(), p=PARTITIONS, f=FREE, ops=st.sampled_from(SCANS), src=FLOATS,
-       dst=FLOATS, initial=st.sampled_from([None, 0.0, 1.0, -2.0, 0.1, "operand"]))
+       dst=FLOATS, initial=st.sampled_from([None, 0.0, 1.0, -2.0, FP32_TENTH, "operand"]))
 def test_tensor_tensor_scan(data: st.DataObject, p: int, f: int, ops: tuple[str, str],
                             src: str, dst: str, initial: float | str | None) -> None:
     low, high = (0.8, 1.2) if ops == ("multiply", "multiply") else (-4.0, 4.0)
@@ -538,7 +540,7 @@ def test_tensor_tensor_scan(data: st.DataObject, p: int, f: int, ops: tuple[str,
 @covers(SelectOp)
 @EXAMPLES
 @given(data=st.data(), p=PARTITIONS, f=FREE, vector=st.booleans(), reverse=st.booleans(),
-       src=FLOATS, dst=FLOATS, fill=st.sampled_from([-7.0, 0.1, -1e4]))
+       src=FLOATS, dst=FLOATS, fill=st.sampled_from([-7.0, FP32_TENTH, -1e4]))
 def test_select(data: st.DataObject, p: int, f: int, vector: bool, reverse: bool, src: str,
                 dst: str, fill: float) -> None:
     flags = draw(data, (p, f), "f32") > 0
@@ -568,7 +570,7 @@ def test_select(data: st.DataObject, p: int, f: int, vector: bool, reverse: bool
        multiplier=st.integers(-3, 3), offset=st.integers(-40, 40),
        cmp=st.sampled_from(["equal", "not_equal", "greater", "greater_equal", "less",
                             "less_equal"]),
-       src=FLOATS, dst=FLOATS, fill=st.sampled_from([-9.0, 0.1, -1e4]))
+       src=FLOATS, dst=FLOATS, fill=st.sampled_from([-9.0, FP32_TENTH, -1e4]))
 def test_affine_select(data: st.DataObject, p: int, f: int, g: int, steps: list[int],
                        multiplier: int, offset: int, cmp: str, src: str, dst: str,
                        fill: float) -> None:
@@ -590,7 +592,7 @@ def test_affine_select(data: st.DataObject, p: int, f: int, g: int, steps: list[
 @covers(ExponentialOp)
 @EXAMPLES
 @given(data=st.data(), p=PARTITIONS, f=FREE, src=FLOATS, dst=FLOATS,
-       peak=st.sampled_from([None, 0.0, 1.5, -0.3, "operand"]))
+       peak=st.sampled_from([None, 0.0, 1.5, -FP32_TENTH, "operand"]))
 def test_exponential(data: st.DataObject, p: int, f: int, src: str, dst: str,
                      peak: float | str | None) -> None:
     x = draw(data, (p, f), src)
