@@ -126,6 +126,12 @@ class Limits:
     the Vector engine)."""
     free_dims_max: Quantity | None = None
     """NeuronCore: most free dims an engine's access pattern over an on-chip tile has."""
+    neuron_core_version: Quantity | None = None
+    """NeuronCore: the core's generation (2 for Trn1's NeuronCore-v2, `nisa.nc_version.gen2`):
+    which instructions it has (`nki.isa.exponential` needs NeuronCore-v4)."""
+    bn_stats_free_max: Quantity | None = None
+    """NeuronCore: the most elements per partition `bn_stats` reads
+    (`nl.tile_size.bn_stats_fmax`)."""
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ Data movement and fills (`movement.py`): `dma_copy`, `dma_transpose`, `tensor_co
 `iota`; the Tensor engine (`tensor_engine.py`): `nc_matmul` (with PSUM accumulation),
 `nc_transpose`; the Vector, Scalar and GpSimd engines (`compute.py`): `tensor_tensor`,
 `tensor_scalar`, `activation`, `activation_reduce`, `tensor_reduce`, `tensor_tensor_scan`,
-`select`, `affine_select`. Each is a form op: its generic form is its meaning for the verifier
-and the interpreter, its engine is fixed or a property, and its verifier checks buffers, shapes
-and dtypes against the NKI profiles' limits (`base.py`, `limits.py`).
+`select`, `affine_select`, `exponential` (NeuronCore-v4), `bn_stats`, `bn_aggr`. Each is a
+form op: its generic form is its meaning for the verifier and the interpreter, its engine is
+fixed or a property, and its verifier checks buffers, shapes and dtypes against the NKI
+profiles' limits (`base.py`, `limits.py`).
 """
 
 from xdsl.ir import Dialect
@@ -19,6 +20,9 @@ from axon.dialects.nki.compute import (
     ActivationOp,
     ActivationReduceOp,
     AffineSelectOp,
+    BnAggrOp,
+    BnStatsOp,
+    ExponentialOp,
     SelectOp,
     TensorReduceOp,
     TensorScalarOp,
@@ -31,12 +35,14 @@ from axon.dialects.nki.tensor_engine import NcMatmulOp, NcTransposeOp
 ALL_OPS: tuple[type[NkiOp], ...] = (
     DmaCopyOp, DmaTransposeOp, TensorCopyOp, MemsetOp, IotaOp, NcMatmulOp, NcTransposeOp,
     TensorTensorOp, TensorScalarOp, ActivationOp, ActivationReduceOp, TensorReduceOp,
-    TensorTensorScanOp, SelectOp, AffineSelectOp)
+    TensorTensorScanOp, SelectOp, AffineSelectOp, ExponentialOp, BnStatsOp, BnAggrOp)
 Nki = Dialect("nki", list(ALL_OPS), [])
 register_dialect(Nki)
 
 __all__ = ["ACTIVATIONS", "ALL_OPS", "ALU_OPS", "BUFFERS", "ENGINES", "ActivationOp",
-           "ActivationReduceOp", "AffineSelectOp", "DmaCopyOp", "DmaTransposeOp", "IotaOp",
+           "ActivationReduceOp", "AffineSelectOp", "BnAggrOp", "BnStatsOp", "DmaCopyOp",
+           "DmaTransposeOp",
+           "ExponentialOp", "IotaOp",
            "MemsetOp", "NcMatmulOp", "NcTransposeOp", "Nki", "NkiOp", "SelectOp",
            "TensorCopyOp", "TensorReduceOp", "TensorScalarOp", "TensorTensorOp",
            "TensorTensorScanOp", "buffer_of"]

@@ -79,10 +79,21 @@ def as_fp32(value: ScalarExpr, dtype: str) -> ScalarExpr:
     return value if DTYPES[dtype].is_float else call("cast", value, param="f32")
 
 
-def fp32_const(value: Any) -> Const:
-    """An instruction's immediate (a scalar operand, a scale, an initial or fill value): the
-    engines hold it in fp32, so it is rounded to fp32 where the instruction is built."""
-    return Const(float(np.float32(value)))
+def fp32_const(value: Any, what: str = "an immediate") -> Const:
+    """An instruction's immediate (a scalar operand, a scale, an initial or fill value) as the
+    form reads it. The engines hold an immediate in fp32, so the IR holds only fp32 values:
+    one fp32 does not hold exactly is a ShapeError naming `what`, never rounded here. Whoever
+    makes an instruction chooses its fp32 immediates (the lowering from `tile`, where `ax`
+    constants are exact reals, splits a sum by a constant into exact fp32 pieces); the form
+    then states the immediate the hardware uses, with no rounding of its own (docs/nki.md)."""
+    number = float(value)
+    if not np.isnan(number):
+        with np.errstate(over="ignore"):
+            held = float(np.float32(number))
+        if held != number:
+            raise ShapeError(f"{what} {value!r} is not an fp32 value (an engine holds its "
+                             f"immediates in fp32; the nearest is {held!r})")
+    return Const(number)
 
 
 def buffer_of(value: SSAValue) -> str | None:

@@ -42,6 +42,7 @@ from axon.dialects.nki.base import (
     NkiOp,
     alu,
     as_fp32,
+    at_most,
     dims_of,
     dst_dtype,
     fp32_const,
@@ -49,6 +50,7 @@ from axon.dialects.nki.base import (
     same_shape,
     syms,
 )
+from axon.dialects.nki.limits import generic_limits
 from axon.dialects.nki.movement import affine_index
 
 #: activation functions (nki.language names) -> their scalar-language body; `copy` is the
@@ -167,7 +169,8 @@ class TensorScalarOp(NkiOp):
     """`nisa.tensor_scalar(dst, data, op0, operand0, reverse0, op1, operand1, reverse1)`:
     `(data op0 operand0) op1 operand1`, each operand a constant (`scalar0`, `scalar1`) or, where
     that is absent, the next `[P, 1]` f32 vector operand; `reverse` swaps an op's operands. On
-    the Vector (default), Scalar (add and multiply only, as on Trn2) or GpSimd engine.
+    the Vector (default), Scalar ((multiply, add), multiply or add alone, as on Trn2) or GpSimd
+    engine.
 
         out[d0 < P, d1 < F] = (in0[d0, d1] - in1[d0, 0]) * 2.0
     """
@@ -175,8 +178,10 @@ class TensorScalarOp(NkiOp):
     name = "nki.tensor_scalar"
     ROLES: ClassVar[tuple[str, ...]] = ("data", "[operand0]", "[operand1]")
     ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector", "scalar", "gpsimd")
-    #: the ops the Scalar engine runs in tensor_scalar (reference/nki.md 3.4, Trn2)
-    SCALAR_ENGINE_OPS: ClassVar[tuple[str, ...]] = ("add", "multiply")
+    #: the (op0, op1) the Scalar engine runs in tensor_scalar (Trn2; the SDK's
+    #: `nki.isa.tensor_scalar`, reference/nki.md 3.4)
+    SCALAR_ENGINE_OPS: ClassVar[tuple[tuple[str, str | None], ...]] = (
+        ("multiply", "add"), ("multiply", None), ("add", None))
     ATTRS: ClassVar[dict[str, str]] = {"op0": "text", "scalar0": "float", "reverse0": "bool",
                                        "op1": "text", "scalar1": "float", "reverse1": "bool",
                                        "buffer": "text", "dtype": "dtype", "engine": "text"}
@@ -204,17 +209,21 @@ class TensorScalarOp(NkiOp):
                                          or attrs.get("reverse1")):
             raise ShapeError("scalar1 or reverse1 given without op1")
         engine = cls.engine_of(attrs)
+        pair = (attrs.get("op0"), attrs.get("op1"))
+        if engine == "scalar" and pair not in cls.SCALAR_ENGINE_OPS:
+            choices = ", ".join(f"({a}, {b})" if b else f"({a})"
+                                for a, b in cls.SCALAR_ENGINE_OPS)
+            shown = f"({pair[0]}, {pair[1]})" if pair[1] else f"({pair[0]})"
+            raise ShapeError(f"ops {shown}: the Scalar engine's tensor_scalar runs {choices} "
+                             "only")
         used = 0
         for k in steps:
             op = attrs.get(f"op{k}")
             apply = alu(op, f"op{k}")
-            if engine == "scalar" and op not in cls.SCALAR_ENGINE_OPS:
-                raise ShapeError(f"op{k} '{op}': the Scalar engine's tensor_scalar runs "
-                                 f"{' and '.join(cls.SCALAR_ENGINE_OPS)} only")
             scalar = attrs.get(f"scalar{k}")
             operand: ScalarExpr
             if scalar is not None:
-                operand = fp32_const(scalar)
+                operand = fp32_const(scalar, f"scalar{k}")
             else:
                 if used == len(vectors):
                     raise ShapeError(f"operand{k} has neither a scalar{k} nor a [P, 1] vector "
@@ -249,7 +258,7 @@ def _activation_body(operand_types: Sequence[TensorType], attrs: Mapping[str, An
             raise ShapeError("scale given both as an operand and as a constant")
         value = call("mul", value, _at_partition(2, par))
     elif float(attrs.get("scale", 1.0)) != 1.0:
-        value = call("mul", value, fp32_const(attrs["scale"]))
+        value = call("mul", value, fp32_const(attrs["scale"], "scale"))
     if vectors:
         value = call("add", value, _at_partition(1, par))
     return ACTIVATIONS[str(func)](value)
@@ -453,7 +462,7 @@ class TensorTensorScanOp(NkiOp):
                                  f"f32[{d0.shape[0]}, 1]")
             initial = _at_partition(2, (p, f))
         elif float(attrs.get("initial") or 0.0) != identity:
-            initial = fp32_const(attrs.get("initial") or 0.0)
+            initial = fp32_const(attrs.get("initial") or 0.0, "initial")
         if initial is not None:
             if reduction in ("max", "min"):  # the initial value joins every prefix
                 body = call(reduction, body, initial)
@@ -512,7 +521,7 @@ class SelectOp(NkiOp):
                                  f"[{on_true.shape[0]}, 1]")
             otherwise = _at_partition(2, par)
         elif attrs.get("on_false_value") is not None:
-            otherwise = fp32_const(attrs["on_false_value"])
+            otherwise = fp32_const(attrs["on_false_value"], "on_false_value")
         else:
             raise ShapeError("on_false is neither an operand nor an on_false_value")
         form = GenericForm(par, call("select", flag, Read(1, syms(par)), otherwise),
@@ -570,6 +579,183 @@ class AffineSelectOp(NkiOp):
         value = affine_index(par, attrs)
         condition = call(COMPARISONS[str(cmp)], Index(value), Const(0))
         body = call("select", condition, Read(0, syms(par)),
-                    fp32_const(attrs["on_false_value"]))
+                    fp32_const(attrs["on_false_value"], "on_false_value"))
         form = GenericForm(par, body, 1)
         return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, on_true.dtype)))
+
+
+#: the NeuronCore generation `nki.isa.exponential` needs ("Available only on NeuronCore-v4 and
+#: newer", SDK@HEAD:nki/api/nki/isa/__init__.py, exponential)
+EXPONENTIAL_VERSION = 4
+
+
+@irdl_op_definition
+class ExponentialOp(NkiOp):
+    """`nisa.exponential(dst, src, max_value)` on the Vector engine of NeuronCore-v4 and newer:
+    `exp(src - max_value)` in fp32, `max_value` the constant `max_value` (0.0 when absent) or a
+    `[P, 1]` f32 operand. Its running sum (`reduce_res`) is not modelled. The op verifier
+    accepts it only where every NKI profile is a NeuronCore-v4 or newer
+    (`limits.neuron_core_version`); its form is the instruction's meaning either way.
+
+        out[d0 < P, d1 < F] = exp(in0[d0, d1] - in1[d0, 0])
+    """
+
+    name = "nki.exponential"
+    ROLES: ClassVar[tuple[str, ...]] = ("src", "[max_value]")
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
+    ATTRS: ClassVar[dict[str, str]] = {"max_value": "float", "buffer": "text", "dtype": "dtype"}
+    inputs = var_operand_def(TensorType)
+    max_value = opt_prop_def(FloatAttr)
+    buffer = prop_def(StringAttr)
+    dtype = opt_prop_def(TypeAttribute)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        src, *peak = operand_types
+        if src.rank < 2:
+            raise ShapeError(f"src has rank {src.rank}; a partition dim and free dims are needed")
+        par = dims_of(src)
+        shift: ScalarExpr
+        if peak:
+            if attrs.get("max_value") is not None:
+                raise ShapeError("max_value given both as an operand and as a constant")
+            if not is_vector(peak[0], src) or peak[0].dtype != "f32":
+                raise ShapeError(f"max_value is {peak[0]}; a max_value operand is "
+                                 f"f32[{src.shape[0]}, 1]")
+            shift = _at_partition(1, par)
+        else:
+            shift = fp32_const(attrs.get("max_value") or 0.0, "max_value")
+        body = call("exp", call("sub", as_fp32(Read(0, syms(par)), src.dtype), shift))
+        form = GenericForm(par, body, len(operand_types))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, src.dtype)))
+
+    def check_operands(self, buffers: Sequence[str | None]) -> None:
+        older = generic_limits().lacking(EXPONENTIAL_VERSION)
+        if older:
+            have = ", ".join(f"{name} is NeuronCore-v{v}" for name, v in older)
+            raise VerifyException(f"'{self.name}': nki.isa.exponential runs on "
+                                  f"NeuronCore-v{EXPONENTIAL_VERSION} and newer only; profile "
+                                  f"{have} (limits.neuron_core_version); use nki.activation "
+                                  "with func exp")
+
+
+def _is(a: IntExpr, b: IntExpr) -> ScalarExpr:
+    """The flag `a == b` of two index expressions."""
+    return call("eq", Index(a), Index(b))
+
+
+@irdl_op_definition
+class BnStatsOp(NkiOp):
+    """`nisa.bn_stats(dst, data)` on the Vector engine: per partition, `(count, mean, variance
+    * count)` of data's even free elements, then of its odd ones, in fp32 (an empty half gives
+    zeros); data `[P, F]` with F <= `bn_stats_free_max` (512), dst `[P, 6]` (f32 unless
+    `dtype`). The form sums over pairs (r, s) of one half: a pair with r == s counts 1 and adds
+    `x_r / n`; every pair adds `(x_r - x_s)^2 / 2n`, which sums to the half's variance times n
+    (n = the half's count, `(F + 1 - half) floordiv 2`).
+
+        out[d0 < P, d1 < 6] = add over r < F, s < F of (in the half d1 floordiv 3)
+            [count, mean, variance * count][d1 mod 3] terms
+    """
+
+    name = "nki.bn_stats"
+    ROLES: ClassVar[tuple[str, ...]] = ("data",)
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
+    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text", "dtype": "dtype"}
+    inputs = var_operand_def(TensorType)
+    buffer = prop_def(StringAttr)
+    dtype = opt_prop_def(TypeAttribute)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        (data,) = operand_types
+        if data.rank != 2:
+            raise ShapeError(f"data has rank {data.rank}; bn_stats reads a [P, F] tile")
+        free = data.shape[1]
+        at_most("the free size of data", free, generic_limits().bn_stats_free_max)
+        avoid = {s for d in data.shape for s in d.symbols()}
+        p, j = fresh_names("d", 2, avoid)
+        r, s = fresh_names("r", 2, avoid | {p, j})
+        sp, sj, sr, ss = (IntExpr.sym(n) for n in (p, j, r, s))
+        half = sj.floordiv(3)
+        kind = sj.mod(3)
+        count = (free + 1 - half).floordiv(2)
+        x_r = as_fp32(Read(0, (sp, sr)), data.dtype)
+        x_s = as_fp32(Read(0, (sp, ss)), data.dtype)
+        diagonal = _is(sr, ss)
+        term = call("select", _is(kind, IntExpr.const(0)),
+                    call("select", diagonal, Const(1.0), Const(0.0)),
+                    call("select", _is(kind, IntExpr.const(1)),
+                         call("select", diagonal, call("div", x_r, Index(count)), Const(0.0)),
+                         call("div", call("square", call("sub", x_r, x_s)),
+                              call("mul", Const(2.0), Index(count)))))
+        in_half = call("select", _is(sr.mod(2), half),
+                       call("select", _is(ss.mod(2), half), term, Const(0.0)), Const(0.0))
+        form = GenericForm((LoopDim(p, IntExpr.const(0), data.shape[0]),
+                            LoopDim(j, IntExpr.const(0), IntExpr.const(6))),
+                           in_half, 1, "add",
+                           (LoopDim(r, IntExpr.const(0), free), LoopDim(s, IntExpr.const(0), free)))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "f32")))
+
+
+@irdl_op_definition
+class BnAggrOp(NkiOp):
+    """`nisa.bn_aggr(dst, data)` on the Vector engine: per partition, the mean and variance
+    (dst `[P, 2]`, f32 unless `dtype`) of the elements data's `(count, mean, variance * count)`
+    triples summarise (data `[P, 3G]`, one or more bn_stats results), in fp32: with N the sum
+    of the counts, mean = sum of count * mean / N and variance = sum of (variance * count +
+    count * (mean_g - mean)^2) / N. G is a constant (the form writes N and the mean as sums of
+    G reads).
+
+        out[d0 < P, d1 < 2] = add over g < G of
+            select(d1 == 0, c_g * m_g / N, (v_g + c_g * (m_g - mean)^2) / N)
+    """
+
+    name = "nki.bn_aggr"
+    ROLES: ClassVar[tuple[str, ...]] = ("data",)
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("vector",)
+    ATTRS: ClassVar[dict[str, str]] = {"buffer": "text", "dtype": "dtype"}
+    inputs = var_operand_def(TensorType)
+    buffer = prop_def(StringAttr)
+    dtype = opt_prop_def(TypeAttribute)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        (data,) = operand_types
+        if data.rank != 2:
+            raise ShapeError(f"data has rank {data.rank}; bn_aggr reads a [P, 3G] tile")
+        free = data.shape[1]
+        if not free.is_const or free.value % 3:
+            raise ShapeError(f"data has {free} elements per partition; bn_aggr reads a constant "
+                             "number of (count, mean, variance * count) triples")
+        groups = free.value // 3
+        avoid = {s for d in data.shape for s in d.symbols()}
+        p, j = fresh_names("d", 2, avoid)
+        (g,) = fresh_names("r", 1, avoid | {p, j})
+        sp, sj, sg = (IntExpr.sym(n) for n in (p, j, g))
+
+        def at(k: int | IntExpr) -> ScalarExpr:
+            return as_fp32(Read(0, (sp, IntExpr.lift(k))), data.dtype)
+
+        total: ScalarExpr = at(0)
+        weighted: ScalarExpr = call("mul", at(0), at(1))
+        for h in range(1, groups):
+            total = call("add", total, at(3 * h))
+            weighted = call("add", weighted, call("mul", at(3 * h), at(3 * h + 1)))
+        mean = call("div", weighted, total)
+        c_g, m_g, v_g = at(sg * 3), at(sg * 3 + 1), at(sg * 3 + 2)
+        spread = call("add", v_g, call("mul", c_g, call("square", call("sub", m_g, mean))))
+        body = call("select", _is(sj, IntExpr.const(0)), call("div", call("mul", c_g, m_g), total),
+                    call("div", spread, total))
+        form = GenericForm((LoopDim(p, IntExpr.const(0), data.shape[0]),
+                            LoopDim(j, IntExpr.const(0), IntExpr.const(2))),
+                           body, 1, "add", (LoopDim(g, IntExpr.const(0), IntExpr.const(groups)),))
+        return Semantics(form, TensorType(form.output_shape, dst_dtype(attrs, "f32")))

@@ -35,6 +35,15 @@ class IsaLimits:
     """The largest partition and free size of a VectorE transpose."""
     free_dims_max: int
     """The most free dims of an on-chip tile (an engine's access pattern)."""
+    bn_stats_free_max: int
+    """The most elements per partition `bn_stats` reads."""
+    neuron_core_versions: tuple[tuple[str, int], ...]
+    """Each NKI profile's NeuronCore generation, by profile name: an instruction of a later
+    generation is valid only where every profile has it."""
+
+    def lacking(self, version: int) -> list[tuple[str, int]]:
+        """The profiles (name, generation) older than NeuronCore-v`version`."""
+        return [(name, v) for name, v in self.neuron_core_versions if v < version]
 
 
 def nki_profiles() -> list[DeviceProfile]:
@@ -71,4 +80,15 @@ def generic_limits() -> IsaLimits:
         matmul_moving_free_max=smallest("limits.matmul_moving_free_max"),
         vector_transpose_max=smallest("limits.vector_transpose_max"),
         free_dims_max=smallest("limits.free_dims_max"),
+        bn_stats_free_max=smallest("limits.bn_stats_free_max"),
+        neuron_core_versions=tuple((p.name, _version(p)) for p in profiles),
     )
+
+
+def _version(profile: DeviceProfile) -> int:
+    """A profile's NeuronCore generation (`limits.neuron_core_version`)."""
+    quantity = profile.quantities().get("limits.neuron_core_version")
+    if quantity is None:
+        raise ValueError(f"profile '{profile.name}' has no limits.neuron_core_version, which the "
+                         "nki op verifier checks")
+    return int(quantity.value)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 from xdsl.dialects.builtin import I64, ArrayAttr, DenseArrayBase, FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import TypeAttribute
 from xdsl.irdl import (
@@ -34,6 +35,7 @@ from xdsl.traits import Pure
 from axon.dialects.ax import ConstantOp, TensorType
 from axon.dialects.ax import ReshapeOp as AxReshapeOp
 from axon.dialects.ax.shapes import ShapeError, product
+from axon.dialects.form.dtypes import DTYPES, round_to
 from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.interface import HasGenericForm, Semantics
 from axon.dialects.form.intexpr import IntExpr
@@ -154,8 +156,8 @@ class TensorCopyOp(NkiOp):
 
 @irdl_op_definition
 class MemsetOp(NkiOp):
-    """`nisa.memset(dst, value)` on the Vector or GpSimd engine; `value` must be exact in the
-    dst dtype (NKI >= 0.3.0). Its meaning is `ax.constant`'s.
+    """`nisa.memset(dst, value)` on the Vector or GpSimd engine; `value` must be a value of the
+    dst dtype (NKI >= 0.3.0), never rounded here. Its meaning is `ax.constant`'s.
 
         out[d0 < P, d1 < F] = value
     """
@@ -178,6 +180,14 @@ class MemsetOp(NkiOp):
                     attrs: Mapping[str, Any]) -> Semantics:
         if operand_types:
             raise ShapeError(f"takes no operands, got {len(operand_types)}")
+        value, dtype = attrs.get("value"), str(attrs.get("dtype"))
+        if dtype in DTYPES and DTYPES[dtype].is_float and value is not None \
+                and not np.isnan(float(value)):
+            with np.errstate(over="ignore"):
+                held = float(round_to(np.asarray(float(value)), dtype))
+            if held != float(value):
+                raise ShapeError(f"value {value!r} is not a {dtype} value (memset's value is "
+                                 f"the dst dtype's, NKI >= 0.3.0; the nearest is {held!r})")
         return ConstantOp.semantics((), {k: attrs[k] for k in ("value", "shape", "dtype")
                                          if k in attrs})
 

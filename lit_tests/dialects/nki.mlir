@@ -77,6 +77,19 @@ func.func @each_instruction(%x: !ax.tensor<[64, 128], bf16>, %v: !ax.tensor<[32,
 
 // -----
 
+// Batch-norm statistics: bn_stats of a [P, F] tile, bn_aggr of its triples.
+// CHECK-LABEL: func.func @batch_norm_statistics
+// CHECK: nki.bn_stats %{{.*}} {buffer = "sbuf"} : (!ax.tensor<[128, 512], f32>) -> !ax.tensor<[128, 6], f32>
+// CHECK: nki.bn_aggr %{{.*}} {buffer = "sbuf"} : (!ax.tensor<[128, 6], f32>) -> !ax.tensor<[128, 2], f32>
+func.func @batch_norm_statistics(%x: !ax.tensor<[128, 512], f32>) -> !ax.tensor<[128, 2], f32> {
+  %s = nki.dma_copy %x {buffer = "sbuf"} : (!ax.tensor<[128, 512], f32>) -> !ax.tensor<[128, 512], f32>
+  %b = nki.bn_stats %s {buffer = "sbuf"} : (!ax.tensor<[128, 512], f32>) -> !ax.tensor<[128, 6], f32>
+  %m = nki.bn_aggr %b {buffer = "sbuf"} : (!ax.tensor<[128, 6], f32>) -> !ax.tensor<[128, 2], f32>
+  func.return %m : !ax.tensor<[128, 2], f32>
+}
+
+// -----
+
 // A loop carries the PSUM accumulator: its buffer is the IR's to say, not checked through the
 // block argument.
 // CHECK-LABEL: func.func @loop_accumulates

@@ -154,13 +154,13 @@ func.func @scalar_vector(%a: !ax.tensor<[128, 8], f32>, %v: !ax.tensor<[128, 2],
 
 // -----
 
-// the Scalar engine's tensor_scalar adds and multiplies only
+// the Scalar engine's tensor_scalar runs (multiply, add), multiply or add (Trn2)
 func.func @scalar_engine(%a: !ax.tensor<[128, 8], f32>) {
   %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
   %r = nki.tensor_scalar %s {op0 = "maximum", scalar0 = 0.0, buffer = "sbuf", engine = "scalar"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
   func.return
 }
-// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.tensor_scalar': op0 'maximum': the Scalar engine's tensor_scalar runs add and multiply only
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.tensor_scalar': ops (maximum): the Scalar engine's tensor_scalar runs (multiply, add), (multiply), (add) only
 
 // -----
 
@@ -258,3 +258,33 @@ func.func @free_dims(%a: !ax.tensor<[128, 2, 2, 2, 2, 2], f32>) {
   func.return
 }
 // CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.dma_copy': dst has 5 free dims; an engine's access pattern has at most 4
+
+// -----
+
+// nki.isa.exponential is a NeuronCore-v4 instruction; the profiles here are v2 and v3
+func.func @exponential(%a: !ax.tensor<[128, 8], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  %e = nki.exponential %s {max_value = 1.0, buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.exponential': nki.isa.exponential runs on NeuronCore-v4 and newer only; profile trn1 is NeuronCore-v2, trn2 is NeuronCore-v3 (limits.neuron_core_version); use nki.activation with func exp
+
+// -----
+
+// bn_stats reads at most bn_stats_free_max (512) elements per partition
+func.func @bn_stats_free(%a: !ax.tensor<[128, 1024], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 1024], f32>) -> !ax.tensor<[128, 1024], f32>
+  %b = nki.bn_stats %s {buffer = "sbuf"} : (!ax.tensor<[128, 1024], f32>) -> !ax.tensor<[128, 6], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.bn_stats': the free size of data is 1024; at most 512
+
+// -----
+
+// an immediate is an fp32 value: the IR holds what the engine holds, nothing rounds it
+func.func @immediate(%a: !ax.tensor<[128, 8], f32>) {
+  %s = nki.dma_copy %a {buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  %r = nki.tensor_scalar %s {op0 = "add", scalar0 = 1.0e-06, buffer = "sbuf"} : (!ax.tensor<[128, 8], f32>) -> !ax.tensor<[128, 8], f32>
+  func.return
+}
+// CHECK: {{.*}}nki_invalid.mlir:{{[0-9]+}}:3: error: 'nki.tensor_scalar': scalar0 1e-06 is not an fp32 value (an engine holds its immediates in fp32; the nearest is 9.999999974752427e-07)

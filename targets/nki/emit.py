@@ -30,14 +30,17 @@ held as one partition `[1, F]`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from axon.dialects import nki
 from axon.dialects.ax import TensorType
+from axon.dialects.form.dtypes import DTYPES, round_to
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp, parse_assumption
 from axon.targets.nki.lower import Refused, kernel_of
@@ -199,7 +202,8 @@ class _Printer:
             self.load(op, depth)
         elif isinstance(op, FullOp):
             name = self.allocate(op.result, depth, op.space.data)
-            self.line(depth, f"nisa.memset(dst={name}, value={op.value.value.data!r})")
+            fill = _fill(op.value.value.data, _type(op.result).dtype)
+            self.line(depth, f"nisa.memset(dst={name}, value={fill})")
         elif isinstance(op, StoreOp):
             self.store(op, depth)
         elif isinstance(op, nki.NkiOp):
@@ -287,7 +291,8 @@ class _Printer:
                if e != python(s)]
         if cut:
             self.line(depth, f"if {' or '.join(cut)}:")
-            self.line(depth + 1, f"nisa.memset(dst={name}, value={op.pad.value.data!r})")
+            pad = _fill(op.pad.value.data, t.dtype)
+            self.line(depth + 1, f"nisa.memset(dst={name}, value={pad})")
         inside = [f"0:{e}" for e in extents]
         if t.rank == 1:
             inside = ["0:1", *inside]
@@ -397,6 +402,19 @@ def _writes_in_place(op: nki.NkiOp, carried: BlockArgument, init: SSAValue) -> b
             return False
         later = later or other is op
     return True
+
+
+def _fill(value: float, dtype: str) -> str:
+    """A `tile.full` or pad value as `nisa.memset`'s: a value of the tile's dtype (NKI >= 0.3.0),
+    printed as it is; Refused where the dtype does not hold it (the proof read the exact value,
+    and the emitter rounds nothing: docs/nki.md, "Immediates")."""
+    if DTYPES[dtype].is_float and not math.isnan(value):
+        with np.errstate(over="ignore"):
+            held = float(round_to(np.asarray(value), dtype))
+        if held != value:
+            raise Refused(f"the fill value {value!r} is not a {dtype} value (nisa.memset takes "
+                          f"the dst dtype's; the nearest is {held!r})")
+    return repr(value)
 
 
 def _tuple(shape: list[IntExpr]) -> str:

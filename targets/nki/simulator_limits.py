@@ -38,6 +38,9 @@ def limits_from_profile(profile: DeviceProfile) -> HardwareLimits:
                                           limits.matmul_stationary_free_max),
         matmul_moving_free_max=_whole(profile, "limits.matmul_moving_free_max",
                                       limits.matmul_moving_free_max),
+        bn_stats_free_max=_whole(profile, "limits.bn_stats_free_max", limits.bn_stats_free_max),
+        neuron_core_version=_whole(profile, "limits.neuron_core_version",
+                                   limits.neuron_core_version),
     )
 
 

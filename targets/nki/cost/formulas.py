@@ -125,6 +125,10 @@ def compute_cycles(inst: Instruction, c: CostConstants) -> float:
         cycles = n / 2 if halved else n
     elif name == "tensor_tensor_scan":
         cycles = max(mii, 2 * n)
+    elif name == "bn_stats":
+        cycles = max(mii, n)
+    elif name == "bn_aggr":
+        cycles = max(mii, 13 * n / 3)
     else:
         tensor_inputs = max(1, len(inst.reads))
         cycles = max(mii, tensor_inputs * n)

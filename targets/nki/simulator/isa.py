@@ -9,6 +9,8 @@ from axon.targets.nki.simulator.isa_act import activation, activation_reduce
 from axon.targets.nki.simulator.isa_data import dma_copy, dma_transpose, memset, tensor_copy
 from axon.targets.nki.simulator.isa_dve import (
     affine_select,
+    bn_aggr,
+    bn_stats,
     exponential,
     iota,
     select,
@@ -26,7 +28,7 @@ from axon.targets.nki.simulator.operands import (
     reduce_cmd,
 )
 
-__all__ = ["activation", "activation_reduce", "affine_select", "dge_mode", "dma_copy",
-           "dma_transpose", "engine", "exponential", "iota", "matmul_perf_mode", "memset",
-           "nc_matmul", "nc_transpose", "oob_mode", "reduce_cmd", "select", "tensor_copy",
-           "tensor_reduce", "tensor_scalar", "tensor_tensor", "tensor_tensor_scan"]
+__all__ = ["activation", "activation_reduce", "affine_select", "bn_aggr", "bn_stats", "dge_mode",
+           "dma_copy", "dma_transpose", "engine", "exponential", "iota", "matmul_perf_mode",
+           "memset", "nc_matmul", "nc_transpose", "oob_mode", "reduce_cmd", "select",
+           "tensor_copy", "tensor_reduce", "tensor_scalar", "tensor_tensor", "tensor_tensor_scan"]

@@ -34,7 +34,10 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: object,
                   engine: str = engine.unknown, name: str | None = None) -> None:
     """`dst = data1 op data2` elementwise in fp32 (bitvec operators on the integers); equal
     partitions and elements per partition; at most one input in PSUM; GpSimd cannot touch
-    PSUM."""
+    PSUM. When the inputs and dst are all int32 (or all uint32), GpSimd is the default engine
+    and computes in native integer arithmetic, exact for every 32-bit value (the SDK's
+    `nki.isa.tensor_tensor`); `engine=vector` computes them in fp32 like any other dtype, and so
+    does the default when an operand is in PSUM (GpSimd cannot read it)."""
     api = "nisa.tensor_tensor"
     state = current(api)
     fn = alu_op(op, api, "op")
@@ -48,13 +51,38 @@ def tensor_tensor(dst: Tensor, data1: Tensor, data2: Tensor, op: object,
         same_partitions(api, a, "data1", t, role)
         same_free(api, a, "data1", t, role)
     p = a.shape[0]
+    integers = _all_int32(a, b, d)
+    on_pool = engine == "gpsimd" or fn is _ops.power or (
+        engine == "unknown" and integers and "psum" not in (a.buffer, b.buffer, d.buffer))
     if fn.bitvec:
         result = apply(fn, flat(a.array, p), flat(b.array, p), api)
+    elif integers and on_pool:
+        result = _integer(fn, flat(a.array, p), flat(b.array, p), api)
     else:
         result = apply(fn, flat(read_f32(a), p), flat(read_f32(b), p), api)
     write(d, result)
-    eng = ENGINES.get(engine, "POOL" if fn is _ops.power else "DVE")
+    eng = ENGINES.get(engine, "POOL" if on_pool else "DVE")
     finish(state, "tensor_tensor", eng, [("data1", a), ("data2", b)], [("dst", d)], op=fn.name)
+
+
+def _all_int32(*tiles: Tensor) -> bool:
+    """Are all of `tiles` int32, or all uint32?"""
+    return any(all(t.dtype == np.dtype(kind) for t in tiles) for kind in (np.int32, np.uint32))
+
+
+#: the ALU operators GpSimd computes in native integer arithmetic on 32-bit integer tiles
+_INTEGER_OPS = ("add", "subtract", "multiply", "maximum", "minimum", "equal", "not_equal",
+                "greater", "greater_equal", "less", "less_equal")
+
+
+def _integer(fn: _ops.Op, a: np.ndarray, b: np.ndarray, api: str) -> np.ndarray:
+    """`a fn b` in exact integer arithmetic (int64; the write saturates, as every integer
+    write does: the kernels here never overflow, and the device's overflow is not documented)."""
+    if fn.name not in _INTEGER_OPS or fn.binary is None:
+        raise SimulationError(f"{api}: {fn!r} on 32-bit integer tiles on GpSimd; integer "
+                              f"arithmetic runs {', '.join(_INTEGER_OPS)}")
+    result = np.asarray(fn.binary(a.astype(np.int64), b.astype(np.int64))).astype(np.int64)
+    return result
 
 
 def tensor_scalar(dst: Tensor, data: Tensor, op0: object, operand0: object,
@@ -216,8 +244,11 @@ def affine_select(dst: Tensor, pattern: Sequence[Sequence[int]], channel_multipl
 
 
 def select(dst: Tensor, predicate: Tensor, on_true: Tensor, on_false: object,
-           name: str | None = None) -> None:
-    """`dst = on_true where predicate != 0 else on_false` (a tile or a number) on VectorE."""
+           reverse_pred: bool = False, name: str | None = None) -> None:
+    """`dst = on_true where predicate != 0 (== 0 with `reverse_pred`) else on_false` on VectorE:
+    the select of `nisa.select_reduce` without its reduction. `on_false` is a number, a
+    [P, 1] tile broadcast along the free dims (the SDK's two forms), or a tile of on_true's
+    shape."""
     api = "nisa.select"
     state = current(api)
     pr = engine_operand(state, predicate, api, "predicate")
@@ -230,26 +261,37 @@ def select(dst: Tensor, predicate: Tensor, on_true: Tensor, on_false: object,
     p = d.shape[0]
     if isinstance(on_false, Tensor):
         f = engine_operand(state, on_false, api, "on_false")
-        same_free(api, pr, "predicate", f, "on_false")
         same_partitions(api, pr, "predicate", f, "on_false")
+        if free_size(f) != 1:
+            same_free(api, pr, "predicate", f, "on_false")
         false_values: np.ndarray | float = flat(read_f32(f), p)
         reads.append(("on_false", f))
     elif isinstance(on_false, bool | int | float | np.number):
-        false_values = float(on_false)
+        false_values = float(F32(on_false))  # an immediate, held in fp32
     else:
         raise SimulationError(f"{api}: on_false must be a tile or a number")
-    write(d, np.where(flat(read_f32(pr), p) != 0, flat(read_f32(t), p), false_values))
+    holds = flat(read_f32(pr), p) != 0
+    if reverse_pred:
+        holds = ~holds
+    write(d, np.where(holds, flat(read_f32(t), p), false_values))
     finish(state, "select", "DVE", reads, [("dst", d)])
 
 
 def exponential(dst: Tensor, src: Tensor, max_value: object = 0.0,
                 reduce_res: Tensor | None = None, reduce_cmd: str = reduce_cmd.idle,
                 reduce_init: float = 0.0, name: str | None = None) -> None:
-    """`dst = exp(src - max_value)` on VectorE in fp32 (`max_value` a number or a [P, 1] tile);
+    """`dst = exp(src - max_value)` on VectorE in fp32 (`max_value` a number or a [P, 1] tile),
+    on NeuronCore-v4 and newer (SDK@HEAD:nki/api/nki/isa/__init__.py, exponential);
     with a `reduce_cmd` other than idle, the per-partition sum of the result goes into VectorE's
     accumulator registers, and `reduce_res[:, 0]` receives them."""
     api = "nisa.exponential"
     state = current(api)
+    version = state.limits.neuron_core_version
+    if version < 4:
+        raise SimulationError(f"{api}: available on NeuronCore-v4 and newer only; profile "
+                              f"{state.limits.profile} is NeuronCore-v{version} "
+                              f"(neuron_core_version={version}); use nisa.activation with "
+                              f"op=nl.exp")
     s = engine_operand(state, src, api, "src")
     d = engine_operand(state, dst, api, "dst")
     same_partitions(api, d, "dst", s, "src")
@@ -274,3 +316,63 @@ def exponential(dst: Tensor, src: Tensor, max_value: object = 0.0,
         write(r, regs[:p].copy())
         writes.append(("reduce_res", r))
     finish(state, "exponential", "DVE", [("src", s)], writes, reduce=reduce_cmd != "idle")
+
+
+def bn_stats(dst: Tensor, data: Tensor, name: str | None = None) -> None:
+    """Per partition, the batch-norm statistics of data's (flattened) free elements on VectorE,
+    in fp32: `dst[p, :] = (count, mean, variance * count)` of the even elements, then the same
+    of the odd ones (an empty half: count, mean and variance * count 0). At most
+    `bn_stats_free_max` (512) elements per partition; dst has 6 per partition."""
+    api = "nisa.bn_stats"
+    state = current(api)
+    x = engine_operand(state, data, api, "data")
+    d = engine_operand(state, dst, api, "dst")
+    same_partitions(api, d, "dst", x, "data")
+    n, limit = free_size(x), state.limits.bn_stats_free_max
+    if n > limit:
+        raise SimulationError(f"{api}: data has {n} elements per partition; limit "
+                              f"bn_stats_free_max={limit} ({state.limits.profile})")
+    if free_size(d) != 6:
+        raise SimulationError(f"{api}: dst is {d.describe()}; bn_stats writes 6 elements per "
+                              f"partition")
+    p = x.shape[0]
+    values = flat(read_f32(x), p)
+    stats = np.zeros((p, 6), dtype=F32)
+    for half in (0, 1):
+        part = values[:, half::2]
+        count = part.shape[1]
+        if count:
+            mean = part.sum(axis=1, dtype=F32) / F32(count)
+            stats[:, 3 * half] = F32(count)
+            stats[:, 3 * half + 1] = mean
+            stats[:, 3 * half + 2] = np.square(part - mean[:, None]).sum(axis=1, dtype=F32)
+    write(d, stats)
+    finish(state, "bn_stats", "DVE", [("data", x)], [("dst", d)])
+
+
+def bn_aggr(dst: Tensor, data: Tensor, name: str | None = None) -> None:
+    """Per partition, the mean and variance (dst's 2 elements) of the elements summarised by
+    data's `(count, mean, variance * count)` triples (one or more bn_stats results), on
+    VectorE in fp32: mean = sum(count * mean) / sum(count), variance = sum(variance * count +
+    count * (mean_g - mean)^2) / sum(count)."""
+    api = "nisa.bn_aggr"
+    state = current(api)
+    x = engine_operand(state, data, api, "data")
+    d = engine_operand(state, dst, api, "dst")
+    same_partitions(api, d, "dst", x, "data")
+    if free_size(x) % 3:
+        raise SimulationError(f"{api}: data has {free_size(x)} elements per partition; bn_aggr "
+                              f"reads (count, mean, variance * count) triples")
+    if free_size(d) != 2:
+        raise SimulationError(f"{api}: dst is {d.describe()}; bn_aggr writes 2 elements per "
+                              f"partition (mean, variance)")
+    p = x.shape[0]
+    triples = flat(read_f32(x), p).reshape(p, -1, 3)
+    count, mean, m2 = triples[:, :, 0], triples[:, :, 1], triples[:, :, 2]
+    with np.errstate(all="ignore"):
+        total = count.sum(axis=1, dtype=F32)
+        overall = (count * mean).sum(axis=1, dtype=F32) / total
+        spread = m2 + count * np.square(mean - overall[:, None])
+        variance = spread.sum(axis=1, dtype=F32) / total
+    write(d, np.stack([overall, variance], axis=1))
+    finish(state, "bn_aggr", "DVE", [("data", x)], [("dst", d)])

@@ -231,6 +231,11 @@ class _TileSize:
         return current("nl.tile_size").limits.matmul_moving_free_max
 
     @property
+    def bn_stats_fmax(self) -> int:
+        """The most elements per partition `nisa.bn_stats` reads."""
+        return current("nl.tile_size").limits.bn_stats_free_max
+
+    @property
     def psum_num_banks(self) -> int:
         """PSUM banks per partition."""
         return current("nl.tile_size").limits.psum_banks

@@ -32,11 +32,16 @@ class HardwareLimits:
     """`limits.matmul_stationary_free_max`: the largest free size of the stationary operand."""
     matmul_moving_free_max: int
     """`limits.matmul_moving_free_max`: the largest free size of the moving operand."""
+    bn_stats_free_max: int
+    """`limits.bn_stats_free_max`: the most elements per partition `bn_stats` reads."""
+    neuron_core_version: int
+    """`limits.neuron_core_version`: the core's generation (2 for NeuronCore-v2), which decides
+    the instructions it has (`exponential`: v4 and newer)."""
 
     def __post_init__(self) -> None:
         for name in ("partitions", "sbuf_partition_bytes", "psum_banks", "psum_bank_bytes",
                      "psum_bank_free_max", "matmul_stationary_free_max",
-                     "matmul_moving_free_max"):
+                     "matmul_moving_free_max", "bn_stats_free_max", "neuron_core_version"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"HardwareLimits.{name}: expected a positive int, got {value!r}")

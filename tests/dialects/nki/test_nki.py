@@ -706,9 +706,21 @@ def test_every_instruction_names_its_engines_and_is_documented() -> None:
         assert f"`{op.name} " in docs or f"`{op.name}`" in docs, f"docs/nki.md lacks {op.name}"
 
 
-def test_immediates_are_fp32() -> None:
-    op = TensorScalarOp.make([_value([8, 4], "f32")], op0="multiply", scalar0=0.1,
+def test_immediates_are_fp32_values_which_the_form_reads_as_they_are() -> None:
+    tenth = float(np.float32(0.1))
+    assert tenth != 0.1
+    op = TensorScalarOp.make([_value([8, 4], "f32")], op0="multiply", scalar0=tenth,
                              buffer="sbuf")
-    assert str(op.generic_form()) == \
-        f"out[d0 < 8, d1 < 4] = in0[d0, d1] * {float(np.float32(0.1))!r}"
-    assert float(np.float32(0.1)) != 0.1
+    assert str(op.generic_form()) == f"out[d0 < 8, d1 < 4] = in0[d0, d1] * {tenth!r}"
+    with pytest.raises(ShapeError, match=r"scalar0 0.1 is not an fp32 value \(an engine holds "
+                                         r"its immediates in fp32; the nearest is "
+                                         + repr(tenth).replace(".", r"\.")):
+        TensorScalarOp.make([_value([8, 4], "f32")], op0="multiply", scalar0=0.1,
+                            buffer="sbuf")
+    for op_class, attrs in ((ActivationOp, {"func": "exp", "scale": 0.1}),
+                            (AffineSelectOp, {"pattern": (1,), "channel_multiplier": 0,
+                                              "on_false_value": 1e-6})):
+        with pytest.raises(ShapeError, match="is not an fp32 value"):
+            op_class.make([_value([8, 4], "f32")], buffer="sbuf", **attrs)
+    with pytest.raises(ShapeError, match=r"value 0.1 is not a bf16 value"):
+        MemsetOp.make([], value=0.1, shape=[8, 4], dtype="bf16", buffer="sbuf")

@@ -25,7 +25,7 @@ from axon.dialects.form.interface import has_form
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
-from axon.targets.nki.emit import EmittedKernel, emit_nki
+from axon.targets.nki.emit import EmittedKernel, _fill, emit_nki
 from axon.targets.nki.lower import Refused, lower_and_prove, lower_function
 from axon.targets.nki.simulator import KernelError, SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
@@ -228,8 +228,9 @@ def scalar_kernel(op: str, value: float, constant_first: bool = False) -> FuncOp
     ("sub", 1 / 3, True, 3), ("mul", 0.5, False, 1)])
 def test_a_constant_fp32_does_not_hold_is_added_as_its_exact_fp32_pieces(
         op: str, value: float, constant_first: bool, pieces: int) -> None:
-    # the engines hold immediates in fp32 (the instructions' forms round them): the sum of
-    # the pieces is the constant exactly, so the lowering is proved
+    # the engines hold immediates in fp32 and the nki IR holds fp32 immediates only (the op
+    # verifier checks; nothing rounds them): the pieces sum to the constant exactly, so the
+    # lowering is proved
     lowered = lower_and_prove(scalar_kernel(op, value, constant_first)).func
     immediates = [float(v) for o in lowered.walk() if isinstance(o, nki.TensorScalarOp)
                   for k, v in o.attrs().items() if k.startswith("scalar")]
@@ -240,6 +241,13 @@ def test_a_constant_fp32_does_not_hold_is_added_as_its_exact_fp32_pieces(
 def test_a_product_by_a_constant_fp32_does_not_hold_is_refused() -> None:
     with pytest.raises(Refused, match="'ax.mul' by the constant 0.1, which fp32 does not hold"):
         lower_function(scalar_kernel("mul", 0.1))
+
+
+def test_the_emitter_prints_fill_values_as_they_are_and_refuses_one_the_dtype_lacks() -> None:
+    assert _fill(-float("inf"), "bf16") == "-inf" and _fill(0.375, "f32") == "0.375"
+    with pytest.raises(Refused, match=r"the fill value 0.1 is not a bf16 value \(nisa.memset "
+                                      r"takes the dst dtype's; the nearest is 0.10009765625\)"):
+        _fill(0.1, "bf16")
 
 
 ROW_SUM = """

@@ -69,6 +69,12 @@ def test_vector_formulas(trn1: CostConstants) -> None:
     scan = inst("tensor_tensor_scan", "DVE", {"data0": tile(1, n), "data1": tile(2, n)},
                 {"dst": tile(3, n)}, op0="multiply", op1="add")
     assert compute_cycles(scan, trn1) == 2 * n
+    stats = inst("bn_stats", "DVE", {"data": tile(1, 512)}, {"dst": tile(2, 6)})
+    assert compute_cycles(stats, trn1) == 512
+    aggregate = inst("bn_aggr", "DVE", {"data": tile(1, 96)}, {"dst": tile(2, 2)})
+    assert compute_cycles(aggregate, trn1) == 13 * 96 / 3
+    small = inst("bn_aggr", "DVE", {"data": tile(1, 6)}, {"dst": tile(2, 2)})
+    assert compute_cycles(small, trn1) == trn1.min_ii_cycles
 
 
 def test_activation_reduce_and_accumulator_read_add_fixed_costs(trn1: CostConstants) -> None:

@@ -9,17 +9,19 @@ stores. Tolerances are the project's per-dtype ones (`dialects/form/dtypes.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from axon.dialects.form.dtypes import DTYPES
-from axon.targets.nki.simulator import HardwareLimits, simulate
+from axon.targets.nki.simulator import HardwareLimits, KernelError, simulate
 from axon.targets.nki.simulator import api as nki
 from axon.targets.nki.simulator import isa as nisa
 from axon.targets.nki.simulator import language as nl
@@ -442,8 +444,21 @@ def test_exponential_with_running_sum(trn2: HardwareLimits, data: st.DataObject,
                          reduce_res=total, reduce_cmd=nisa.reduce_cmd.reset_reduce)
         return store(res), store(total)
 
-    out, total = run(body, x, peak, limits=trn2)
+    # no profile here is a NeuronCore-v4: trn2's sizes with the v4 generation, for the numerics
+    v4 = dataclasses.replace(trn2, profile="trn2 as a NeuronCore-v4", neuron_core_version=4)
+    out, total = run(body, x, peak, limits=v4)
     expected = np.array([[math.exp(float(x[i, j]) - (float(peak[i, 0]) if vector_max else 1.0))
                           for j in range(f)] for i in range(p)])
     close(out, expected, dtype)
     np.testing.assert_allclose(total[:, 0], expected.sum(axis=1), rtol=1e-4)
+
+
+def test_exponential_needs_a_neuron_core_v4(trn2: HardwareLimits) -> None:
+    def body(x):  # type: ignore[no-untyped-def]
+        res = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.exponential(dst=res, src=load(x))
+        return store(res)
+
+    with pytest.raises(KernelError, match=r"nisa.exponential: available on NeuronCore-v4 and "
+                                          r"newer only; profile trn2 is NeuronCore-v3"):
+        run(body, np.zeros((4, 4), dtype=np.float32), limits=trn2)
