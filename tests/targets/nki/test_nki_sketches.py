@@ -3,8 +3,9 @@ tensor_reduce, by activation_reduce and by nc_matmul against a ones column; cums
 tensor_tensor_scan and by a triangular matmul), the profile's limits as the candidates' size
 conditions, planted wrong fillings (a wrong transpose, operand order, accumulate flag, reduce
 op) refuted with a counterexample that replays and never admitted, a second run served from
-the cache without the prover, and every admitted lowering run on the NKI simulator over a grid
-of tiles (remainder tiles included) against numpy: a second check, never the proof."""
+the cache without the prover, every admitted lowering run on the NKI simulator over a grid of
+tiles (remainder tiles included) against numpy (a second check, never the proof), and the
+lowerings entered into the tile op's e-class of the nu-graph."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ import pytest
 
 from axon.dialects import nki
 from axon.dialects.form.dtypes import DTYPES
+from axon.nugraph.convert import import_function
+from axon.nugraph.egraph import EGraph
+from axon.nugraph.explain import explain
+from axon.nugraph.nu_ir import graph_function, read_graph
 from axon.synth import Admitted, Rejected, SynthesisReport, admit, synthesize
+from axon.synth.nu import enter_lowerings
 from axon.targets.nki.sketch_run import emit_lowering, run_lowering
 from axon.targets.nki.sketches import TILE_OPS, sketch, sketches, tile_limits
 from axon.verifier import ProofCache, Refuted, Verdict, prove_equivalent
@@ -252,3 +258,36 @@ def test_the_emitted_lowering_prints_the_synthesized_instructions() -> None:
                          PROFILE, 128).text
     assert "nisa.affine_select(" in text and "cmp_op=nl.greater_equal" in text
     assert 'assert F <= 128, "cumsum_cumsum_triangular_matmul: assumes F <= 128"' in text
+
+
+def test_the_lowerings_enter_the_tile_op_s_class_in_the_nu_graph() -> None:
+    spec = TILE_OPS["row_sum"].spec(LIMITS)
+    report = synth("row_sum")
+    g = EGraph()
+    imported = import_function(g, spec.func)
+    (cls,) = imported.results
+    held = enter_lowerings(g, cls, imported.params, report, spec,
+                           assumptions=["P <= 128", "F <= 128"])
+    # the VectorE transpose needs P <= 32, which the graph's sizes do not meet
+    assert [(h.lowering.filling.get("layout.transpose"), h.needs) for h in held] == [
+        ("vector", "P <= 32")]
+    nodes = g.class_nodes(g.find(cls))
+    assert sorted(g.nodes[n].op for n in nodes) == [
+        "ax.sum", "nki.activation_reduce", "nki.tensor_copy", "nki.tensor_reduce"]
+    entered = {g.proofs[g.justification[n]].move for n in nodes if g.justification[n] != "input"}
+    assert entered == {"synthesize-isa row_sum.tensor_reduce",
+                       "synthesize-isa row_sum.activation_reduce",
+                       "synthesize-isa row_sum.matmul_ones"}
+    (matmul,) = [n for n in nodes if g.nodes[n].op == "nki.tensor_copy"]
+    (step,) = explain(g, nodes[0], matmul)
+    assert "by p" in step.describe(g) and "synthesize-isa row_sum.matmul_ones" in \
+        step.describe(g)
+    # the printed graph reads back, each class's claims proved again by the reader
+    again, back = read_graph(graph_function(g, imported))
+    assert len(again.class_nodes(again.find(back.results[0]))) == 4
+    # with the VectorE bound stated, all four lowerings enter
+    g = EGraph()
+    imported = import_function(g, spec.func)
+    assert enter_lowerings(g, imported.results[0], imported.params, report, spec,
+                           ["P <= 32", "F <= 32"]) == []
+    assert len(g.class_nodes(g.find(imported.results[0]))) == 5
