@@ -60,7 +60,8 @@ from axon.synth import Candidate, Constraint, Filling, Hole, Pruned, Sketch, Slo
 from axon.targets.profiles import load_profile
 
 #: the tile-level binary ops the `elementwise` sketch lowers, with their ALU op
-ALU = {AddOp: "add", SubOp: "subtract", MulOp: "multiply", MaxOp: "maximum", MinOp: "minimum"}
+ALU: dict[type[Operation], str] = {AddOp: "add", SubOp: "subtract", MulOp: "multiply",
+                                   MaxOp: "maximum", MinOp: "minimum"}
 #: the layouts a sketch may give an operand: as loaded, or transposed by one of three engines
 TRANSPOSES = ("none", "tensor", "vector", "dma")
 
