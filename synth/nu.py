@@ -75,7 +75,7 @@ def enter_lowerings(g: EGraph, cls: int, leaves: Sequence[int], report: Synthesi
         term = lowering_term(lowering.func, leaves)
         pid = fresh_proof_id(g)
         g.record_proof(Proof(pid, f"{MOVE} {lowering.sketch}", original, term.text(),
-                             f"proved {lowering.proof_id}", 0.0))
+                             f"proved {lowering.proof_id}", lowering.seconds))
         enter(g, node, term, pid)
     g.rebuild()
     return held

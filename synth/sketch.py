@@ -66,18 +66,22 @@ class Spec:
     assumptions: tuple[str, ...] = ()
 
     def form_text(self) -> str:
-        """The spec as its generic forms: the parameters' types, then each op's name,
-        operand types and generic form, then what is returned (the cache's key)."""
+        """The spec as its generic forms (the cache's key): the parameters `%a0: type`, then
+        per op `%v0 = name(%a0, ...): form`, then what is returned, so that the text says
+        which value each op reads."""
         block = self.func.body.block
-        lines = [f"params ({', '.join(str(a.type) for a in block.args)})"]
+        names = {arg: f"%a{k}" for k, arg in enumerate(block.args)}
+        lines = [f"{names[a]}: {a.type}" for a in block.args]
         for op in block.ops:
+            reads = ", ".join(f"{names[v]}: {v.type}" for v in op.operands)
             if isinstance(op, ReturnOp):
-                lines.append(f"returns ({', '.join(str(v.type) for v in op.arguments)})")
-            elif has_form(op):
-                types = ", ".join(str(v.type) for v in op.operands)
-                lines.append(f"{op.name} ({types}): {generic_form(op)}")
-            else:
-                lines.append(_printed(op))
+                lines.append(f"return {reads}")
+                continue
+            for result in op.results:
+                names[result] = f"%v{len(names) - len(block.args)}"
+            body = str(generic_form(op)) if has_form(op) else _printed(op)
+            lines.append(f"{', '.join(names[r] for r in op.results)} = {op.name}({reads}): "
+                         f"{body}")
         return "\n".join(lines)
 
 

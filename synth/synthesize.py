@@ -51,6 +51,8 @@ class Admitted:
     candidate: Candidate
     proof_id: str
     obligation: str = ""
+    seconds: float = 0.0
+    """What the proof took (as the verdict says; the stored one when served from the cache)."""
     cached: bool = False
     """Served from the cache of admitted lowerings (no proof was asked for this run)."""
 
@@ -160,7 +162,8 @@ def admit(spec: Spec, sketch: Sketch, filling: Filling, *, prove: Prove = _prove
     verdict = prove(candidate.func, spec.func, assumptions=assumptions, budget=budget,
                     cache=cache)
     if isinstance(verdict, Proved):
-        return Admitted(sketch.id, filling, candidate, verdict.proof_id, verdict.obligation)
+        return Admitted(sketch.id, filling, candidate, verdict.proof_id, verdict.obligation,
+                        verdict.seconds)
     if isinstance(verdict, Refuted):
         return Rejected(sketch.id, filling, "refuted", str(verdict.counterexample), verdict)
     return Rejected(sketch.id, filling, "unknown",
@@ -211,7 +214,7 @@ def _enumerated(spec: Spec, sketch: Sketch, profile: str, budget: ProofBudget,
     if cache is not None and not by_clock:  # a clock-shaped run may decide otherwise next time
         record: dict[str, Any] = {
             "admitted": [{"filling": dict(a.filling), "proof_id": a.proof_id,
-                          "obligation": a.obligation,
+                          "obligation": a.obligation, "seconds": a.seconds,
                           "conditions": list(a.candidate.conditions)}
                          for a in outcome.admitted],
             "counts": {k: v for k, v in vars(counts).items() if k != "cached"}}
@@ -237,7 +240,7 @@ def _served(spec: Spec, sketch: Sketch, profile: str, budget: ProofBudget,
             return None
         outcome.admitted.append(Admitted(sketch.id, stored["filling"], candidate,
                                          stored["proof_id"], stored["obligation"],
-                                         cached=True))
+                                         stored["seconds"], cached=True))
     outcome.counts.admitted = outcome.counts.cached = len(outcome.admitted)
     outcome.seconds = time.perf_counter() - start
     return outcome

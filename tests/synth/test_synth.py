@@ -168,3 +168,16 @@ def test_a_clock_shaped_unknown_keeps_the_sketch_out_of_the_cache() -> None:
 
     synthesize(sub_spec(), [TOY], "toy", cache=cache, prove=by_clock)
     assert cache.results == {}
+
+
+def test_the_cache_key_says_which_value_each_op_reads() -> None:
+    swapped = Spec("sub", function("spec", [X, X], lambda a: [SubOp.make([a[1], a[0]])]),
+                   ("P <= 128",))
+    assert swapped.form_text() != sub_spec().form_text()
+    assert "%v0 = ax.sub(%a1: f32[P, F], %a0: f32[P, F])" in swapped.form_text()
+    cache = ProofCache()
+    synthesize(sub_spec(), [TOY], "toy", cache=cache)
+    prover = CountingProver()
+    report = synthesize(swapped, [TOY], "toy", cache=cache, prove=prover)
+    assert prover.calls == 4 and not report.lowerings[0].cached
+    assert dict(report.lowerings[0].filling) == {"instr.op": "sub", "instr.order": "yx"}
