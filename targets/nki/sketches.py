@@ -9,6 +9,8 @@ sketch's id, then its holes):
 - `row_sum.activation_reduce`: the activation function, the scale;
 - `row_sum.matmul_ones`: the data's transpose (none, TensorE, VectorE, DMA), which operand is
   stationary (the data or the ones column);
+- `row_sum_blocks.matmul_ones` (the row sum of two column blocks): the blocks' transpose, the
+  second matmul's accumulate flag (accumulating in PSUM onto the first);
 - `cumsum.scan`: (op0, op1) of `tensor_tensor_scan`, which operand is the data;
 - `cumsum.triangular_matmul`: the data's transpose, the mask's comparison and partition step;
 - `transpose.move`: the instruction (nc_transpose on TensorE or VectorE, dma_transpose, or a
@@ -197,6 +199,9 @@ TILE_OPS: dict[str, TileOp] = {op.name: op for op in (
            lambda x: x.sum(axis=1, keepdims=True), "P"),
     TileOp("row_sum_square", "row_sum", ((_PP, "f32"),), _row(SumOp),
            lambda x: x.sum(axis=1, keepdims=True), None),
+    TileOp("row_sum_blocks", "row_sum_blocks", ((_PF, "f32"), (_PF, "f32")),
+           lambda a, add: add(AddOp.make([_row(SumOp)([a[0]], add), _row(SumOp)([a[1]], add)])),
+           lambda x0, x1: x0.sum(axis=1, keepdims=True) + x1.sum(axis=1, keepdims=True), "P"),
     TileOp("row_max", "row_max", ((_PF, "f32"),), _row(ReduceMaxOp),
            lambda x: x.max(axis=1, keepdims=True), "P"),
     TileOp("cumsum", "cumsum", ((_PF, "f32"),),
@@ -410,6 +415,23 @@ def _matmul_ones(limits: TileLimits) -> Sketch:
                   "(TensorE)")
 
 
+def _matmul_ones_blocks(limits: TileLimits) -> Sketch:
+    def build(spec: Spec, f: Filling) -> Candidate:
+        c = _Builder(spec, limits)
+        blocks = [c.load(k, str(f["layout.transpose"])) for k in range(2)]
+        t = _type(blocks[0])
+        ones = c.fill(1.0, [t.shape[0], IntExpr.const(1)], t.dtype)
+        first = c.add(nki.NcMatmulOp, [blocks[0], ones], buffer="psum")
+        accumulate = [first] if f["second.accumulate"] else []
+        return c.finish(c.add(nki.NcMatmulOp, [blocks[1], ones, *accumulate], buffer="psum"))
+
+    return Sketch("row_sum_blocks.matmul_ones", "row_sum_blocks",
+                  (Slot("layout", (Hole("transpose", TRANSPOSES),)),
+                   Slot("second", (Hole("accumulate", (True, False)),))),
+                  build, (), "the row sum of two column blocks: nc_matmul of each transposed "
+                  "block against a ones column, the second accumulating in PSUM")
+
+
 _SCANS = ("add,add", "add,subtract", "maximum,maximum")
 
 
@@ -503,7 +525,8 @@ def sketches(profile: str) -> tuple[Sketch, ...]:
     """Every NKI sketch, its conditions read from the profile `profile`'s limits."""
     limits = tile_limits(profile)
     return (_elementwise(limits), _tensor_reduce("row_sum", limits),
-            _activation_reduce(limits), _matmul_ones(limits), _tensor_reduce("row_max", limits),
+            _activation_reduce(limits), _matmul_ones(limits), _matmul_ones_blocks(limits),
+            _tensor_reduce("row_max", limits),
             _scan(limits), _triangular_matmul(limits), _transpose(limits), _matmul(limits),
             _ksplit_matmul(limits))
 

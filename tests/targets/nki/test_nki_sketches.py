@@ -76,6 +76,14 @@ def test_the_profile_limits_become_each_lowering_s_size_conditions() -> None:
     assert admitted(trn1) == admitted(synth("row_sum"))
 
 
+def test_a_row_sum_over_two_blocks_accumulates_the_second_matmul_in_psum() -> None:
+    report = synth("row_sum_blocks")
+    assert {(a.filling["layout.transpose"], a.filling["second.accumulate"])
+            for a in report.lowerings} == {("tensor", True), ("vector", True)}
+    assert report.counts.refuted == 2  # the accumulate flag off, on either engine
+    assert instructions(report.lowerings[0]).count("nc_matmul") == 2
+
+
 def test_a_bf16_row_sum_may_also_transpose_by_dma() -> None:
     layouts = {a.filling["layout.transpose"] for a in synth("row_sum_bf16").lowerings
                if a.sketch == "row_sum.matmul_ones"}
@@ -157,6 +165,8 @@ PLANTED = [
      {"second.accumulate": False, "combine.instruction": "none"}, "accumulate flag off"),
     ("matmul_ksplit", "matmul_ksplit.accumulate",
      {"second.accumulate": True, "combine.instruction": "copy_add"}, "accumulated twice"),
+    ("row_sum_blocks", "row_sum_blocks.matmul_ones",
+     {"layout.transpose": "tensor", "second.accumulate": False}, "accumulate flag off"),
     ("row_sum", "row_sum.tensor_reduce", {"reduce.op": "maximum", "reduce.negate": False},
      "reduce op"),
     ("row_max", "row_max.tensor_reduce", {"reduce.op": "add", "reduce.negate": False},
