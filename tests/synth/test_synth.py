@@ -15,6 +15,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from axon.dialects.ax import AddOp, MulOp, SubOp, TensorType
+from axon.dialects.ax.op_base import TensorOp
 from axon.synth import (
     Admitted,
     Candidate,
@@ -35,7 +36,7 @@ from axon.verifier import ProofCache, Refuted, Unknown, Verdict, prove_equivalen
 
 X = TensorType(["P", "F"], "f32")
 COLUMN = TensorType(["P", "1"], "f32")
-OPS: dict[str, type[Operation]] = {"add": AddOp, "sub": SubOp, "mul": MulOp}
+OPS: dict[str, type[TensorOp]] = {"add": AddOp, "sub": SubOp, "mul": MulOp}
 
 
 def function(name: str, params: list[TensorType],
@@ -55,7 +56,7 @@ def sub_spec(rhs: TensorType = X) -> Spec:
 def build(spec: Spec, filling: Filling) -> Candidate:
     """The toy target: one `ax` op (the `op` hole) over the operands in the `order` hole's
     order; a shape it cannot take is Pruned."""
-    params = [a.type for a in spec.func.body.block.args]
+    params = [t for t in spec.func.function_type.inputs.data if isinstance(t, TensorType)]
     order = [0, 1] if filling["instr.order"] == "xy" else [1, 0]
 
     def ops(args: list[SSAValue]) -> list[Operation]:
@@ -64,7 +65,7 @@ def build(spec: Spec, filling: Filling) -> Candidate:
             raise Pruned(f"operand types {a.type} and {b.type} differ")
         return [OPS[str(filling["instr.op"])].make([a, b])]
 
-    return Candidate(function("candidate", params, ops))  # type: ignore[arg-type]
+    return Candidate(function("candidate", params, ops))
 
 
 TOY = Sketch("sub.toy", "sub", (Slot("instr", (Hole("op", ("add", "sub", "mul")),
