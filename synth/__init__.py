@@ -24,9 +24,10 @@ from axon.synth.synthesize import (
     SketchOutcome,
     SynthesisReport,
     admit,
+    describe,
     synthesize,
 )
 
 __all__ = ["Admitted", "Candidate", "Constraint", "Counts", "Filling", "Hole", "Pruned",
            "Rejected", "Sketch", "SketchOutcome", "SketchTooLarge", "Slot", "Spec",
-           "SynthesisReport", "admit", "fillings", "synthesize"]
+           "SynthesisReport", "admit", "describe", "fillings", "synthesize"]

@@ -216,8 +216,7 @@ def _enumerated(spec: Spec, sketch: Sketch, profile: str, budget: ProofBudget,
             "admitted": [{"filling": dict(a.filling), "proof_id": a.proof_id,
                           "obligation": a.obligation, "seconds": a.seconds,
                           "conditions": list(a.candidate.conditions)}
-                         for a in outcome.admitted],
-            "counts": {k: v for k, v in vars(counts).items() if k != "cached"}}
+                         for a in outcome.admitted]}
         cache.put_result(_key(spec, sketch, profile, budget), record,
                          [a.obligation for a in outcome.admitted])
     return outcome

@@ -29,6 +29,7 @@ from axon.synth import (
     Slot,
     Spec,
     admit,
+    describe,
     fillings,
     synthesize,
 )
@@ -114,6 +115,12 @@ def test_only_the_proved_filling_is_admitted_and_the_counts_add_up() -> None:
         assert rejected.verdict.counterexample.shows_in(candidate, sub_spec().func)
     assert report.summary().startswith("synth sub @ toy: 1 sketches (0 from cache), 6 tried, "
                                        "2 pruned, 1 admitted, 3 refuted, 0 unknown, ")
+    (wrong_order, *_) = report.rejected("refuted")
+    assert describe(wrong_order).startswith("sub.toy [instr.op=add, instr.order=xy]: refuted: ")
+    assert "in exact arithmetic" in describe(wrong_order)
+    lines: list[str] = []
+    synthesize(sub_spec(), [TOY], "toy", progress=lines.append)
+    assert len(lines) == 1 and lines[0].startswith("  sub.toy: 6 tried, 2 pruned, 1 admitted")
 
 
 def test_a_shape_the_target_cannot_build_or_a_wrong_result_type_is_pruned_unproved() -> None:
