@@ -55,6 +55,7 @@ from axon.dialects.ax import (
     TensorType,
     TransposeOp,
 )
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError, product
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
@@ -141,15 +142,16 @@ class TileOp:
         names = rename or {}
         types = [TensorType([names.get(d, d) for d in shape], dtype)
                  for shape, dtype in self.params]
-        assumptions: dict[str, None] = {}
+        bounds: dict[str, int] = {}
         for shape, dtype in self.params:
             for dim in shape:
                 if dim.isdigit():
                     continue
                 bound = limits.partitions if any(s[0] == dim for s, _ in self.params) \
                     else limits.free_max("sbuf", dtype)
-                assumptions[f"{names.get(dim, dim)} <= {bound}"] = None
-        return Spec(self.kind, _function(self.name, types, self.body), tuple(assumptions))
+                bounds[dim] = min(bound, bounds.get(dim, bound))
+        return Spec(self.kind, _function(self.name, types, self.body),
+                    tuple(f"{names.get(d, d)} <= {b}" for d, b in bounds.items()))
 
 
 def _function(name: str, params: Sequence[TensorType],
@@ -166,12 +168,12 @@ def _function(name: str, params: Sequence[TensorType],
     return FuncOp(name, FunctionType.from_lists(list(params), [result.type]), Region(block))
 
 
-def _binary(cls: type[Operation]) -> Callable[[list[SSAValue], Add], SSAValue]:
-    return lambda a, add: add(cls.make(a))  # type: ignore[attr-defined]
+def _binary(cls: type[TensorOp]) -> Callable[[list[SSAValue], Add], SSAValue]:
+    return lambda a, add: add(cls.make(a))
 
 
-def _row(cls: type[Operation]) -> Callable[[list[SSAValue], Add], SSAValue]:
-    return lambda a, add: add(cls.make(a, axes=(1,), keepdims=True))  # type: ignore[attr-defined]
+def _row(cls: type[TensorOp]) -> Callable[[list[SSAValue], Add], SSAValue]:
+    return lambda a, add: add(cls.make(a, axes=(1,), keepdims=True))
 
 
 def _transposed(x: SSAValue, add: Add) -> SSAValue:

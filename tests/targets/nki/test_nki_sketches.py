@@ -226,7 +226,7 @@ def _sizes(lowering: Admitted, grid: str, dims: set[str], rng: np.random.Generat
         bound[dim] = min(bound.get(dim, int(value)), int(value))
     tile = min(bound.pop(grid, 128), 128)
     sizes = {d: int(rng.integers(1, b + 1)) for d, b in bound.items()}
-    sizes[grid] = int(rng.integers(1, 3)) * tile + int(rng.integers(1, tile))
+    sizes[grid] = int(rng.integers(0, 3)) * tile + int(rng.integers(1, tile))
     return sizes, tile
 
 
