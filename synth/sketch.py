@@ -45,6 +45,10 @@ class Hole:
     def __post_init__(self) -> None:
         if not self.domain:
             raise ValueError(f"hole '{self.name}' has an empty domain")
+        for value in self.domain:  # a filling is cached as JSON
+            if value is not None and not isinstance(value, (str, int, float, bool)):
+                raise ValueError(f"hole '{self.name}': {value!r} is not a name, a number or a "
+                                 "flag")
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,12 @@ class Sketch:
     build: Callable[[Spec, Filling], Candidate]
     constraints: tuple[Constraint, ...] = ()
     doc: str = ""
+
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.holes()]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"sketch '{self.id}' names hole(s) {', '.join(repeated)} twice")
 
     def holes(self) -> list[tuple[str, Hole]]:
         """Every hole with its qualified name `slot.hole`, slot by slot."""

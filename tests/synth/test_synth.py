@@ -92,6 +92,16 @@ def test_fillings_are_the_product_of_the_holes_first_hole_slowest() -> None:
     assert TOY.size() == 6
 
 
+def test_a_sketch_s_holes_are_named_once_and_hold_json_values() -> None:
+    with pytest.raises(ValueError, match="names hole\\(s\\) instr.op twice"):
+        Sketch("twice", "sub", (Slot("instr", (Hole("op", ("add",)), Hole("op", ("sub",)))),),
+               build)
+    with pytest.raises(ValueError, match="hole 'op': .* is not a name, a number or a flag"):
+        Hole("op", (AddOp,))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="hole 'op' has an empty domain"):
+        Hole("op", ())
+
+
 def test_the_cap_is_enforced_before_any_filling_with_a_clear_message() -> None:
     prover = CountingProver()
     with pytest.raises(SketchTooLarge, match=r"sketch 'sub.toy' has 6 fillings \(3 \(instr.op\) "
