@@ -22,10 +22,11 @@ The grid's programs are `nl.affine_range` loops around the body; a sequential `t
 `nl.sequential_range`, its carried values updated in place (an instruction whose result is
 yielded writes the carried tile). `acc + nc_matmul(a, b)` of a PSUM accumulator started at 0
 is `nisa.nc_matmul(dst=acc, ...)`, the default accumulation (the first matmul of a fresh PSUM
-tile overwrites, the next ones add). A `tile.load` is `nisa.dma_copy` of the tile's region,
-the tile first filled with the pad value when the region is cut by the tensor's end (a
-remainder tile); a `tile.store` copies the region inside the result. A one-dim tile `[F]` is
-held as one partition `[1, F]`.
+tile overwrites, the next ones add); `nc_matmul(st, mv, acc)` outside a loop (a synthesized
+lowering's second matmul) adds into `acc` with `accumulate=True`. A `tile.load` is
+`nisa.dma_copy` of the tile's region, the tile first filled with the pad value when the region
+is cut by the tensor's end (a remainder tile); a `tile.store` copies the region inside the
+result. A one-dim tile `[F]` is held as one partition `[1, F]`.
 """
 
 from __future__ import annotations
@@ -321,6 +322,9 @@ class _Printer:
                 raise Refused("'nki.dma_copy' reshaping other than a row [F] to [1, F]")
             self.names[result] = operands[0]  # a one-dim tile is held as [1, F] already
             return
+        if isinstance(op, nki.NcMatmulOp) and len(operands) == 3:
+            self.accumulate(op, operands, depth)
+            return
         dst = self.names[result] if op in self.in_place \
             else self.allocate(result, depth, op.buffer_name())
         engine = attrs.get("engine")
@@ -334,9 +338,6 @@ class _Printer:
         elif isinstance(op, nki.NcTransposeOp):
             call = f"nisa.nc_transpose(dst={dst}, data={operands[0]}{tail})"
         elif isinstance(op, nki.NcMatmulOp):
-            if len(operands) != 2:
-                raise Refused("'nki.nc_matmul' with an accumulator operand outside a loop's "
-                              "accumulation")
             call = f"nisa.nc_matmul(dst={dst}, stationary={operands[0]}, moving={operands[1]})"
         elif isinstance(op, nki.TensorTensorOp):
             if all(self.buffers.get(name) == "psum" for name in operands):
@@ -357,6 +358,18 @@ class _Printer:
             call = (f"nisa.tensor_tensor_scan(dst={dst}, data0={operands[0]}, "
                     f"data1={operands[1]}, initial={initial}, op0=nl.{attrs['op0']}, "
                     f"op1=nl.{attrs['op1']})")
+        elif isinstance(op, nki.DmaTransposeOp):
+            call = f"nisa.dma_transpose(dst={dst}, src={operands[0]})"
+        elif isinstance(op, nki.ActivationReduceOp):
+            call = self.activation_reduce(op, dst, operands, depth)
+        elif isinstance(op, nki.AffineSelectOp):
+            steps = [int(k) for k in attrs["pattern"]]
+            counts = [python(d) for d in _type(result).shape[1:]]
+            pattern = ", ".join(f"[{k}, {n}]" for k, n in zip(steps, counts, strict=True))
+            call = (f"nisa.affine_select(dst={dst}, pattern=[{pattern}], "
+                    f"channel_multiplier={int(attrs['channel_multiplier'])}, "
+                    f"on_true_tile={operands[0]}, on_false_value={attrs['on_false_value']!r}, "
+                    f"cmp_op=nl.{attrs['cmp_op']}, offset={int(attrs.get('offset', 0))})")
         elif isinstance(op, nki.TensorReduceOp):
             axes = tuple(int(a) for a in attrs["axes"])
             call = (f"nisa.tensor_reduce(dst={dst}, op=nl.{attrs['op']}, data={operands[0]}, "
@@ -365,6 +378,33 @@ class _Printer:
         else:
             raise Refused(f"'{op.name}' is not printed by the NKI emitter yet")
         self.line(depth, call)
+
+    def accumulate(self, op: nki.NcMatmulOp, operands: list[str], depth: int) -> None:
+        """`nc_matmul(st, mv, acc)` outside a loop's accumulation: the matmul adds into the
+        PSUM tile `acc` in place (`accumulate=True`), which it may only when nothing else
+        reads `acc`."""
+        acc = op.operands[2]
+        if not acc.has_one_use() or not isinstance(acc.owner, nki.NcMatmulOp):
+            raise Refused("'nki.nc_matmul' accumulating onto a tile that is read elsewhere or "
+                          "that no matmul wrote")
+        self.names[op.results[0]] = operands[2]
+        self.line(depth, f"nisa.nc_matmul(dst={operands[2]}, stationary={operands[0]}, "
+                         f"moving={operands[1]}, accumulate=True)")
+
+    def activation_reduce(self, op: nki.ActivationReduceOp, dst: str, operands: list[str],
+                          depth: int) -> str:
+        """The reduction of `nisa.activation_reduce` into `dst`; its elementwise result goes
+        to a scratch tile of its own (the op keeps only the reduction)."""
+        attrs = op.attrs()
+        scratch = self.fresh()
+        data = _type(op.operands[0])
+        self.allocate_as(scratch, TensorType(list(data.shape), "f32"), depth, "sbuf")
+        extra = "".join(f", {role}={v}" for role, v in zip(("bias", "scale"), operands[1:],
+                                                            strict=False))
+        if attrs.get("scale") is not None:
+            extra += f", scale={attrs['scale']!r}"
+        return (f"nisa.activation_reduce(dst={scratch}, op=nl.{attrs['func']}, "
+                f"data={operands[0]}, reduce_op=nl.add, reduce_res={dst}{extra})")
 
     def tensor_scalar(self, dst: str, operands: list[str], attrs: Mapping[str, object],
                       tail: str) -> str:
