@@ -185,6 +185,8 @@ def concrete_tile_sizes(func: FuncOp) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+)=(\d+)", head)}
 
 
+#: the most dims of a tensor whose tiles move by block I/O (TMA takes 5)
+TILE_RANK_MAX = 5
 #: how the GEMM family's 2D tiles are loaded and stored, and the kernel's `BLOCK_IO` for each
 #: (`host_descriptor`: a `TensorDescriptor` the host makes and passes, none made on the device)
 BLOCK_IO_MODES = {"pointer": 0, "block_ptr": 1, "tensor_descriptor": 2, "host_descriptor": 3}
@@ -304,7 +306,10 @@ class _KernelShape:
 
     def add_tile(self, op: Operation, ptr: str, tensor: TensorType, offsets: list[IntExpr],
                  blocks: list[IntExpr], extents: list[IntExpr]) -> None:
-        if tensor.rank != 2 or not all(
+        # a 2D tile, or one of a batched tensor whose leading dims the block takes one lane
+        # of (attention's [1, 1, BK, D] tile of one head): its box is 2D either way
+        if not 2 <= tensor.rank <= TILE_RANK_MAX or any(
+                b != IntExpr.const(1) for b in blocks[:-2]) or not all(
                 e == b or (o == IntExpr.const(0) and e == s)
                 for s, o, b, e in zip(tensor.shape, offsets, blocks, extents, strict=True)):
             return
@@ -606,9 +611,10 @@ class _KernelPrinter:
         """How many leading unit dims the value's block is printed without: all of them but
         the last dim (a batched kernel's `[1, 1, BM, BK]` blocks are `[BM, BK]` in Triton, so
         no `tl.reshape` to rank 4 and back sits between a dot and the math on its result);
-        none for a tile moved by block I/O (its descriptor's block has every dim)."""
+        none for a 2D tile moved by block I/O (its descriptor's block has every dim; a tile of
+        a batched tensor is reshaped from the descriptor's block as it is loaded)."""
         t = value.type
-        if not isinstance(t, TensorType) or value.owner in self.shape.access:
+        if not isinstance(t, TensorType) or (value.owner in self.shape.access and t.rank <= 2):
             return 0
         n = 0
         while n < t.rank - 1 and t.shape[n] == IntExpr.const(1):
@@ -863,17 +869,22 @@ class _KernelPrinter:
             offsets = op.offset_exprs()
             plain = self.store_text(op)
         at = _list(offsets)
+        rank = tile.tensor.rank
+        every = _tuple([str(d) for d in range(rank)])
         block_ptr = (f"tl.make_block_ptr({tile.ptr}, shape={_tuple(_ints(tile.tensor.shape))}, "
                      f"strides={_tuple(_ints(_strides(tile.tensor)))}, "
                      f"offsets={_tuple(_ints(offsets))}, "
-                     f"block_shape={_tuple(_ints(tile.block))}, order=(1, 0))")
+                     f"block_shape={_tuple(_ints(tile.block))}, "
+                     f"order={_tuple([str(d) for d in reversed(range(rank))])})")
         if isinstance(op, xt.LoadOp):
-            by_desc = f"{target}{tile.desc}.load({at})"
-            by_ptr = (f'{target}tl.load({block_ptr}, boundary_check=(0, 1), '
-                      'padding_option="zero")')
+            full, printed = list(tile.block), self.printed(op.results[0])
+            by_desc = f"{target}{self.at_shape(f'{tile.desc}.load({at})', full, printed)}"
+            by_ptr = target + self.at_shape(
+                f'tl.load({block_ptr}, boundary_check={every}, padding_option="zero")',
+                full, printed)
         else:
             by_desc = f"{tile.desc}.store({at}, {self.stored(op)})"
-            by_ptr = f"tl.store({block_ptr}, {self.stored(op)}, boundary_check=(0, 1))"
+            by_ptr = f"tl.store({block_ptr}, {self.stored(op)}, boundary_check={every})"
         self.line(depth, f"if BLOCK_IO >= {BLOCK_IO_MODES['tensor_descriptor']}:")
         self.line(depth + 1, by_desc)
         self.line(depth, f"elif BLOCK_IO == {BLOCK_IO_MODES['block_ptr']}:")
@@ -1224,7 +1235,8 @@ def _host_helpers(dev: Device) -> list[str]:
                                               io.width_bytes_min, 0, 0)
     else:
         base = pitch = width = box = box_bytes = 0  # no descriptors: block pointers
-    rules = [f"t.data_ptr() % {base}", f"t.stride(0) * size % {pitch}"]
+    rules = [f"t.data_ptr() % {base}",
+             f"any(s * size % {pitch} for s in t.stride()[:-1])"]
     if width:
         rules.append(f"t.shape[-1] * size < {width}")
     if box:
