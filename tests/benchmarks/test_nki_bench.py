@@ -44,8 +44,8 @@ def test_softmax_row_prices_all_three_kernels(tmp_path: Path) -> None:
     assert "M=130,N=77*" in line and "/5" in line and "rows BM=128" in line
     ratio = r.naive.latency_s / r.axon.latency_s
     assert f"{ratio:.2f}" in line
-    assert re.search(r"geomean naive/axon \d+\.\d\d over 1 programs; geomean hand/axon "
-                     r"\d+\.\d\d over 1 programs", text)
+    assert re.search(r"geomean naive/axon \d+\.\d\d over 1 programs \(\d+\.\d\d over the 1 "
+                     r"of more than one op\); geomean hand/axon \d+\.\d\d over 1 programs", text)
     assert bench.summary([r], 1.0).startswith("nki-bench: 1 programs: axon priced 1, naive 1, "
                                               "hand 1 of 1; 0 wrong")
 
@@ -106,3 +106,13 @@ def test_bad_options_are_refused(argv: list[str], message: str,
 def test_the_shapes_the_benchmark_states_are_programs_sizes() -> None:
     for name, (sizes, why) in bench.SHAPES.items():
         assert set(sizes) == set(PROGRAMS[name].symbols) and why
+
+
+def test_a_kernel_the_simulator_refuses_is_reported_with_its_diagnostic(tmp_path: Path) -> None:
+    # axon's rmsnorm kernel broadcasts the weight by one matmul, which moves at most 512 columns
+    r = row("rmsnorm", {"M": 3, "N": 600}, tmp_path)
+    assert r.axon.latency_s is None and not r.axon.wrong
+    assert r.axon.why.startswith("rows: the simulator stops: KernelError: rmsnorm_axon.py:")
+    assert "moving free size 600; limit matmul_moving_free_max=512" in r.axon.why
+    assert str(tmp_path) not in bench.table([r], "trn2")
+    assert r.hand is not None and r.hand.latency_s  # the hand-written kernel takes any row
