@@ -28,7 +28,9 @@ def matmul(x, w):
     bk = nl.tile_size.pmax
     bn = nl.tile_size.gemm_moving_fmax
     kt = (depth + bk - 1) // bk
-    need = kt * (bn + bm) * x.dtype.itemsize + bn * x.dtype.itemsize
+    # per partition: a column block of w and a row block of x, both over all of K, and a result
+    # block, twice each (a loop's new tile is allocated while the last one's is still held)
+    need = 2 * (kt * (bn + bm) + bn) * x.dtype.itemsize
     assert need <= nl.tile_size.sbuf_fmax_bytes, \
         f"matmul: a contraction of {depth} needs {need} bytes per partition, more than SBUF's " \
         f"{nl.tile_size.sbuf_fmax_bytes}"

@@ -20,9 +20,9 @@ def rmsnorm(x, g):
     rows, cols = x.shape
     assert tuple(g.shape) == (cols,), f"rmsnorm: g is {tuple(g.shape)}, expected ({cols},)"
     pmax = nl.tile_size.pmax
-    # per partition: the weight and a row tile in x's dtype, one fp32 scratch row, the output
-    # row; each of `cols` elements
-    need = cols * (2 * x.dtype.itemsize + 4 + x.dtype.itemsize)
+    # per partition: the weight; a row tile in x's dtype, one fp32 scratch row and the output
+    # row, twice each (a loop's new tile is allocated while the last iteration's is held)
+    need = cols * (g.dtype.itemsize + 2 * (2 * x.dtype.itemsize + 4))
     assert need <= nl.tile_size.sbuf_fmax_bytes, \
         f"rmsnorm: a row of {cols} elements needs {need} bytes per partition, more than SBUF's " \
         f"{nl.tile_size.sbuf_fmax_bytes}"

@@ -25,7 +25,10 @@ def rope(x, cos, sin):
         f"rope: cos and sin are {tuple(cos.shape)} and {tuple(sin.shape)}, expected " \
         f"({tokens}, {half})"
     pmax = nl.tile_size.pmax
-    need = heads * dim * 2 * x.dtype.itemsize + 4 * heads * half * 4 + 2 * half * 2
+    # per partition: x's and the output's tiles, four fp32 products, cos and sin, twice each
+    # (a loop's new tile is allocated while the last iteration's is still held)
+    need = 2 * (heads * dim * 2 * x.dtype.itemsize + 4 * heads * half * 4
+                + 2 * half * cos.dtype.itemsize)
     assert need <= nl.tile_size.sbuf_fmax_bytes, \
         f"rope: a token of {heads} x {dim} needs {need} bytes per partition, more than SBUF's " \
         f"{nl.tile_size.sbuf_fmax_bytes}"

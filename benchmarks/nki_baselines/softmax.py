@@ -16,7 +16,9 @@ import nki.language as nl
 def softmax(x):
     rows, cols = x.shape
     pmax = nl.tile_size.pmax
-    need = cols * (2 * x.dtype.itemsize + 4)
+    # per partition: the row, its fp32 exponentials and the output row, twice each (a loop's
+    # new tile is allocated while the last iteration's is still held)
+    need = 2 * cols * (2 * x.dtype.itemsize + 4)
     assert need <= nl.tile_size.sbuf_fmax_bytes, \
         f"softmax: a row of {cols} elements needs {need} bytes per partition, more than SBUF's " \
         f"{nl.tile_size.sbuf_fmax_bytes}"
