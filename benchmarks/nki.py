@@ -348,9 +348,9 @@ def table(rows: Sequence[Row], profile: str) -> str:
              f"{'naive/axon':>11}{'hand/axon':>10}{'symb s':>8}{'sel s':>7}  axon kernel"]
     for r in rows:
         sizes = ",".join(f"{k}={v}" for k, v in r.sizes.items()) + ("*" if r.shape_note else "")
-        naive = _latency(r.naive) + (f"/{r.naive.kernels}" if r.naive.latency_s else "")
+        chain = _latency(r.naive) + (f"/{r.naive.kernels}" if r.naive.latency_s else "")
         nr, hr = _ratio(r.naive, r.axon), _ratio(r.hand, r.axon)
-        lines.append(f"{r.program:<22}{r.tier:>2}  {sizes:<34}{_latency(r.axon):>9}{naive:>10}"
+        lines.append(f"{r.program:<22}{r.tier:>2}  {sizes:<34}{_latency(r.axon):>9}{chain:>10}"
                      f"{_latency(r.hand):>9}{_fmt(nr):>11}{_fmt(hr):>10}"
                      f"{r.symbolic_s:>8.1f}{r.selection_s:>7.1f}  {r.axon.detail}")
     lines.append("naive's '/n': its n kernels; *: a shape smaller than the suite's default:")
