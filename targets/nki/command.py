@@ -12,7 +12,8 @@ The driver (`tools/axon_main.py`) parses the command line and calls `emit_kernel
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
@@ -62,7 +63,48 @@ def emit_kernel(module: ModuleOp, filename: str, profile: str, sizes_text: str,
                              f"{filename} (its sizes: {', '.join(symbols) or 'none'})")
     bound = all_sizes(func, sizes)
     say(f"nki: @{name} at {', '.join(f'{k}={v}' for k, v in bound.items())} on {profile}")
-    result = tile_program([func], load_profile(profile), bound)
+    try:
+        chosen = choose_kernel(func, profile, bound, say)
+    except NoKernel as err:
+        raise NkiTargetError(f"{filename}: @{name}: {err}") from None
+    say(f"nki: @{name}: {chosen.kind} ({chosen.chosen}), tiling proof {chosen.tiling_proof}, "
+        f"lowering proof {chosen.lowering_proof}; {time.perf_counter() - start:.1f} s")
+    return chosen.module_text
+
+
+class NoKernel(Exception):
+    """No proved tiling of the function lowers to `nki`; the message says why."""
+
+
+@dataclass(frozen=True)
+class ChosenKernel:
+    """The kernel `--target nki` prints: the tiling's kind, its lowered function, the tile
+    sizes, the printed module, both proofs' ids, and the seconds spent tiling and proving
+    (`symbolic_s`: the `tile` search, the lowering and its proof) and printing (`emit_s`)."""
+
+    kind: str
+    lowered: FuncOp
+    params: dict[str, int]
+    module_text: str
+    tiling_proof: str
+    lowering_proof: str
+    symbolic_s: float
+    emit_s: float
+
+    @property
+    def chosen(self) -> str:
+        """The tile sizes as `BM=128 BN=128`."""
+        return " ".join(f"{k}={v}" for k, v in self.params.items())
+
+
+def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
+                  say: Callable[[str], None]) -> ChosenKernel:
+    """The proved tilings of `func` at `sizes` (every size bound), cheapest first; the first
+    whose lowering is proved, printed with its best concrete tile sizes. `NoKernel` when
+    none lowers."""
+    name = func.sym_name.data
+    start = time.perf_counter()
+    result = tile_program([func], load_profile(profile), sizes)
     proved = [p for p in result.proved if p.candidates and p.kernel is not None]
     say(f"nki: @{name}: {len(result.proposals)} tilings proposed, {len(proved)} proved and "
         f"fitting")
@@ -75,12 +117,11 @@ def emit_kernel(module: ModuleOp, filename: str, profile: str, sizes_text: str,
             say(f"nki: @{name}: {proposal.tiling.kind}: {err}")
             refusals.append(f"{proposal.tiling.kind}: {err}")
             continue
+        symbolic = time.perf_counter() - start
         params = dict(proposal.candidates[0].params)
         module_text = emit_nki(lowered.func, params).text
-        chosen = " ".join(f"{k}={v}" for k, v in params.items())
-        say(f"nki: @{name}: {proposal.tiling.kind} ({chosen}), tiling proof "
-            f"{proposal.proof_id}, lowering proof {lowered.proof_id}; "
-            f"{time.perf_counter() - start:.1f} s")
-        return module_text
+        return ChosenKernel(proposal.tiling.kind, lowered.func, params, module_text,
+                            proposal.proof_id, lowered.proof_id, symbolic,
+                            time.perf_counter() - start - symbolic)
     why = "; ".join(refusals) or "no tiling is proved and fits the profile"
-    raise NkiTargetError(f"{filename}: @{name}: no kernel lowers to nki ({why})")
+    raise NoKernel(f"no kernel lowers to nki ({why})")

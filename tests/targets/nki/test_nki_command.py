@@ -13,7 +13,7 @@ from xdsl.dialects.func import FuncOp
 from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.dialects.form.dtypes import DTYPES
 from axon.interpreter import run_function
-from axon.targets.nki.command import NkiTargetError, emit_kernel
+from axon.targets.nki.command import NkiTargetError, NoKernel, choose_kernel, emit_kernel
 from axon.targets.nki.simulator import load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.tools.axon_main import main
@@ -60,3 +60,19 @@ def test_the_command_line_writes_the_module(tmp_path: Path,
     main(["relu", "--target", "nki", "--sizes", "M=64,N=32", "-o", str(out)])
     assert "@nki.jit" in out.read_text()
     assert "axon: nki: @relu: rows" in capsys.readouterr().err
+
+
+def test_choose_kernel_is_the_kernel_the_command_prints() -> None:
+    module = parse_source(PROGRAMS["softmax"].source, "softmax.py")
+    text = emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", lambda line: None)
+    chosen = choose_kernel(program("softmax"), "trn2", {"M": 130, "N": 77}, lambda line: None)
+    assert chosen.module_text == text
+    assert (chosen.kind, chosen.params, chosen.chosen) == ("rows", {"BM": 128}, "BM=128")
+    assert len(chosen.lowering_proof) == 16 and chosen.tiling_proof
+    assert chosen.symbolic_s > 0 and chosen.emit_s >= 0
+
+
+def test_choose_kernel_says_why_nothing_lowers() -> None:
+    with pytest.raises(NoKernel, match="no kernel lowers to nki .rows: not lowered to nki: "
+                                       "'ax.slice' gives a rank-3 tile"):
+        choose_kernel(program("rope"), "trn2", {"T": 3, "H": 2, "D2": 2}, lambda line: None)

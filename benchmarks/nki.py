@@ -1,0 +1,422 @@
+"""Axon's NKI kernels against a naive lowering and hand-written kernels, under one cost model.
+
+    python -m axon.benchmarks.nki                                # every Tier 1 and 2 program
+    python -m axon.benchmarks.nki --programs softmax,matmul --profile trn2
+
+For each suite program (`benchmarks/suite.py`), at the shape the table lists (the suite's first
+default shape, or a smaller one `SHAPES` states with the reason), three kernels run on the NKI
+simulator and are priced by the NeuronCore cost model (`targets/nki/cost/`):
+
+- **axon**: the kernel `axon PROGRAM --target nki` prints (`targets/nki/command.py`'s
+  `choose_kernel`: the proved tilings cheapest first, the first whose lowering is proved);
+- **naive**: one kernel per `ax` op of the program, no fusion (a constant goes into the kernel
+  of the op that reads it), each op's kernel the one `choose_kernel` gives for the op alone;
+  the kernels run one after the other, each reading its operands from HBM and writing its
+  result there, and the latency is the sum of theirs (no launch cost is added);
+- **hand**: the kernel of `benchmarks/nki_baselines/<program>.py` where there is one.
+
+Every kernel's output is checked against the reference before it is priced: axon's and hand's
+against the suite's numpy reference, each naive kernel against the reference interpreter of its
+one-op function and the naive chain's result against the interpreter of the whole program
+(both round every intermediate to its dtype), all within the program's tolerance
+(`Program.tolerance_at`). A wrong kernel is reported as wrong and not
+priced; a program that does not lower is listed with the reason. The compile time of axon's
+kernel is split into the symbolic phase (the `tile` search: tilings, their proofs and the
+tiled cost model; then the lowering and its proof; `--target nki` runs no propagation) and
+selection (emission, simulation and pricing). Progress goes to stderr; the table, the
+geomeans and a summary line to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation, SSAValue
+
+from axon.benchmarks.suite import PROGRAMS, Program, make_inputs
+from axon.dialects.ax import TensorType
+from axon.dialects.ax.creation import ConstantOp
+from axon.interpreter import run_function
+from axon.targets.nki.command import NKI_PROFILES, NoKernel, choose_kernel
+from axon.targets.nki.cost import estimate, load_constants
+from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, simulate
+from axon.targets.nki.simulator.errors import KernelError, SimulationError
+from axon.targets.nki.simulator_limits import load_limits
+from axon.tools.embed import parse_source
+
+BASELINES = Path(__file__).resolve().parent / "nki_baselines"
+
+#: shapes smaller than the suite's first default, each with the reason
+SHAPES: dict[str, tuple[dict[str, int], str]] = {
+    "rmsnorm": ({"M": 1024, "N": 512},
+                "axon's kernel broadcasts the weight row by one matmul: N <= 512"),
+    "layernorm": ({"M": 1024, "N": 512},
+                  "axon's kernel broadcasts g and b by one matmul each: N <= 512 (and "
+                  "overflows SBUF at the default [128, 8192])"),
+    "rmsnorm_matmul": ({"M": 1024, "K": 512, "N": 1024},
+                       "the naive lowering's kernel of `* g` broadcasts g by one matmul: "
+                       "K <= 512 (axon's kernel does not lower at any size)"),
+    "ntrans": ({"M": 8, "N": 512},
+               "the naive lowering's kernels of the products by a row broadcast it by one "
+               "matmul: N <= 512 (axon's kernel does not lower at any size)"),
+}
+
+
+@dataclass
+class Priced:
+    """One kernel (or the naive chain) at the program's shape: its latency in seconds when it
+    ran and was right; otherwise `why` says what went wrong (`wrong` when it computed a wrong
+    result)."""
+
+    latency_s: float | None = None
+    why: str = ""
+    wrong: bool = False
+    kernels: int = 1
+    detail: str = ""
+
+
+@dataclass
+class Row:
+    """One program's line of the table."""
+
+    program: str
+    tier: int
+    sizes: dict[str, int]
+    shape_note: str
+    axon: Priced
+    naive: Priced
+    hand: Priced | None
+    symbolic_s: float = 0.0
+    selection_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_program(program: Program) -> FuncOp:
+    """The suite program's function, parsed from its source."""
+    (func,) = (op for op in parse_source(program.source, f"{program.name}.py").ops
+               if isinstance(op, FuncOp))
+    return func
+
+
+def sizes_for(program: Program) -> tuple[dict[str, int], str]:
+    """The shape the benchmark runs `program` at, and why when it is not the suite's first."""
+    if program.name in SHAPES:
+        return SHAPES[program.name]
+    return dict(program.default_sizes[0]), ""
+
+
+def _symbols(func: FuncOp) -> set[str]:
+    types = [*func.function_type.inputs.data, *func.function_type.outputs.data]
+    return {s for t in types if isinstance(t, TensorType) for d in t.shape for s in d.symbols()}
+
+
+def _check(got: np.ndarray, want: np.ndarray, tolerance: tuple[float, float]) -> str:
+    """'' when `got` is `want` within (rtol, atol); otherwise what differs."""
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    rtol, atol = tolerance
+    g = np.asarray(got, dtype=np.float64)
+    w = np.asarray(want, dtype=np.float64)
+    excess = np.abs(g - w) - (atol + rtol * np.abs(w))
+    bad = ~(excess <= 0)
+    if not bad.any():
+        return ""
+    index = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(excess, nan=np.inf),
+                                                    -np.inf))), g.shape)
+    return (f"{int(bad.sum())} of {g.size} elements off, e.g. at {tuple(int(i) for i in index)}: "
+            f"{g[index]:.6g} vs {w[index]:.6g}")
+
+
+class KernelRunner:
+    """Runs NKI modules on the simulator with a profile's limits and prices their traces."""
+
+    def __init__(self, profile: str, tmp: Path):
+        self.limits = load_limits(profile)
+        self.constants = load_constants(profile)
+        self.tmp = tmp
+
+    def run(self, source: Path | str, inputs: Sequence[np.ndarray],
+            label: str = "kernel") -> tuple[np.ndarray, float]:
+        """The module's output and the cost model's latency; a simulator warning is an error
+        (`SimulationWarning` raised), as is a kernel the simulator refuses (`KernelError`).
+        `source` is a kernel file or a module's text, written to `<label>.py`."""
+        if isinstance(source, str):
+            path = self.tmp / f"{label}.py"
+            path.write_text(source)
+        else:
+            path = source
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SimulationWarning)
+            out, trace = simulate(load_kernel(path), *inputs, limits=self.limits, trace=True)
+        assert isinstance(trace, Trace)
+        return np.asarray(out), estimate(trace, self.constants).total_s
+
+
+def _failure(err: Exception, tmp: Path) -> str:
+    """The error's first line, its kernel file named without the temporary directory or the
+    repository's root."""
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    for root in (tmp, BASELINES.parents[1]):
+        text = text.replace(f"{root}/", "")
+    return f"{type(err).__name__}: {text}"
+
+
+def run_axon(func: FuncOp, program: Program, sizes: Mapping[str, int],
+             inputs: Sequence[np.ndarray], want: np.ndarray, runner: KernelRunner,
+             profile: str, row: Row, say: Callable[[str], None]) -> None:
+    """Choose, run, check and price axon's kernel; fill `row.axon` and the compile times."""
+    start = time.perf_counter()
+    try:
+        chosen = choose_kernel(func, profile, dict(sizes), lambda line: None)
+    except NoKernel as err:
+        row.symbolic_s = time.perf_counter() - start
+        row.axon = Priced(why=str(err))
+        return
+    row.symbolic_s = chosen.symbolic_s
+    selection = time.perf_counter()
+    tiles = " ".join(f"{k}={v}" for k, v in chosen.params.items())
+    row.axon.detail = f"{chosen.kind} {tiles}"
+    try:
+        out, latency = runner.run(chosen.module_text, inputs, f"{program.name}_axon")
+    except (KernelError, SimulationError, SimulationWarning) as err:
+        row.axon = Priced(why=f"{chosen.kind}: the simulator stops: "
+                          f"{_failure(err, runner.tmp)}", detail=row.axon.detail)
+    else:
+        problem = _check(out, want, program.tolerance_at(sizes))
+        row.axon = (Priced(why=f"{chosen.kind}: wrong result: {problem}", wrong=True,
+                           detail=row.axon.detail) if problem else
+                    Priced(latency, detail=row.axon.detail))
+    row.selection_s = chosen.emit_s + time.perf_counter() - selection
+    say(f"nki-bench: {program.name}: axon {row.axon.detail}: "
+        f"{_latency(row.axon)} ({row.symbolic_s:.1f} s symbolic, {row.selection_s:.1f} s "
+        "selection)")
+
+
+@dataclass(frozen=True)
+class OpKernel:
+    """One `ax` op of a program as a function of its own: the op's non-constant operands as
+    parameters (each constant it reads cloned in), its results returned."""
+
+    op: Operation
+    func: FuncOp
+    operands: tuple[SSAValue, ...]
+
+
+def op_functions(func: FuncOp) -> list[OpKernel]:
+    """One function per op of `func`'s body that is neither a constant nor the return."""
+    kernels = []
+    body = list(func.body.block.ops)
+    for index, op in enumerate(body):
+        if isinstance(op, (ConstantOp, ReturnOp)):
+            continue
+        operands: list[SSAValue] = []
+        for value in op.operands:
+            if not isinstance(value.owner, ConstantOp) and value not in operands:
+                operands.append(value)
+        name = f"{func.sym_name.data}_{index}_{op.name.split('.')[-1]}"
+        one = FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
+        mapping: dict[SSAValue, SSAValue] = dict(zip(operands, one.body.block.args,
+                                                     strict=True))
+        for value in op.operands:
+            if isinstance(value.owner, ConstantOp) and value not in mapping:
+                constant = value.owner.clone()
+                one.body.block.add_op(constant)
+                mapping[value] = constant.results[0]
+        clone = op.clone(value_mapper=mapping)
+        one.body.block.add_ops([clone, ReturnOp(*clone.results)])
+        kernels.append(OpKernel(op, one, tuple(operands)))
+    return kernels
+
+
+def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
+              inputs: Sequence[np.ndarray], runner: KernelRunner, profile: str,
+              say: Callable[[str], None]) -> Priced:
+    """The naive lowering: each op's kernel chosen, run on the previous kernels' outputs,
+    checked against the interpreter and priced; the latencies summed. Its result, every
+    intermediate rounded to its dtype in HBM as the interpreter rounds it, is checked against
+    the interpreter of the whole program (the numpy reference computes in float32 throughout:
+    layernorm's interpreter is 5 elements past the tolerance from it at [1024, 512], where
+    the centred row cancels near zero)."""
+    values: dict[SSAValue, np.ndarray] = dict(zip(func.body.block.args, inputs, strict=True))
+    chosen: dict[str, str] = {}  # a one-op function's text (without its name): its module
+    tolerance = program.tolerance_at(sizes)
+    total = 0.0
+    kernels = op_functions(func)
+    for k in kernels:
+        what = f"%{kernels.index(k)} '{k.op.name}'"
+        own = {s: v for s, v in sizes.items() if s in _symbols(k.func)}
+        key = str(k.func).replace(f"@{k.func.sym_name.data}(", "@op(", 1)
+        if key not in chosen:
+            try:
+                chosen[key] = choose_kernel(k.func, profile, own, lambda line: None).module_text
+            except NoKernel as err:
+                return Priced(why=f"{what} does not lower: {err}", kernels=len(kernels))
+        args = [values[v] for v in k.operands]
+        try:
+            out, latency = runner.run(chosen[key], args, k.func.sym_name.data)
+        except (KernelError, SimulationError, SimulationWarning) as err:
+            return Priced(why=f"{what}: the simulator stops: {_failure(err, runner.tmp)}",
+                          kernels=len(kernels))
+        (expected,) = run_function(k.func, args, own)
+        problem = _check(out, expected, tolerance)
+        if problem:
+            return Priced(why=f"{what}: wrong result: {problem}", wrong=True,
+                          kernels=len(kernels))
+        (result,) = k.op.results
+        values[result] = out
+        total += latency
+    (ret,) = (op for op in func.body.block.ops if isinstance(op, ReturnOp))
+    (interpreted,) = run_function(func, inputs, sizes)
+    problem = _check(values[ret.arguments[0]], interpreted, tolerance)
+    if problem:
+        return Priced(why=f"the chain's result is wrong: {problem}", wrong=True,
+                      kernels=len(kernels))
+    say(f"nki-bench: {program.name}: naive: {len(kernels)} kernel(s), {total * 1e6:.1f} us")
+    return Priced(total, kernels=len(kernels))
+
+
+def run_hand(program: Program, sizes: Mapping[str, int], inputs: Sequence[np.ndarray],
+             want: np.ndarray, runner: KernelRunner, say: Callable[[str], None]) -> Priced | None:
+    """The hand-written baseline's latency, or None when the program has none."""
+    path = BASELINES / f"{program.name}.py"
+    if not path.exists():
+        return None
+    try:
+        out, latency = runner.run(path, inputs)
+    except (KernelError, SimulationError, SimulationWarning) as err:
+        return Priced(why=f"the simulator stops: {_failure(err, runner.tmp)}")
+    problem = _check(out, want, program.tolerance_at(sizes))
+    if problem:
+        return Priced(why=f"wrong result: {problem}", wrong=True)
+    say(f"nki-bench: {program.name}: hand: {latency * 1e6:.1f} us")
+    return Priced(latency)
+
+
+def bench_program(program: Program, profile: str, runner: KernelRunner,
+                  say: Callable[[str], None], sizes: Mapping[str, int] | None = None) -> Row:
+    """The table's row of `program` at `sizes` (default: `sizes_for`)."""
+    if sizes is None:
+        chosen_sizes, note = sizes_for(program)
+    else:
+        chosen_sizes, note = dict(sizes), "given"
+    func = parse_program(program)
+    inputs = make_inputs(program, chosen_sizes)
+    want = np.asarray(program.reference(*inputs))
+    row = Row(program.name, program.tier, chosen_sizes, note, Priced(), Priced(), None)
+    say(f"nki-bench: {program.name} at "
+        f"{', '.join(f'{k}={v}' for k, v in chosen_sizes.items())}")
+    run_axon(func, program, chosen_sizes, inputs, want, runner, profile, row, say)
+    row.naive = run_naive(func, program, chosen_sizes, inputs, runner, profile, say)
+    row.hand = run_hand(program, chosen_sizes, inputs, want, runner, say)
+    return row
+
+
+def _latency(p: Priced | None) -> str:
+    if p is None:
+        return "-"
+    if p.latency_s is None:
+        return "WRONG" if p.wrong else "n/a"
+    return f"{p.latency_s * 1e6:.1f}"
+
+
+def _ratio(num: Priced | None, den: Priced) -> float | None:
+    if num is None or num.latency_s is None or den.latency_s is None:
+        return None
+    return num.latency_s / den.latency_s
+
+
+def geomean(values: Sequence[float]) -> float:
+    """The geometric mean of positive values (nan for none)."""
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else math.nan
+
+
+def table(rows: Sequence[Row], profile: str) -> str:
+    """The printed table: one line per program, the failures and the geomeans."""
+    lines = [f"NKI kernels on {profile}: cost-model latency in us (simulator trace); "
+             "naive = one kernel per op; hand = benchmarks/nki_baselines",
+             f"{'program':<22}{'T':>2}  {'sizes':<34}{'axon':>9}{'naive':>10}{'hand':>9}"
+             f"{'naive/axon':>11}{'hand/axon':>10}{'symb s':>8}{'sel s':>7}  axon kernel"]
+    for r in rows:
+        sizes = ",".join(f"{k}={v}" for k, v in r.sizes.items()) + ("*" if r.shape_note else "")
+        chain = _latency(r.naive) + (f"/{r.naive.kernels}" if r.naive.latency_s else "")
+        nr, hr = _ratio(r.naive, r.axon), _ratio(r.hand, r.axon)
+        lines.append(f"{r.program:<22}{r.tier:>2}  {sizes:<34}{_latency(r.axon):>9}{chain:>10}"
+                     f"{_latency(r.hand):>9}{_fmt(nr):>11}{_fmt(hr):>10}"
+                     f"{r.symbolic_s:>8.1f}{r.selection_s:>7.1f}  {r.axon.detail}")
+    lines.append("naive's '/n': its n kernels; *: a shape smaller than the suite's default:")
+    lines.extend(f"  {r.program}: {r.shape_note}" for r in rows if r.shape_note)
+    failures = [(r.program, who, p.why) for r in rows
+                for who, p in (("axon", r.axon), ("naive", r.naive), ("hand", r.hand))
+                if p is not None and p.latency_s is None]
+    if failures:
+        lines.append("not priced:")
+        lines.extend(f"  {name} ({who}): {why}" for name, who, why in failures)
+    naive = [x for r in rows if (x := _ratio(r.naive, r.axon)) is not None]
+    fused = [x for r in rows if (x := _ratio(r.naive, r.axon)) is not None
+             and r.naive.kernels > 1]
+    hand = [x for r in rows if (x := _ratio(r.hand, r.axon)) is not None]
+    lines.append(f"geomean naive/axon {_fmt(geomean(naive))} over {len(naive)} programs "
+                 f"({_fmt(geomean(fused))} over the {len(fused)} of more than one op); "
+                 f"geomean hand/axon {_fmt(geomean(hand))} over {len(hand)} programs "
+                 "(> 1: axon's kernel is faster)")
+    return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None or math.isnan(x) else f"{x:.2f}"
+
+
+def summary(rows: Sequence[Row], seconds: float) -> str:
+    """The last line: how many programs got each kernel priced, and the wrong ones."""
+    def count(pick: Callable[[Row], Priced | None]) -> int:
+        return sum(1 for r in rows if (p := pick(r)) is not None and p.latency_s is not None)
+    wrong = sum(1 for r in rows for p in (r.axon, r.naive, r.hand) if p is not None and p.wrong)
+    hands = sum(1 for r in rows if r.hand is not None)
+    return (f"nki-bench: {len(rows)} programs: axon priced {count(lambda r: r.axon)}, naive "
+            f"{count(lambda r: r.naive)}, hand {count(lambda r: r.hand)} of {hands}; {wrong} "
+            f"wrong; {seconds:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the table for the chosen programs."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--programs", default="",
+                        help="comma-separated suite programs (default: every Tier 1 and 2)")
+    parser.add_argument("--profile", default="trn2",
+                        help=f"the NeuronCore profile ({', '.join(NKI_PROFILES)}; trn2)")
+    args = parser.parse_args(argv)
+    if args.profile not in NKI_PROFILES:
+        parser.error(f"--profile: '{args.profile}' is not a NeuronCore profile; known: "
+                     f"{', '.join(NKI_PROFILES)}")
+    names = [n.strip() for n in args.programs.split(",") if n.strip()] or \
+        [p.name for p in PROGRAMS.values() if p.tier in (1, 2)]
+    unknown = [n for n in names if n not in PROGRAMS]
+    if unknown:
+        parser.error(f"--programs: {', '.join(unknown)} is not a suite program; known: "
+                     f"{', '.join(PROGRAMS)}")
+    start = time.perf_counter()
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = KernelRunner(args.profile, Path(tmp))
+        for name in names:
+            rows.append(bench_program(PROGRAMS[name], args.profile, runner, say))
+    print(table(rows, args.profile))
+    print(summary(rows, time.perf_counter() - start))
+
+
+if __name__ == "__main__":
+    main()

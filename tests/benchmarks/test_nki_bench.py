@@ -1,0 +1,118 @@
+"""`python -m axon.benchmarks.nki`: axon's kernel, the naive lowering (one kernel per op) and
+the hand-written baseline run on the simulator, checked, priced; the table shows the ratios and
+the compile time; a program that does not lower is listed with the reason; a wrong kernel is
+reported wrong, never priced."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from axon.benchmarks import nki as bench
+from axon.benchmarks.suite import PROGRAMS
+from axon.dialects.ax.creation import ConstantOp
+
+
+def row(name: str, sizes: dict[str, int], tmp_path: Path) -> bench.Row:
+    runner = bench.KernelRunner("trn2", tmp_path)
+    return bench.bench_program(PROGRAMS[name], "trn2", runner, lambda line: None, sizes)
+
+
+def test_a_program_is_split_into_one_function_per_op() -> None:
+    kernels = bench.op_functions(bench.parse_program(PROGRAMS["rmsnorm"]))
+    assert [k.op.name for k in kernels] == ["ax.mul", "ax.mean", "ax.add", "ax.rsqrt", "ax.mul",
+                                            "ax.mul"]
+    (add,) = (k for k in kernels if k.op.name == "ax.add")
+    # the constant 1e-6 is cloned into the kernel of the add that reads it, not a parameter
+    assert len(add.operands) == 1 and len(add.func.function_type.inputs.data) == 1
+    assert any(isinstance(op, ConstantOp) for op in add.func.body.block.ops)
+    square = kernels[0]  # x * x reads x once
+    assert len(square.operands) == 1
+
+
+def test_softmax_row_prices_all_three_kernels(tmp_path: Path) -> None:
+    r = row("softmax", {"M": 130, "N": 77}, tmp_path)
+    assert r.axon.latency_s and r.naive.latency_s and r.hand and r.hand.latency_s
+    assert r.naive.kernels == 5  # max, sub, exp, sum, div
+    # five kernels moving the rows through HBM cost more than one fused kernel
+    assert r.naive.latency_s > r.axon.latency_s
+    assert r.symbolic_s > 0 and r.selection_s > 0
+    text = bench.table([r], "trn2")
+    (line,) = (ln for ln in text.splitlines() if ln.startswith("softmax"))
+    assert "M=130,N=77*" in line and "/5" in line and "rows BM=128" in line
+    ratio = r.naive.latency_s / r.axon.latency_s
+    assert f"{ratio:.2f}" in line
+    assert re.search(r"geomean naive/axon \d+\.\d\d over 1 programs \(\d+\.\d\d over the 1 "
+                     r"of more than one op\); geomean hand/axon \d+\.\d\d over 1 programs", text)
+    assert bench.summary([r], 1.0).startswith("nki-bench: 1 programs: axon priced 1, naive 1, "
+                                              "hand 1 of 1; 0 wrong")
+
+
+def test_a_program_that_does_not_lower_is_listed_with_the_reason(tmp_path: Path) -> None:
+    r = row("rope", {"T": 3, "H": 2, "D2": 2}, tmp_path)
+    assert r.axon.latency_s is None and "no kernel lowers to nki" in r.axon.why
+    assert r.naive.latency_s is None and "'ax.slice' does not lower" in r.naive.why
+    assert r.hand is not None and r.hand.latency_s  # the hand-written kernel still runs
+    text = bench.table([r], "trn2")
+    assert "rope (axon): no kernel lowers to nki" in text
+    assert "rope (naive): %0 'ax.slice' does not lower" in text
+
+
+def test_a_wrong_kernel_is_reported_wrong_and_not_priced(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    wrong = tmp_path / "baselines"
+    wrong.mkdir()
+    text = (bench.BASELINES / "softmax.py").read_text()
+    # the exponentials scaled by the sum instead of its reciprocal
+    text = text.replace("operand0=inv[0:n])", "operand0=total[0:n])")
+    (wrong / "softmax.py").write_text(text)
+    monkeypatch.setattr(bench, "BASELINES", wrong)
+    r = row("softmax", {"M": 5, "N": 7}, tmp_path)
+    assert r.hand is not None and r.hand.latency_s is None and r.hand.wrong
+    assert "wrong result" in r.hand.why
+    text = bench.table([r], "trn2")
+    (line,) = (ln for ln in text.splitlines() if ln.startswith("softmax"))
+    assert line.split()[5] == "WRONG"  # program, tier, sizes, axon, naive, hand
+    assert "softmax (hand): wrong result:" in text
+    assert "geomean hand/axon - over 0 programs" in text  # not priced, not in the geomean
+    assert "1 wrong" in bench.summary([r], 1.0)
+
+
+def test_the_command_line(capsys: pytest.CaptureFixture[str],
+                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(bench.SHAPES, "mul", ({"M": 130, "N": 64}, "small, for the test"))
+    bench.main(["--programs", "mul"])
+    out, err = capsys.readouterr()
+    assert "nki-bench: mul at M=130, N=64" in err
+    lines = out.splitlines()
+    assert lines[-1].startswith("nki-bench: 1 programs: axon priced 1, naive 1, hand 0 of 0")
+    assert any(ln.startswith("mul ") and "M=130,N=64*" in ln for ln in lines)
+    assert "  mul: small, for the test" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--programs", "nope"], "--programs: nope is not a suite program"),
+    (["--profile", "h200"], "'h200' is not a NeuronCore profile"),
+])
+def test_bad_options_are_refused(argv: list[str], message: str,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench.main(argv)
+    assert message in capsys.readouterr().err
+
+
+def test_the_shapes_the_benchmark_states_are_programs_sizes() -> None:
+    for name, (sizes, why) in bench.SHAPES.items():
+        assert set(sizes) == set(PROGRAMS[name].symbols) and why
+
+
+def test_a_kernel_the_simulator_refuses_is_reported_with_its_diagnostic(tmp_path: Path) -> None:
+    # axon's rmsnorm kernel broadcasts the weight by one matmul, which moves at most 512 columns
+    r = row("rmsnorm", {"M": 3, "N": 600}, tmp_path)
+    assert r.axon.latency_s is None and not r.axon.wrong
+    assert r.axon.why.startswith("rows: the simulator stops: KernelError: rmsnorm_axon.py:")
+    assert "moving free size 600; limit matmul_moving_free_max=512" in r.axon.why
+    assert str(tmp_path) not in bench.table([r], "trn2")
+    assert r.hand is not None and r.hand.latency_s  # the hand-written kernel takes any row
