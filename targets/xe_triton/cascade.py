@@ -23,7 +23,8 @@ The footprint is an estimate from block shapes and dtypes: the peak over the ker
 the tiles live across the op, plus the larger of the tiles it consumes last and those it
 defines (a loop's peak is its body's, with what is live around it); pointers and masks are not
 counted. Shared memory: on a device whose pipeliner buffers loop loads in shared memory, the
-loop's loads times Triton's stage count, and every reduction's partial results.
+loop's loads times Triton's stage count, a dot operand loaded outside the loops once, and
+every reduction's partial results.
 """
 
 from __future__ import annotations
@@ -269,7 +270,26 @@ def footprint(kernel: xt.KernelOp, device: Device, env: Mapping[str, int],
             shared += _bytes(op.results[0], bound)
         elif pipelined and isinstance(op, xt.LoadOp) and isinstance(op.parent_op(), xt.ForOp):
             shared += stages * _bytes(op.results[0], bound)
+        elif pipelined and isinstance(op, xt.LoadOp) and _feeds_dot(op):
+            # loaded once, held in shared memory for the matrix unit across the loop
+            # (mlp's second stage: a [64, 1024] x block, 128 KiB, took it past the H200's)
+            shared += _bytes(op.results[0], bound)
     return Footprint(registers, shared)
+
+
+def _feeds_dot(load: xt.LoadOp) -> bool:
+    """Whether the load's tile is an operand of a `tl.dot`, directly or through reshapes
+    (a worklist over the uses: no recursion)."""
+    work = [load.results[0]]
+    while work:
+        value = work.pop()
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, xt.DotOp) and value in (user.lhs, user.rhs):
+                return True
+            if isinstance(user, xt.ReshapeOp):
+                work.append(user.results[0])
+    return False
 
 
 def bound_blocks(kernel: xt.KernelOp, env: Mapping[str, int]) -> dict[str, int]:
