@@ -78,8 +78,9 @@ def test_sd_attention_matches_softmax_attention(dtype: type, d: int, tolerance: 
     # tiles, one PSUM bank group of key tiles); TensorE multiplies in bf16 whatever the dtype
     rng = np.random.default_rng(4)
     length = 512
-    q, k, v = (rng.random(shape, dtype=np.float32).astype(dtype)
-               for shape in ((d, length), (length, d), (length, d)))
+    q: np.ndarray = rng.random((d, length), dtype=np.float32).astype(dtype)
+    k: np.ndarray = rng.random((length, d), dtype=np.float32).astype(dtype)
+    v: np.ndarray = rng.random((length, d), dtype=np.float32).astype(dtype)
     out = simulate(load_kernel(CALIBRATION / "sd_attention.py"), q, k, v,
                    limits=load_limits("trn1"))
     scores = q.astype(np.float64).T * 0.125 @ k.astype(np.float64).T
