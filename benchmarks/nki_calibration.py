@@ -160,7 +160,7 @@ class Bound:
     profile: str = "trn1"
 
 
-SD_ATTENTION_SOURCE = "nki-samples@0898a77:test/integration/test_sd_attention (perf test)"
+SD_ATTENTION_SOURCE = "nki-samples@0898a77, the SD attention perf test (nki.md section 7)"
 BOUNDS = (
     Bound("sd attention fp32 d=128", "calibration/sd_attention", 675e-6, SD_ATTENTION_SOURCE,
           _sd_attention_inputs(128, np.float32)),
