@@ -139,8 +139,15 @@ def dma_efficiency(inst: Instruction, c: CostConstants) -> float:
     """The fraction of the DMA bandwidth a transfer reaches: `dma_efficiency` when every side
     moves at least `dma_efficient_row_bytes` contiguous bytes per partition (HBM row),
     `dma_small_row_efficiency` otherwise (nki.md 6.2: bandwidth needs >= 2 KiB per partition)."""
+    return float(getattr(c, dma_efficiency_name(inst, c)))
+
+
+def dma_efficiency_name(inst: Instruction, c: CostConstants) -> str:
+    """Which constant gives a transfer's efficiency: `dma_efficiency` when every side moves at
+    least `dma_efficient_row_bytes` contiguous bytes per partition (HBM row), else
+    `dma_small_row_efficiency`."""
     rows = min(a.contiguous_bytes for _, a in (*inst.reads, *inst.writes))
-    return c.dma_efficiency if rows >= c.dma_efficient_row_bytes else c.dma_small_row_efficiency
+    return "dma_efficiency" if rows >= c.dma_efficient_row_bytes else "dma_small_row_efficiency"
 
 
 def dma_bytes(inst: Instruction) -> int:

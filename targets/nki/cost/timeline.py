@@ -126,6 +126,11 @@ class _Accesses:
 
     reads: list[tuple[_Region, int]] = field(default_factory=list)
     writes: list[tuple[_Region, int]] = field(default_factory=list)
+    read_ready: dict[tuple[_Region, str], tuple[float, int]] = field(default_factory=dict)
+    """(region, reading engine) -> when the writes let such a read start, and the write that
+    decides it: a read waits for the writes only, so the answer holds until the next write
+    (which clears this). A tile that many instructions read (a matmul's operands) is then not
+    searched again for each of them."""
 
 
 class _Bandwidth:
@@ -210,15 +215,29 @@ class Timeline:
             seen = self.accesses.get(allocation)
             if seen is None:
                 continue
-            earlier = seen.writes + seen.reads if is_write else seen.writes
-            for other, index in earlier:
-                if not reg.overlaps(other):
-                    continue
-                producer = self.events[index]
-                # an accumulation group on TensorE runs back to back, without a semaphore
-                gap = 0.0 if producer.engine == engine == "PE" else sync
-                if producer.end + gap > ready:
-                    ready, by = producer.end + gap, index
+            known = None if is_write else seen.read_ready.get((reg, engine))
+            if known is None:
+                known = self._wait(reg, engine, sync,
+                                   seen.writes + seen.reads if is_write else seen.writes)
+                if not is_write:
+                    seen.read_ready[(reg, engine)] = known
+            if known[0] > ready:
+                ready, by = known
+        return ready, by
+
+    def _wait(self, reg: _Region, engine: str, sync: float,
+              earlier: list[tuple[_Region, int]]) -> tuple[float, int]:
+        """When the `earlier` accesses overlapping `reg` let `engine` access it, and the first
+        of them that decides it ((0, -1): none)."""
+        ready, by = 0.0, -1
+        for other, index in earlier:
+            if not reg.overlaps(other):
+                continue
+            producer = self.events[index]
+            # an accumulation group on TensorE runs back to back, without a semaphore
+            gap = 0.0 if producer.engine == engine == "PE" else sync
+            if producer.end + gap > ready:
+                ready, by = producer.end + gap, index
         return ready, by
 
     def _record(self, index: int, operands: list[tuple[int, _Region, bool]]) -> None:
@@ -230,6 +249,7 @@ class Timeline:
                 seen.reads = [(r, i) for r, i in seen.reads if not reg.covers(r)]
                 seen.writes = [(r, i) for r, i in seen.writes if not reg.covers(r)]
                 seen.writes.append((reg, index))
+                seen.read_ready.clear()
             else:
                 seen.reads.append((reg, index))
 

@@ -67,6 +67,20 @@ def test_write_after_read_waits_for_the_reader(trn1: CostConstants) -> None:
         result.events[0].end + trn1.sync_cycles / trn1.dve_hz)
 
 
+def test_reads_of_one_region_wait_for_the_latest_write_before_each(
+        trn1: CostConstants) -> None:
+    # the timeline remembers when a region's writes let it be read until the next write: the
+    # read after the second write must still wait for that write, on either engine
+    first, read1 = _scale(1, 2), _exp(2, 3)
+    second, read2, read3 = _scale(4, 2), _exp(2, 5), _scale(2, 6)
+    result = estimate(Trace([first, read1, second, read2, read3]), trn1)
+    events = result.events
+    assert events[1].waited_for == 0
+    assert events[3].waited_for == 2
+    assert events[3].start == pytest.approx(events[2].end + trn1.sync_cycles / trn1.act_hz)
+    assert events[4].start >= events[2].end
+
+
 def test_disjoint_bytes_of_one_allocation_do_not_depend(trn1: CostConstants) -> None:
     n = 2048
     write_low = inst("tensor_scalar", "DVE", {"data": tile(1, n)}, {"dst": tile(2, n)},
