@@ -16,9 +16,11 @@ chain as one module of several `@nki.jit` kernels and a host function calling th
 run on the simulator (`simulator/`, the profile's limits, a simulator warning an error), its
 result checked against the reference interpreter on the same inputs (standard normal ones
 unless given), and priced by the calibrated NeuronCore cost model (`cost/`: the sum of the
-kernels' latencies for the chain, no launch cost). A candidate the simulator stops or that
-computes a wrong result is rejected with the reason, never selected; the cheapest of the
-others wins.
+kernels' latencies for the chain, no launch cost). The result is right when it is within the
+tolerance of the interpreter's rounded run (every intermediate rounded to its dtype, as the
+chain does in HBM) or of its exact run (float64 throughout, which a fused kernel's fp32
+intermediates approach). A candidate the simulator stops or that computes a wrong result is
+rejected with the reason, never selected; the cheapest of the others wins.
 """
 
 from __future__ import annotations
@@ -417,7 +419,9 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     if any(c.module is not None for c in candidates):
         if inputs is None:
             inputs = random_inputs(func, sizes)
-        (expected,) = run_function(func, list(inputs), dict(sizes))
+        (rounded,) = run_function(func, list(inputs), dict(sizes))
+        (exact,) = run_function(func, list(inputs), dict(sizes), exact=True)
+        expected = (rounded, exact)
         if tolerance is None:
             tolerance = default_tolerance(func)
         with tempfile.TemporaryDirectory() as tmp:
@@ -440,8 +444,9 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
         lowers = any(not c.rejected.startswith("does not lower: ") for c in rejected)
         raise NoKernel(("no candidate runs and is right (" if lowers else
                         "no kernel lowers to nki (") + (
-            "; ".join(f"{c.kind}: {c.rejected.removeprefix('does not lower: ')}"
-                      for c in rejected) or "no tiling is proved and fits the profile") + ")")
+            "; ".join(dict.fromkeys(f"{c.kind}: {c.rejected.removeprefix('does not lower: ')}"
+                                    for c in rejected))
+            or "no tiling is proved and fits the profile") + ")")
     best = min(right, key=lambda c: c.latency_s if c.latency_s is not None else float("inf"))
     assert best.module is not None and best.latency_s is not None and best.output is not None
     say(f"nki: @{name}: selection: space {space}, pruned {pruned} by the bound "
@@ -479,16 +484,22 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
 
 
 def _run(c: Candidate, label: str, runner: KernelRunner, inputs: Sequence[np.ndarray],
-         expected: np.ndarray, tolerance: tuple[float, float]) -> None:
-    """Run, check and price the candidate's module, filling its fields."""
+         expected: tuple[np.ndarray, np.ndarray], tolerance: tuple[float, float]) -> None:
+    """Run, check and price the candidate's module, filling its fields. `expected`: the
+    interpreter's result with every intermediate rounded to its dtype, and its exact one
+    (float64 throughout); the candidate is right when it is within `tolerance` of either (the
+    chain rounds its intermediates in HBM as the first does; a fused kernel keeps them in fp32,
+    nearer the second: layernorm's centred rows cancel near zero, where the rounded run is
+    0.047 and the fused kernel and the exact run 0.023)."""
     assert c.module is not None
     try:
         out, latency = runner.run_module(c.module, inputs, label)
     except (KernelError, SimulationError, SimulationWarning) as err:
         c.rejected = f"the simulator stops: {failure(err, runner.tmp)}"
         return
-    problem = check_close(out, expected, tolerance)
-    if problem:
+    rounded, exact = expected
+    problem = check_close(out, rounded, tolerance)
+    if problem and check_close(out, exact, tolerance):
         c.rejected = f"wrong result: {problem}"
         return
     c.latency_s, c.output = latency, out
