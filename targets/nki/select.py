@@ -298,7 +298,7 @@ def random_inputs(func: FuncOp, sizes: Mapping[str, int], seed: int = 0) -> list
     transposed, else its left one) scaled by 1/sqrt(the contracted size), as the suite's
     weights are (`benchmarks/suite.py`): the products stay of order one, so the dtype's
     tolerance applies to them."""
-    args = list(func.body.block.args)
+    args: list[SSAValue] = list(func.body.block.args)
     scale = [1.0] * len(args)
 
     def parameter(value: SSAValue) -> int | None:
