@@ -16,7 +16,7 @@ def scale(x: f32[M, N], y: f32[M, N]):
 # PROFILE-NOT: Traceback
 # NKI-PROFILE: axon: error: --profile: 'h200' is not a NeuronCore profile; known: trn1, trn2
 # NKI-SIZES: axon: error: --sizes: Q is not a size of @scale in {{.*}}axon_target.py (its sizes: M, N)
-# NKI-BOUND: axon: error: --max-candidates: 0: at least one candidate is needed
+# NKI-BOUND: axon: error: --max-candidates 0: expected at least 1
 # NKI-BOUND-NOT: Traceback
 # SIZES: axon: error: --sizes: Q is not a size of @scale in {{.*}}axon_target.py (its sizes: M, N)
 # ZERO: axon: error: --sizes 'M=0': sizes entry 'M=0' gives M the size 0; sizes are at least 1

@@ -53,8 +53,7 @@ def emit_kernel(module: ModuleOp, filename: str, profile: str, sizes_text: str,
         raise NkiTargetError(f"--profile: '{profile}' is not a NeuronCore profile; known: "
                              f"{', '.join(NKI_PROFILES)}")
     if max_candidates < 1:
-        raise NkiTargetError(f"--max-candidates: {max_candidates}: at least one candidate is "
-                             "needed")
+        raise NkiTargetError(f"--max-candidates {max_candidates}: expected at least 1")
     problem = sizes_problem(sizes_text)
     if problem is not None:
         raise NkiTargetError(f"--sizes '{sizes_text}': {problem}")

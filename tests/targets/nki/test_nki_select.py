@@ -115,5 +115,5 @@ def test_the_command_line_takes_the_bound(tmp_path: Path,
     assert "checked 2" in err and "candidate 2/2 unfused chain" in err
     assert "@nki.jit" in out.read_text()
     module = parse_source(PROGRAMS["relu"].source, "relu.py")
-    with pytest.raises(NkiTargetError, match="--max-candidates: 0: at least one candidate"):
+    with pytest.raises(NkiTargetError, match="--max-candidates 0: expected at least 1"):
         emit_kernel(module, "relu.py", "trn2", "", lambda line: None, max_candidates=0)
