@@ -7,10 +7,13 @@ For each suite program (`benchmarks/suite.py`), at the shape the table lists (th
 default shape, or a smaller one `SHAPES` states with the reason), three kernels run on the NKI
 simulator and are priced by the NeuronCore cost model (`targets/nki/cost/`):
 
-- **axon**: the kernel `axon PROGRAM --target nki` prints (`targets/nki/command.py`'s
-  `choose_kernel`: the proved tilings cheapest first, the first whose lowering is proved);
+- **axon**: the kernel `axon PROGRAM --target nki` prints (`targets/nki/select.py`'s
+  `choose_kernel`: the cheapest right one, by this cost model on the simulator's trace, of the
+  proved tilings that lower and the unfused chain, at most `--max-candidates` of them, checked
+  on the benchmark's inputs);
 - **naive**: one kernel per `ax` op of the program, no fusion (a constant goes into the kernel
-  of the op that reads it), each op's kernel the one `choose_kernel` gives for the op alone;
+  of the op that reads it), each op's kernel `select.py`'s `first_kernel` of the op alone (the
+  first proved tiling that lowers, at its best tile sizes by the tiled cost model);
   the kernels run one after the other, each reading its operands from HBM and writing its
   result there, and the latency is the sum of theirs (no launch cost is added);
 - **hand**: the kernel of `benchmarks/nki_baselines/<program>.py` where there is one.
@@ -22,9 +25,9 @@ one-op function and the naive chain's result against the interpreter of the whol
 (`Program.tolerance_at`). A wrong kernel is reported as wrong and not
 priced; a program that does not lower is listed with the reason. The compile time of axon's
 kernel is split into the symbolic phase (the `tile` search: tilings, their proofs and the
-tiled cost model; then the lowering and its proof; `--target nki` runs no propagation) and
-selection (emission, simulation and pricing). Progress goes to stderr; the table, the
-geomeans and a summary line to stdout.
+tiled cost model; then the lowerings and their proofs; `--target nki` runs no propagation) and
+selection (emission, simulation, checks and pricing of every candidate). Progress goes to
+stderr; the table, the geomeans and a summary line to stdout.
 """
 
 from __future__ import annotations
@@ -34,25 +37,34 @@ import math
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 from axon.benchmarks.suite import PROGRAMS, Program, make_inputs
-from axon.dialects.ax import TensorType
-from axon.dialects.ax.creation import ConstantOp
 from axon.interpreter import run_function
-from axon.targets.nki.command import NKI_PROFILES, NoKernel, choose_kernel
-from axon.targets.nki.cost import estimate, load_constants
-from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, simulate
+from axon.targets.nki.command import NKI_PROFILES
+from axon.targets.nki.select import (
+    DEFAULT_MAX_CANDIDATES,
+    KernelRunner,
+    NoKernel,
+    OpKernel,
+    check_close,
+    choose_kernel,
+    failure,
+    first_kernel,
+    op_functions,
+    symbols,
+)
+from axon.targets.nki.simulator import SimulationWarning
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
-from axon.targets.nki.simulator_limits import load_limits
 from axon.tools.embed import parse_source
+
+__all__ = ["KernelRunner", "OpKernel", "op_functions"]
 
 BASELINES = Path(__file__).resolve().parent / "nki_baselines"
 
@@ -115,127 +127,42 @@ def sizes_for(program: Program) -> tuple[dict[str, int], str]:
     return dict(program.default_sizes[0]), ""
 
 
-def _symbols(func: FuncOp) -> set[str]:
-    types = [*func.function_type.inputs.data, *func.function_type.outputs.data]
-    return {s for t in types if isinstance(t, TensorType) for d in t.shape for s in d.symbols()}
-
-
-def _check(got: np.ndarray, want: np.ndarray, tolerance: tuple[float, float]) -> str:
-    """'' when `got` is `want` within (rtol, atol); otherwise what differs."""
-    if got.shape != want.shape:
-        return f"shape {got.shape}, expected {want.shape}"
-    rtol, atol = tolerance
-    g = np.asarray(got, dtype=np.float64)
-    w = np.asarray(want, dtype=np.float64)
-    excess = np.abs(g - w) - (atol + rtol * np.abs(w))
-    bad = ~(excess <= 0)
-    if not bad.any():
-        return ""
-    index = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(excess, nan=np.inf),
-                                                    -np.inf))), g.shape)
-    return (f"{int(bad.sum())} of {g.size} elements off, e.g. at {tuple(int(i) for i in index)}: "
-            f"{g[index]:.6g} vs {w[index]:.6g}")
-
-
-class KernelRunner:
-    """Runs NKI modules on the simulator with a profile's limits and prices their traces."""
-
-    def __init__(self, profile: str, tmp: Path):
-        self.limits = load_limits(profile)
-        self.constants = load_constants(profile)
-        self.tmp = tmp
-
-    def run(self, source: Path | str, inputs: Sequence[np.ndarray],
-            label: str = "kernel") -> tuple[np.ndarray, float]:
-        """The module's output and the cost model's latency; a simulator warning is an error
-        (`SimulationWarning` raised), as is a kernel the simulator refuses (`KernelError`).
-        `source` is a kernel file or a module's text, written to `<label>.py`."""
-        if isinstance(source, str):
-            path = self.tmp / f"{label}.py"
-            path.write_text(source)
-        else:
-            path = source
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", SimulationWarning)
-            out, trace = simulate(load_kernel(path), *inputs, limits=self.limits, trace=True)
-        assert isinstance(trace, Trace)
-        return np.asarray(out), estimate(trace, self.constants).total_s
-
-
 def _failure(err: Exception, tmp: Path) -> str:
     """The error's first line, its kernel file named without the temporary directory or the
     repository's root."""
-    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    for root in (tmp, BASELINES.parents[1]):
-        text = text.replace(f"{root}/", "")
-    return f"{type(err).__name__}: {text}"
+    return failure(err, tmp, BASELINES.parents[1])
 
 
 def run_axon(func: FuncOp, program: Program, sizes: Mapping[str, int],
              inputs: Sequence[np.ndarray], want: np.ndarray, runner: KernelRunner,
-             profile: str, row: Row, say: Callable[[str], None]) -> None:
-    """Choose, run, check and price axon's kernel; fill `row.axon` and the compile times."""
+             profile: str, row: Row, say: Callable[[str], None],
+             max_candidates: int = DEFAULT_MAX_CANDIDATES) -> None:
+    """Select axon's kernel on the benchmark's inputs (each candidate checked against the
+    interpreter, the program's tolerance), check the winner's output against numpy; fill
+    `row.axon` and the compile times."""
     start = time.perf_counter()
+    tolerance = program.tolerance_at(sizes)
     try:
-        chosen = choose_kernel(func, profile, dict(sizes), lambda line: None)
+        chosen = choose_kernel(func, profile, dict(sizes), lambda line: None,
+                               max_candidates=max_candidates, inputs=inputs,
+                               tolerance=tolerance)
     except NoKernel as err:
         row.symbolic_s = time.perf_counter() - start
         row.axon = Priced(why=str(err))
         return
     row.symbolic_s = chosen.symbolic_s
-    selection = time.perf_counter()
-    tiles = " ".join(f"{k}={v}" for k, v in chosen.params.items())
-    row.axon.detail = f"{chosen.kind} {tiles}"
-    try:
-        out, latency = runner.run(chosen.module_text, inputs, f"{program.name}_axon")
-    except (KernelError, SimulationError, SimulationWarning) as err:
-        row.axon = Priced(why=f"{chosen.kind}: the simulator stops: "
-                          f"{_failure(err, runner.tmp)}", detail=row.axon.detail)
-    else:
-        problem = _check(out, want, program.tolerance_at(sizes))
-        row.axon = (Priced(why=f"{chosen.kind}: wrong result: {problem}", wrong=True,
-                           detail=row.axon.detail) if problem else
-                    Priced(latency, detail=row.axon.detail))
-    row.selection_s = chosen.emit_s + time.perf_counter() - selection
+    row.selection_s = chosen.emit_s
+    checked = len(chosen.candidates)
+    rejected = sum(1 for c in chosen.candidates if c.latency_s is None)
+    row.axon.detail = (f"{chosen.kind} {chosen.chosen} "
+                       f"[{checked} of {chosen.space}, {rejected} rejected]")
+    problem = check_close(chosen.output, want, tolerance)
+    row.axon = (Priced(why=f"{chosen.kind}: wrong result: {problem}", wrong=True,
+                       detail=row.axon.detail) if problem else
+                Priced(chosen.latency_s, detail=row.axon.detail))
     say(f"nki-bench: {program.name}: axon {row.axon.detail}: "
         f"{_latency(row.axon)} ({row.symbolic_s:.1f} s symbolic, {row.selection_s:.1f} s "
         "selection)")
-
-
-@dataclass(frozen=True)
-class OpKernel:
-    """One `ax` op of a program as a function of its own: the op's non-constant operands as
-    parameters (each constant it reads cloned in), its results returned."""
-
-    op: Operation
-    func: FuncOp
-    operands: tuple[SSAValue, ...]
-
-
-def op_functions(func: FuncOp) -> list[OpKernel]:
-    """One function per op of `func`'s body that is neither a constant nor the return."""
-    kernels = []
-    body = list(func.body.block.ops)
-    for index, op in enumerate(body):
-        if isinstance(op, (ConstantOp, ReturnOp)):
-            continue
-        operands: list[SSAValue] = []
-        for value in op.operands:
-            if not isinstance(value.owner, ConstantOp) and value not in operands:
-                operands.append(value)
-        name = f"{func.sym_name.data}_{index}_{op.name.split('.')[-1]}"
-        one = FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
-        mapping: dict[SSAValue, SSAValue] = dict(zip(operands, one.body.block.args,
-                                                     strict=True))
-        for value in op.operands:
-            if isinstance(value.owner, ConstantOp) and value not in mapping:
-                constant = value.owner.clone()
-                one.body.block.add_op(constant)
-                mapping[value] = constant.results[0]
-        clone = op.clone(value_mapper=mapping)
-        one.body.block.add_ops([clone, ReturnOp(*clone.results)])
-        kernels.append(OpKernel(op, one, tuple(operands)))
-    return kernels
 
 
 def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
@@ -254,11 +181,11 @@ def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
     kernels = op_functions(func)
     for k in kernels:
         what = f"%{kernels.index(k)} '{k.op.name}'"
-        own = {s: v for s, v in sizes.items() if s in _symbols(k.func)}
+        own = {s: v for s, v in sizes.items() if s in symbols(k.func)}
         key = str(k.func).replace(f"@{k.func.sym_name.data}(", "@op(", 1)
         if key not in chosen:
             try:
-                chosen[key] = choose_kernel(k.func, profile, own, lambda line: None).module_text
+                chosen[key] = first_kernel(k.func, profile, own, lambda line: None).text
             except NoKernel as err:
                 return Priced(why=f"{what} does not lower: {err}", kernels=len(kernels))
         args = [values[v] for v in k.operands]
@@ -268,7 +195,7 @@ def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
             return Priced(why=f"{what}: the simulator stops: {_failure(err, runner.tmp)}",
                           kernels=len(kernels))
         (expected,) = run_function(k.func, args, own)
-        problem = _check(out, expected, tolerance)
+        problem = check_close(out, expected, tolerance)
         if problem:
             return Priced(why=f"{what}: wrong result: {problem}", wrong=True,
                           kernels=len(kernels))
@@ -277,7 +204,7 @@ def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
         total += latency
     (ret,) = (op for op in func.body.block.ops if isinstance(op, ReturnOp))
     (interpreted,) = run_function(func, inputs, sizes)
-    problem = _check(values[ret.arguments[0]], interpreted, tolerance)
+    problem = check_close(values[ret.arguments[0]], interpreted, tolerance)
     if problem:
         return Priced(why=f"the chain's result is wrong: {problem}", wrong=True,
                       kernels=len(kernels))
@@ -295,7 +222,7 @@ def run_hand(program: Program, sizes: Mapping[str, int], inputs: Sequence[np.nda
         out, latency = runner.run(path, inputs)
     except (KernelError, SimulationError, SimulationWarning) as err:
         return Priced(why=f"the simulator stops: {_failure(err, runner.tmp)}")
-    problem = _check(out, want, program.tolerance_at(sizes))
+    problem = check_close(out, want, program.tolerance_at(sizes))
     if problem:
         return Priced(why=f"wrong result: {problem}", wrong=True)
     say(f"nki-bench: {program.name}: hand: {latency * 1e6:.1f} us")

@@ -114,8 +114,9 @@ def _parser() -> ArgumentParser:
     target.add_argument("--executor", choices=EXECUTORS, default="local",
                         help="where candidates are checked: a local process pool (default) "
                              "or Ray")
-    target.add_argument("--max-candidates", type=int, default=24, metavar="N",
-                        help="candidates checked at most (default 24)")
+    target.add_argument("--max-candidates", type=int, default=None, metavar="N",
+                        help="candidates checked at most (default 24 for xe_triton, 8 for "
+                             "nki)")
     target.add_argument("--cache", metavar="FILE",
                         help="the winner cache (default $AXON_WINNER_CACHE, else the user's "
                              "cache folder)")
@@ -184,7 +185,8 @@ def run_target(args: argparse.Namespace) -> None:
         run_nki_target(args)
         return
     options = TargetOptions(args.profile or "h200", args.sizes, args.executor,
-                            args.max_candidates, args.cache, not args.no_cache)
+                            24 if args.max_candidates is None else args.max_candidates,
+                            args.cache, not args.no_cache)
     _check_output(args.output, args.program)
     text, filename = load_program(args.program)
     module = parse_source(text, filename)
@@ -207,6 +209,7 @@ def run_target(args: argparse.Namespace) -> None:
 def run_nki_target(args: argparse.Namespace) -> None:
     """`axon PROGRAM --target nki ...`: the NKI kernel module to -o or stdout."""
     from axon.targets.nki.command import DEFAULT_PROFILE, NkiTargetError, emit_kernel
+    from axon.targets.nki.select import DEFAULT_MAX_CANDIDATES
 
     _check_output(args.output, args.program)
     text, filename = load_program(args.program)
@@ -217,7 +220,9 @@ def run_nki_target(args: argparse.Namespace) -> None:
             print(f"axon: {line}", file=sys.stderr, flush=True)
 
     try:
-        kernel = emit_kernel(module, filename, args.profile or DEFAULT_PROFILE, args.sizes, say)
+        kernel = emit_kernel(module, filename, args.profile or DEFAULT_PROFILE, args.sizes, say,
+                             DEFAULT_MAX_CANDIDATES if args.max_candidates is None
+                             else args.max_candidates)
     except NkiTargetError as err:
         raise UsageError(str(err)) from None
     if args.output is None:

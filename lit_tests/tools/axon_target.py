@@ -7,6 +7,7 @@
 # RUN: not axon %s --target cuda 2>&1 | filecheck %s --check-prefix=TARGET
 # RUN: not axon %s --target nki --profile h200 2>&1 | filecheck %s --check-prefix=NKI-PROFILE
 # RUN: not axon %s --target nki --sizes M=4,Q=4 2>&1 | filecheck %s --check-prefix=NKI-SIZES
+# RUN: not axon %s --target nki --max-candidates 0 2>&1 | filecheck %s --check-prefix=NKI-BOUND
 
 def scale(x: f32[M, N], y: f32[M, N]):
     return x * y
@@ -15,6 +16,8 @@ def scale(x: f32[M, N], y: f32[M, N]):
 # PROFILE-NOT: Traceback
 # NKI-PROFILE: axon: error: --profile: 'h200' is not a NeuronCore profile; known: trn1, trn2
 # NKI-SIZES: axon: error: --sizes: Q is not a size of @scale in {{.*}}axon_target.py (its sizes: M, N)
+# NKI-BOUND: axon: error: --max-candidates 0: expected at least 1
+# NKI-BOUND-NOT: Traceback
 # SIZES: axon: error: --sizes: Q is not a size of @scale in {{.*}}axon_target.py (its sizes: M, N)
 # ZERO: axon: error: --sizes 'M=0': sizes entry 'M=0' gives M the size 0; sizes are at least 1
 # SAME: axon: error: refusing to overwrite the input file '{{.*}}axon_target.py' with -o

@@ -112,7 +112,10 @@ def test_a_kernel_the_simulator_refuses_is_reported_with_its_diagnostic(tmp_path
     # axon's rmsnorm kernel broadcasts the weight by one matmul, which moves at most 512 columns
     r = row("rmsnorm", {"M": 3, "N": 600}, tmp_path)
     assert r.axon.latency_s is None and not r.axon.wrong
-    assert r.axon.why.startswith("rows: the simulator stops: KernelError: rmsnorm_axon.py:")
+    # every candidate, the unfused chain too (its `* g` broadcasts g the same way), is refused
+    assert r.axon.why.startswith("no candidate runs and is right (rows: the simulator stops: "
+                                 "KernelError: rmsnorm_1.py:")
+    assert "chain: the simulator stops: KernelError: rmsnorm_" in r.axon.why
     assert "moving free size 600; limit matmul_moving_free_max=512" in r.axon.why
     assert str(tmp_path) not in bench.table([r], "trn2")
     assert r.hand is not None and r.hand.latency_s  # the hand-written kernel takes any row

@@ -1,5 +1,5 @@
-"""`axon PROGRAM --target nki`: the first proved tiling that lowers, printed with its tile
-sizes; the module runs on the simulator; bad options are diagnostics."""
+"""`axon PROGRAM --target nki`: the selected kernel (the cheapest right candidate), printed
+with its tile sizes; the module runs on the simulator; bad options are diagnostics."""
 
 from __future__ import annotations
 

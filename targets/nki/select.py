@@ -1,0 +1,505 @@
+"""Empirical selection of a program's NKI kernel: candidates emitted, simulated, checked, priced.
+
+The candidates of a function at concrete sizes on a NeuronCore profile:
+
+- each proved tiling that fits the profile (`tiling/search.py`'s `tile_program`), at each of its
+  best concrete tile sizes by the tiled cost model (the search keeps the best 3 of the sizes
+  its constraints allow: the rest are pruned there), lowered to `nki` and the lowering proved
+  (`lower.py`; a tiling that does not lower is rejected with the reason);
+- the **unfused chain** (`chain_module`): one kernel per `ax` op, each the first proved tiling
+  of the op alone that lowers, at its best tile sizes (`first_kernel`), chained through HBM.
+
+They are taken in this order, at most `max_candidates` of them: the best tile sizes of every
+tiling by the tiled cost model (cheapest tiling first), the chain, then the tilings' other
+tile sizes; the rest are pruned by the bound. Each candidate is emitted as one module (the
+chain as one module of several `@nki.jit` kernels and a host function calling them in order),
+run on the simulator (`simulator/`, the profile's limits, a simulator warning an error), its
+result checked against the reference interpreter on the same inputs (standard normal ones
+unless given), and priced by the calibrated NeuronCore cost model (`cost/`: the sum of the
+kernels' latencies for the chain, no launch cost). The result is right when it is within the
+tolerance of the interpreter's rounded run (every intermediate rounded to its dtype, as the
+chain does in HBM) or of its exact run (float64 throughout, which a fused kernel's fp32
+intermediates approach). A candidate the simulator stops or that computes a wrong result is
+rejected with the reason, never selected; the cheapest of the others wins.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation, SSAValue
+
+from axon.dialects.ax import TensorType
+from axon.dialects.ax.creation import ConstantOp
+from axon.dialects.form.dtypes import DTYPES, numpy_dtype
+from axon.interpreter import run_function
+from axon.targets.nki.cost import estimate, load_constants
+from axon.targets.nki.emit import emit_nki
+from axon.targets.nki.lower import LoweredKernel, Refused, lower_and_prove
+from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, simulate
+from axon.targets.nki.simulator.errors import KernelError, SimulationError
+from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.profiles import load_profile
+from axon.tiling.search import Proposal, tile_program
+
+#: candidates simulated at most unless told (`--max-candidates`)
+DEFAULT_MAX_CANDIDATES = 8
+
+#: the header every emitted module starts with (`emit.py`), up to its first kernel
+_IMPORTS = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
+
+
+class NoKernel(Exception):
+    """No candidate of the function lowers, runs and is right; the message says why."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kernel call of a module: the `@nki.jit` function's name and its operands, as
+    indices into the values (the module's inputs, then each step's result in order)."""
+
+    kernel: str
+    operands: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class KernelModule:
+    """A printed NKI module and how it runs: its steps in order; the result is the last
+    step's."""
+
+    text: str
+    steps: tuple[Step, ...]
+
+
+def single_module(text: str, name: str, inputs: int) -> KernelModule:
+    """The module of one kernel `name` taking `inputs` operands."""
+    return KernelModule(text, (Step(name, tuple(range(inputs))),))
+
+
+def check_close(got: np.ndarray, want: np.ndarray, tolerance: tuple[float, float]) -> str:
+    """'' when `got` is `want` within (rtol, atol); otherwise what differs."""
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    rtol, atol = tolerance
+    g = np.asarray(got, dtype=np.float64)
+    w = np.asarray(want, dtype=np.float64)
+    excess = np.abs(g - w) - (atol + rtol * np.abs(w))
+    bad = ~(excess <= 0)
+    if not bad.any():
+        return ""
+    index = np.unravel_index(int(np.argmax(np.where(bad, np.nan_to_num(excess, nan=np.inf),
+                                                    -np.inf))), g.shape)
+    return (f"{int(bad.sum())} of {g.size} elements off, e.g. at {tuple(int(i) for i in index)}: "
+            f"{g[index]:.6g} vs {w[index]:.6g}")
+
+
+class KernelRunner:
+    """Runs NKI modules on the simulator with a profile's limits and prices their traces."""
+
+    def __init__(self, profile: str, tmp: Path):
+        self.limits = load_limits(profile)
+        self.constants = load_constants(profile)
+        self.tmp = tmp
+
+    def run(self, source: Path | str, inputs: Sequence[np.ndarray],
+            label: str = "kernel") -> tuple[np.ndarray, float]:
+        """The module's output and the cost model's latency; a simulator warning is an error
+        (`SimulationWarning` raised), as is a kernel the simulator refuses (`KernelError`).
+        `source` is a kernel file or a module's text, written to `<label>.py`."""
+        path = self._path(source, label)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SimulationWarning)
+            out, trace = simulate(load_kernel(path), *inputs, limits=self.limits, trace=True)
+        assert isinstance(trace, Trace)
+        return np.asarray(out), estimate(trace, self.constants).total_s
+
+    def run_module(self, module: KernelModule, inputs: Sequence[np.ndarray],
+                   label: str = "kernel") -> tuple[np.ndarray, float]:
+        """The module's result and the sum of its kernels' latencies, its steps run in order,
+        each on the simulator (errors as `run`)."""
+        path = self._path(module.text, label)
+        values = list(inputs)
+        total = 0.0
+        for step in module.steps:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", SimulationWarning)
+                out, trace = simulate(load_kernel(path, step.kernel),
+                                      *(values[k] for k in step.operands), limits=self.limits,
+                                      trace=True)
+            assert isinstance(trace, Trace)
+            values.append(np.asarray(out))
+            total += estimate(trace, self.constants).total_s
+        return values[-1], total
+
+    def _path(self, source: Path | str, label: str) -> Path:
+        if isinstance(source, Path):
+            return source
+        path = self.tmp / f"{label}.py"
+        path.write_text(source)
+        return path
+
+
+def failure(err: Exception, *roots: Path) -> str:
+    """The error's first line, its kernel file named without the given folders."""
+    text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    for root in roots:
+        text = text.replace(f"{root}/", "")
+    return f"{type(err).__name__}: {text}"
+
+
+@dataclass(frozen=True)
+class OpKernel:
+    """One `ax` op of a program as a function of its own: the op's non-constant operands as
+    parameters (each constant it reads cloned in), its results returned."""
+
+    op: Operation
+    func: FuncOp
+    operands: tuple[SSAValue, ...]
+
+
+def op_functions(func: FuncOp) -> list[OpKernel]:
+    """One function per op of `func`'s body that is neither a constant nor the return."""
+    kernels = []
+    body = list(func.body.block.ops)
+    for index, op in enumerate(body):
+        if isinstance(op, (ConstantOp, ReturnOp)):
+            continue
+        operands: list[SSAValue] = []
+        for value in op.operands:
+            if not isinstance(value.owner, ConstantOp) and value not in operands:
+                operands.append(value)
+        name = f"{func.sym_name.data}_{index}_{op.name.split('.')[-1]}"
+        one = FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
+        mapping: dict[SSAValue, SSAValue] = dict(zip(operands, one.body.block.args,
+                                                     strict=True))
+        for value in op.operands:
+            if isinstance(value.owner, ConstantOp) and value not in mapping:
+                constant = value.owner.clone()
+                one.body.block.add_op(constant)
+                mapping[value] = constant.results[0]
+        clone = op.clone(value_mapper=mapping)
+        one.body.block.add_ops([clone, ReturnOp(*clone.results)])
+        kernels.append(OpKernel(op, one, tuple(operands)))
+    return kernels
+
+
+def symbols(func: FuncOp) -> set[str]:
+    """The size symbols of `func`'s parameter and result types."""
+    types = [*func.function_type.inputs.data, *func.function_type.outputs.data]
+    return {s for t in types if isinstance(t, TensorType) for d in t.shape for s in d.symbols()}
+
+
+@dataclass(frozen=True)
+class FirstKernel:
+    """The first proved tiling of a function that lowers, at its best tile sizes."""
+
+    kind: str
+    name: str
+    params: dict[str, int]
+    text: str
+    tiling_proof: str
+    lowering_proof: str
+
+
+def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
+                 say: Callable[[str], None]) -> FirstKernel:
+    """The proved tilings of `func` cheapest first by the tiled cost model; the first whose
+    lowering is proved, printed with its best tile sizes (no simulation). `NoKernel` when none
+    lowers."""
+    result = tile_program([func], load_profile(profile), sizes)
+    proved = [p for p in result.proved if p.candidates and p.kernel is not None]
+    refusals = []
+    for proposal in proved:
+        assert proposal.kernel is not None
+        try:
+            lowered = lower_and_prove(proposal.kernel)
+        except Refused as err:
+            say(f"{proposal.tiling.kind}: {err}")
+            refusals.append(f"{proposal.tiling.kind}: {err}")
+            continue
+        params = dict(proposal.candidates[0].params)
+        emitted = emit_nki(lowered.func, params)
+        return FirstKernel(proposal.tiling.kind, emitted.name, params, emitted.text,
+                           proposal.proof_id, lowered.proof_id)
+    why = "; ".join(refusals) or "no tiling is proved and fits the profile"
+    raise NoKernel(f"no kernel lowers to nki ({why})")
+
+
+def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int]) -> KernelModule:
+    """The unfused chain of `func` as one module: each op's `first_kernel` (one kernel per
+    distinct one-op function), and a host function `<name>` calling them in order through
+    HBM. `NoKernel` naming the op that does not lower; `ValueError` when `func` is not a
+    chain of one-result ops ending in the last one's result."""
+    kernels = op_functions(func)
+    (ret,) = (op for op in func.body.block.ops if isinstance(op, ReturnOp))
+    if not kernels or any(len(k.op.results) != 1 for k in kernels) or \
+            len(ret.arguments) != 1 or ret.arguments[0] is not kernels[-1].op.results[0]:
+        raise ValueError("the chain needs one-result ops, the last one's result returned")
+    index: dict[SSAValue, int] = {a: k for k, a in enumerate(func.body.block.args)}
+    bodies: list[str] = []
+    emitted: dict[str, str] = {}  # a one-op function's text (without its name): kernel name
+    steps = []
+    for number, k in enumerate(kernels):
+        key = str(k.func).replace(f"@{k.func.sym_name.data}(", "@op(", 1)
+        if key not in emitted:
+            own = {s: v for s, v in sizes.items() if s in symbols(k.func)}
+            try:
+                first = first_kernel(k.func, profile, own, lambda line: None)
+            except NoKernel as err:
+                raise NoKernel(f"%{number} '{k.op.name}' does not lower: {err}") from None
+            emitted[key] = first.name
+            bodies.append(first.text.split(_IMPORTS, 1)[1].strip("\n"))
+        steps.append(Step(emitted[key], tuple(index[v] for v in k.operands)))
+        index[k.op.results[0]] = len(index)
+    name = func.sym_name.data
+    params = [f"in{k}" for k in range(len(func.body.block.args))]
+    host = [f"def {name}({', '.join(params)}):",
+            f'    """@{name}: its kernels in order, each reading its operands from HBM and '
+            'writing its result there."""']
+    values = list(params)
+    for step in steps:
+        values.append(f"v{len(values)}")
+        host.append(f"    {values[-1]} = {step.kernel}"
+                    f"({', '.join(values[k] for k in step.operands)})")
+    host.append(f"    return {values[-1]}")
+    header = [f'"""{name}: the unfused chain of {len(steps)} NKI kernels emitted by Axon, one '
+              'per op, each from a proved lowering of its tiled kernel."""', "", _IMPORTS]
+    text = "\n".join([*header, *(b + "\n\n" for b in bodies), *host]) + "\n"
+    return KernelModule(text, tuple(steps))
+
+
+#: the widening of the dtype's tolerance for a function of several ops: the reference
+#: interpreter rounds every intermediate to its dtype, a fused kernel keeps it in fp32, and a
+#: contraction of a rounded operand sums the roundings (the suite's `_ROUNDED_OPERAND`,
+#: `benchmarks/suite.py`, measured up to 1.2x the bf16 tolerance)
+ROUNDED_INTERMEDIATE = 2.0
+
+
+def default_tolerance(func: FuncOp) -> tuple[float, float]:
+    """(rtol, atol) the selection checks a candidate's result with unless told: its dtype's,
+    widened by `ROUNDED_INTERMEDIATE` when the function has more than one op."""
+    (out_type,) = func.function_type.outputs.data
+    assert isinstance(out_type, TensorType)
+    rtol, atol = DTYPES[out_type.dtype].tolerance
+    factor = ROUNDED_INTERMEDIATE if len(op_functions(func)) > 1 else 1.0
+    return rtol * factor, atol * factor
+
+
+def random_inputs(func: FuncOp, sizes: Mapping[str, int], seed: int = 0) -> list[np.ndarray]:
+    """Standard normal inputs of `func`'s parameters at `sizes`, in their storage dtypes; one
+    parameter of each `ax.matmul` (its right operand when that is a parameter, possibly
+    transposed, else its left one) scaled by 1/sqrt(the contracted size), as the suite's
+    weights are (`benchmarks/suite.py`): the products stay of order one, so the dtype's
+    tolerance applies to them."""
+    args: list[SSAValue] = list(func.body.block.args)
+    scale = [1.0] * len(args)
+
+    def parameter(value: SSAValue) -> int | None:
+        while isinstance(value.owner, Operation) and value.owner.name == "ax.transpose":
+            value = value.owner.operands[0]
+        return args.index(value) if value in args else None
+
+    for op in func.body.block.ops:
+        if op.name != "ax.matmul":
+            continue
+        lhs = op.operands[0].type
+        assert isinstance(lhs, TensorType)
+        contracted = lhs.shape[-1].evaluate(dict(sizes))
+        picked = [k for k in (parameter(op.operands[1]), parameter(op.operands[0]))
+                  if k is not None]
+        if picked and all(scale[k] == 1.0 for k in picked):
+            scale[picked[0]] = 1.0 / float(np.sqrt(contracted))
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for arg, factor in zip(args, scale, strict=True):
+        t = arg.type
+        assert isinstance(t, TensorType)
+        shape = tuple(d.evaluate(dict(sizes)) for d in t.shape)
+        value = rng.standard_normal(shape) * factor
+        inputs.append(np.asarray(value, dtype=np.float32).astype(numpy_dtype(t.dtype)))
+    return inputs
+
+
+@dataclass
+class Candidate:
+    """One candidate of the selection: what it is, its module (None until emitted), and what
+    became of it (`latency_s` when it ran and was right; otherwise `rejected` says why)."""
+
+    label: str
+    kind: str
+    params: dict[str, int] = field(default_factory=dict)
+    tiling: int = -1  # index of its proposal among the proved tilings; -1: the chain
+    module: KernelModule | None = None
+    tiling_proof: str = ""
+    lowering_proof: str = ""
+    latency_s: float | None = None
+    output: np.ndarray | None = None
+    rejected: str = ""
+
+
+@dataclass(frozen=True)
+class ChosenKernel:
+    """The kernel `--target nki` prints: the winning candidate's kind (`chain` for the unfused
+    chain), its tile sizes, the printed module, both proofs' ids (the chain's: none), its
+    predicted latency and output on the selection's inputs, every candidate considered, the
+    space's size, and the seconds spent tiling and proving (`symbolic_s`: the `tile` search,
+    the lowerings and their proofs) and selecting (`emit_s`: emission, simulation, checks and
+    pricing)."""
+
+    kind: str
+    params: dict[str, int]
+    module_text: str
+    tiling_proof: str
+    lowering_proof: str
+    symbolic_s: float
+    emit_s: float
+    latency_s: float
+    output: np.ndarray
+    candidates: tuple[Candidate, ...]
+    space: int
+
+    @property
+    def chosen(self) -> str:
+        """The tile sizes as `BM=128 BN=128` (the chain: `unfused`)."""
+        return " ".join(f"{k}={v}" for k, v in self.params.items()) or "unfused"
+
+
+def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
+                  say: Callable[[str], None], *,
+                  max_candidates: int = DEFAULT_MAX_CANDIDATES,
+                  inputs: Sequence[np.ndarray] | None = None,
+                  tolerance: tuple[float, float] | None = None,
+                  extra: Sequence[Candidate] = ()) -> ChosenKernel:
+    """The cheapest right candidate of `func` at `sizes` (every size bound; see the module
+    docstring). `inputs` default to `random_inputs`, `tolerance` to the result dtype's;
+    `extra` candidates (with their modules) join the list after the bound is applied (a
+    test's planted ones). `NoKernel` when no candidate is left."""
+    if max_candidates < 1:
+        raise ValueError(f"max_candidates must be at least 1, not {max_candidates}")
+    name = func.sym_name.data
+    start = time.perf_counter()
+    result = tile_program([func], load_profile(profile), sizes)
+    proved = [p for p in result.proved if p.candidates and p.kernel is not None]
+    ops = len(op_functions(func))
+    space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0)
+    say(f"nki: @{name}: {len(result.proposals)} tilings proposed, {len(proved)} proved and "
+        f"fitting; {space} candidate(s): the best tile sizes of each proved tiling by the "
+        f"tiled cost model{' and the unfused chain' if ops > 1 else ''}")
+    firsts = [Candidate(f"{p.tiling.kind} {_sizes(p.candidates[0].params)}", p.tiling.kind,
+                        dict(p.candidates[0].params), t) for t, p in enumerate(proved)]
+    others = [Candidate(f"{p.tiling.kind} {_sizes(c.params)}", p.tiling.kind, dict(c.params), t)
+              for t, p in enumerate(proved) for c in p.candidates[1:]]
+    chain = [Candidate("unfused chain", "chain")] if ops > 1 else []
+    ordered = [*firsts, *chain, *others]
+    taken = ordered[:max_candidates]
+    if chain and not any(c is chain[0] for c in taken) and max_candidates > 1:
+        taken = [*ordered[:max_candidates - 1], chain[0]]
+    pruned = len(ordered) - len(taken)
+    # lower each tiling once, for the candidates taken
+    lowered: dict[int, LoweredKernel | str] = {}
+    for c in taken:
+        if c.tiling >= 0 and c.tiling not in lowered:
+            kernel = proved[c.tiling].kernel
+            assert kernel is not None
+            try:
+                lowered[c.tiling] = lower_and_prove(kernel)
+            except Refused as err:
+                lowered[c.tiling] = f"does not lower: {err}"
+    symbolic = time.perf_counter() - start
+    candidates = [*taken, *extra]
+    for c in candidates:
+        _emit(c, func, profile, sizes, proved, lowered)
+    if any(c.module is not None for c in candidates):
+        if inputs is None:
+            inputs = random_inputs(func, sizes)
+        (rounded,) = run_function(func, list(inputs), dict(sizes))
+        (exact,) = run_function(func, list(inputs), dict(sizes), exact=True)
+        expected = (rounded, exact)
+        if tolerance is None:
+            tolerance = default_tolerance(func)
+        with tempfile.TemporaryDirectory() as tmp:
+            runner = KernelRunner(profile, Path(tmp))
+            for number, c in enumerate(candidates, 1):
+                if c.module is not None:
+                    _run(c, f"{name}_{number}", runner, inputs, expected, tolerance)
+                what = (f"{c.latency_s * 1e6:.1f} us" if c.latency_s is not None
+                        else f"rejected: {c.rejected}")
+                say(f"nki: @{name}: candidate {number}/{len(candidates)} {c.label}: {what}")
+    right = [c for c in candidates if c.latency_s is not None]
+    rejected = [c for c in candidates if c.latency_s is None]
+    seconds = time.perf_counter() - start
+    reasons: dict[str, int] = {}
+    for c in rejected:
+        reason = c.rejected.split(":", 1)[0]
+        reasons[reason] = reasons.get(reason, 0) + 1
+    why = ", ".join(f"{reason}: {n}" for reason, n in reasons.items())
+    if not right:
+        lowers = any(not c.rejected.startswith("does not lower: ") for c in rejected)
+        raise NoKernel(("no candidate runs and is right (" if lowers else
+                        "no kernel lowers to nki (") + (
+            "; ".join(dict.fromkeys(f"{c.kind}: {c.rejected.removeprefix('does not lower: ')}"
+                                    for c in rejected))
+            or "no tiling is proved and fits the profile") + ")")
+    best = min(right, key=lambda c: c.latency_s if c.latency_s is not None else float("inf"))
+    assert best.module is not None and best.latency_s is not None and best.output is not None
+    say(f"nki: @{name}: selection: space {space}, pruned {pruned} by the bound "
+        f"(--max-candidates {max_candidates}), checked {len(candidates)}, rejected "
+        f"{len(rejected)}{f' ({why})' if rejected else ''}; chosen {best.label}, predicted "
+        f"{best.latency_s * 1e6:.1f} us; {seconds:.1f} s")
+    return ChosenKernel(best.kind, best.params, best.module.text, best.tiling_proof,
+                        best.lowering_proof, symbolic, seconds - symbolic, best.latency_s,
+                        best.output, tuple(candidates), space)
+
+
+def _sizes(params: Mapping[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
+          proved: Sequence[Proposal], lowered: Mapping[int, LoweredKernel | str]) -> None:
+    """Print the candidate's module (a planted one has its own), or say why it has none."""
+    if c.module is not None:
+        return
+    if c.tiling < 0:
+        try:
+            c.module = chain_module(func, profile, sizes)
+        except (NoKernel, ValueError) as err:
+            c.rejected = f"does not lower: {err}"
+        return
+    low = lowered[c.tiling]
+    if isinstance(low, str):
+        c.rejected = low
+        return
+    emitted = emit_nki(low.func, c.params)
+    c.module = single_module(emitted.text, emitted.name, len(func.body.block.args))
+    c.tiling_proof = proved[c.tiling].proof_id
+    c.lowering_proof = low.proof_id
+
+
+def _run(c: Candidate, label: str, runner: KernelRunner, inputs: Sequence[np.ndarray],
+         expected: tuple[np.ndarray, np.ndarray], tolerance: tuple[float, float]) -> None:
+    """Run, check and price the candidate's module, filling its fields. `expected`: the
+    interpreter's result with every intermediate rounded to its dtype, and its exact one
+    (float64 throughout); the candidate is right when it is within `tolerance` of either (the
+    chain rounds its intermediates in HBM as the first does; a fused kernel keeps them in fp32,
+    nearer the second: layernorm's centred rows cancel near zero, where the rounded run is
+    0.047 and the fused kernel and the exact run 0.023)."""
+    assert c.module is not None
+    try:
+        out, latency = runner.run_module(c.module, inputs, label)
+    except (KernelError, SimulationError, SimulationWarning) as err:
+        c.rejected = f"the simulator stops: {failure(err, runner.tmp)}"
+        return
+    rounded, exact = expected
+    problem = check_close(out, rounded, tolerance)
+    if problem and check_close(out, exact, tolerance):
+        c.rejected = f"wrong result: {problem}"
+        return
+    c.latency_s, c.output = latency, out

@@ -1,0 +1,119 @@
+"""Empirical selection of `--target nki` (`targets/nki/select.py`): every candidate emitted,
+simulated, checked against the interpreter and priced; the cheapest right one wins, the
+unfused chain among them; a wrong candidate is rejected; `--max-candidates` bounds the list."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from xdsl.dialects.func import FuncOp
+
+from axon.benchmarks.suite import PROGRAMS
+from axon.interpreter import run_function
+from axon.targets.nki.command import NkiTargetError, emit_kernel
+from axon.targets.nki.select import (
+    Candidate,
+    KernelRunner,
+    check_close,
+    choose_kernel,
+    default_tolerance,
+    first_kernel,
+    random_inputs,
+    single_module,
+)
+from axon.tools.axon_main import main
+from axon.tools.embed import parse_source
+
+
+def program(name: str) -> FuncOp:
+    """A suite program, parsed from its source."""
+    (func,) = (op for op in parse_source(PROGRAMS[name].source, f"{name}.py").ops
+               if isinstance(op, FuncOp))
+    return func
+
+
+def test_the_cheapest_right_candidate_wins_and_it_can_be_the_unfused_chain(
+        tmp_path: Path) -> None:
+    # k.T @ v recomputed for every row block of q costs more than the three kernels apart
+    func = program("linear_attention")
+    sizes = {"M": 1024, "L": 512, "DK": 128, "DV": 128}
+    said: list[str] = []
+    chosen = choose_kernel(func, "trn2", sizes, said.append)
+    right = [c for c in chosen.candidates if c.latency_s is not None]
+    assert len(right) == len(chosen.candidates) == 8
+    assert chosen.latency_s == min(c.latency_s for c in right if c.latency_s is not None)
+    fused = [c for c in right if c.kind != "chain"]
+    assert chosen.kind == "chain" and chosen.chosen == "unfused"
+    assert all(c.latency_s is not None and c.latency_s > chosen.latency_s for c in fused)
+    # the chain is one module: a kernel per op and a host function running them in order
+    assert chosen.module_text.count("@nki.jit") == 3
+    assert "\ndef linear_attention(in0, in1, in2):" in chosen.module_text
+    (chain,) = (c for c in chosen.candidates if c.kind == "chain")
+    assert chain.module is not None and [s.operands for s in chain.module.steps] == \
+        [(1,), (3, 2), (0, 4)]
+    inputs = random_inputs(func, sizes)
+    out, latency = KernelRunner("trn2", tmp_path).run_module(chain.module, inputs)
+    (expected,) = run_function(func, inputs, sizes)
+    assert latency == chosen.latency_s
+    assert check_close(out, expected, default_tolerance(func)) == ""
+    assert re.fullmatch(r"nki: @linear_attention: selection: space 13, pruned 5 by the bound "
+                        r"\(--max-candidates 8\), checked 8, rejected 0; chosen unfused chain, "
+                        r"predicted 17\.\d us; \d+\.\d s", said[-1]), said[-1]
+    assert sum(1 for line in said if " candidate " in line) == 8
+
+
+def test_a_fused_kernel_wins_where_the_cost_model_ranks_it_first() -> None:
+    chosen = choose_kernel(program("matmul_transpose"), "trn2", {"M": 256, "N": 256, "K": 256},
+                           lambda line: None)
+    prices = {c.label: c.latency_s for c in chosen.candidates}
+    assert "unfused chain" in prices and None not in prices.values()
+    assert chosen.kind == "blocks_k" and chosen.latency_s == min(
+        p for p in prices.values() if p is not None)
+    assert prices["unfused chain"] is not None and prices["unfused chain"] > chosen.latency_s
+
+
+def test_a_planted_wrong_candidate_is_rejected_though_it_is_cheaper(tmp_path: Path) -> None:
+    sizes = {"M": 256, "N": 128}
+    relu = first_kernel(program("relu"), "trn2", sizes, lambda line: None)
+    planted = Candidate("planted relu", "planted",
+                        module=single_module(relu.text, relu.name, 1))
+    said: list[str] = []
+    chosen = choose_kernel(program("softmax"), "trn2", sizes, said.append, extra=[planted])
+    assert planted.rejected.startswith("wrong result: ") and planted.latency_s is None
+    assert chosen.kind == "rows" and chosen.module_text != relu.text
+    assert any(re.search(r"candidate \d/\d planted relu: rejected: wrong result: \d+ of 32768 "
+                         "elements off", line) for line in said)
+    assert "wrong result: 1)" in said[-1]
+    # it was the cheapest: relu's kernel costs less than softmax's
+    inputs = random_inputs(program("softmax"), sizes)
+    _, latency = KernelRunner("trn2", tmp_path).run(relu.text, inputs)
+    assert latency < chosen.latency_s
+
+
+@pytest.mark.parametrize("bound", [1, 2])
+def test_the_bound_is_enforced(bound: int) -> None:
+    said: list[str] = []
+    chosen = choose_kernel(program("linear_attention"), "trn2",
+                           {"M": 256, "L": 128, "DK": 128, "DV": 128}, said.append,
+                           max_candidates=bound)
+    assert len(chosen.candidates) == bound
+    kinds = [c.kind for c in chosen.candidates]
+    # the chain keeps a slot once there are two
+    assert ("chain" in kinds) == (bound > 1)
+    assert f"pruned {chosen.space - bound} by the bound (--max-candidates {bound}), " \
+           f"checked {bound}" in said[-1]
+
+
+def test_the_command_line_takes_the_bound(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "kernel.py"
+    main(["matmul_transpose", "--target", "nki", "--sizes", "M=128,N=128,K=128",
+          "--max-candidates", "2", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert "checked 2" in err and "candidate 2/2 unfused chain" in err
+    assert "@nki.jit" in out.read_text()
+    module = parse_source(PROGRAMS["relu"].source, "relu.py")
+    with pytest.raises(NkiTargetError, match="--max-candidates 0: expected at least 1"):
+        emit_kernel(module, "relu.py", "trn2", "", lambda line: None, max_candidates=0)
