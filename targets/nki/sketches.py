@@ -150,12 +150,14 @@ class TileOp:
                 bound = limits.partitions if any(s[0] == dim for s, _ in self.params) \
                     else limits.free_max("sbuf", dtype)
                 bounds[dim] = min(bound, bounds.get(dim, bound))
-        return Spec(self.kind, _function(self.name, types, self.body),
+        return Spec(self.kind, build_function(self.name, types, self.body),
                     tuple(f"{names.get(d, d)} <= {b}" for d, b in bounds.items()))
 
 
-def _function(name: str, params: Sequence[TensorType],
-              build: Callable[[list[SSAValue], Add], SSAValue]) -> FuncOp:
+def build_function(name: str, params: Sequence[TensorType],
+                   build: Callable[[list[SSAValue], Add], SSAValue]) -> FuncOp:
+    """`func.func @name(params) { build(args, add); return }`: `add` appends an op and gives
+    its result, the last value `build` gives is returned."""
     block = Block(arg_types=list(params))
     ops: list[Operation] = []
 

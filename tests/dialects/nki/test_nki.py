@@ -7,7 +7,7 @@ op verifier's limits (read from the NKI profiles) and diagnostics."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import FunctionType
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects.ax import (
@@ -60,27 +58,13 @@ from axon.dialects.nki import (
 )
 from axon.dialects.nki.limits import generic_limits, nki_profiles
 from axon.interpreter import run_function, run_module
+from axon.targets.nki.sketches import Add, build_function
 from axon.tools.embed import parse_mlir
 from axon.verifier import Proved, Refuted, prove_equivalent
 
 # ---- building functions of instructions: arguments in HBM, the last value returned ----
-#: adds an op to the function being built and gives its result
-Add = Callable[[Operation], SSAValue]
-
-
-def function(name: str, params: Sequence[TensorType],
-             build: Callable[[list[SSAValue], Add], SSAValue]) -> FuncOp:
-    """`func.func @name(params) { build(...); return }`."""
-    block = Block(arg_types=list(params))
-    ops: list[Operation] = []
-
-    def add(op: Operation) -> SSAValue:
-        ops.append(op)
-        return op.results[0]
-
-    result = build(list(block.args), add)
-    block.add_ops([*ops, ReturnOp(result)])
-    return FuncOp(name, FunctionType.from_lists(list(params), [result.type]), Region(block))
+#: `build_function` of the NKI sketches: adds an op, gives its result
+function = build_function
 
 
 def to_sbuf(add: Add, value: SSAValue, **attrs: Any) -> SSAValue:

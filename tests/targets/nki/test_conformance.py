@@ -22,9 +22,7 @@ import ml_dtypes
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.dialects.builtin import FunctionType
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import SSAValue
 
 from axon.dialects.ax import TensorType
 from axon.dialects.form.dtypes import DTYPES
@@ -57,6 +55,7 @@ from axon.targets.nki.simulator import api as nki
 from axon.targets.nki.simulator import isa as nisa
 from axon.targets.nki.simulator import language as nl
 from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.nki.sketches import Add, build_function
 
 #: the profile the simulator enforces (its limits are at least the dialect's generic ones)
 LIMITS: HardwareLimits = load_limits("trn2")
@@ -89,7 +88,6 @@ def test_every_instruction_has_a_conformance_test() -> None:
 
 
 # ---- the two sides ---------------------------------------------------------------------------
-Add = Callable[[Operation], SSAValue]
 
 
 def t(shape: Sequence[int], dtype: str = "f32") -> TensorType:
@@ -100,17 +98,7 @@ def form(params: Sequence[TensorType], build: Callable[[list[SSAValue], Add], SS
          inputs: Sequence[np.ndarray]) -> np.ndarray:
     """The instruction's generic form on `inputs`: `build` adds the ops of a function whose
     arguments are `params` (HBM tensors); the reference interpreter runs it."""
-    block = Block(arg_types=list(params))
-    ops: list[Operation] = []
-
-    def add(op: Operation) -> SSAValue:
-        ops.append(op)
-        return op.results[0]
-
-    result = build(list(block.args), add)
-    block.add_ops([*ops, ReturnOp(result)])
-    func = FuncOp("k", FunctionType.from_lists(list(params), [result.type]), Region(block))
-    (out,) = run_function(func, list(inputs))
+    (out,) = run_function(build_function("k", params, build), list(inputs))
     return out
 
 
