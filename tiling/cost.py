@@ -319,11 +319,15 @@ class KernelPlan:
             scope[loop.iv] = max(extent - 1, 0) // 2
         return found
 
+    def _trips(self, extents: Sequence[int]) -> list[int]:
+        """Each loop's iterations in one program: its trip count times those of the loops
+        around it (see the module docstring)."""
+        return [extents[n] * math.prod(extents[o] for o in loop.outer)
+                for n, loop in enumerate(self.loops)]
+
     def _iterations(self, extents: Sequence[int]) -> int:
-        """The sequential loop iterations of one program: every loop's trip count times those
-        of the loops around it, summed over the loops (see the module docstring)."""
-        return sum(extents[n] * math.prod(extents[o] for o in loop.outer)
-                   for n, loop in enumerate(self.loops))
+        """The sequential loop iterations of one program, summed over its loops."""
+        return sum(self._trips(extents))
 
     def _latency(self, extents: Sequence[int], profile: DeviceProfile) -> float:
         """The seconds one program's loop iterations take at least, in sequence: a loop with a
@@ -336,9 +340,8 @@ class KernelPlan:
         unpipelined = (roof.unpipelined_loop_iteration_s.value
                        if roof.unpipelined_loop_iteration_s is not None else pipelined)
         with_dot = {n for c in self.computes if isinstance(c.op, MatmulOp) for n in c.loops}
-        return sum(extents[n] * math.prod(extents[o] for o in loop.outer)
-                   * (pipelined if n in with_dot else unpipelined)
-                   for n, loop in enumerate(self.loops))
+        return sum(trips * (pipelined if n in with_dot else unpipelined)
+                   for n, trips in enumerate(self._trips(extents)))
 
     def _executions(self, loops: tuple[int, ...], programs: int, extents: Sequence[int]) -> int:
         return programs * math.prod(extents[n] for n in loops)
