@@ -83,6 +83,7 @@ from axon.dialects.form.scalar import (
 )
 from axon.dialects.form.syntax import parse_form
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
+from axon.tiling.split_loop import NotSplit, split_kernels
 
 #: the names a kernel introduces, per tiled symbol: (block parameter, program id or iteration)
 ROWS = ("BM", "i")
@@ -94,6 +95,8 @@ INNER = ("BL", "l")
 SECOND = "c"
 #: the program ids of a batched tiling's leading dims
 BATCH = "b"
+#: a split online loop's blocks per program and the program id of its stretch (`Tiling.split`)
+SPLIT = ("NB", "s")
 #: sequential loops one kernel may chain (a reduction reading the one before it)
 MAX_LOOPS = 4
 #: ops an online loop's invariant composes into one body (the scalar tools walk a body by
@@ -130,16 +133,22 @@ class Tiling:
     it: a reduction over `inner` whose result is on `red` tiles is accumulated by a loop over
     the blocks of `inner` (`BL`, iteration `l`) nested in that loop (see the module
     docstring)."""
+    split: bool = False
+    """The online loop's blocks are split across programs, `NB` blocks of `red` a program
+    (program id `s`): each program writes its stretch's running max and sums, and a second
+    kernel combines them (flash-decoding; `tiling.split_loop`)."""
 
     @property
     def kind(self) -> str:
         """A short name: `rows`, `blocks`, `rows_k`, `blocks_k`, `rows_multipass`, each with
         a `batched_` prefix when leading dims are split one index per program, an
-        `_online` suffix for the online loop and a `_nested` suffix for a loop over `inner`
+        `_online` suffix for the online loop (`_online_split` split across programs) and a
+        `_nested` suffix for a loop over `inner`
         nested in the loop over `red` (`rows_k_nested`, `blocks_k_nested`)."""
         return (("batched_" if self.lead else "") + ("blocks" if self.cols else "rows")
                 + ("_multipass" if self.write_pass else "_k" if self.red else "")
-                + ("_online" if self.online else "") + ("_nested" if self.inner else ""))
+                + ("_online" if self.online else "") + ("_split" if self.split else "")
+                + ("_nested" if self.inner else ""))
 
     def blocks(self) -> dict[str, IntExpr]:
         """Each tiled symbol's block parameter."""
@@ -216,6 +225,7 @@ def _tilings(func: FuncOp, lead: int) -> list[Tiling]:
     maxed = {d.upper.as_symbol for op in func.body.block.ops if has_form(op)
              for d in generic_form(op).reduced if generic_form(op).reduction == "max"}
     found += [replace(t, online=True) for t in list(found) if t.red in maxed]
+    found += [replace(t, split=True) for t in list(found) if t.online and t.lead]
     found += [replace(t, inner=inner) for t in list(found)
               if t.red is not None and not t.write_pass and not t.online
               for inner in _nested_dims(func, t.red, reduced, in_results)]
@@ -263,8 +273,15 @@ def tile_function(func: FuncOp, tiling: Tiling, space: str, accumulator_space: s
     """`func` as one kernel of `tiling` (see the module docstring): a new function named
     `<name>_<kind>` with the same signature. Tiles live in memory space `space`, the loop's
     accumulators of a matmul in `accumulator_space`; the kernel assumes each tile parameter
-    is at least 1 (a profile's limits join later: `KernelOp.assume_also`)."""
-    return _Builder(func, tiling, space, accumulator_space).build()
+    is at least 1 (a profile's limits join later: `KernelOp.assume_also`). A split tiling
+    gives two kernels, the partials and their combine (`tiling.split_loop`)."""
+    built = _Builder(func, tiling, space, accumulator_space).build()
+    if not tiling.split:
+        return built
+    try:
+        return split_kernels(built, SPLIT[1])
+    except NotSplit as err:
+        raise NotTileable(f"@{func.sym_name.data}: {err}") from None
 
 
 class _Builder:
@@ -280,6 +297,8 @@ class _Builder:
         given = [s for s in symbols if s is not None]
         if len(set(given)) != len(given):
             raise NotTileable(f"@{self.name}: a tiling needs distinct dims, got {given}")
+        if tiling.split and not tiling.online:
+            raise NotTileable(f"@{self.name}: only an online loop is split across programs")
         if tiling.inner is not None and (tiling.red is None or tiling.write_pass
                                          or tiling.online):
             raise NotTileable(f"@{self.name}: a loop over {tiling.inner} nests only in "
@@ -341,6 +360,7 @@ class _Builder:
         """A name the kernel introduces (a program id or a loop's iteration): not a size."""
         looped = f"({RED[1]}|{INNER[1]})" if self.tiling.inner is not None else RED[1]
         return (name in self.batch.values() or name in (ROWS[1], COLS[1], SECOND)
+                or (self.tiling.split and name == SPLIT[1])
                 or re.fullmatch(rf"{looped}\d*", name) is not None)
 
     def offsets_of(self, v: SSAValue, offsets: dict[str, str]) -> list[IntExpr]:
@@ -512,7 +532,7 @@ class _Builder:
         ours |= {f"{RED[1]}{n}" for n in range(1, MAX_LOOPS)}  # the later loops' iterations
         if tiling.inner is not None:  # the names of the loops nested in them
             ours |= {*INNER, *(f"{INNER[1]}{n}" for n in range(1, MAX_LOOPS))}
-        ours |= set(self.batch.values())
+        ours |= set(self.batch.values()) | (set(SPLIT) if tiling.split else set())
         clash = taken & ours
         if clash:
             raise NotTileable(f"@{self.name} already uses the name(s) {sorted(clash)}")
@@ -572,6 +592,10 @@ class _Builder:
         if tiling.cols:
             grid.append(f"ceildiv({tiling.cols}, {COLS[0]})")
         kernel_params = [b.as_symbol or "" for b in self.blocks.values()]
+        if tiling.split:
+            grid_ids.append(SPLIT[1])
+            grid.append(f"ceildiv({tiling.red}, {RED[0]}*{SPLIT[0]})")
+            kernel_params.append(SPLIT[0])
         out = FuncOp(f"{self.name}_{tiling.kind}", (params, results))
         kernel = KernelOp(list(out.body.block.args), results, grid_ids, grid, kernel_params,
                           Region(body), assume=[f"{p} >= 1" for p in kernel_params])
@@ -816,7 +840,7 @@ class _Builder:
                     outer: dict[SSAValue, SSAValue]) -> Operation:
         """A reduction over `red` on its first block only, masked (a max or min loop's start),
         built into `body` with the tiles it reads; not inserted itself."""
-        at_first = {**self.offsets, self.tiling.red or "": "0"}
+        at_first = {**self.offsets, self.tiling.red or "": str(self.red_at("0"))}
         first = self.recompute(body, op.operands, ops, stages, args, outer, at_first)
         return self.masked(
             self.rebuild(op, [first.get(v) or outer[v] for v in op.operands], at_first), "0")
@@ -836,31 +860,44 @@ class _Builder:
         body.add_op(done)
         return done.results[0]
 
+    def red_at(self, iv: str) -> IntExpr:
+        """Where iteration `iv` of a loop over `red` starts its tile (`iv` "0": the first
+        block): `iv*BK`, from the program's stretch `BK*NB*s` on in a split loop."""
+        at = IntExpr.const(0) if iv == "0" else IntExpr.sym(iv) * IntExpr.sym(RED[0])
+        if self.tiling.split:
+            at = IntExpr.sym(RED[0]) * IntExpr.sym(SPLIT[0]) * IntExpr.sym(SPLIT[1]) + at
+        return at
+
     def masked(self, partial: Operation, iv: str,
-               over: tuple[str, str] | None = None) -> Operation:
+               over: tuple[str, str] | None = None, past: SSAValue | None = None
+               ) -> Operation:
         """A reduction over one `red` tile (or, `over` = (dim, block), one tile of that dim)
         that reduces only the tile's elements inside the dim: past the end, an `add` adds 0
         and a `max` or `min` sees the tile's first element again (always inside, and a repeat
-        changes neither). A matmul is left as it is: its tiles are padded with 0, so its
-        products past the end are 0."""
+        changes neither), or, given `past` (a value of the result's type), that value's
+        element. A matmul is left as it is: its tiles are padded with 0, so its products past
+        the end are 0."""
         if isinstance(partial, MatmulOp):
             return partial
         size, block_name = over or (self.tiling.red or "", RED[0])
         form = generic_form(partial)
         block = IntExpr.sym(block_name)
         dim = next(d for d in form.reduced if d.upper == block and d.lower == IntExpr.const(0))
-        position = IntExpr.sym(iv) * block + IntExpr.sym(dim.name) if iv != "0" else \
-            IntExpr.sym(dim.name)
+        start = (self.red_at(iv) if over is None
+                 else IntExpr.sym(iv) * block if iv != "0" else IntExpr.const(0))
+        position = start + IntExpr.sym(dim.name)
         inside = call("lt", Index(position), Index(IntExpr.sym(size)))
-        past = (Const(0.0) if form.reduction == "add"
-                else substitute(form.body, {dim.name: IntExpr.const(0)}))
+        operands = list(partial.operands)
+        outside: ScalarExpr = (
+            Const(0.0) if form.reduction == "add"
+            else substitute(form.body, {dim.name: IntExpr.const(0)}) if past is None
+            else Read(len(operands), tuple(IntExpr.sym(d.name) for d in form.parallel)))
         result = partial.results[0].type
         assert isinstance(result, TensorType)
-        operands = list(partial.operands)
         partial.drop_all_references()  # replaced, never inserted
-        return GenericOp.make(operands, form=str(replace(
-            form, body=call("select", inside, form.body, past), finalize=None)),
-            dtype=result.dtype)
+        return GenericOp.make([*operands, *([past] if past is not None else [])], form=str(
+            replace(form, body=call("select", inside, form.body, outside), finalize=None,
+                    num_operands=len(operands) + (past is not None))), dtype=result.dtype)
 
     def write_pass(self, written: list[SSAValue], ops: list[Operation],
                    stages: dict[SSAValue, tuple[str, int]], args: dict[SSAValue, SSAValue],
@@ -929,16 +966,18 @@ class _Online:
                               "over it that read it")
         (mx,) = maxes
         iv = RED[1]
-        offsets = {**b.offsets, red: f"{iv}*{RED[0]}"}
+        offsets = {**b.offsets, red: str(b.red_at(iv))}
         ops, stages, args, outer = self.ops, self.stages, self.args, self.outer
         loop_body = Block()
         inside = b.recompute(loop_body, list(mx.operands), ops, stages, args, outer, offsets)
-        partial = b.masked(b.rebuild(mx, [inside.get(v) or outer[v] for v in mx.operands],
-                                     offsets), iv)
+        rebuilt = b.rebuild(mx, [inside.get(v) or outer[v] for v in mx.operands], offsets)
+        m_old = loop_body.insert_arg(rebuilt.results[0].type, 0)
+        # a split loop's last stretch may have blocks wholly past the end, whose first lane
+        # is outside too: their lanes see the running max (any value: the loop claims none)
+        partial = b.masked(rebuilt, iv, past=m_old if b.tiling.split else None)
         loop_body.add_op(partial)
         start = b.first_block(body, mx, ops, stages, args, outer)
         body.add_op(start)
-        m_old = loop_body.insert_arg(partial.results[0].type, 0)
         m_new = self.add(loop_body, MaxOp.make([m_old, partial.results[0]]))
         local = {**outer, mx.results[0]: m_new}
         for op in ops:  # what reads only the max (and values outside the loop), at m_new
@@ -966,8 +1005,8 @@ class _Online:
             joined.append(self.add(loop_body, AddOp.make([rescaled, part.results[0]])))
         loop_body.add_op(YieldOp(*joined))
         defs, invariant = self.invariant(mx, sums, [a.type for a in loop_body.args])
-        loop = ForOp(inits, iv, f"ceildiv({red}, {RED[0]})", Region(loop_body),
-                     invariant=invariant, defs=defs)
+        extent = SPLIT[0] if b.tiling.split else f"ceildiv({red}, {RED[0]})"
+        loop = ForOp(inits, iv, extent, Region(loop_body), invariant=invariant, defs=defs)
         body.add_op(loop)
         outer[mx.results[0]] = loop.results[0]
         for op, result in zip(sums, loop.results[1:], strict=True):
@@ -1047,13 +1086,14 @@ class _Online:
                                         for k in range(len(carried_types))}
         composed: dict[SSAValue, GenericForm] = {}
         texts = [""]
-        limit = (IntExpr.sym(RED[1]) * IntExpr.sym(RED[0])).min(IntExpr.sym(red))
+        first = b.red_at("0")  # the sums so far run over [first, limit)
+        limit = (b.red_at(RED[1])).min(IntExpr.sym(red))
         for op, new in built:  # in source order: what a value reads is composed before it
             form = generic_form(new)
             body = self.compose(form, new, index, carried, composed)
             if op in sums:
-                reduced = tuple(replace(d, upper=limit) if d.upper == IntExpr.sym(red) else d
-                                for d in form.reduced)
+                reduced = tuple(replace(d, lower=first, upper=limit)
+                                if d.upper == IntExpr.sym(red) else d for d in form.reduced)
                 texts.append(str(simplify_form(replace(
                     form, body=body, reduced=reduced, finalize=None, num_operands=total),
                     b.is_ours)))

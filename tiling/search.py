@@ -63,7 +63,7 @@ from axon.nugraph.cost import DEFAULT_SIZE
 from axon.nugraph.stored import function_text
 from axon.targets.profiles import DeviceProfile
 from axon.tiling.concretize import Candidate, concretize
-from axon.tiling.cost import KernelCost
+from axon.tiling.cost import KernelCost, kernel_cost
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.verifier import ProofBudget, Proved, Unknown, Verdict, prove_equivalent
@@ -147,6 +147,11 @@ Progress = Callable[[Proposal, int, int], None]
 #: search it stops stops at the same proposal in every run; the suite's programs propose at
 #: most 56 tilings of their variants
 MAX_PROOFS = 100
+#: a split kernel's proof (`Tiling.split`) is this many proofs' worth of the search budget: its
+#: loop's induction obligations carry the stretch's start `BK*NB*s`, a product of three
+#: symbols, and z3 spends 4-8x the unsplit loop's resource units on them (gqa: 263k and 400k
+#: against 76k and 97k; qknorm_gqa: 1.54M and 0.54M against 131k and 140k)
+SPLIT_PROOF_SCALE = 8
 #: the safety net over one program's whole search, in seconds (`time_limit_s`): far past what
 #: `MAX_PROOFS` proofs of the search budget take, so it stops only a machine far slower than
 #: the counts assume
@@ -215,7 +220,8 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
             if isinstance(verdict, Proved):
                 proofs.append(verdict.obligation)
                 if proposal.kernel is not None:
-                    queries[len(proposals)] = query_key(proposal.kernel, func, (), budget)
+                    queries[len(proposals)] = query_key(proposal.kernel, func, (),
+                                                        proof_budget(tiling, budget))
             if proposal.candidates:
                 fitting.add((proposal.variant, tiling))
             by_clock |= isinstance(verdict, Unknown) and verdict.by_clock
@@ -239,7 +245,7 @@ def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProf
     except NotTileable as err:
         proposal.reason = str(err)
         return None
-    verdict = prove_equivalent(kernel, func, budget=budget, cache=cache)
+    verdict = prove_equivalent(kernel, func, budget=proof_budget(tiling, budget), cache=cache)
     proposal.kernel, proposal.seconds = kernel, verdict.seconds
     proposal.source_ops = len(func.body.block.ops) - 1  # all but the return
     proposal.verdict = verdict.verdict
@@ -252,6 +258,11 @@ def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProf
     return verdict
 
 
+def proof_budget(tiling: Tiling, budget: ProofBudget) -> ProofBudget:
+    """The budget of one tiling's proof in a search of `budget` (`SPLIT_PROOF_SCALE`)."""
+    return budget.scaled(SPLIT_PROOF_SCALE) if tiling.split else budget
+
+
 def _priced(kernel: FuncOp, sizes: Mapping[str, int], profile: DeviceProfile, top_k: int,
             cache: ProofCache | None) -> list[Candidate]:
     """The kernel's best concrete tile sizes (`concretize`), kept in the cache by the kernel's
@@ -259,15 +270,38 @@ def _priced(kernel: FuncOp, sizes: Mapping[str, int], profile: DeviceProfile, to
     so a search whose whole result is not stored (a clock shaped it) still prices each
     kernel once."""
     if cache is None:
-        return concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+        return _concretized(kernel, sizes, profile, top_k)
     key = step_key("concretize", function_text(kernel), repr(profile),
                    repr(sorted(sizes.items())), f"top_k={top_k}")
     stored = cache.result(key)
     if stored is not None:
         return [_candidate(c) for c in stored["candidates"]]
-    candidates = concretize(_kernel_op(kernel), dict(sizes), profile, top_k)
+    candidates = _concretized(kernel, sizes, profile, top_k)
     cache.put_result(key, {"candidates": [_candidate_record(c) for c in candidates]}, [])
     return candidates
+
+
+def _concretized(kernel: FuncOp, sizes: Mapping[str, int], profile: DeviceProfile,
+                 top_k: int) -> list[Candidate]:
+    """The best concrete tile sizes of a tiled function: its kernel's (`concretize`), or, for
+    a split loop's partials and combine (`tiling.split_loop`), the partials kernel's, each
+    priced with the combine launch at the same sizes added (it reads what they write)."""
+    kernels = [op for op in kernel.body.block.ops if isinstance(op, KernelOp)]
+    found = concretize(kernels[0], dict(sizes), profile, top_k)
+    if len(kernels) == 1:
+        return found
+    combined = []
+    for c in found:
+        env = {**sizes, **c.params}
+        rest = [kernel_cost(k, env, profile, warps=c.cost.warps) for k in kernels[1:]]
+        cost = dataclasses.replace(
+            c.cost, hbm_bytes=c.cost.hbm_bytes + sum(r.hbm_bytes for r in rest),
+            flops=c.cost.flops + sum(r.flops for r in rest),
+            seconds=c.cost.seconds + sum(r.seconds for r in rest),
+            fits=c.cost.fits and all(r.fits for r in rest),
+            why_not=c.cost.why_not or next((r.why_not for r in rest if r.why_not), None))
+        combined.append(Candidate(c.params, cost))
+    return sorted((c for c in combined if c.cost.fits), key=lambda c: c.cost.seconds)
 
 
 def _candidate_record(candidate: Candidate) -> dict[str, Any]:
@@ -330,8 +364,9 @@ def _stored(cache: ProofCache, record: dict[str, Any] | None, funcs: Sequence[Fu
                               f"kernel of @{entry['variant']} is not in the cache", stacklevel=3)
                 return None
 
-            def same_proof(kernel: FuncOp, func: FuncOp = func, query: str = query) -> bool:
-                return query_key(kernel, func, (), budget) == query
+            def same_proof(kernel: FuncOp, func: FuncOp = func, query: str = query,
+                           tiling: Tiling = tiling) -> bool:
+                return query_key(kernel, func, (), proof_budget(tiling, budget)) == query
 
             proposal._rebuild = _rebuilder(func, tiling, profile, space, accumulator_space,
                                            same_proof)

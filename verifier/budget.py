@@ -109,6 +109,10 @@ class ProofBudget:
         return cls(max(1, round(seconds * STEPS_PER_SECOND)),
                    max(1, round(seconds * RLIMIT_PER_SECOND)), seconds * SAFETY_FACTOR)
 
+    def scaled(self, factor: int) -> ProofBudget:
+        """`factor` times this budget (a query known to be that many proofs' worth)."""
+        return ProofBudget(self.steps * factor, self.rlimit * factor, self.seconds * factor)
+
     def key(self) -> str:
         """The counts as text: what a stored verdict that a count decided is keyed by (the
         safety net is not part of it: a verdict it decided is never stored)."""

@@ -352,6 +352,8 @@ def _make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool) -> 
             out = out + outside * lifted
             continue
         blocks = _blocked_partition(var, lo, hi, dep)
+        if blocks is None:
+            blocks = _blocked_prefixes(var, lo, hi, dep)
         if blocks is not None:
             out = out + outside * blocks
             continue
@@ -421,6 +423,50 @@ def _blocked_partition(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Pol
     return whole if expected == cut else None
 
 
+def _blocked_prefixes(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Poly | None:
+    """The sums over the ceildiv(K, B) blocks [var*B, min(var*B + B, K)) of [0, K), each as a
+    difference of prefix sums, summed over the blocks: the prefix sums at K. A loop split
+    across programs (each walking one stretch of B elements of a reduced dim, a second kernel
+    summing their partial results) normalizes, through `prefix_difference`, to
+
+        sum over var in [0, ceildiv(K, B)) of
+            sel(var*B < min(var*B + B, K), sum_i c_i * (P_i(min(var*B + B, K)) - P_i(var*B)), 0)
+
+    with P_i prefix sums of bodies free of var and c_i free of var. The guard holds on every
+    block (var*B <= (ceildiv(K, B) - 1)*B < K and B >= 1), and the sum telescopes: block
+    var's end is block var + 1's start but for the last, which ends at K; so the total is
+    sum_i c_i * P_i(K), the sums over [0, K). Anything else in the body, or a prefix at
+    another point, and the rule does not apply."""
+    blocks = _blocks(lo, hi)
+    if blocks is None or len(dep) != 1 or dep[0][1] != 1:
+        return None
+    total, block = blocks
+    start = IntExpr.sym(var) * block
+    end = (start + block).min(total)
+    guard = dep[0][0]
+    if not isinstance(guard, Select) or guard.b != T.ZERO \
+            or guard.cond != T.icompare("lt", start - end):
+        return None
+    whole = T.ZERO
+    unmatched: dict[str, Fraction] = {}  # per prefix body and factor: end's minus start's
+    for mono, c in guard.a.terms:
+        found = [i for i, (a, k) in enumerate(mono) if var in a.free]
+        if len(found) != 1:
+            return None
+        pre, power = mono[found[0]]
+        if not isinstance(pre, Prefix) or power != 1 or var in pre.body.free - {pre.var}:
+            return None
+        factor = T.monomial_poly(mono[:found[0]] + mono[found[0] + 1:])
+        if pre.at not in (start, end):
+            return None
+        if pre.at == end:  # the start's prefix at 0 is the empty sum
+            whole = whole + factor * make_sum(pre.var, IntExpr.const(0), total, pre.body) \
+                * T.const(c)
+        key = f"{pre.body_key} * {factor}"
+        unmatched[key] = unmatched.get(key, Fraction(0)) + c
+    return whole if not any(unmatched.values()) else None
+
+
 def _blocked_extremum(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly
                       ) -> Poly | None:
     """max (min) over the ceildiv(K, B) blocks of B of each block's max (min) cut at K: the max
@@ -478,15 +524,21 @@ def _scaled_reduction(var: str, p: Poly) -> tuple[Poly, Reduce, Poly] | None:
 
 
 def _blocks(lo: IntExpr, hi: IntExpr) -> tuple[IntExpr, IntExpr] | None:
-    """(K, B) when [lo, hi) is [0, ceildiv(K, B)) (hi spelled (K + B - 1) floordiv B) with
-    B >= 1 and K >= 0 evident; else None."""
-    if lo != IntExpr.const(0) or len(hi.terms) != 1:
+    """(K, B) when [lo, hi) is [0, ceildiv(K, B)) (hi spelled (K + B - 1) floordiv B, or
+    ((K - 1) floordiv B) + 1 where B divides the first spelling's other terms) with B >= 1 and
+    K >= 0 evident; else None."""
+    if lo != IntExpr.const(0):
+        return None
+    one = 0
+    if len(hi.terms) == 2 and hi - IntExpr.const(1) != hi:  # ((K - 1) floordiv B) + 1
+        hi, one = hi - IntExpr.const(1), 1
+    if len(hi.terms) != 1:
         return None
     (mono, coeff), = hi.terms
     if coeff != 1 or len(mono) != 1 or mono[0].kind != "floordiv":
         return None
     top, block = mono[0].args
-    total = top - block + 1
+    total = top + 1 if one else top - block + 1
     if not (T.nonneg(block - 1) and T.nonneg(total)):
         return None
     return total, block

@@ -252,9 +252,9 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"'tile.kernel': {err}") from None
         for g in grid:
             _within(g.symbols(), outer, f"'tile.kernel': grid extent {g}")
-        for t in self.output_types():
+        for t in self.output_types():  # a split loop's partials have a dim per split: params
             for d in t.shape:
-                _within(d.symbols(), sizes, f"'tile.kernel': result dim {d}")
+                _within(d.symbols(), outer, f"'tile.kernel': result dim {d}")
         block = self.body.block
         if [a.type for a in block.args] != [v.type for v in self.inputs]:
             raise VerifyException("'tile.kernel': the body takes one argument per input, of "

@@ -67,7 +67,8 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "eq": "==", "ne": "!="
           "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
 _REDUCE = {"add": ("tl.sum", "0.0"), "max": ("tl.max", 'float("-inf")'),
            "min": ("tl.min", 'float("inf")')}
-#: at most three grid dims (tl.program_id(0..2))
+#: at most three grid dims (tl.program_id(0..2)); a kernel's leading grid dims past those fold
+#: into the first (`_folded`)
 GRID_DIMS_MAX = 3
 
 
@@ -196,6 +197,8 @@ UNKNOWN_SIZE = 1 << 16
 _KB_DTYPES = {"f32": "fp32", "f16": "fp16", "bf16": "bf16"}
 #: names of the swizzled program order's scalars in the kernel
 _SWIZZLE_NAMES = ("g_pid", "g_cols", "g_width", "g_first", "g_rows")
+#: the kernel's name for the folded leading program ids (`_folded`)
+_FOLDED = "f_pid"
 #: the prologue kernel's names (`_Prologue`)
 _PROLOGUE_NAMES = ("p_row", "p_col", "dst_ptr")
 #: the host's `prologue` choices: the operand's maps in the GEMM, or once in a kernel before it
@@ -267,9 +270,14 @@ class _KernelShape:
                 setattr(shape, size, over[0] if len(over) == 1 else None)
         for op in ops:
             if isinstance(op, xt.ForOp) and shape.block_k is None:
-                tiled = sorted(op.extent_expr().symbols() & params - {shape.block_m,
-                                                                       shape.block_n})
-                over = sorted(op.extent_expr().symbols() & sizes)
+                extent = op.extent_expr().symbols()
+                if not extent & sizes:
+                    # a loop split across programs walks `NB` blocks of the dim a grid dim
+                    # splits in stretches (`ceildiv(L, BK*NB)`): its blocks are BK of L
+                    extent = next((g.symbols() - extent for g in grid
+                                   if extent & params and extent < g.symbols()), extent)
+                tiled = sorted(extent & params - {shape.block_m, shape.block_n})
+                over = sorted(extent & sizes)
                 if len(tiled) == 1 and len(over) == 1:
                     shape.block_k, shape.k_size = tiled[0], over[0]
         if shape.kind == "attention":
@@ -468,6 +476,8 @@ def _atom(atom: Atom, names: dict[str, str], kernel: bool) -> str:
         sym = atom.name
         return names.get(sym, sym)
     a, b = (py_int(e, names, kernel) for e in atom.args)
+    if not b.isidentifier() and not b.isdigit() and not b.startswith("("):
+        b = f"({b})"  # a product divides as a whole: `x // (BK * NB)`
     if kind == "floordiv":
         return f"({a} // {b})"
     if kind == "mod":
@@ -534,16 +544,13 @@ class _KernelPrinter:
 
     def lines(self) -> list[str]:
         k, shape = self.kernel, self.shape
-        if len(k.program_names()) > GRID_DIMS_MAX:
-            raise NotSupported(f"a grid of {len(k.program_names())} dims (Triton launches "
-                               f"{GRID_DIMS_MAX} at most)")
         inputs = [f"in{n}_ptr" for n in range(len(k.inputs))]
         outputs = [f"out{n}_ptr" for n in range(len(k.outputs))]
         constexprs = [*k.param_names(), *(n for n, _ in k.block_defs()), "grf_mode", "INT64",
                       *(["BLOCK_IO"] if shape.block_io else []),
                       *(["GROUP_SIZE_M"] if shape.swizzled else []),
                       *(["PROLOGUE"] if shape.prologue else [])]
-        _check_names(k, [*inputs, *outputs, *constexprs, *_SWIZZLE_NAMES, "_wide",
+        _check_names(k, [*inputs, *outputs, *constexprs, *_SWIZZLE_NAMES, "_wide", _FOLDED,
                          *(t.desc for t in shape.tiles), *_PROLOGUE_NAMES])
         params = [*inputs, *outputs, *(f"h{t.desc}" for t in shape.tiles), *k.sizes(),
                   *(f"{c}: tl.constexpr" for c in constexprs)]
@@ -551,7 +558,17 @@ class _KernelPrinter:
         if shape.swizzled:
             self.swizzle()
         else:
-            for axis, pid in enumerate(k.program_names()):
+            folded = _folded(k)
+            pids = k.program_names()
+            if folded > 1:  # the leading dims as one, split again (the last varies fastest)
+                self.line(1, f"{_FOLDED} = tl.program_id(0)")
+                extents = k.grid_exprs()[:folded]
+                for n in range(folded - 1, 0, -1):
+                    self.line(1, f"{pids[n]} = {_FOLDED} % ({py_int(extents[n])})")
+                    self.line(1, f"{_FOLDED} = {_FOLDED} // ({py_int(extents[n])})")
+                self.line(1, f"{pids[0]} = {_FOLDED}")
+            rest = pids[folded:] if folded > 1 else pids
+            for axis, pid in enumerate(rest, start=1 if folded > 1 else 0):
                 self.line(1, f"{pid} = tl.program_id({axis})")
         if shape.block_io:
             # descriptors are made once, before any loop (making one writes it to memory)
@@ -1169,6 +1186,9 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
                          f"list({tensor}.stride()), [{block}]) if made else None")
         launch_io = ["BLOCK_IO=_BLOCK_IO[block_io]"]
     grid = [py_int(g, kernel=False) for g in kernel.grid_exprs()]
+    folded = _folded(kernel)
+    if folded > 1:
+        grid = [" * ".join(f"({g})" for g in grid[:folded]), *grid[folded:]]
     lines.append(f"    grid = {_tuple([' * '.join(grid)] if shape.swizzled else grid)}")
     launch = [*inputs, *outputs, *(f"h{t.desc}" for t in shape.tiles), *kernel.sizes(),
               *(f"{p}={p}" for p in kernel.param_names()),
@@ -1181,6 +1201,14 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
     lines.append(f"    {name}_kernel[grid]({', '.join(launch)})")
     lines.append(f"    return {', '.join(outputs)}")
     return lines
+
+
+def _folded(kernel: xt.KernelOp) -> int:
+    """How many leading grid dims launch as Triton's first (their product; 0 where the grid
+    has at most `GRID_DIMS_MAX` dims): a split loop's partials kernel has batch, heads, row
+    blocks and stretches."""
+    dims = len(kernel.program_names())
+    return dims - GRID_DIMS_MAX + 1 if dims > GRID_DIMS_MAX else 0
 
 
 def _solved(arg: str, axis: int, dim: IntExpr, bound: set[str]) -> list[str]:

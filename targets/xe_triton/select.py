@@ -25,6 +25,7 @@ profile: it orders their candidates, the KB device decides what they may launch.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 import time
@@ -62,10 +63,12 @@ from axon.targets.xe_triton.cascade import (
 from axon.targets.xe_triton.emit import EmittedModule, emit_triton, kb_launches
 from axon.targets.xe_triton.kb import Device, KernelFacts, load_device
 from axon.targets.xe_triton.lower import NotSupported, lower_function
-from axon.targets.xe_triton.staged import staged_module
+from axon.targets.xe_triton.staged import split_loop_module, staged_module
+from axon.tiling.concretize import concretize
 from axon.tiling.cost import KernelPlan
 from axon.tiling.search import TIME_LIMIT_S, Proposal, all_sizes, tile_program
 from axon.tiling.split import Split, cut_name, cut_points, split_function
+from axon.tiling.split_loop import NotSplit, Stages, stages
 from axon.tools.embed import run_pipeline
 from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
 from axon.verifier.cache import ProofCache
@@ -125,6 +128,12 @@ class Candidate:
     empty for one kernel of the whole program."""
     split: Split | None = field(default=None, repr=False)
     """Where a staged candidate cuts its program."""
+    join: Callable[[Sequence[EmittedModule]], EmittedModule] | None = field(default=None,
+                                                                          repr=False)
+    """How a candidate of several launches (`stages`) makes one module of theirs."""
+    env: dict[str, int] = field(default_factory=dict)
+    """Values of sizes its kernel has and the program does not (a split loop's combine: the
+    stretch count `NS`, the heads as one size)."""
 
 
 @dataclass
@@ -185,8 +194,9 @@ def kernel_facts(kernel: xt.KernelOp, sizes: Mapping[str, int]) -> KernelFacts:
     """What the KB asks of a lowered kernel at `sizes`."""
     dots = [op for op in kernel.walk() if isinstance(op, xt.DotOp)]
     out = kernel.output_types()[0]
-    dims = [d.evaluate(sizes) for d in out.shape] or [1]
     ones = dict.fromkeys(kernel.param_names(), 1)
+    # (a split loop's partials have a dim per stretch, a function of the params)
+    dims = [d.evaluate({**ones, **sizes}) for d in out.shape] or [1]
     if dots:
         a = dots[0].operands[0].type
         assert isinstance(a, TensorType)
@@ -236,13 +246,16 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
         assert proposal.kernel is not None
         where = f"{proposal.tiling.kind} of @{proposal.variant}"
         try:
-            lowered = lower_function(proposal.kernel)
-        except NotSupported as err:
+            # a split loop launches its partials as the tiling's kernel, then their combine
+            split = stages(proposal.kernel) if proposal.tiling.split else None
+            kernel = split.partials if split is not None else proposal.kernel
+            lowered = lower_function(kernel)
+        except (NotSupported, NotSplit) as err:
             skipped.append((where, str(err)))
             continue
         (xt_kernel,) = [op for op in lowered.body.block.ops if isinstance(op, xt.KernelOp)]
         params = xt_kernel.param_names()
-        plan = KernelPlan.of(_tile_kernel(proposal.kernel))
+        plan = KernelPlan.of(_tile_kernel(kernel))
         settings: list[tuple[dict[str, Any], str]] = []
         for c in proposal.candidates[:options.tile_sizes]:
             kwargs: dict[str, Any] = {p: int(c.params[p]) for p in params if p in c.params}
@@ -277,10 +290,37 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
             # stages past shared memory) is pruned here, before it takes a kept place
             runs = cost.fits and _launches(device, facts, xt_kernel, sizes, ordered)
             modeled = cost.seconds * 1e3 if runs else float("inf")
-            found.setdefault(cid, Candidate(cid, proposal.variant, proposal.tiling.kind,
-                                            proposal.proof_id, ordered, modeled, origin,
-                                            proposal.kernel))
+            made = Candidate(cid, proposal.variant, proposal.tiling.kind, proposal.proof_id,
+                             ordered, modeled, origin, kernel)
+            if split is not None:
+                made = _with_combine(made, split, proposal, profile, sizes, default_warps)
+            found.setdefault(cid, made)
     return list(found.values())
+
+
+def _with_combine(partials: Candidate, split: Stages, proposal: Proposal,
+                  profile: DeviceProfile, sizes: Mapping[str, int], default_warps: int
+                  ) -> Candidate:
+    """A split loop's candidate: `partials` launched, then the combine at its cost model's
+    best tile sizes for the stretches those make; priced as the two launches."""
+    kernel = _tile_kernel(split.combine)
+    env = split.combine_env({**sizes, **{k: int(v) for k, v in partials.kwargs.items()
+                                         if isinstance(v, int)}})
+    best = concretize(kernel, env, profile, top_k=1)
+    kwargs: dict[str, Any] = {p: int(best[0].params[p]) for p in kernel.param_names()} \
+        if best else {}
+    kwargs["num_warps"] = int(best[0].params.get("num_warps", default_warps)) if best \
+        else default_warps
+    modeled = partials.modeled_ms + (best[0].cost.seconds * 1e3 if best else math.inf)
+    combine = Candidate(f"{partials.id}.combine", partials.variant, partials.tiling,
+                        partials.proof_id, kwargs, modeled - partials.modeled_ms,
+                        partials.origin, split.combine,
+                        env={k: v for k, v in env.items() if k in split.combine_sizes})
+    params = len(proposal.kernel.function_type.inputs.data) if proposal.kernel else 0
+    return Candidate(partials.id, partials.variant, partials.tiling, partials.proof_id, {},
+                     modeled, partials.origin, proposal.kernel or split.combine,
+                     (partials, combine),
+                     join=functools.partial(split_loop_module, partials.variant, params))
 
 
 def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DeviceProfile,
@@ -335,7 +375,7 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
                     cid, name, f"staged(cut{n}: {producer.tiling}+{consumer.tiling})",
                     f"{producer.proof_id}+{consumer.proof_id}", {},
                     producer.modeled_ms + consumer.modeled_ms, "staged", consumer.kernel,
-                    (producer, consumer), split))
+                    (producer, consumer), split, functools.partial(staged_module, split)))
             say(f"staged: {where}: {len(producers)} x {len(consumers)} launches priced")
     return list(found.values())
 
@@ -438,10 +478,11 @@ def retyped(func: FuncOp, dtype: str = "f32") -> FuncOp:
 def make_job(candidate: Candidate, source: FuncOp, device: Device, sizes: Mapping[str, int],
              time_on_gpu: bool, program: str = "") -> tuple[Job, EmittedModule]:
     """The cascade's job for `candidate` (NotSupported / ValueError when it does not emit)."""
-    parts = [_emit_launch(c, device, sizes) for c in (candidate.stages or (candidate,))]
-    if candidate.split is not None:
-        emitted = staged_module(candidate.split, [p.emitted for p in parts])
-        twin = staged_module(candidate.split, [p.twin for p in parts])
+    parts = [_emit_launch(c, device, {**sizes, **c.env})
+             for c in (candidate.stages or (candidate,))]
+    if candidate.join is not None:
+        emitted = candidate.join([p.emitted for p in parts])
+        twin = candidate.join([p.twin for p in parts])
         candidate.kwargs = {}  # each launch's settings are its own host function's defaults
     else:
         (part,) = parts

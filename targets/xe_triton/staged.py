@@ -1,5 +1,6 @@
 """A staged candidate's module: the kernels of a program cut in two (`tiling.split`), each with
-its own host function, and one host function of the program's parameters that runs them.
+its own host function, and one host function of the program's parameters that runs them (a
+split loop's partials and combine (`tiling.split_loop`) are joined the same way).
 
     def gemm_sum_scale_k1_staged(in0, in1, in2):
         t = gemm_sum_scale_k1_stage1_rows(in1)           # the producer writes the cut value
@@ -32,25 +33,52 @@ def staged_module(split: Split, parts: Sequence[EmittedModule]) -> EmittedModule
     params = [f"in{n}" for n in range(count)]
     first = ", ".join(f"in{n}" for n in split.producer_args)
     second = ", ".join([*(f"in{n}" for n in split.consumer_args), "t"])
-    head = [
-        f'"""Triton kernels emitted by Axon from @{split.function} cut at {split.value}:',
-        f"@{producer.name} writes it, @{consumer.name} reads it,",
-        f'`{name}` runs both (Triton 3.6; Intel XPU and NVIDIA)."""',
-        "", "import torch", "import triton", "import triton.language as tl"]
-    if any("TensorDescriptor" in p.text for p in parts):
-        head.append("from triton.tools.tensor_descriptor import TensorDescriptor")
-    body: list[str] = []
-    seen: set[str] = set()
-    for part in parts:
-        body += _definitions(part.text, seen)
+    doc = [f'"""Triton kernels emitted by Axon from @{split.function} cut at {split.value}:',
+           f"@{producer.name} writes it, @{consumer.name} reads it,",
+           f'`{name}` runs both (Triton 3.6; Intel XPU and NVIDIA)."""']
     host = [
         f"def {name}({', '.join(params)}):",
         f'    """Run @{split.function} as two launches on torch tensors: `t` is {split.value}'
         ' in memory."""',
         f"    t = {producer.name}({first})",
         f"    return {consumer.name}({second})"]
+    return _joined(name, doc, parts, host)
+
+
+def split_loop_module(function: str, params: int, parts: Sequence[EmittedModule]
+                      ) -> EmittedModule:
+    """The module running a split loop's two launches (`tiling.split_loop`: the partials'
+    module, then the combine's) as @`function` of `params` tensors; its host function is
+    `<function>_split`."""
+    partials, combine = parts
+    name = f"{function}_split"
+    args = ", ".join(f"in{n}" for n in range(params))
+    doc = [f'"""Triton kernels emitted by Axon from @{function}, its loop split across '
+           "programs:",
+           f"@{partials.name} writes each stretch's running max and sums, @{combine.name} "
+           "combines them,",
+           f'`{name}` runs both (Triton 3.6; Intel XPU and NVIDIA)."""']
+    host = [
+        f"def {name}({args}):",
+        f'    """Run @{function} as two launches on torch tensors: the partials, then their '
+        'combine."""',
+        f"    partials = {partials.name}({args})",
+        f"    return {combine.name}(*partials)"]
+    return _joined(name, doc, parts, host)
+
+
+def _joined(name: str, doc: list[str], parts: Sequence[EmittedModule], host: list[str]
+            ) -> EmittedModule:
+    """One module of `parts`' definitions (each kept once) and the `host` function `name`."""
+    head = [*doc, "", "import torch", "import triton", "import triton.language as tl"]
+    if any("TensorDescriptor" in p.text for p in parts):
+        head.append("from triton.tools.tensor_descriptor import TensorDescriptor")
+    body: list[str] = []
+    seen: set[str] = set()
+    for part in parts:
+        body += _definitions(part.text, seen)
     text = "\n".join([*head, "", "", *body, *host, ""])
-    return EmittedModule(text, name, {}, consumer.num_warps)
+    return EmittedModule(text, name, {}, parts[-1].num_warps)
 
 
 def _definitions(text: str, seen: set[str]) -> list[str]:

@@ -120,3 +120,37 @@ def test_other_factors_of_the_outer_index_block_the_exchange() -> None:
     inner = make_sum(k, IntExpr.const(0), IntExpr.sym(j) + 1, x_k)
     term = make_sum(j, IntExpr.const(0), N, T.atom(T.Read("y", (IntExpr.sym(j),))) * inner)
     assert _has_prefix(term)
+
+
+@pytest.mark.parametrize("block", ["B", "B*C"])
+def test_stretches_of_blocks_telescope_to_the_whole_sum(block: str) -> None:
+    """A loop split across programs: stretch c sums [c*B, min(c*B + B, K)), and a second kernel
+    sums the stretches over c in [0, ceildiv(K, B)): the sum over [0, K)
+    (`sums._blocked_prefixes`), for a block that is one size or a product of them."""
+    c, r = fresh(), fresh()
+    b, k = IntExpr.lift(block), IntExpr.sym("K")
+    start = IntExpr.sym(c) * b
+    x_r = T.atom(T.Read("x", (IntExpr.sym(r),)))
+    stretches = make_sum(c, IntExpr.const(0), (k + b - 1).floordiv(b),
+                         make_sum(r, start, (start + b).min(k), x_r))
+    assert stretches == make_sum(r, IntExpr.const(0), k, x_r)
+    assert not _has_prefix(stretches)
+
+
+def test_stretches_that_overlap_do_not_telescope() -> None:
+    """One element more per stretch: the stretches overlap, and no rule calls them the sum
+    over [0, K) (their prefix differences stay, and evaluate to the overlapping sums)."""
+    c, r = fresh(), fresh()
+    b, k = IntExpr.sym("B"), IntExpr.sym("K")
+    start = IntExpr.sym(c) * b
+    x_r = T.atom(T.Read("x", (IntExpr.sym(r),)))
+    stretches = make_sum(c, IntExpr.const(0), (k + b - 1).floordiv(b),
+                         make_sum(r, start, (start + b + 1).min(k), x_r))
+    assert stretches != make_sum(r, IntExpr.const(0), k, x_r)
+    x = _values(0)
+    for b_val, k_val in itertools.product(range(1, 4), range(1, 8)):
+        env = {"B": b_val, "K": k_val}
+        want = sum((x[rr] for cc in range(-(-k_val // b_val))
+                    for rr in range(cc * b_val, min(cc * b_val + b_val + 1, k_val))),
+                   Fraction(0))
+        assert evaluate(stretches, env, x) == want
