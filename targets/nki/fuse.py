@@ -264,7 +264,9 @@ def _find_activation_scale_bias(op: Operation) -> tuple[Operation, ...] | None:
         return None
     if float(op.attrs().get("scale") or 1.0) != 1.0:
         return None
-    ts = _maker(op.operands[0], nki.TensorScalarOp, op)
+    ts = _maker(op.operands[0], nki.TensorScalarOp, op, sole=False)
+    if ts is not None and not _sole_or_chained(ts, op):
+        return None
     affine = None if ts is None else _affine(_steps(ts))
     if affine is None:
         return None
@@ -276,6 +278,20 @@ def _find_activation_scale_bias(op: Operation) -> tuple[Operation, ...] | None:
     if extra and _type(ts.operands[0]).shape[1] == IntExpr.const(1):
         return None
     return op, ts
+
+
+def _sole_or_chained(ts: Operation, act: Operation) -> bool:
+    """Is `act` the only reader of `ts`, or is the other a one-op `tensor_scalar` that
+    `tensor-scalar-chain` then joins to `ts` (layernorm's `x - mean`, squared and summed by
+    the activation and multiplied by the rstd: absorbing it leaves the product its sole
+    reader)?"""
+    readers = [use.operation for use in ts.results[0].uses]
+    others = [r for r in readers if r is not act]
+    if len(readers) == 1:
+        return True
+    return len(readers) == 2 and len(others) == 1 and isinstance(others[0], nki.TensorScalarOp) \
+        and others[0].operands[0] is ts.results[0] and len(_steps(others[0])) == 1 \
+        and others[0].parent_block() is ts.parent_block()
 
 
 def _rewrite_activation_scale_bias(ops: tuple[Operation, ...]) -> None:
@@ -304,7 +320,8 @@ def _rewrite_activation_scale_bias(ops: tuple[Operation, ...]) -> None:
         constant_scale = scale
         operands += [bias_vector] if bias_vector is not None else []
     _replace(act, type(act).make(operands, **_attrs(act, scale=constant_scale)))  # type: ignore[attr-defined]
-    ts.parent_block().erase_op(ts)  # type: ignore[union-attr]
+    if not ts.results[0].uses:
+        ts.parent_block().erase_op(ts)  # type: ignore[union-attr]
 
 
 # ---- reduce-negate ------------------------------------------------------------------------------
