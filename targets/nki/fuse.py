@@ -37,10 +37,11 @@ instruction and the instruction that makes its operand, so finding them is one w
   has other uses: both results, one instruction);
 - `square-reduce`: a row sum of `x * x` -> `activation_reduce` with `square` (the product,
   where still used, becomes `activation` square beside it);
-- `dma-transpose`: the PSUM-to-SBUF copy of a TensorE `nc_transpose` of a 2-byte tile ->
-  `dma_transpose` of the tile (the emitter prints it, where the tile is a load used only
-  there, as one DMA transposing on its way from HBM). Every NeuronCore profile has the 2-D DMA
-  transpose (docs/nki.md); the dialect admits 2-byte dtypes only, and the rule asks the same.
+- `dma-transpose`: the PSUM-to-SBUF copy of a TensorE `nc_transpose` of a 2-byte tile that a
+  `tile.load` (the kernel's `dma_copy`) brought in for it alone -> `dma_transpose` of the
+  tile, which the emitter prints as one DMA transposing on its way from HBM. Every NeuronCore
+  profile has the 2-D DMA transpose (docs/nki.md); the dialect admits 2-byte dtypes only, and
+  the rule asks the same.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from xdsl.utils.exceptions import VerifyException
 from axon.dialects import nki
 from axon.dialects.ax import TensorType
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.tile import LoadOp
 from axon.targets.nki.lower import LoweredKernel, lower_and_prove
 from axon.verifier import Proved, Refuted, prove_equivalent
 from axon.verifier.budget import ProofBudget
@@ -427,7 +429,12 @@ def _find_dma_transpose(op: Operation) -> tuple[Operation, ...] | None:
     data = transpose.operands[0]
     dtype = _type(data).dtype
     if dtype not in ("bf16", "f16") or _type(data).rank != 2 \
-            or _type(op.results[0]).dtype != dtype or nki.buffer_of(data) == "psum":
+            or _type(op.results[0]).dtype != dtype:
+        return None
+    # only a tile loaded for this transpose alone: the DMA transpose then replaces the load;
+    # of a tile computed on chip it would be one more DMA (SBUF to SBUF, at half the rate, its
+    # fixed latency in the loop's dependence chain), dearer than TensorE's transpose
+    if not (isinstance(data.owner, LoadOp) and data.has_one_use()):
         return None
     return op, transpose
 
