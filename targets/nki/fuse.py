@@ -191,9 +191,21 @@ def _maker(value: SSAValue, cls: type[Operation] | tuple[type[Operation], ...],
     return owner
 
 
+def _props(op: Operation) -> dict[str, Any]:
+    """An instruction's properties as `make` takes them."""
+    assert isinstance(op, nki.NkiOp)
+    return dict(op.attrs())
+
+
+def _erase(op: Operation) -> None:
+    block = op.parent_block()
+    assert block is not None
+    block.erase_op(op)
+
+
 def _attrs(op: Operation, **changes: Any) -> dict[str, Any]:
     """`op`'s properties as `make` takes them, with `changes` (a None value drops one)."""
-    merged = {**op.attrs(), **changes}  # type: ignore[attr-defined]
+    merged = {**_props(op), **changes}
     return {k: v for k, v in merged.items() if v is not None}
 
 
@@ -215,7 +227,7 @@ def _insert_before(anchor: Operation, op: Operation) -> SSAValue:
 
 def _steps(ts: Operation) -> list[tuple[str, float | SSAValue, bool]]:
     """A `tensor_scalar`'s (op, operand, reverse) steps, an operand a constant or a vector."""
-    attrs = ts.attrs()  # type: ignore[attr-defined]
+    attrs = _props(ts)
     vectors = iter(ts.operands[1:])
     steps: list[tuple[str, float | SSAValue, bool]] = []
     for k in (0, 1):
@@ -321,9 +333,10 @@ def _rewrite_activation_scale_bias(ops: tuple[Operation, ...]) -> None:
     else:
         constant_scale = scale
         operands += [bias_vector] if bias_vector is not None else []
-    _replace(act, type(act).make(operands, **_attrs(act, scale=constant_scale)))  # type: ignore[attr-defined]
+    assert isinstance(act, (nki.ActivationOp, nki.ActivationReduceOp))
+    _replace(act, type(act).make(operands, **_attrs(act, scale=constant_scale)))
     if not ts.results[0].uses:
-        ts.parent_block().erase_op(ts)  # type: ignore[union-attr]
+        _erase(ts)
 
 
 # ---- reduce-negate ------------------------------------------------------------------------------
@@ -340,7 +353,7 @@ def _rewrite_reduce_negate(ops: tuple[Operation, ...]) -> None:
     neg, reduce = ops
     _replace(neg, nki.TensorReduceOp.make(list(reduce.operands), **_attrs(
         reduce, negate=True, dtype=_type(neg.results[0]).dtype)))
-    reduce.parent_block().erase_op(reduce)  # type: ignore[union-attr]
+    _erase(reduce)
 
 
 # ---- tensor-scalar-chain ------------------------------------------------------------------------
@@ -355,14 +368,14 @@ def _find_tensor_scalar_chain(op: Operation) -> tuple[Operation, ...] | None:
 
 def _rewrite_tensor_scalar_chain(ops: tuple[Operation, ...]) -> None:
     second, first = ops
-    a, b = first.attrs(), second.attrs()  # type: ignore[attr-defined]
+    a, b = _props(first), _props(second)
     engine = a.get("engine") if a.get("engine") == b.get("engine") else None
     _replace(second, nki.TensorScalarOp.make(
         [*first.operands, *second.operands[1:]], op0=a["op0"], scalar0=a.get("scalar0"),
         reverse0=bool(a.get("reverse0")), op1=b["op0"], scalar1=b.get("scalar0"),
         reverse1=bool(b.get("reverse0")), buffer=b["buffer"], dtype=b.get("dtype"),
         **({"engine": engine} if engine else {})))
-    first.parent_block().erase_op(first)  # type: ignore[union-attr]
+    _erase(first)
 
 
 # ---- activation-reduce, square-reduce -----------------------------------------------------------
@@ -376,7 +389,7 @@ def _find_activation_reduce(op: Operation) -> tuple[Operation, ...] | None:
 def _rewrite_activation_reduce(ops: tuple[Operation, ...]) -> None:
     reduce, act = ops
     fused = nki.ActivationReduceOp.make(list(act.operands), **_attrs(
-        act, reduce_op="add", buffer=reduce.attrs()["buffer"],
+        act, reduce_op="add", buffer=_props(reduce)["buffer"],
         dtype=_type(reduce.results[0]).dtype))
     _place_reduction(reduce, act, fused)
 
@@ -407,12 +420,12 @@ def _rewrite_square_reduce(ops: tuple[Operation, ...]) -> None:
     reduce, product = ops
     (x, _) = product.operands
     fused = nki.ActivationReduceOp.make([x], func="square", reduce_op="add",
-                                        buffer=reduce.attrs()["buffer"],
+                                        buffer=_props(reduce)["buffer"],
                                         dtype=_type(reduce.results[0]).dtype)
     if product.results[0].has_one_use():
         _place_reduction(reduce, product, fused)
         return
-    square = nki.ActivationOp.make([x], func="square", buffer=product.attrs()["buffer"],
+    square = nki.ActivationOp.make([x], func="square", buffer=_props(product)["buffer"],
                                    dtype=_type(product.results[0]).dtype)
     _replace(product, square)
     _place_reduction(reduce, square, fused)
@@ -442,7 +455,7 @@ def _find_dma_transpose(op: Operation) -> tuple[Operation, ...] | None:
 def _rewrite_dma_transpose(ops: tuple[Operation, ...]) -> None:
     copy, transpose = ops
     _replace(copy, nki.DmaTransposeOp.make([transpose.operands[0]], buffer="sbuf"))
-    transpose.parent_block().erase_op(transpose)  # type: ignore[union-attr]
+    _erase(transpose)
 
 
 RULES: tuple[Rule, ...] = (
