@@ -21,17 +21,18 @@ after (`activation-bias`, then `reduce-negate`, then `activation-reduce`):
 (the emitter prints an activation and the activation_reduce of the same operands right after
 it as one `nisa.activation_reduce` with both `dst` and `reduce_res`).
 
-The rules (`RULES`, tried in this order; each a pattern over one block's dataflow: an anchor
+The rules (`RULES`, tried in this order, the chain first so that `x * s + b` reaches an
+activation as one `tensor_scalar`; each a pattern over one block's dataflow: an anchor
 instruction and the instruction that makes its operand, so finding them is one walk):
 
+- `tensor-scalar-chain`: two one-op `tensor_scalar`s, the first used only by the second -> one
+  `tensor_scalar` with op0 and op1;
 - `activation-scale-bias`: an activation (or activation_reduce) without bias or scale of a
   `tensor_scalar` used only there, `x * s`, `x + b`, `x - b`, `b - x` or `x * s + b` (`s`, `b`
   a constant or a `[P, 1]` vector) -> the activation of `x` with `scale=` / `bias=` (a constant
   bias is a `[P, 1]` memset, a subtracted vector is negated by a `[P, 1]` tensor_scalar);
 - `reduce-negate`: `-1 * tensor_reduce(x)` of a reduction used only there -> the reduction with
   `negate`;
-- `tensor-scalar-chain`: two one-op `tensor_scalar`s, the first used only by the second -> one
-  `tensor_scalar` with op0 and op1;
 - `activation-reduce`: a row sum (`tensor_reduce` add over the free axis) of an activation ->
   `activation_reduce` of the activation's operands (the activation stays where its result
   has other uses: both results, one instruction);
@@ -459,9 +460,9 @@ def _rewrite_dma_transpose(ops: tuple[Operation, ...]) -> None:
 
 
 RULES: tuple[Rule, ...] = (
+    Rule("tensor-scalar-chain", _find_tensor_scalar_chain, _rewrite_tensor_scalar_chain),
     Rule("activation-scale-bias", _find_activation_scale_bias, _rewrite_activation_scale_bias),
     Rule("reduce-negate", _find_reduce_negate, _rewrite_reduce_negate),
-    Rule("tensor-scalar-chain", _find_tensor_scalar_chain, _rewrite_tensor_scalar_chain),
     Rule("activation-reduce", _find_activation_reduce, _rewrite_activation_reduce),
     Rule("square-reduce", _find_square_reduce, _rewrite_square_reduce),
     Rule("dma-transpose", _find_dma_transpose, _rewrite_dma_transpose),

@@ -24,7 +24,7 @@ from axon.targets.nki import fuse
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.fuse import FusedKernel, Rule, fuse_kernel, lower_and_fuse
 from axon.targets.nki.lower import lower_and_prove
-from axon.targets.nki.select import first_kernel
+from axon.targets.nki.select import first_kernel, random_inputs
 from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.profiles import load_profile
@@ -51,9 +51,10 @@ def program(name: str) -> FuncOp:
     return func
 
 
-def tiled(name: str, kind: str) -> FuncOp:
-    """The `kind` tiling of suite program `name` for Trn2 (SBUF, PSUM accumulators)."""
-    func = program(name)
+def tiled(name: str | FuncOp, kind: str) -> FuncOp:
+    """The `kind` tiling of suite program `name` (or of `name` itself) for Trn2 (SBUF, PSUM
+    accumulators)."""
+    func = program(name) if isinstance(name, str) else name
     (tiling,) = [t for t in tilings(func) if t.kind == kind]
     profile = load_profile("trn2")
     kernel = tile_function(func, tiling, *tile_spaces(profile))
@@ -62,7 +63,7 @@ def tiled(name: str, kind: str) -> FuncOp:
     return kernel
 
 
-def lowered(name: str, kind: str) -> FuncOp:
+def lowered(name: str | FuncOp, kind: str) -> FuncOp:
     """That tiling lowered to `nki` and proved."""
     return lower_and_prove(tiled(name, kind)).func
 
@@ -79,6 +80,10 @@ def run(func: FuncOp, tmp_path: Path, inputs: list[np.ndarray]) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("error", SimulationWarning)
         return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+
+
+#: the rules by name
+RULE = {rule.name: rule for rule in fuse.RULES}
 
 
 def verdicts(fused: FusedKernel) -> list[tuple[str, str]]:
@@ -178,7 +183,7 @@ def _swapped(ops: tuple[Operation, ...]) -> None:
     """(x op1 b) op0 a instead of (x op0 a) op1 b: the chain's ops in the wrong order."""
     block = ops[0].parent_block()
     assert block is not None
-    fuse.RULES[2].rewrite(ops)
+    RULE["tensor-scalar-chain"].rewrite(ops)
     (chained,) = [op for op in block.ops
                   if isinstance(op, nki.TensorScalarOp) and len(op.operands) == 3]
     a = chained.attrs()
@@ -204,23 +209,23 @@ def _transpose_dropped(ops: tuple[Operation, ...]) -> None:
     block.erase_op(transpose)
 
 
-#: each planted rule, the finder of the right rule it corrupts, and the kernel it is tried on
+#: each planted rule, the right rule whose finder it uses, and the kernel it is tried on
 PLANTED = {
-    "bias-after-the-function": (0, _bias_after, ("softmax", "rows")),
-    "sum-before-the-function": (3, _sum_before, ("softmax", "rows")),
-    "two-op-order-swapped": (2, _swapped, ("layernorm", "rows")),
+    "bias-after-the-function": ("activation-scale-bias", _bias_after, ("softmax", "rows")),
+    "sum-before-the-function": ("activation-reduce", _sum_before, ("softmax", "rows")),
+    "two-op-order-swapped": ("tensor-scalar-chain", _swapped, ("layernorm", "rows")),
 }
 
 
 @pytest.mark.parametrize("planted", sorted(PLANTED))
 def test_a_wrong_fusion_is_refuted_and_never_admitted(planted: str) -> None:
-    index, rewrite, (name, kind) = PLANTED[planted]
+    rule, rewrite, (name, kind) = PLANTED[planted]
     before = lowered(name, kind)
-    right = fuse.RULES[index]
+    right = RULE[rule]
     # the layernorm chain only appears once its centred rows have one reader: the other
     # rules first
     others = [r for r in fuse.RULES if r is not right]
-    start = fuse_kernel(before, rules=others).func if right.name == "tensor-scalar-chain" \
+    start = fuse_kernel(before, rules=others).func if rule == "tensor-scalar-chain" \
         else before
     text = str(start)
     fused = fuse_kernel(start, rules=[Rule(planted, right.find, rewrite)])
@@ -237,7 +242,7 @@ def test_a_wrong_dma_transpose_is_refuted() -> None:
     before = lowered("matmul", "blocks_k")
     source = str(before).replace('"BN", "BK"]', '"BN"]').replace("BK", "BM")
     (square,) = (op for op in parse_mlir(source).ops if isinstance(op, FuncOp))
-    right = fuse.RULES[5]
+    right = RULE["dma-transpose"]
     fused = fuse_kernel(square, rules=[Rule("transpose-dropped", right.find,
                                             _transpose_dropped)])
     assert [a.verdict for a in fused.attempts] == ["refuted"]
@@ -258,3 +263,48 @@ def test_selection_takes_the_fused_kernels() -> None:
     chosen = first_kernel(program("softmax"), "trn2", {"M": 256, "N": 128}, lambda _: None)
     assert "nisa.activation_reduce(" in chosen.text
 
+
+
+def source(text: str) -> FuncOp:
+    (func,) = (op for op in parse_source(text, "program.py").ops if isinstance(op, FuncOp))
+    return func
+
+
+def check_runs(func: FuncOp, fused: FuncOp, tmp_path: Path) -> None:
+    """`fused`, emitted, on the simulator against the interpreter of `func`, three shapes."""
+    rtol, atol = DTYPES["bf16"].tolerance
+    for shape in SHAPES:
+        sizes = {"M": shape["M"], "N": shape["N"]}
+        inputs = random_inputs(func, sizes)
+        out = run(fused, tmp_path, inputs)
+        wants = [run_function(func, inputs, sizes, exact=e)[0] for e in (False, True)]
+        assert any(np.allclose(out.astype(np.float64), w.astype(np.float64), rtol=rtol,
+                               atol=atol) for w in wants), sizes
+
+
+def test_only_the_reduction_of_an_activation_used_and_its_scale_and_bias_constants(
+        tmp_path: Path) -> None:
+    # x * 0.5 + 1.0 chained into one tensor_scalar, absorbed by exp as scale 0.5 and a bias
+    # column of 1.0; the row sum read from the activation, which nothing else reads
+    func = source("def f(x: bf16[M, N]):\n"
+                  "    return sum(exp(x * 0.5 + 1.0), axis=-1, keepdims=True)\n")
+    fused = fuse_kernel(lowered(func, "rows"))
+    assert verdicts(fused) == [("tensor-scalar-chain", "proved"),
+                               ("activation-scale-bias", "proved"),
+                               ("activation-reduce", "proved")]
+    (reduce,) = [op for op in fused.func.walk() if isinstance(op, nki.ActivationReduceOp)]
+    assert reduce.attrs().get("scale") == 0.5 and len(reduce.operands) == 2
+    assert instructions(fused.func) == ["memset", "activation_reduce"]
+    check_runs(func, fused.func, tmp_path)
+
+
+def test_a_square_and_its_row_sum_both_used_are_one_instruction(tmp_path: Path) -> None:
+    func = source("def f(x: bf16[M, N]):\n"
+                  "    y = x * x\n"
+                  "    return y / sum(y, axis=-1, keepdims=True)\n")
+    fused = fuse_kernel(lowered(func, "rows"))
+    assert verdicts(fused) == [("square-reduce", "proved")]
+    assert instructions(fused.func) == ["activation", "activation_reduce", "tensor_scalar"]
+    text = emit_nki(fused.func, TILES).text
+    assert text.count("nisa.activation_reduce(") == 1 and "nisa.activation(" not in text
+    check_runs(func, fused.func, tmp_path)
