@@ -58,6 +58,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects import nki
 from axon.dialects.ax import TensorType
+from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import LoadOp
 from axon.targets.nki.lower import LoweredKernel, lower_and_prove
@@ -79,8 +80,8 @@ class Rule:
 class Attempt:
     """One fusion tried on a kernel: the rule, the instructions it matched (as `nki.x <- nki.y`,
     the anchor first) and the verdict: `proved` (admitted, `detail` the proof id), `refuted`
-    (`detail` the counterexample), `unknown` (the reason) or `invalid` (the rewritten kernel
-    breaks an NKI rule: `detail` says which)."""
+    (`detail` the counterexample), `unknown` (the reason) or `invalid` (an instruction of the
+    rewrite or the rewritten kernel breaks an NKI rule: `detail` says which)."""
 
     rule: str
     matched: str
@@ -128,10 +129,10 @@ def fuse_kernel(func: FuncOp, budget: ProofBudget | None = None,
         copied = tuple(_owner(mapper[op.results[0]]) for op in ops)
         matched = " <- ".join(op.name for op in ops)
         began = time.perf_counter()
-        rule.rewrite(copied)
         try:
+            rule.rewrite(copied)
             candidate.verify()
-        except VerifyException as err:
+        except (ShapeError, VerifyException) as err:
             attempts.append(Attempt(rule.name, matched, "invalid", str(err).splitlines()[0],
                                     time.perf_counter() - began))
             continue

@@ -249,6 +249,28 @@ def test_a_wrong_dma_transpose_is_refuted() -> None:
     assert fused.func is square
 
 
+def _gpsimd_reads_psum(ops: tuple[Operation, ...]) -> None:
+    """The chained tensor_scalar put on GpSimd, which cannot touch PSUM: here its data is in
+    SBUF, so make its dst PSUM (an NKI rule broken, whatever the values)."""
+    second, first = ops
+    a = dict(first.attrs())  # type: ignore[attr-defined]
+    wrong = nki.TensorScalarOp.make(list(first.operands), **{**a, "engine": "gpsimd",
+                                                             "buffer": "psum"})
+    block = second.parent_block()
+    assert block is not None
+    block.insert_op_before(wrong, first)
+
+
+def test_a_fusion_that_breaks_an_nki_rule_is_invalid_and_not_admitted() -> None:
+    func = source("def f(x: bf16[M, N]):\n    return exp(x * 0.5 + 1.0)\n")
+    before = lowered(func, "rows")
+    right = RULE["tensor-scalar-chain"]
+    fused = fuse_kernel(before, rules=[Rule("gpsimd-psum", right.find, _gpsimd_reads_psum)])
+    ((verdict, detail),) = [(a.verdict, a.detail) for a in fused.attempts]
+    assert verdict == "invalid" and "GpSimd" in detail
+    assert fused.func is before and "invalid 1" in fused.summary()
+
+
 def test_a_fusion_whose_proof_runs_out_of_budget_is_not_admitted() -> None:
     before = lowered("softmax", "rows")
     fused = fuse_kernel(before, budget=ProofBudget(1, 1, 5.0))
