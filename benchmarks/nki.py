@@ -11,9 +11,10 @@ simulator and are priced by the NeuronCore cost model (`targets/nki/cost/`):
   `choose_kernel`: the cheapest right one, by this cost model on the simulator's trace, of the
   proved tilings that lower and the unfused chain, at most `--max-candidates` of them, checked
   on the benchmark's inputs);
-- **naive**: one kernel per `ax` op of the program, no fusion (a constant goes into the kernel
-  of the op that reads it), each op's kernel `select.py`'s `first_kernel` of the op alone (the
-  first proved tiling that lowers, at its best tile sizes by the tiled cost model);
+- **naive**: one kernel per `ax` op of the program, no fusion of ops (a constant goes into the
+  kernel of the op that reads it), each op's kernel `select.py`'s `first_kernel` of the op
+  alone (the first proved tiling that lowers, at its best tile sizes by the tiled cost model,
+  its instructions fused as axon's are);
   the kernels run one after the other, each reading its operands from HBM and writing its
   result there, and the latency is the sum of theirs (no launch cost is added);
 - **hand**: the kernel of `benchmarks/nki_baselines/<program>.py` where there is one.
@@ -26,8 +27,10 @@ one-op function and the naive chain's result against the interpreter of the whol
 priced; a program that does not lower is listed with the reason. The compile time of axon's
 kernel is split into the symbolic phase (the `tile` search: tilings, their proofs and the
 tiled cost model; then the lowerings and their proofs; `--target nki` runs no propagation) and
-selection (emission, simulation, checks and pricing of every candidate). Progress goes to
-stderr; the table, the geomeans and a summary line to stdout.
+selection (emission, simulation, checks and pricing of every candidate). Every lowering,
+axon's and the naive kernels', is fused by `targets/nki/fuse.py` (each fusion proved) before it
+is emitted. Progress goes to stderr (with a line per tiling saying what its fusion did); the
+table, the geomeans and a summary line to stdout.
 """
 
 from __future__ import annotations
@@ -143,7 +146,9 @@ def run_axon(func: FuncOp, program: Program, sizes: Mapping[str, int],
     start = time.perf_counter()
     tolerance = program.tolerance_at(sizes)
     try:
-        chosen = choose_kernel(func, profile, dict(sizes), lambda line: None,
+        # of selection's progress, only what each tiling's fusion did (`fuse.py`)
+        chosen = choose_kernel(func, profile, dict(sizes),
+                               lambda line: say(line) if ": fusion: " in line else None,
                                max_candidates=max_candidates, inputs=inputs,
                                tolerance=tolerance)
     except NoKernel as err:

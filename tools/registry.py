@@ -63,6 +63,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "build-nugraph": _lazy("axon.passes.build_nugraph", "BuildNugraphPass"),
         "tile": _lazy("axon.passes.tile", "TilePass"),
         "lower-nki": _lazy("axon.passes.lower_nki", "LowerNkiPass"),
+        "fuse-nki": _lazy("axon.passes.fuse_nki", "FuseNkiPass"),
     }
 
 

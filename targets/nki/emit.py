@@ -26,7 +26,11 @@ tile overwrites, the next ones add); `nc_matmul(st, mv, acc)` outside a loop (a 
 lowering's second matmul) adds into `acc` with `accumulate=True`. A `tile.load` is
 `nisa.dma_copy` of the tile's region, the tile first filled with the pad value when the region
 is cut by the tensor's end (a remainder tile); a `tile.store` copies the region inside the
-result. A one-dim tile `[F]` is held as one partition `[1, F]`.
+result. A one-dim tile `[F]` is held as one partition `[1, F]`. Two instruction pairs of the
+fused IR (`fuse.py`) print as one instruction: an `activation` and the `activation_reduce` of
+the same operands right after it are one `nisa.activation_reduce` writing both `dst` and
+`reduce_res`; a 2-D load whose only use is a `dma_transpose` is one `nisa.dma_transpose` of
+the region from HBM.
 """
 
 from __future__ import annotations
@@ -200,7 +204,8 @@ class _Printer:
                     self.line(depth, f"nisa.tensor_copy(dst={self.names[arg]}, "
                                      f"src={self.names[value]})")
         elif isinstance(op, LoadOp):
-            self.load(op, depth)
+            if _transposed_on_load(op) is None:
+                self.load(op, depth)
         elif isinstance(op, FullOp):
             name = self.allocate(op.result, depth, op.space.data)
             fill = _fill(op.value.value.data, _type(op.result).dtype)
@@ -282,10 +287,14 @@ class _Printer:
             slices.append(f"{start}:{extent}" if start == "0" else f"{start}:{start} + {extent}")
         return extents, slices
 
-    def load(self, op: LoadOp, depth: int) -> None:
+    def load(self, op: LoadOp, depth: int, transposed: nki.DmaTransposeOp | None = None
+             ) -> None:
+        """`nisa.dma_copy` of the tile's region; with `transposed` (a `dma_transpose` of the
+        loaded tile, its only use), `nisa.dma_transpose` of the region into its dst."""
         t = _type(op.result)
         source = _type(op.source)
-        name = self.allocate(op.result, depth, op.space.data)
+        name = self.allocate(op.result if transposed is None else transposed.results[0],
+                             depth, op.space.data)
         offsets = [IntExpr.lift(o.data) for o in op.offsets.data]
         extents, slices = self.region(depth, offsets, list(t.shape), source.shape)
         cut = [f"{e} < {python(s)}" for e, s in zip(extents, t.shape, strict=True)
@@ -297,8 +306,12 @@ class _Printer:
         inside = [f"0:{e}" for e in extents]
         if t.rank == 1:
             inside = ["0:1", *inside]
-        self.line(depth, f"nisa.dma_copy(dst={name}[{', '.join(inside)}], "
-                         f"src={self.names[op.source]}[{', '.join(slices)}])")
+        src = f"{self.names[op.source]}[{', '.join(slices)}]"
+        if transposed is not None:
+            self.line(depth, f"nisa.dma_transpose(dst={name}[{', '.join(reversed(inside))}], "
+                             f"src={src})")
+            return
+        self.line(depth, f"nisa.dma_copy(dst={name}[{', '.join(inside)}], src={src})")
 
     def store(self, op: StoreOp, depth: int) -> None:
         t = _type(op.value)
@@ -313,6 +326,10 @@ class _Printer:
 
     # ---- instructions ---------------------------------------------------------------------------
     def instruction(self, op: nki.NkiOp, depth: int) -> None:
+        if isinstance(op, nki.DmaTransposeOp) and isinstance(op.operands[0].owner, LoadOp) \
+                and _transposed_on_load(op.operands[0].owner) is op:
+            self.load(op.operands[0].owner, depth, transposed=op)
+            return
         result = op.results[0]
         operands = [self.names[v] for v in op.operands]
         attrs = op.attrs()
@@ -352,7 +369,15 @@ class _Printer:
                                                                 strict=False))
             if "scale" in attrs:
                 extra += f", scale={attrs['scale']!r}"
-            call = f"nisa.activation(dst={dst}, op=nl.{attrs['func']}, data={operands[0]}{extra})"
+            reduction = _reduction_beside(op)
+            if reduction is None:
+                call = (f"nisa.activation(dst={dst}, op=nl.{attrs['func']}, "
+                        f"data={operands[0]}{extra})")
+            else:  # one instruction gives both: the activation and its row sum
+                self.folded.add(reduction)
+                total = self.allocate(reduction.results[0], depth, reduction.buffer_name())
+                call = (f"nisa.activation_reduce(dst={dst}, op=nl.{attrs['func']}, "
+                        f"data={operands[0]}, reduce_op=nl.add, reduce_res={total}{extra})")
         elif isinstance(op, nki.TensorTensorScanOp):
             initial = operands[2] if len(operands) > 2 else repr(attrs.get("initial") or 0.0)
             call = (f"nisa.tensor_tensor_scan(dst={dst}, data0={operands[0]}, "
@@ -442,6 +467,29 @@ def _writes_in_place(op: nki.NkiOp, carried: BlockArgument, init: SSAValue) -> b
             return False
         later = later or other is op
     return True
+
+
+def _transposed_on_load(load: LoadOp) -> nki.DmaTransposeOp | None:
+    """The `dma_transpose` that is the only use of a 2-D load from HBM (the two are printed as
+    one DMA transposing on its way in), else None."""
+    if not load.result.has_one_use() or _type(load.result).rank != 2:
+        return None
+    use = next(iter(load.result.uses)).operation
+    if not isinstance(use, nki.DmaTransposeOp) or use.parent_block() is not load.parent_block():
+        return None
+    return use
+
+
+def _reduction_beside(op: nki.ActivationOp) -> nki.ActivationReduceOp | None:
+    """The `activation_reduce` right after `op` of the same operands, function and scale
+    (`fuse.py`'s `activation-reduce` where both results are used), else None."""
+    after = op.next_op
+    if not isinstance(after, nki.ActivationReduceOp) or list(after.operands) != list(op.operands):
+        return None
+    mine, theirs = op.attrs(), after.attrs()
+    if mine.get("func") != theirs.get("func") or mine.get("scale") != theirs.get("scale"):
+        return None
+    return after
 
 
 def _fill(value: float, dtype: str) -> str:

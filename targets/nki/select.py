@@ -42,7 +42,8 @@ from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.interpreter import run_function
 from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki
-from axon.targets.nki.lower import LoweredKernel, Refused, lower_and_prove
+from axon.targets.nki.fuse import lower_and_fuse
+from axon.targets.nki.lower import LoweredKernel, Refused
 from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, simulate
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
 from axon.targets.nki.simulator_limits import load_limits
@@ -219,7 +220,7 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     for proposal in proved:
         assert proposal.kernel is not None
         try:
-            lowered = lower_and_prove(proposal.kernel)
+            lowered, _ = lower_and_fuse(proposal.kernel)
         except Refused as err:
             say(f"{proposal.tiling.kind}: {err}")
             refusals.append(f"{proposal.tiling.kind}: {err}")
@@ -409,9 +410,11 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
             kernel = proved[c.tiling].kernel
             assert kernel is not None
             try:
-                lowered[c.tiling] = lower_and_prove(kernel)
+                lowered[c.tiling], fused = lower_and_fuse(kernel)
             except Refused as err:
                 lowered[c.tiling] = f"does not lower: {err}"
+            else:
+                say(f"nki: @{name}: {proved[c.tiling].tiling.kind}: fusion: {fused.summary()}")
     symbolic = time.perf_counter() - start
     candidates = [*taken, *extra]
     for c in candidates:

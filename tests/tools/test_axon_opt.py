@@ -162,7 +162,7 @@ def test_unknown_pass_names_the_passes(tmp_path: Path, capsys: pytest.CaptureFix
     assert code == 1 and out == ""
     assert err == ("axon-opt: error: unknown pass 'canonicalise'; did you mean canonicalize? the "
                    "passes are: propagate, verify-equivalence, build-nugraph, tile, lower-nki, "
-                   "canonicalize, cse, dce, licm\n")
+                   "fuse-nki, canonicalize, cse, dce, licm\n")
 
 
 def test_missing_input_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
