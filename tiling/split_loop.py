@@ -87,9 +87,9 @@ def split_kernels(func: FuncOp, stretch: str) -> FuncOp:
                    [a for a in kernel.assumptions() if not _names_in(a) & used],
                    [str(o) for o in store.offset_exprs()[:-1]], _space(kernel),
                    kernel.output_types())
-    carried = [v.type for v in loop.results]
+    carried = [v.type for v in loop.results if isinstance(v.type, TensorType)]
     second = _combine_kernel(frame, carried, after, list(loop.results), list(first.results),
-                             kernel.grid_exprs()[-1])  # type: ignore[arg-type]
+                             kernel.grid_exprs()[-1])
     out.body.block.add_ops([first, second, ReturnOp(*second.results)])
     return out
 
@@ -162,13 +162,12 @@ def _parts(func: FuncOp) -> tuple[KernelOp, ForOp, list[Operation]]:
         raise NotSplit(f"@{func.sym_name.data}: a split needs one kernel, it has {len(found)}")
     kernel = found[0]
     ops = list(kernel.body.block.ops)
-    loops = [n for n, op in enumerate(ops) if isinstance(op, ForOp)]
-    if len(loops) != 1 or ops[loops[0]].invariant_texts() is None:  # type: ignore[union-attr]
+    loops = [op for op in ops if isinstance(op, ForOp)]
+    if len(loops) != 1 or loops[0].invariant_texts() is None:
         raise NotSplit(f"@{func.sym_name.data}: a split needs one loop that states its "
                        "invariant (an online loop)")
-    loop = ops[loops[0]]
-    assert isinstance(loop, ForOp)
-    after = ops[loops[0] + 1:-1]
+    loop = loops[0]
+    after = ops[ops.index(loop) + 1:-1]
     inside = set(loop.results) | {r for op in after for r in op.results}
     for op in after:
         if any(v not in inside for v in op.operands):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
@@ -75,7 +76,7 @@ def test_the_split_kernel_is_proved(name: str) -> None:
 
 def mutated(func: FuncOp, old: str, new: str) -> FuncOp:
     """`func` with every `old` of its text `new`."""
-    text = print_ir(func)
+    text = print_ir(ModuleOp([func.clone()]))
     assert old in text
     (out,) = (op for op in parse_mlir(text.replace(old, new), "split.mlir").ops
               if isinstance(op, FuncOp))
