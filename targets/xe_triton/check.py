@@ -3,7 +3,7 @@
     report = check_emitted(source, tiled, shapes=[{"M": 5, "N": 3}, ...],
                            blocks={"BM": 2, "BK": 4})
 
-runs the module `emit_triton(tiled)` prints with Triton's CPU interpreter
+runs the module `staged.emit_tiled(tiled)` prints with Triton's CPU interpreter
 (`TRITON_INTERPRET=1`, set here before Triton is imported; CPU torch tensors, no GPU) at each
 shape, on the same random inputs as `axon.interpreter.run_function` on the `source` program,
 and compares every result within its dtype's tolerance (`dialects/form/dtypes.py`). The
@@ -28,7 +28,8 @@ from xdsl.dialects.func import FuncOp
 from axon.dialects.ax import TensorType
 from axon.dialects.form.dtypes import DTYPES
 from axon.interpreter import run_function
-from axon.targets.xe_triton.emit import EmittedModule, emit_triton
+from axon.targets.xe_triton.emit import EmittedModule
+from axon.targets.xe_triton.staged import emit_tiled
 
 
 @dataclass(frozen=True)
@@ -77,8 +78,9 @@ def check_emitted(source: FuncOp, tiled: FuncOp, shapes: Sequence[Mapping[str, i
                   options: Mapping[str, Any] | None = None) -> CheckReport:
     """Emit `tiled`, run it at each shape with `blocks` under the CPU interpreter, and compare
     with `source` (the program `tiled` tiles) run by the reference interpreter. `options` are
-    keywords of the host function (`block_io`, `GROUP_SIZE_M`, `int64`, ...)."""
-    emitted = emit_triton(tiled, device, dict(blocks))
+    keywords of the host function (`block_io`, `GROUP_SIZE_M`, `int64`, ...). A split loop's
+    two launches run as one module (`staged.emit_tiled`)."""
+    emitted = emit_tiled(tiled, device, blocks)
     with tempfile.TemporaryDirectory() as scratch:
         module = load_module(emitted, Path(scratch))
         checks = compare(source, module, emitted.name, shapes, seed, options=options)

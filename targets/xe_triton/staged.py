@@ -15,10 +15,14 @@ whose keywords are one kernel's. The joined module takes no launch keywords.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from axon.targets.xe_triton.emit import EmittedModule
+from xdsl.dialects.func import FuncOp
+
+from axon.dialects.tile import KernelOp
+from axon.targets.xe_triton.emit import EmittedModule, emit_triton
 from axon.tiling.split import Split
+from axon.tiling.split_loop import NotSplit, stages
 
 #: definitions of an emitted module that belong to one kernel's host function
 _PER_KERNEL = frozenset({"autotune_configs"})
@@ -65,6 +69,25 @@ def split_loop_module(function: str, params: int, parts: Sequence[EmittedModule]
         f"    partials = {partials.name}({args})",
         f"    return {combine.name}(*partials)"]
     return _joined(name, doc, parts, host)
+
+
+def emit_tiled(tiled: FuncOp, device: str = "h200", tile_sizes: Mapping[str, int] | None = None
+               ) -> EmittedModule:
+    """`tiled` as a Triton module: one kernel as `emit_triton` emits it, a split loop's
+    partials and combine (`tiling.split_loop`) each emitted with the `tile_sizes` it takes and
+    joined (`split_loop_module`)."""
+    try:
+        parts = stages(tiled)
+    except NotSplit:
+        return emit_triton(tiled, device, dict(tile_sizes or {}))
+    emitted = []
+    for func in (parts.partials, parts.combine):
+        (kernel,) = (op for op in func.body.block.ops if isinstance(op, KernelOp))
+        taken = {*kernel.param_names(), "num_warps", "num_stages"}
+        emitted.append(emit_triton(func, device, {k: v for k, v in (tile_sizes or {}).items()
+                                                  if k in taken}))
+    params = len(tiled.function_type.inputs.data)
+    return split_loop_module(tiled.sym_name.data, params, emitted)
 
 
 def _joined(name: str, doc: list[str], parts: Sequence[EmittedModule], host: list[str]

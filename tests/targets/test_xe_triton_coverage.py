@@ -21,8 +21,9 @@ from axon.targets.xe_triton.lower import NotSupported
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tools.embed import parse_source, run_pipeline
 
-#: block sizes: powers of two that no size below is a multiple of
-BLOCKS = {"BM": 2, "BN": 4, "BK": 4, "BL": 2}
+#: block sizes: powers of two that no size below is a multiple of (NB: a split loop's blocks
+#: a stretch)
+BLOCKS = {"BM": 2, "BN": 4, "BK": 4, "BL": 2, "NB": 2}
 #: programs tiled as propagation leaves them (the frontend's repeated kv heads are a reshape of
 #: a broadcast, which no batched tiling takes)
 PROPAGATED = {"gqa", "qknorm_gqa"}
@@ -47,7 +48,9 @@ _ATTENTION = {"rows": HEADS_IN_BLOCK, "rows_k L": HEADS_IN_BLOCK, "blocks": NOT_
               "batched_rows": PASSES, "batched_rows_k L": PASSES,
               "batched_blocks": NOT_TILEABLE, "batched_blocks_k L": NOT_TILEABLE,
               "batched_rows_multipass D": PASSES, "batched_rows_k_online L": PASSES,
-              "batched_blocks_k_online L": NOT_TILEABLE}
+              "batched_blocks_k_online L": NOT_TILEABLE,
+              "batched_rows_k_online_split L": PASSES,
+              "batched_blocks_k_online_split L": NOT_TILEABLE}
 
 #: program -> "kind red" -> outcome
 EXPECTED: dict[str, dict[str, str]] = {
