@@ -50,6 +50,7 @@ from axon.selection.executor import EXECUTORS, Executor, make_executor
 from axon.selection.space import ranked_bounded
 from axon.targets.xe_triton.harness import bundle as harness
 from axon.targets.xe_triton.select import (
+    ONE_BLOCK,
     Candidate,
     SelectionError,
     SelectOptions,
@@ -240,7 +241,11 @@ def _required(passed: Sequence[Candidate], best: Candidate) -> list[Candidate]:
     if single is None:
         return []
     own = [] if single.origin == "autotune" else kb_launch(single.tiling)
-    return [*own, *other] if not staged else [*other, *own]
+    # a split loop at one block a stretch (`select.ONE_BLOCK`): the model prices it coarsely
+    first = single.stages[0].kwargs if single.stages else single.kwargs
+    one = [] if first.get("NB", 1) == 1 else cheapest(
+        [c for c in passed if c.tiling == single.tiling and c.origin == ONE_BLOCK])
+    return [*one, *own, *other] if not staged else [*other, *one, *own]
 
 
 def suite_bundle(profile: str, executor: Executor, per_case: int = PER_CASE,

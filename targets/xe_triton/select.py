@@ -276,6 +276,8 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
             configs += 1
             if configs == options.configs:
                 break
+        if split is not None:  # the GPU settles how many programs share the loop
+            settings += one_block_a_stretch(settings)
         for kwargs, _ in list(settings):
             wider = _enough_warps(kwargs, xt_kernel, facts, device, sizes)
             if wider is not None and all(wider != k for k, _ in settings):
@@ -296,6 +298,25 @@ def enumerate_candidates(proposals: Sequence[Proposal], device: Device, profile:
                 made = _with_combine(made, split, proposal, profile, sizes, default_warps)
             found.setdefault(cid, made)
     return list(found.values())
+
+
+#: the origin of a split loop's launch at one block a stretch (`one_block_a_stretch`)
+ONE_BLOCK = "one block a stretch"
+
+
+def one_block_a_stretch(settings: Sequence[tuple[dict[str, Any], str]]
+                         ) -> list[tuple[dict[str, Any], str]]:
+    """Each split loop's launch of `settings` with `NB` (blocks a stretch) 1 where it is more,
+    not already there: the most programs, each the shortest loop, against a combine over the
+    most stretches. The cost model prices the wave against the combine's traffic coarsely
+    (on the H200, qknorm_gqa's decode ran twice as fast at one block a stretch as at the two
+    the model chose), so the GPU times both."""
+    found: list[tuple[dict[str, Any], str]] = []
+    for kwargs, _ in settings:
+        one = {**kwargs, "NB": 1}
+        if kwargs.get("NB", 1) != 1 and all(one != k for k, _ in [*settings, *found]):
+            found.append((one, ONE_BLOCK))
+    return found
 
 
 def _with_combine(partials: Candidate, split: Stages, proposal: Proposal,

@@ -34,11 +34,13 @@ from axon.targets.xe_triton.bundle import (
 from axon.targets.xe_triton.harness.bundle import BundleError, read_bundle
 from axon.targets.xe_triton.kb import load_device
 from axon.targets.xe_triton.select import (
+    ONE_BLOCK,
     Candidate,
     Selection,
     SelectOptions,
     cost_profile,
     enumerate_candidates,
+    one_block_a_stretch,
     program_variants,
     select_kernel,
     staged_candidates,
@@ -470,3 +472,34 @@ def test_a_launch_another_variant_holds_comes_after_every_new_launch() -> None:
               launch("p", 2, 4)]
     assert [c.id for c in kept_candidates(passed, 3)] == [
         "p.rows.tile sizes0", "p.rows.tile sizes3", "p.rows.tile sizes4"]
+
+
+def _split_candidate(ms: float, origin: str, nb: int, n: int) -> Candidate:
+    partials = Candidate(f"p.split.{n}", "p", "batched_rows_k_online_split", "",
+                         {"BM": 16, "BK": 256, "NB": nb, "num_warps": 4}, ms, origin,
+                         program("mul"))
+    return Candidate(partials.id, "p", partials.tiling, "", {}, ms, origin, program("mul"),
+                     (partials, partials))
+
+
+def test_a_split_loop_is_timed_atone_block_a_stretch_too() -> None:
+    # qknorm_gqa's decode on the H200: the model chose two blocks a stretch, one ran twice as
+    # fast; the GPU times the launch at one block a stretch in place of the last ranked one
+    passed = [_split_candidate(1.0, "tile sizes", 2, 0),
+              _split_candidate(1.05, "tile sizes", 4, 1),
+              _candidate("p", "batched_rows_k_online", 1.1, "tile sizes", 2),
+              _candidate("p", "batched_rows_k_online", 1.2, "autotune", 3),
+              _split_candidate(1.3, ONE_BLOCK, 1, 4)]
+    assert [c.id for c in kept_candidates(passed, 3)] == [
+        "p.split.0", "p.batched_rows_k_online.tile sizes2", "p.split.4"]
+    # the best already at one block a stretch: nothing is added
+    assert "p.split.4" not in [c.id for c in kept_candidates(passed[1:4], 3)]
+
+
+def test_each_split_launch_is_offered_atone_block_a_stretch() -> None:
+    settings = [({"BK": 256, "NB": 2, "num_warps": 4}, "tile sizes"),
+                ({"BK": 256, "NB": 1, "num_warps": 8}, "tile sizes"),
+                ({"BK": 128, "NB": 4, "num_warps": 4}, "autotune")]
+    assert one_block_a_stretch(settings) == [
+        ({"BK": 256, "NB": 1, "num_warps": 4}, ONE_BLOCK),
+        ({"BK": 128, "NB": 1, "num_warps": 4}, ONE_BLOCK)]
