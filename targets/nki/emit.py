@@ -137,6 +137,10 @@ class _Printer:
     #: the buffer of each allocated tile, by its name
     buffers: dict[str, str] = field(default_factory=dict)
     count: int = 0
+    #: ops of the kernel's body printed once before the grid (`_grid_invariant`)
+    hoisted: set[Operation] = field(default_factory=set)
+    #: the load read from its streaming buffer while the grid is printed (`_stream_load`)
+    streamed: LoadOp | None = None
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -173,12 +177,15 @@ class _Printer:
         body = self.kernel.body.block
         for arg, param in zip(body.args, params, strict=True):
             self.names[arg] = param
-        depth = 1
-        for pid, extent in zip(self.kernel.program_names(), self.kernel.grid_exprs(),
-                               strict=True):
-            self.line(depth, f"for {pid} in nl.affine_range({python(extent)}):")
-            depth += 1
-        self.block(body, depth)
+        self.hoisted = _grid_invariant(self.kernel)
+        for op in body.ops:  # computed once, before the grid: the same in every program
+            if op in self.hoisted:
+                self.op(op, 1, hoisting=True)
+        plan = _stream_load(self.kernel, self.hoisted, tile_sizes)
+        if plan is None:
+            self.grid(list(self.kernel.program_names()), body, 1)
+        else:
+            self.grid_streaming(plan, body)
         outs = [f"out{k}" for k in range(len(self.kernel.output_types()))]
         self.line(1, f"return {', '.join(outs)}")
         header = ['"""' + f"{self.name}: an NKI kernel emitted by Axon from a proved lowering of "
@@ -187,12 +194,63 @@ class _Printer:
         return "\n".join([*header, *self.lines]) + "\n"
 
     # ---- structure --------------------------------------------------------------------------
+    def grid(self, order: list[str], body: Block, depth: int) -> None:
+        """The grid's programs as `nl.affine_range` loops in `order` (they are independent, so
+        any order computes the same), then the body."""
+        extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
+        for pid in order:
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            depth += 1
+        self.block(body, depth)
+
+    def grid_streaming(self, plan: _Stream, body: Block) -> None:
+        """The grid with `plan.load` read once per value of the programs it depends on: those
+        programs' loops outermost, then every block of the load over its loop's iterations into
+        one SBUF buffer `[P, iterations, F]`, then the other programs' loops, whose loop reads
+        its block of the buffer. Where the buffer would take more than a quarter of SBUF's
+        bytes per partition (twice: the next one is allocated while the last is held), the
+        kernel takes the plain grid instead (a Python `if` on the shapes, when traced)."""
+        saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
+        t = _type(plan.load.result)
+        held = t if plan.transpose is None else _type(plan.transpose.results[0])
+        extent = python(plan.loop.extent_expr())
+        size = DTYPES[t.dtype].storage.itemsize
+        need = f"2 * {_group(extent)} * {_group(python(held.shape[1]))} * {size}"
+        self.line(1, f"if {need} <= nl.tile_size.sbuf_fmax_bytes // 4:")
+        outer = [p for p in self.kernel.program_names() if p in plan.uses]
+        inner = [p for p in self.kernel.program_names() if p not in plan.uses]
+        extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
+        depth = 2
+        for pid in outer:
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            depth += 1
+        buf = self.fresh("s")
+        shape = f"({python(held.shape[0])}, {_group(extent)}, {python(held.shape[1])})"
+        self.line(depth, f"{buf} = nl.ndarray({shape}, dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+        iv = plan.loop.iv.data
+        self.line(depth, f"for {iv} in nl.affine_range({extent}):")
+        block_name = f"{buf}[0:{python(held.shape[0])}, {iv}, 0:{python(held.shape[1])}]"
+        self.load(plan.load, depth + 1, transposed=plan.transpose, into=(buf, iv, block_name))
+        self.streamed = plan.load
+        self.grid(inner, body, depth)
+        self.streamed = None
+        self.names, self.folded, self.in_place, self.buffers = saved
+        self.line(1, "else:")
+        self.grid(list(self.kernel.program_names()), body, 2)
+
     def block(self, block: Block, depth: int) -> None:
         for op in block.ops:
             self.op(op, depth)
 
-    def op(self, op: Operation, depth: int) -> None:
+    def op(self, op: Operation, depth: int, hoisting: bool = False) -> None:
         if op in self.folded or isinstance(op, YieldOp) and op.parent_op() is self.kernel:
+            return
+        if op in self.hoisted and not hoisting:
+            return
+        if op is self.streamed:
+            return
+        if (self.streamed is not None and isinstance(op, nki.DmaTransposeOp)
+                and op.operands[0].owner is self.streamed):
             return
         if isinstance(op, ForOp):
             self.loop(op, depth)
@@ -287,14 +345,23 @@ class _Printer:
             slices.append(f"{start}:{extent}" if start == "0" else f"{start}:{start} + {extent}")
         return extents, slices
 
-    def load(self, op: LoadOp, depth: int, transposed: nki.DmaTransposeOp | None = None
-             ) -> None:
+    def load(self, op: LoadOp, depth: int, transposed: nki.DmaTransposeOp | None = None,
+             into: tuple[str, str, str] | None = None) -> None:
         """`nisa.dma_copy` of the tile's region; with `transposed` (a `dma_transpose` of the
-        loaded tile, its only use), `nisa.dma_transpose` of the region into its dst."""
+        loaded tile, its only use), `nisa.dma_transpose` of the region into its dst; with
+        `into` (a buffer, an index and the block's name), into that block of the buffer, which
+        then names the tile."""
         t = _type(op.result)
         source = _type(op.source)
-        name = self.allocate(op.result if transposed is None else transposed.results[0],
-                             depth, op.space.data)
+        value = op.result if transposed is None else transposed.results[0]
+        if into is None:
+            name = self.allocate(value, depth, op.space.data)
+            index = ""
+        else:
+            name, iv, block_name = into
+            self.names[value] = block_name
+            self.buffers[block_name] = "sbuf"
+            index = f"{iv}, "
         offsets = [IntExpr.lift(o.data) for o in op.offsets.data]
         extents, slices = self.region(depth, offsets, list(t.shape), source.shape)
         cut = [f"{e} < {python(s)}" for e, s in zip(extents, t.shape, strict=True)
@@ -302,15 +369,19 @@ class _Printer:
         if cut:
             self.line(depth, f"if {' or '.join(cut)}:")
             pad = _fill(op.pad.value.data, t.dtype)
-            self.line(depth + 1, f"nisa.memset(dst={name}, value={pad})")
+            self.line(depth + 1, f"nisa.memset(dst={name if into is None else into[2]}, "
+                                 f"value={pad})")
         inside = [f"0:{e}" for e in extents]
         if t.rank == 1:
             inside = ["0:1", *inside]
         src = f"{self.names[op.source]}[{', '.join(slices)}]"
         if transposed is not None:
-            self.line(depth, f"nisa.dma_transpose(dst={name}[{', '.join(reversed(inside))}], "
+            first, second = reversed(inside)
+            self.line(depth, f"nisa.dma_transpose(dst={name}[{first}, {index}{second}], "
                              f"src={src})")
             return
+        if into is not None:
+            inside = [inside[0], index + inside[1]]
         self.line(depth, f"nisa.dma_copy(dst={name}[{', '.join(inside)}], src={src})")
 
     def store(self, op: StoreOp, depth: int) -> None:
@@ -445,6 +516,97 @@ class _Printer:
             if attrs.get(f"reverse{k}"):
                 parts.append(f"reverse{k}=True")
         return f"nisa.tensor_scalar({', '.join(parts)}{tail})"
+
+
+def _written_in_place(value: SSAValue) -> bool:
+    """Does the emitter let some instruction write the tile of `value` (a loop's carried
+    value started by it, or a matmul accumulating onto it)?"""
+    for use in value.uses:
+        if isinstance(use.operation, ForOp):
+            return True
+        if isinstance(use.operation, nki.NcMatmulOp) and use.index == 2:
+            return True
+    return False
+
+
+def _grid_invariant(kernel: KernelOp) -> set[Operation]:
+    """The ops of the kernel's body (outside its loops) that compute the same tile in every
+    program of the grid: loads of an input at offsets that name no program id, constant
+    tiles, and instructions of those alone; none whose tile an instruction writes in place
+    (a loop's accumulator, a matmul's accumulation). The emitter prints them once before the
+    grid (rmsnorm's weight row broadcast over the partitions, a ones tile and its sum)."""
+    body = kernel.body.block
+    pids = set(kernel.program_names())
+    out: set[Operation] = set()
+
+    def known(value: SSAValue) -> bool:
+        return (isinstance(value, BlockArgument) and value.block is body) or \
+            value.owner in out
+
+    for op in body.ops:
+        if isinstance(op, LoadOp):
+            offsets = [IntExpr.lift(o.data) for o in op.offsets.data]
+            ok = known(op.source) and not any(o.symbols() & pids for o in offsets)
+        elif isinstance(op, FullOp):
+            ok = True
+        elif isinstance(op, nki.NkiOp):
+            ok = all(known(v) for v in op.operands)
+        else:
+            ok = False
+        if ok and not any(_written_in_place(r) for r in op.results):
+            out.add(op)
+    return out
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """A load inside a sequential loop of the grid's body that reads the same blocks for every
+    value of the program ids it does not name (`uses`: the ones it names)."""
+
+    loop: ForOp
+    load: LoadOp
+    transpose: nki.DmaTransposeOp | None
+    uses: frozenset[str]
+
+
+def _stream_load(kernel: KernelOp, hoisted: set[Operation],
+                 tile_sizes: Mapping[str, int]) -> _Stream | None:
+    """The load worth reading once per value of the program ids it names: a 2-D load of an
+    input directly in a loop of the body (the loop's extent naming no program id), at offsets
+    naming the loop's iteration and not every program id, its tile (or its transpose on load)
+    read and never written; the largest such tile, else None. The matmul's moving operand in
+    `blocks_k` is one: its blocks depend on the column block and the K step, not the row
+    block, so with the column blocks outermost each is loaded once instead of once per row
+    block."""
+    body = kernel.body.block
+    pids = set(kernel.program_names())
+    best: tuple[int, _Stream] | None = None
+    for loop in body.ops:
+        if not isinstance(loop, ForOp) or loop.extent_expr().symbols() & pids:
+            continue
+        iv = loop.iv.data
+        for op in loop.body.block.ops:
+            if not (isinstance(op, LoadOp) and isinstance(op.source, BlockArgument)
+                    and op.source.block is body and _type(op.result).rank == 2):
+                continue
+            named: set[str] = set()
+            for o in op.offsets.data:
+                named |= IntExpr.lift(o.data).symbols()
+            uses = frozenset(named & pids)
+            if iv not in named or uses == pids:
+                continue
+            transpose = _transposed_on_load(op)
+            value = op.result if transpose is None else transpose.results[0]
+            if _written_in_place(value) or op in hoisted:
+                continue
+            try:  # the tile's elements; a tile sized by the tensor (not by the tiling) is
+                # left alone: its buffer's size would depend on the inputs twice over
+                elements = math.prod(d.evaluate(tile_sizes) for d in _type(op.result).shape)
+            except KeyError:
+                continue
+            if best is None or elements > best[0]:
+                best = (elements, _Stream(loop, op, transpose, uses))
+    return None if best is None else best[1]
 
 
 #: instructions that may write the tile they read (each element is read before it is written)

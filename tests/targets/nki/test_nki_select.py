@@ -37,7 +37,8 @@ def program(name: str) -> FuncOp:
 def test_the_cheapest_right_candidate_wins_and_it_can_be_the_unfused_chain(
         tmp_path: Path) -> None:
     # k.T @ v recomputed for every row block of q costs more than the three kernels apart
-    # (16.8 us since the chain's matmuls take their stationary tiles by DMA transpose)
+    # (16.8 us since the chain's matmuls take their stationary tiles by DMA transpose, 14.0
+    # since each block of a matmul's moving operand is loaded once per column block)
     func = program("linear_attention")
     sizes = {"M": 1024, "L": 512, "DK": 128, "DV": 128}
     said: list[str] = []
@@ -61,7 +62,7 @@ def test_the_cheapest_right_candidate_wins_and_it_can_be_the_unfused_chain(
     assert check_close(out, expected, default_tolerance(func)) == ""
     assert re.fullmatch(r"nki: @linear_attention: selection: space 13, pruned 5 by the bound "
                         r"\(--max-candidates 8\), checked 8, rejected 0; chosen unfused chain, "
-                        r"predicted 16\.\d us; \d+\.\d s", said[-1]), said[-1]
+                        r"predicted 14\.\d us; \d+\.\d s", said[-1]), said[-1]
     assert sum(1 for line in said if " candidate " in line) == 8
 
 
