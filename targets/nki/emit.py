@@ -31,6 +31,20 @@ fused IR (`fuse.py`) print as one instruction: an `activation` and the `activati
 the same operands right after it are one `nisa.activation_reduce` writing both `dst` and
 `reduce_res`; a 2-D load whose only use is a `dma_transpose` is one `nisa.dma_transpose` of
 the region from HBM.
+
+Where each instruction runs is the emitter's choice, the dataflow the proved one's:
+
+- the ops of the body that compute the same tile in every program of the grid (loads of an
+  input at offsets naming no program id, constant tiles, instructions of those alone, none
+  written in place) run once before the grid (`_grid_invariant`);
+- the largest load inside a loop whose blocks do not depend on every program id (the matmul's
+  moving operand: its blocks name the column block and the K step, not the row block) is read
+  once per value of the ids it names: those ids' loops outermost, every block over the loop's
+  iterations into one SBUF buffer `[P, iterations, F]`, then the other ids' loops, the loop
+  reading its block of the buffer (`_stream_load`; the plain grid where the buffer would take
+  more than half of SBUF);
+- the row broadcast `ones.T @ row` of a row loaded from an input is the matmul into PSUM
+  where the row fits one bank, else one DMA from HBM of partition stride 0 (`_broadcast_row`).
 """
 
 from __future__ import annotations
@@ -207,7 +221,7 @@ class _Printer:
         """The grid with `plan.load` read once per value of the programs it depends on: those
         programs' loops outermost, then every block of the load over its loop's iterations into
         one SBUF buffer `[P, iterations, F]`, then the other programs' loops, whose loop reads
-        its block of the buffer. Where the buffer would take more than a quarter of SBUF's
+        its block of the buffer. Where the buffer would take more than half of SBUF's
         bytes per partition (twice: the next one is allocated while the last is held), the
         kernel takes the plain grid instead (a Python `if` on the shapes, when traced)."""
         saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
@@ -216,7 +230,7 @@ class _Printer:
         extent = python(plan.loop.extent_expr())
         size = DTYPES[t.dtype].storage.itemsize
         need = f"2 * {_group(extent)} * {_group(python(held.shape[1]))} * {size}"
-        self.line(1, f"if {need} <= nl.tile_size.sbuf_fmax_bytes // 4:")
+        self.line(1, f"if {need} <= nl.tile_size.sbuf_fmax_bytes // 2:")
         outer = [p for p in self.kernel.program_names() if p in plan.uses]
         inner = [p for p in self.kernel.program_names() if p not in plan.uses]
         extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
@@ -402,6 +416,10 @@ class _Printer:
             self.load(op.operands[0].owner, depth, transposed=op)
             return
         result = op.results[0]
+        row = _broadcast_row(op)
+        if row is not None:
+            self.broadcast(row[0], row[1], depth)
+            return
         operands = [self.names[v] for v in op.operands]
         attrs = op.attrs()
         if isinstance(op, nki.DmaCopyOp) and "shape" in attrs:
@@ -475,6 +493,37 @@ class _Printer:
             raise Refused(f"'{op.name}' is not printed by the NKI emitter yet")
         self.line(depth, call)
 
+    def broadcast(self, op: nki.NcMatmulOp, load: LoadOp, depth: int) -> None:
+        """The row of `load` on every partition: where it fits one PSUM bank, the proved
+        `ones.T @ row` into PSUM (VectorE reads a PSUM operand at one element a cycle, an fp32
+        SBUF one at half that); a longer row, which no matmul holds, by one DMA from HBM whose
+        partition stride is 0, into SBUF in the row's dtype (the same values: each element of
+        `ones.T @ row` is one exact product). A Python `if` on the row's length, when traced."""
+        t = _type(load.result)
+        partitions = python(_type(op.operands[0]).shape[1])
+        free = python(t.shape[0])
+        name = self.fresh()
+        self.names[op.results[0]] = name
+        self.buffers[name] = "psum"  # as the lowering has it (at most one PSUM operand)
+        ones, row = (self.names[v] for v in op.operands)
+        self.line(depth, f"if {free} <= nl.tile_size.gemm_moving_fmax:")
+        self.line(depth + 1, f"{name} = nl.ndarray(({partitions}, {free}), dtype=nl.float32, "
+                             "buffer=nl.psum)")
+        self.line(depth + 1, f"nisa.nc_matmul(dst={name}, stationary={ones}, moving={row})")
+        self.line(depth, "else:")
+        depth += 1
+        self.line(depth, f"{name} = nl.ndarray(({partitions}, {free}), dtype={_dtype(t.dtype)}, "
+                         f"buffer=nl.sbuf)")
+        (offset,) = (IntExpr.lift(o.data) for o in load.offsets.data)
+        (extent,), _ = self.region(depth, [offset], list(t.shape), _type(load.source).shape)
+        if extent != free:
+            self.line(depth, f"if {extent} < {free}:")
+            pad = _fill(load.pad.value.data, t.dtype)
+            self.line(depth + 1, f"nisa.memset(dst={name}, value={pad})")
+        self.line(depth, f"nisa.dma_copy(dst={name}[0:{partitions}, 0:{extent}], "
+                         f"src={self.names[load.source]}.ap(pattern=[[0, {partitions}], "
+                         f"[1, {extent}]], offset={python(offset)}))")
+
     def accumulate(self, op: nki.NcMatmulOp, operands: list[str], depth: int) -> None:
         """`nc_matmul(st, mv, acc)` outside a loop's accumulation: the matmul adds into the
         PSUM tile `acc` in place (`accumulate=True`), which it may only when nothing else
@@ -516,6 +565,27 @@ class _Printer:
             if attrs.get(f"reverse{k}"):
                 parts.append(f"reverse{k}=True")
         return f"nisa.tensor_scalar({', '.join(parts)}{tail})"
+
+
+def _broadcast_row(op: Operation) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Operation] | None:
+    """`nc_matmul(ones [1, P], row [1, F])` (`lower.py`'s row broadcast) of a row loaded from
+    an input `[F]`, its result written by nothing else: the matmul, the load, the row's
+    reshape and the ones tile; else None."""
+    if not (isinstance(op, nki.NcMatmulOp) and len(op.operands) == 2):
+        return None
+    ones, row = (v.owner for v in op.operands)
+    if not (isinstance(ones, nki.MemsetOp) and ones.attrs().get("value") == 1.0
+            and _type(ones.results[0]).shape[0] == IntExpr.const(1)):
+        return None
+    if not (isinstance(row, nki.DmaCopyOp) and "shape" in row.attrs()):
+        return None
+    load = row.operands[0].owner
+    if not (isinstance(load, LoadOp) and isinstance(load.source, BlockArgument)
+            and _type(load.result).rank == 1 and _type(load.source).rank == 1):
+        return None
+    if _written_in_place(op.results[0]):
+        return None
+    return op, load, row, ones
 
 
 def _written_in_place(value: SSAValue) -> bool:
