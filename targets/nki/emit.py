@@ -153,8 +153,8 @@ class _Printer:
     count: int = 0
     #: ops of the kernel's body printed once before the grid (`_grid_invariant`)
     hoisted: set[Operation] = field(default_factory=set)
-    #: the load read from its streaming buffer while the grid is printed (`_stream_load`)
-    streamed: LoadOp | None = None
+    #: the loads read from their streaming buffers while the grid is printed (`_stream_load`)
+    streamed: set[Operation] = field(default_factory=set)
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -195,11 +195,11 @@ class _Printer:
         for op in body.ops:  # computed once, before the grid: the same in every program
             if op in self.hoisted:
                 self.op(op, 1, hoisting=True)
-        plan = _stream_load(self.kernel, self.hoisted, tile_sizes)
-        if plan is None:
+        plans = _stream_loads(self.kernel, self.hoisted, tile_sizes)
+        if plans is None:
             self.grid(list(self.kernel.program_names()), body, 1)
         else:
-            self.grid_streaming(plan, body)
+            self.grid_streaming(*plans, body)
         outs = [f"out{k}" for k in range(len(self.kernel.output_types()))]
         self.line(1, f"return {', '.join(outs)}")
         header = ['"""' + f"{self.name}: an NKI kernel emitted by Axon from a proved lowering of "
@@ -217,40 +217,81 @@ class _Printer:
             depth += 1
         self.block(body, depth)
 
-    def grid_streaming(self, plan: _Stream, body: Block) -> None:
+    def grid_streaming(self, plan: _Stream, whole: _Stream | None, body: Block) -> None:
         """The grid with `plan.load` read once per value of the programs it depends on: those
         programs' loops outermost, then every block of the load over its loop's iterations into
         one SBUF buffer `[P, iterations, F]`, then the other programs' loops, whose loop reads
-        its block of the buffer. Where the buffer would take more than half of SBUF's
-        bytes per partition (twice: the next one is allocated while the last is held), the
-        kernel takes the plain grid instead (a Python `if` on the shapes, when traced)."""
-        saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
-        t = _type(plan.load.result)
-        held = t if plan.transpose is None else _type(plan.transpose.results[0])
-        extent = python(plan.loop.extent_expr())
-        size = DTYPES[t.dtype].storage.itemsize
-        need = f"2 * {_group(extent)} * {_group(python(held.shape[1]))} * {size}"
-        self.line(1, f"if {need} <= nl.tile_size.sbuf_fmax_bytes // 2:")
-        outer = [p for p in self.kernel.program_names() if p in plan.uses]
-        inner = [p for p in self.kernel.program_names() if p not in plan.uses]
+        its block of the buffer. With `whole` (another load of the loop, naming one of those
+        other programs), that load's blocks for every value of its program are read first,
+        before the grid, into one buffer `[P, values * iterations, F]`, so that it too is read
+        once. Each buffer counted twice (the next one is allocated while the last is held),
+        the kernel takes the first of: both buffers where they take at most half of SBUF's
+        bytes per partition, `plan`'s alone where it does, the plain grid (a Python `if` on the
+        shapes, when traced)."""
         extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
-        depth = 2
-        for pid in outer:
-            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
-            depth += 1
-        buf = self.fresh("s")
-        shape = f"({python(held.shape[0])}, {_group(extent)}, {python(held.shape[1])})"
-        self.line(depth, f"{buf} = nl.ndarray({shape}, dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
-        iv = plan.loop.iv.data
-        self.line(depth, f"for {iv} in nl.affine_range({extent}):")
-        block_name = f"{buf}[0:{python(held.shape[0])}, {iv}, 0:{python(held.shape[1])}]"
-        self.load(plan.load, depth + 1, transposed=plan.transpose, into=(buf, iv, block_name))
-        self.streamed = plan.load
-        self.grid(inner, body, depth)
-        self.streamed = None
-        self.names, self.folded, self.in_place, self.buffers = saved
+        steps = python(plan.loop.extent_expr())
+        choices = [[plan, whole], [plan]] if whole is not None else [[plan]]
+        for k, streams in enumerate(choices):
+            saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
+            need = " + ".join(self.stream_bytes(x, steps, extents, x is whole)
+                              for x in streams)
+            self.line(1, f"{'if' if k == 0 else 'elif'} {need} <= "
+                         "nl.tile_size.sbuf_fmax_bytes // 2:")
+            depth = 2
+            iv = plan.loop.iv.data
+            if len(streams) == 2:
+                assert whole is not None
+                (pid,) = whole.uses
+                buf = self.stream_buffer(whole, f"{_group(python(extents[pid]))} * "
+                                                f"{_group(steps)}", depth)
+                self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+                self.line(depth + 1, f"for {iv} in nl.affine_range({steps}):")
+                self.stream_into(whole, buf, f"{pid} * {_group(steps)} + {iv}", depth + 2)
+            for pid in self.kernel.program_names():
+                if pid in plan.uses:
+                    self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+                    depth += 1
+            buf = self.stream_buffer(plan, _group(steps), depth)
+            self.line(depth, f"for {iv} in nl.affine_range({steps}):")
+            self.stream_into(plan, buf, iv, depth + 1)
+            self.streamed = {x.load for x in streams}
+            self.grid([p for p in self.kernel.program_names() if p not in plan.uses], body,
+                      depth)
+            self.streamed = set()
+            self.names, self.folded, self.in_place, self.buffers = saved
         self.line(1, "else:")
         self.grid(list(self.kernel.program_names()), body, 2)
+
+    @staticmethod
+    def stream_bytes(stream: _Stream, steps: str, extents: Mapping[str, IntExpr],
+                     whole: bool) -> str:
+        """Twice the bytes per partition of `stream`'s buffer (`whole`: over every value of
+        its program id), as Python."""
+        t = _type(stream.load.result)
+        held = t if stream.transpose is None else _type(stream.transpose.results[0])
+        count = _group(steps)
+        if whole:
+            (pid,) = stream.uses
+            count = f"{_group(python(extents[pid]))} * {count}"
+        return (f"2 * {count} * {_group(python(held.shape[1]))} * "
+                f"{DTYPES[t.dtype].storage.itemsize}")
+
+    def stream_buffer(self, stream: _Stream, count: str, depth: int) -> str:
+        t = _type(stream.load.result)
+        held = t if stream.transpose is None else _type(stream.transpose.results[0])
+        buf = self.fresh("s")
+        self.line(depth, f"{buf} = nl.ndarray(({python(held.shape[0])}, {count}, "
+                         f"{python(held.shape[1])}), dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+        return buf
+
+    def stream_into(self, stream: _Stream, buf: str, index: str, depth: int) -> None:
+        """The load of `stream` into block `index` of `buf`; the loop then reads the block at
+        its own iteration (and program id)."""
+        t = _type(stream.load.result)
+        held = t if stream.transpose is None else _type(stream.transpose.results[0])
+        rows, cols = python(held.shape[0]), python(held.shape[1])
+        self.load(stream.load, depth, transposed=stream.transpose,
+                  into=(buf, index, f"{buf}[0:{rows}, {index}, 0:{cols}]"))
 
     def block(self, block: Block, depth: int) -> None:
         for op in block.ops:
@@ -261,10 +302,9 @@ class _Printer:
             return
         if op in self.hoisted and not hoisting:
             return
-        if op is self.streamed:
+        if op in self.streamed:
             return
-        if (self.streamed is not None and isinstance(op, nki.DmaTransposeOp)
-                and op.operands[0].owner is self.streamed):
+        if isinstance(op, nki.DmaTransposeOp) and op.operands[0].owner in self.streamed:
             return
         if isinstance(op, ForOp):
             self.loop(op, depth)
@@ -280,6 +320,8 @@ class _Printer:
                 self.load(op, depth)
         elif isinstance(op, FullOp):
             name = self.allocate(op.result, depth, op.space.data)
+            if _matmul_accumulator(op):
+                return  # the loop's first matmul writes it (and a matmul may not add onto a memset)
             fill = _fill(op.value.value.data, _type(op.result).dtype)
             self.line(depth, f"nisa.memset(dst={name}, value={fill})")
         elif isinstance(op, StoreOp):
@@ -588,6 +630,52 @@ def _broadcast_row(op: Operation) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Op
     return op, load, row, ones
 
 
+def _matmul_accumulator(full: FullOp) -> bool:
+    """Is `full` a zero PSUM tile that only starts a loop's accumulation `acc + nc_matmul(..)`
+    (what `_Printer.fold_accumulation` folds into the matmul) in a loop of at least one
+    iteration? Then nothing need fill it: the loop's first matmul of the fresh tile overwrites
+    it (NKI's default accumulation), and on NeuronCore v2/v3 a matmul accumulating onto PSUM
+    a memset wrote is undefined (docs/nki.md)."""
+    if not (full.space.data == "psum" and full.value.value.data == 0.0
+            and full.result.has_one_use()):
+        return False
+    use = next(iter(full.result.uses))
+    loop = use.operation
+    if not isinstance(loop, ForOp):
+        return False
+    extent = loop.extent_expr()
+    if not (extent.is_const and extent.value >= 1) and not _at_least_one(loop):
+        return False
+    arg = loop.body.block.args[use.index]
+    end = loop.body.block.last_op
+    assert isinstance(end, YieldOp)
+    op = end.values[use.index].owner
+    if not (isinstance(op, nki.TensorTensorOp) and op.op.data == "add"):
+        return False
+    a, b = op.operands
+    product = b if a is arg else a if b is arg else None
+    return (product is not None and isinstance(product.owner, nki.NcMatmulOp)
+            and product.has_one_use() and len(product.owner.operands) == 2
+            and arg.has_one_use())
+
+
+def _at_least_one(loop: ForOp) -> bool:
+    """Is the loop's extent a `ceildiv(S, B)` (`(S + B - 1) floordiv B`) of sizes, at least 1
+    since every size is (the verifier's convention)?"""
+    terms = loop.extent_expr().terms
+    if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1:
+        return False
+    (atom,) = terms[0][0]
+    if atom.kind != "floordiv":
+        return False
+    num, den = atom.args
+    if den.as_symbol is None:
+        return False
+    rest = num - den + 1  # S: a sum of sizes with positive coefficients is >= 1
+    return bool(rest.terms) and all(
+        coeff > 0 and len(mono) == 1 and mono[0].kind == "sym" for mono, coeff in rest.terms)
+
+
 def _written_in_place(value: SSAValue) -> bool:
     """Does the emitter let some instruction write the tile of `value` (a loop's carried
     value started by it, or a matmul accumulating onto it)?"""
@@ -639,18 +727,15 @@ class _Stream:
     uses: frozenset[str]
 
 
-def _stream_load(kernel: KernelOp, hoisted: set[Operation],
-                 tile_sizes: Mapping[str, int]) -> _Stream | None:
-    """The load worth reading once per value of the program ids it names: a 2-D load of an
-    input directly in a loop of the body (the loop's extent naming no program id), at offsets
-    naming the loop's iteration and not every program id, its tile (or its transpose on load)
-    read and never written; the largest such tile, else None. The matmul's moving operand in
-    `blocks_k` is one: its blocks depend on the column block and the K step, not the row
-    block, so with the column blocks outermost each is loaded once instead of once per row
-    block."""
+def _stream_candidates(kernel: KernelOp, hoisted: set[Operation],
+                       tile_sizes: Mapping[str, int]) -> list[tuple[int, _Stream]]:
+    """The loads that may be streamed (a 2-D load of an input directly in a loop of the body,
+    the loop's extent naming no program id, at offsets naming the loop's iteration and not
+    every program id, its tile, or its transpose on load, read and never written), each with
+    its tile's elements, largest first."""
     body = kernel.body.block
     pids = set(kernel.program_names())
-    best: tuple[int, _Stream] | None = None
+    out: list[tuple[int, _Stream]] = []
     for loop in body.ops:
         if not isinstance(loop, ForOp) or loop.extent_expr().symbols() & pids:
             continue
@@ -674,9 +759,29 @@ def _stream_load(kernel: KernelOp, hoisted: set[Operation],
                 elements = math.prod(d.evaluate(tile_sizes) for d in _type(op.result).shape)
             except KeyError:
                 continue
-            if best is None or elements > best[0]:
-                best = (elements, _Stream(loop, op, transpose, uses))
-    return None if best is None else best[1]
+            out.append((elements, _Stream(loop, op, transpose, uses)))
+    out.sort(key=lambda e: -e[0])
+    return out
+
+
+def _stream_loads(kernel: KernelOp, hoisted: set[Operation], tile_sizes: Mapping[str, int]
+                  ) -> tuple[_Stream, _Stream | None] | None:
+    """The load worth reading once per value of the program ids it names (the largest tile
+    of `_stream_candidates`) and, where there is one, a second load of the same loop naming
+    one program id the first does not, to be read whole before the grid; else None. In
+    `blocks_k` the first is the matmul's moving operand (its blocks name the column block and
+    the K step, not the row block: with the column blocks outermost each is loaded once, not
+    once per row block) and the second the stationary one (its blocks name the row block)."""
+    candidates = _stream_candidates(kernel, hoisted, tile_sizes)
+    if not candidates:
+        return None
+    plan = candidates[0][1]
+    pids = set(kernel.program_names())
+    for _, other in candidates[1:]:
+        if (other.loop is plan.loop and len(other.uses) == 1
+                and other.uses <= pids - plan.uses):
+            return plan, other
+    return plan, None
 
 
 #: instructions that may write the tile they read (each element is read before it is written)

@@ -9,6 +9,7 @@ it depends on) compute wrong results, which the rules never propose."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -79,31 +80,42 @@ def loads_of(trace: Trace, name: str) -> int:
     return sum(1 for inst in trace.instructions if inst.name == name)
 
 
-# ---- matmul: w's blocks once per column block ---------------------------------------------------
-#: remainders of every tile, all ones, several tiles of each, and a contraction whose buffer
-#: (2 x 58 blocks x 512 x 2 bytes per partition) is more than half of SBUF: the plain grid
-MATMUL = [({"M": 130, "N": 77, "K": 200}, True), ({"M": 1, "N": 1, "K": 1}, True),
-          ({"M": 300, "N": 600, "K": 300}, True), ({"M": 3, "N": 5, "K": 7300}, False)]
+# ---- matmul: x's blocks read once, w's once per column block --------------------------------
+#: (sizes, branch): remainders of every tile, all ones, several tiles of each (x and w both
+#: streamed); x's buffer too large beside w's (2 x 110 row blocks x 2 K steps x 128 x 2 bytes,
+#: with w's, more than half of SBUF's 224 KiB): w's alone; a contraction whose w buffer (2 x
+#: 58 blocks x 512 x 2 bytes) is more than half of SBUF: the plain grid
+MATMUL = [({"M": 130, "N": 77, "K": 200}, "both"), ({"M": 1, "N": 1, "K": 1}, "both"),
+          ({"M": 300, "N": 600, "K": 300}, "both"), ({"M": 14000, "N": 5, "K": 200}, "w"),
+          ({"M": 3, "N": 5, "K": 7300}, "plain")]
 
 
-@pytest.mark.parametrize(("sizes", "streamed"), MATMUL)
-def test_matmul_loads_each_block_of_w_once_per_column_block(
-        sizes: dict[str, int], streamed: bool, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sizes", "branch"), MATMUL)
+def test_matmul_reads_x_once_and_w_once_per_column_block(
+        sizes: dict[str, int], branch: str, tmp_path: Path) -> None:
     text = emit_nki(kernel("matmul", "blocks_k"), TILES).text
-    # the column blocks outermost, w's blocks of all of K in one buffer, then the row blocks
-    streaming, plain = text.split("\n    else:\n")
-    assert streaming.index("for j in") < streaming.index("nl.ndarray((BK, ") \
-        < streaming.index("for i in")
-    assert "moving=s0[0:BK, k, 0:BN]" in streaming
+    both, rest = text.split("\n    elif ")
+    w_only, plain = rest.split("\n    else:\n")
+    # x transposed into one buffer of every (row block, K step), then the column blocks
+    # outermost, w's blocks of all of K in one buffer, then the row blocks
+    assert both.index("nisa.dma_transpose(") < both.index("for j in") \
+        < both.index("nisa.dma_copy(dst=s") < both.index("for i in nl.affine_range", 1500)
+    assert "stationary=s0[0:BK, i * (((BK + K - 1) // BK)) + k, 0:BM]" in both
+    assert w_only.index("for j in") < w_only.index("nl.ndarray((BK, ") \
+        < w_only.index("for i in")
     assert plain.index("for i in") < plain.index("for j in")
+    # no memset of the accumulator: the first matmul of the fresh PSUM tile overwrites it
+    psum = re.findall(r"(t\d+) = nl\.ndarray\(.*buffer=nl\.psum\)", text)
+    assert len(psum) == 3 and not any(f"memset(dst={t}," in text for t in psum)
     inputs = make_inputs(PROGRAMS["matmul"], sizes)
     out, trace = run(text, tmp_path, inputs)
     assert close("matmul", sizes, out, inputs), sizes
     rows, cols, steps = (-(-sizes["M"] // 128), -(-sizes["N"] // 512), -(-sizes["K"] // 128))
-    # dma_copy: w's blocks and the stores; x comes in by dma_transpose, once per (i, j, k)
-    w_loads = cols * steps if streamed else rows * cols * steps
+    # dma_copy: w's blocks and the stores; x comes in by dma_transpose
+    w_loads = rows * cols * steps if branch == "plain" else cols * steps
+    x_loads = rows * steps if branch == "both" else rows * cols * steps
     assert loads_of(trace, "dma_copy") == w_loads + rows * cols
-    assert loads_of(trace, "dma_transpose") == rows * cols * steps
+    assert loads_of(trace, "dma_transpose") == x_loads
 
 
 def test_an_accumulator_is_never_hoisted_out_of_the_grid(tmp_path: Path,
@@ -111,13 +123,13 @@ def test_an_accumulator_is_never_hoisted_out_of_the_grid(tmp_path: Path,
     func = kernel("matmul", "blocks_k")
     (acc,) = (op for op in kernel_of(func).body.block.ops if isinstance(op, FullOp))
     assert acc not in emit._grid_invariant(kernel_of(func))
-    # planted: the PSUM accumulator taken as the same in every program and printed once before
-    # the grid, so each output block adds onto the last one's sum: wrong
+    # planted: the PSUM accumulator taken as the same in every program and allocated once
+    # before the grid, so each output block adds onto the last one's sum: wrong
     monkeypatch.setattr(emit, "_written_in_place", lambda value: False)
-    monkeypatch.setattr(emit, "_stream_load", lambda *args: None)
+    monkeypatch.setattr(emit, "_stream_loads", lambda *args: None)
     assert acc in emit._grid_invariant(kernel_of(func))
     text = emit_nki(func, TILES).text
-    assert text.index("nisa.memset(dst=t0, value=0.0)") < text.index("for i in")
+    assert text.index("buffer=nl.psum)") < text.index("for i in")
     sizes = {"M": 300, "N": 600, "K": 300}
     inputs = make_inputs(PROGRAMS["matmul"], sizes)
     out, _ = run(text, tmp_path, inputs)
@@ -127,13 +139,17 @@ def test_an_accumulator_is_never_hoisted_out_of_the_grid(tmp_path: Path,
 def test_a_load_is_streamed_only_across_the_program_ids_it_does_not_name(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     func = kernel("matmul", "blocks_k")
-    plan = emit._stream_load(kernel_of(func), set(), TILES)
-    assert plan is not None and plan.uses == frozenset({"j"})
-    assert _source_index(plan.load) == 1  # w, not x (whose blocks name i)
+    plans = emit._stream_loads(kernel_of(func), set(), TILES)
+    assert plans is not None
+    plan, whole = plans
+    assert plan.uses == frozenset({"j"}) and _source_index(plan.load) == 1  # w
+    assert whole is not None and whole.uses == frozenset({"i"}) \
+        and _source_index(whole.load) == 0  # x, transposed on its way in
+    assert whole.transpose is not None
     # planted: w's buffer filled for the first column block only (j bound to 0 while it
     # loads), every column block then multiplying by the first one's w: wrong
     wrong = emit._Stream(plan.loop, plan.load, plan.transpose, frozenset())
-    monkeypatch.setattr(emit, "_stream_load", lambda *args: wrong)
+    monkeypatch.setattr(emit, "_stream_loads", lambda *args: (wrong, None))
     text = emit_nki(func, TILES).text.replace("    if 2 * ", "    j = 0\n    if 2 * ", 1)
     sizes = {"M": 130, "N": 600, "K": 200}
     inputs = make_inputs(PROGRAMS["matmul"], sizes)
