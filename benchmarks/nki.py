@@ -72,11 +72,7 @@ __all__ = ["KernelRunner", "OpKernel", "op_functions"]
 BASELINES = Path(__file__).resolve().parent / "nki_baselines"
 
 #: shapes smaller than the suite's first default, each with the reason
-SHAPES: dict[str, tuple[dict[str, int], str]] = {
-    "layernorm": ({"M": 1024, "N": 1024},
-                  "axon's fused kernels overflow SBUF at the default [128, 8192] (the unfused "
-                  "chain there is 8 of 1M elements outside bf16's tolerance)"),
-}
+SHAPES: dict[str, tuple[dict[str, int], str]] = {}
 
 
 @dataclass

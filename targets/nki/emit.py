@@ -41,10 +41,18 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
   moving operand: its blocks name the column block and the K step, not the row block) is read
   once per value of the ids it names: those ids' loops outermost, every block over the loop's
   iterations into one SBUF buffer `[P, iterations, F]`, then the other ids' loops, the loop
-  reading its block of the buffer (`_stream_load`; the plain grid where the buffer would take
-  more than half of SBUF);
+  reading its block of the buffer; a second load of the loop naming one other id (the
+  stationary operand) is read whole before the grid (`_stream_loads`, `grid_streaming`: each
+  where it is read more than once and the buffers take at most half of SBUF, else the plain
+  grid, chosen when the kernel is traced);
+- a zero PSUM tile that only starts a loop's matmul accumulation is not filled: the first
+  matmul of the fresh tile overwrites (`_matmul_accumulator`);
 - the row broadcast `ones.T @ row` of a row loaded from an input is the matmul into PSUM
-  where the row fits one bank, else one DMA from HBM of partition stride 0 (`_broadcast_row`).
+  where the row fits one bank, else one DMA from HBM of partition stride 0 (`_broadcast_row`);
+  the row sum of a ones tile (a mean's count) is the row length, written by a memset
+  (`_count_of_ones`);
+- a `tensor_scalar` ScalarE runs moves there from VectorE while VectorE has more passes over a
+  tile in its block (`_balance_engines`).
 """
 
 from __future__ import annotations
@@ -153,6 +161,8 @@ class _Printer:
     count: int = 0
     #: ops of the kernel's body printed once before the grid (`_grid_invariant`)
     hoisted: set[Operation] = field(default_factory=set)
+    #: instructions the emitter moves to another engine (`_balance_engines`)
+    engines: dict[Operation, str] = field(default_factory=dict)
     #: the loads read from their streaming buffers while the grid is printed (`_stream_load`)
     streamed: set[Operation] = field(default_factory=set)
 
@@ -192,6 +202,11 @@ class _Printer:
         for arg, param in zip(body.args, params, strict=True):
             self.names[arg] = param
         self.hoisted = _grid_invariant(self.kernel)
+        self.engines = _balance_engines(self.kernel, self.hoisted)
+        for op in self.kernel.walk():
+            count = _count_of_ones(op)
+            if count is not None and count.results[0].has_one_use():
+                self.folded.add(count)  # the count is written directly
         for op in body.ops:  # computed once, before the grid: the same in every program
             if op in self.hoisted:
                 self.op(op, 1, hoisting=True)
@@ -225,9 +240,10 @@ class _Printer:
         other programs), that load's blocks for every value of its program are read first,
         before the grid, into one buffer `[P, values * iterations, F]`, so that it too is read
         once. Each buffer counted twice (the next one is allocated while the last is held),
-        the kernel takes the first of: both buffers where they take at most half of SBUF's
-        bytes per partition, `plan`'s alone where it does, the plain grid (a Python `if` on the
-        shapes, when traced)."""
+        the kernel takes the first of: both buffers where each is read more than once (more
+        than one value of the programs its load does not name) and they take at most half of
+        SBUF's bytes per partition, `plan`'s alone where it does, the plain grid (a Python `if`
+        on the shapes, when traced)."""
         extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
         steps = python(plan.loop.extent_expr())
         choices = [[plan, whole], [plan]] if whole is not None else [[plan]]
@@ -235,7 +251,11 @@ class _Printer:
             saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
             need = " + ".join(self.stream_bytes(x, steps, extents, x is whole)
                               for x in streams)
-            self.line(1, f"{'if' if k == 0 else 'elif'} {need} <= "
+            # a buffer pays where its blocks are read more than once: w's where there is more
+            # than one row block, x's where there is more than one column block
+            reused = [" * ".join(_group(python(extents[p])) for p in names) + " > 1"
+                      for names in ([p for p in extents if p not in x.uses] for x in streams)]
+            self.line(1, f"{'if' if k == 0 else 'elif'} {' and '.join(reused)} and {need} <= "
                          "nl.tile_size.sbuf_fmax_bytes // 2:")
             depth = 2
             iv = plan.loop.iv.data
@@ -462,6 +482,12 @@ class _Printer:
         if row is not None:
             self.broadcast(row[0], row[1], depth)
             return
+        ones = _count_of_ones(op)
+        if ones is not None:  # each row's sum of F ones is F (exact in fp32 below 2**24)
+            dst = self.allocate(result, depth, op.buffer_name())
+            free = python(_type(ones.results[0]).shape[1])
+            self.line(depth, f"nisa.memset(dst={dst}, value=float({free}))")
+            return
         operands = [self.names[v] for v in op.operands]
         attrs = op.attrs()
         if isinstance(op, nki.DmaCopyOp) and "shape" in attrs:
@@ -475,7 +501,7 @@ class _Printer:
             return
         dst = self.names[result] if op in self.in_place \
             else self.allocate(result, depth, op.buffer_name())
-        engine = attrs.get("engine")
+        engine = attrs.get("engine") or self.engines.get(op)
         tail = f", engine=nisa.engine.{engine}" if engine else ""
         if isinstance(op, nki.DmaCopyOp):
             call = f"nisa.dma_copy(dst={dst}, src={operands[0]})"
@@ -674,6 +700,75 @@ def _at_least_one(loop: ForOp) -> bool:
     rest = num - den + 1  # S: a sum of sizes with positive coefficients is >= 1
     return bool(rest.terms) and all(
         coeff > 0 and len(mono) == 1 and mono[0].kind == "sym" for mono, coeff in rest.terms)
+
+
+def _count_of_ones(op: Operation) -> nki.MemsetOp | None:
+    """The ones tile `[P, F]` whose row sums `op` takes (`lower.py`'s element count of a mean,
+    so that no size is a constant of the lowered function), else None: the emitter writes the
+    count F itself, a Python int when the kernel is traced."""
+    if not (isinstance(op, nki.TensorReduceOp) and len(op.operands) == 1):
+        return None
+    attrs = op.attrs()
+    if not (attrs.get("op") == "add" and tuple(int(a) for a in attrs.get("axes", ())) == (1,)
+            and attrs.get("keepdims") and not attrs.get("negate")
+            and _type(op.results[0]).dtype == "f32"):
+        return None
+    ones = op.operands[0].owner
+    if not (isinstance(ones, nki.MemsetOp) and ones.attrs().get("value") == 1.0
+            and _type(ones.results[0]).rank == 2):
+        return None
+    return ones
+
+
+def _vector_weight(op: Operation) -> int:
+    """VectorE's work for `op` in units of one pass over a `[P, F]` tile (0 for `[P, 1]`
+    columns and for other engines' instructions): `tensor_tensor` reads two inputs (two passes)
+    unless one is in PSUM (reference/nki.md 6.1)."""
+    if not isinstance(op, nki.NkiOp) or not op.results or op.attrs().get("engine") not in (
+            None, "vector") or _type(op.results[0]).shape[-1] == IntExpr.const(1):
+        return 0
+    if isinstance(op, nki.TensorTensorOp):
+        return 1 if any(_buffer(v) == "psum" for v in op.operands) else 2
+    if isinstance(op, (nki.TensorScalarOp, nki.TensorReduceOp, nki.TensorCopyOp,
+                       nki.MemsetOp)):
+        return 1
+    return 0
+
+
+def _scalar_weight(op: Operation) -> int:
+    if not isinstance(op, (nki.ActivationOp, nki.ActivationReduceOp)):
+        return 0
+    if isinstance(op, nki.ActivationReduceOp) and isinstance(op.prev_op, nki.ActivationOp) \
+            and _reduction_beside(op.prev_op) is op:
+        return 0  # printed with the activation before it as one instruction
+    return 0 if _type(op.operands[0]).shape[-1] == IntExpr.const(1) else 1
+
+
+def _balance_engines(kernel: KernelOp, hoisted: set[Operation]) -> dict[Operation, str]:
+    """`tensor_scalar`s over `[P, F]` tiles moved from VectorE to ScalarE (which runs the
+    multiply, add and multiply-add ones: `SCALAR_ENGINE_OPS`) while, in their block (the grid's
+    body outside what runs before it, or a loop's body), VectorE has more passes over a tile
+    than ScalarE: rmsnorm's `x * rstd` beside its `x * g`, ScalarE having only the squares
+    (reference/nki.md 6.1: about one element a cycle per pass on either engine). The engine
+    changes where an instruction runs, not what it computes."""
+    moved: dict[Operation, str] = {}
+    blocks = [kernel.body.block, *(op.body.block for op in kernel.walk()
+                                   if isinstance(op, ForOp))]
+    for block in blocks:
+        ops = [op for op in block.ops if op not in hoisted]
+        vector = sum(_vector_weight(op) for op in ops)
+        scalar = sum(_scalar_weight(op) for op in ops)
+        for op in ops:
+            if not (isinstance(op, nki.TensorScalarOp) and _vector_weight(op) == 1):
+                continue
+            attrs = op.attrs()
+            if (attrs.get("op0"), attrs.get("op1")) not in nki.TensorScalarOp.SCALAR_ENGINE_OPS:
+                continue
+            if vector <= scalar:
+                break
+            moved[op] = "scalar"
+            vector, scalar = vector - 1, scalar + 1
+    return moved
 
 
 def _written_in_place(value: SSAValue) -> bool:

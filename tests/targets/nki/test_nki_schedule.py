@@ -1,7 +1,9 @@
-"""Where the emitter places a proved lowering's instructions (`targets/nki/emit.py`): ops that
-are the same in every program of the grid printed once before it, a matmul operand's blocks
-streamed once per column block into an SBUF buffer (the plain grid where the buffer would not
-fit), and a row broadcast over the partitions by one DMA from HBM instead of a ones matmul.
+"""Where and how the emitter places a proved lowering's instructions (`targets/nki/emit.py`):
+ops that are the same in every program of the grid printed once before it, a matmul's moving
+operand read once per column block and its stationary one once (SBUF buffers; the plain grid
+where they would not fit or not be reused), no memset of a matmul accumulator, a row broadcast
+over the partitions by one DMA from HBM where no PSUM bank holds it, a row length written
+rather than summed from ones, `x * rstd` on ScalarE.
 Each changed kernel runs on the simulator (Trn2 limits, warnings as errors) against the
 reference interpreter at shapes with remainder tiles, sizes of 1 and several tiles; planted
 wrong schedules (an accumulator hoisted out of the grid, a load streamed across the program id
@@ -81,12 +83,14 @@ def loads_of(trace: Trace, name: str) -> int:
 
 
 # ---- matmul: x's blocks read once, w's once per column block --------------------------------
-#: (sizes, branch): remainders of every tile, all ones, several tiles of each (x and w both
-#: streamed); x's buffer too large beside w's (2 x 110 row blocks x 2 K steps x 128 x 2 bytes,
-#: with w's, more than half of SBUF's 224 KiB): w's alone; a contraction whose w buffer (2 x
-#: 58 blocks x 512 x 2 bytes) is more than half of SBUF: the plain grid
-MATMUL = [({"M": 130, "N": 77, "K": 200}, "both"), ({"M": 1, "N": 1, "K": 1}, "both"),
-          ({"M": 300, "N": 600, "K": 300}, "both"), ({"M": 14000, "N": 5, "K": 200}, "w"),
+#: (sizes, branch): several tiles of each dim, remainders in each (x and w both streamed);
+#: x's buffer too large beside w's (2 x 110 row blocks x 2 K steps x 128 x 2 bytes, with w's,
+#: more than half of SBUF's 224 KiB): w's alone; one column block (x's blocks read once
+#: anyway), remainders of every tile: w's alone; all ones and one row block (nothing read
+#: twice), and a contraction whose w buffer (2 x 58 blocks x 512 x 2 bytes) is more than half
+#: of SBUF: the plain grid
+MATMUL = [({"M": 300, "N": 600, "K": 300}, "both"), ({"M": 14000, "N": 600, "K": 200}, "w"),
+          ({"M": 130, "N": 77, "K": 200}, "w"), ({"M": 1, "N": 1, "K": 1}, "plain"),
           ({"M": 3, "N": 5, "K": 7300}, "plain")]
 
 
@@ -150,7 +154,7 @@ def test_a_load_is_streamed_only_across_the_program_ids_it_does_not_name(
     # loads), every column block then multiplying by the first one's w: wrong
     wrong = emit._Stream(plan.loop, plan.load, plan.transpose, frozenset())
     monkeypatch.setattr(emit, "_stream_loads", lambda *args: (wrong, None))
-    text = emit_nki(func, TILES).text.replace("    if 2 * ", "    j = 0\n    if 2 * ", 1)
+    text = emit_nki(func, TILES).text.replace("    out0 = ", "    j = 0\n    out0 = ", 1)
     sizes = {"M": 130, "N": 600, "K": 200}
     inputs = make_inputs(PROGRAMS["matmul"], sizes)
     out, _ = run(text, tmp_path, inputs)
@@ -171,7 +175,7 @@ RMSNORM = [({"M": 130, "N": 77}, True), ({"M": 1, "N": 1}, True), ({"M": 300, "N
 
 
 @pytest.mark.parametrize(("sizes", "by_matmul"), RMSNORM)
-def test_rmsnorm_broadcasts_its_weight_once_and_counts_its_row_once(
+def test_rmsnorm_broadcasts_its_weight_once_and_writes_its_row_length(
         sizes: dict[str, int], by_matmul: bool, tmp_path: Path) -> None:
     func = kernel("rmsnorm", "rows")
     text = emit_nki(func, {"BM": 128}).text
@@ -181,7 +185,11 @@ def test_rmsnorm_broadcasts_its_weight_once_and_counts_its_row_once(
     assert "    if N <= nl.tile_size.gemm_moving_fmax:\n" in before
     assert "nisa.nc_matmul(" in before and "nc_matmul" not in grid
     assert "src=in1.ap(pattern=[[0, BM], [1, N]], offset=0)" in before
-    assert "nisa.tensor_reduce(" in before and "nisa.tensor_reduce(" not in grid
+    # the row length written, not summed from a ones tile; `x * rstd` on ScalarE beside VectorE's
+    # `x * g` (ScalarE has only the squares)
+    assert "nisa.memset(dst=t1, value=float(N))" in before and "nisa.tensor_reduce(" not in text
+    (scale,) = [line for line in grid.splitlines() if "op0=nl.multiply" in line]
+    assert scale.endswith(", engine=nisa.engine.scalar)")
     inputs = make_inputs(PROGRAMS["rmsnorm"], sizes)
     out, trace = run(text, tmp_path, inputs)
     assert close("rmsnorm", sizes, out, inputs), sizes
@@ -190,7 +198,7 @@ def test_rmsnorm_broadcasts_its_weight_once_and_counts_its_row_once(
     tiles = -(-sizes["M"] // 128)
     assert loads_of(trace, "dma_copy") == (1 if by_matmul else 2) + 2 * tiles
     assert loads_of(trace, "nc_matmul") == (1 if by_matmul else 0)
-    assert loads_of(trace, "tensor_reduce") == 1
+    assert loads_of(trace, "tensor_reduce") == 0
 
 
 def test_only_a_ones_matmul_of_a_loaded_row_is_a_broadcast() -> None:
@@ -205,3 +213,23 @@ def test_only_a_ones_matmul_of_a_loaded_row_is_a_broadcast() -> None:
     block.insert_op_before(twos, ones)
     matmul.operands[0] = twos.results[0]
     assert emit._broadcast_row(matmul) is None  # 2 * row is no broadcast
+
+
+def test_only_a_row_sum_of_ones_is_a_count() -> None:
+    func = kernel("rmsnorm", "rows")
+    (count,) = (op for op in func.walk() if isinstance(op, nki.TensorReduceOp))
+    assert emit._count_of_ones(count) is not None
+    ones = count.operands[0].owner
+    assert isinstance(ones, nki.MemsetOp)
+    twos = nki.MemsetOp.make([], **{**ones.attrs(), "value": 2.0})  # type: ignore[arg-type]
+    block = ones.parent_block()
+    assert block is not None
+    block.insert_op_before(twos, ones)
+    count.operands[0] = twos.results[0]
+    assert emit._count_of_ones(count) is None  # the sum of twos is 2 F
+
+
+def test_softmax_keeps_its_engines() -> None:
+    # ScalarE has the exp and its sum; VectorE the max and the divide (not a ScalarE op)
+    text = emit_nki(kernel("softmax", "rows"), {"BM": 128}).text
+    assert "engine=" not in text
