@@ -36,7 +36,7 @@ import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from axon.dialects.ax import TensorType
+from axon.dialects.ax import MatmulOp, TensorType
 from axon.dialects.ax.creation import ConstantOp
 from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.interpreter import run_function
@@ -52,6 +52,11 @@ from axon.tiling.search import Proposal, tile_program
 
 #: candidates simulated at most unless told (`--max-candidates`)
 DEFAULT_MAX_CANDIDATES = 8
+
+#: the split chain (all ops but the last in one kernel) is a candidate only where the tiling
+#: search of the whole function took at most this many seconds: its first part's search costs
+#: about as much again (ntrans's, of 14 ops, minutes)
+SPLIT_SEARCH_S = 5.0
 
 #: the header every emitted module starts with (`emit.py`), up to its first kernel
 _IMPORTS = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
@@ -193,11 +198,13 @@ def op_functions(func: FuncOp) -> list[OpKernel]:
 
 def split_functions(func: FuncOp) -> list[OpKernel] | None:
     """`func` as two functions: every op but the last (a function of the inputs it reads,
-    returning the value the last op reads), then the last op alone (`op_functions`'); None
-    where the last op reads no value of the others, more than one, or one that is not the
-    one before it, or where the others are a single op (the unfused chain then)."""
+    returning the value the last op reads), then the last op alone (`op_functions`'), where
+    the last op is a matmul (whose fused tilings take the other ops into their K loop, which
+    a row reduction among them keeps from lowering: rmsnorm_matmul); None where it is not,
+    where it reads no value of the others, more than one, or one that is not the one before
+    it, or where the others are a single op (the unfused chain then)."""
     kernels = op_functions(func)
-    if len(kernels) < 3:
+    if len(kernels) < 3 or not isinstance(kernels[-1].op, MatmulOp):
         return None
     last, before = kernels[-1], kernels[-2]
     made = {r for k in kernels[:-1] for r in k.op.results}
@@ -425,7 +432,9 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     result = tile_program([func], load_profile(profile), sizes)
     proved = [p for p in result.proved if p.candidates and p.kernel is not None]
     ops = len(op_functions(func))
-    split = split_functions(func) if ops > 1 else None
+    searched = time.perf_counter() - start
+    # the split chain's first part is searched again: only where the whole took little
+    split = split_functions(func) if ops > 1 and searched <= SPLIT_SEARCH_S else None
     space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0) + \
         (1 if split is not None else 0)
     chains = " and the unfused chain" if ops > 1 else ""
