@@ -203,13 +203,13 @@ class _Printer:
             self.names[arg] = param
         self.hoisted = _grid_invariant(self.kernel)
         self.engines = _balance_engines(self.kernel, self.hoisted)
-        for op in self.kernel.walk():
-            count = _count_of_ones(op)
+        for inst in self.kernel.walk():
+            count = _count_of_ones(inst)
             if count is not None and count.results[0].has_one_use():
                 self.folded.add(count)  # the count is written directly
-        for op in body.ops:  # computed once, before the grid: the same in every program
-            if op in self.hoisted:
-                self.op(op, 1, hoisting=True)
+        for inst in body.ops:  # computed once, before the grid: the same in every program
+            if inst in self.hoisted:
+                self.op(inst, 1, hoisting=True)
         plans = _stream_loads(self.kernel, self.hoisted, tile_sizes)
         if plans is None:
             self.grid(list(self.kernel.program_names()), body, 1)
