@@ -72,19 +72,7 @@ __all__ = ["KernelRunner", "OpKernel", "op_functions"]
 BASELINES = Path(__file__).resolve().parent / "nki_baselines"
 
 #: shapes smaller than the suite's first default, each with the reason
-SHAPES: dict[str, tuple[dict[str, int], str]] = {
-    "rmsnorm": ({"M": 1024, "N": 512},
-                "axon's kernel broadcasts the weight row by one matmul: N <= 512"),
-    "layernorm": ({"M": 1024, "N": 512},
-                  "axon's kernel broadcasts g and b by one matmul each: N <= 512 (and "
-                  "overflows SBUF at the default [128, 8192])"),
-    "rmsnorm_matmul": ({"M": 1024, "K": 512, "N": 1024},
-                       "the naive lowering's kernel of `* g` broadcasts g by one matmul: "
-                       "K <= 512 (axon's kernel does not lower at any size)"),
-    "ntrans": ({"M": 8, "N": 512},
-               "the naive lowering's kernels of the products by a row broadcast it by one "
-               "matmul: N <= 512 (axon's kernel does not lower at any size)"),
-}
+SHAPES: dict[str, tuple[dict[str, int], str]] = {}
 
 
 @dataclass

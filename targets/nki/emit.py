@@ -31,6 +31,28 @@ fused IR (`fuse.py`) print as one instruction: an `activation` and the `activati
 the same operands right after it are one `nisa.activation_reduce` writing both `dst` and
 `reduce_res`; a 2-D load whose only use is a `dma_transpose` is one `nisa.dma_transpose` of
 the region from HBM.
+
+Where each instruction runs is the emitter's choice, the dataflow the proved one's:
+
+- the ops of the body that compute the same tile in every program of the grid (loads of an
+  input at offsets naming no program id, constant tiles, instructions of those alone, none
+  written in place) run once before the grid (`_grid_invariant`);
+- the largest load inside a loop whose blocks do not depend on every program id (the matmul's
+  moving operand: its blocks name the column block and the K step, not the row block) is read
+  once per value of the ids it names: those ids' loops outermost, every block over the loop's
+  iterations into one SBUF buffer `[P, iterations, F]`, then the other ids' loops, the loop
+  reading its block of the buffer; a second load of the loop naming one other id (the
+  stationary operand) is read whole before the grid (`_stream_loads`, `grid_streaming`: each
+  where it is read more than once and the buffers take at most half of SBUF, else the plain
+  grid, chosen when the kernel is traced);
+- a zero PSUM tile that only starts a loop's matmul accumulation is not filled: the first
+  matmul of the fresh tile overwrites (`_matmul_accumulator`);
+- the row broadcast `ones.T @ row` of a row loaded from an input is the matmul into PSUM
+  where the row fits one bank, else one DMA from HBM of partition stride 0 (`_broadcast_row`);
+  the row sum of a ones tile (a mean's count) is the row length, written by a memset
+  (`_count_of_ones`);
+- a `tensor_scalar` ScalarE runs moves there from VectorE while VectorE has more passes over a
+  tile in its block (`_balance_engines`).
 """
 
 from __future__ import annotations
@@ -137,6 +159,12 @@ class _Printer:
     #: the buffer of each allocated tile, by its name
     buffers: dict[str, str] = field(default_factory=dict)
     count: int = 0
+    #: ops of the kernel's body printed once before the grid (`_grid_invariant`)
+    hoisted: set[Operation] = field(default_factory=set)
+    #: instructions the emitter moves to another engine (`_balance_engines`)
+    engines: dict[Operation, str] = field(default_factory=dict)
+    #: the loads read from their streaming buffers while the grid is printed (`_stream_load`)
+    streamed: set[Operation] = field(default_factory=set)
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -173,12 +201,20 @@ class _Printer:
         body = self.kernel.body.block
         for arg, param in zip(body.args, params, strict=True):
             self.names[arg] = param
-        depth = 1
-        for pid, extent in zip(self.kernel.program_names(), self.kernel.grid_exprs(),
-                               strict=True):
-            self.line(depth, f"for {pid} in nl.affine_range({python(extent)}):")
-            depth += 1
-        self.block(body, depth)
+        self.hoisted = _grid_invariant(self.kernel)
+        self.engines = _balance_engines(self.kernel, self.hoisted)
+        for inst in self.kernel.walk():
+            count = _count_of_ones(inst)
+            if count is not None and count.results[0].has_one_use():
+                self.folded.add(count)  # the count is written directly
+        for inst in body.ops:  # computed once, before the grid: the same in every program
+            if inst in self.hoisted:
+                self.op(inst, 1, hoisting=True)
+        plans = _stream_loads(self.kernel, self.hoisted, tile_sizes)
+        if plans is None:
+            self.grid(list(self.kernel.program_names()), body, 1)
+        else:
+            self.grid_streaming(*plans, body)
         outs = [f"out{k}" for k in range(len(self.kernel.output_types()))]
         self.line(1, f"return {', '.join(outs)}")
         header = ['"""' + f"{self.name}: an NKI kernel emitted by Axon from a proved lowering of "
@@ -187,12 +223,108 @@ class _Printer:
         return "\n".join([*header, *self.lines]) + "\n"
 
     # ---- structure --------------------------------------------------------------------------
+    def grid(self, order: list[str], body: Block, depth: int) -> None:
+        """The grid's programs as `nl.affine_range` loops in `order` (they are independent, so
+        any order computes the same), then the body."""
+        extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
+        for pid in order:
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            depth += 1
+        self.block(body, depth)
+
+    def grid_streaming(self, plan: _Stream, whole: _Stream | None, body: Block) -> None:
+        """The grid with `plan.load` read once per value of the programs it depends on: those
+        programs' loops outermost, then every block of the load over its loop's iterations into
+        one SBUF buffer `[P, iterations, F]`, then the other programs' loops, whose loop reads
+        its block of the buffer. With `whole` (another load of the loop, naming one of those
+        other programs), that load's blocks for every value of its program are read first,
+        before the grid, into one buffer `[P, values * iterations, F]`, so that it too is read
+        once. Each buffer counted twice (the next one is allocated while the last is held),
+        the kernel takes the first of: both buffers where each is read more than once (more
+        than one value of the programs its load does not name) and they take at most half of
+        SBUF's bytes per partition, `plan`'s alone where it does, the plain grid (a Python `if`
+        on the shapes, when traced)."""
+        extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
+        steps = python(plan.loop.extent_expr())
+        choices = [[plan, whole], [plan]] if whole is not None else [[plan]]
+        for k, streams in enumerate(choices):
+            saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
+            need = " + ".join(self.stream_bytes(x, steps, extents, x is whole)
+                              for x in streams)
+            # a buffer pays where its blocks are read more than once: w's where there is more
+            # than one row block, x's where there is more than one column block
+            reused = [" * ".join(_group(python(extents[p])) for p in names) + " > 1"
+                      for names in ([p for p in extents if p not in x.uses] for x in streams)]
+            self.line(1, f"{'if' if k == 0 else 'elif'} {' and '.join(reused)} and {need} <= "
+                         "nl.tile_size.sbuf_fmax_bytes // 2:")
+            depth = 2
+            iv = plan.loop.iv.data
+            if len(streams) == 2:
+                assert whole is not None
+                (pid,) = whole.uses
+                buf = self.stream_buffer(whole, f"{_group(python(extents[pid]))} * "
+                                                f"{_group(steps)}", depth)
+                self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+                self.line(depth + 1, f"for {iv} in nl.affine_range({steps}):")
+                self.stream_into(whole, buf, f"{pid} * {_group(steps)} + {iv}", depth + 2)
+            for pid in self.kernel.program_names():
+                if pid in plan.uses:
+                    self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+                    depth += 1
+            buf = self.stream_buffer(plan, _group(steps), depth)
+            self.line(depth, f"for {iv} in nl.affine_range({steps}):")
+            self.stream_into(plan, buf, iv, depth + 1)
+            self.streamed = {x.load for x in streams}
+            self.grid([p for p in self.kernel.program_names() if p not in plan.uses], body,
+                      depth)
+            self.streamed = set()
+            self.names, self.folded, self.in_place, self.buffers = saved
+        self.line(1, "else:")
+        self.grid(list(self.kernel.program_names()), body, 2)
+
+    @staticmethod
+    def stream_bytes(stream: _Stream, steps: str, extents: Mapping[str, IntExpr],
+                     whole: bool) -> str:
+        """Twice the bytes per partition of `stream`'s buffer (`whole`: over every value of
+        its program id), as Python."""
+        t = _type(stream.load.result)
+        held = t if stream.transpose is None else _type(stream.transpose.results[0])
+        count = _group(steps)
+        if whole:
+            (pid,) = stream.uses
+            count = f"{_group(python(extents[pid]))} * {count}"
+        return (f"2 * {count} * {_group(python(held.shape[1]))} * "
+                f"{DTYPES[t.dtype].storage.itemsize}")
+
+    def stream_buffer(self, stream: _Stream, count: str, depth: int) -> str:
+        t = _type(stream.load.result)
+        held = t if stream.transpose is None else _type(stream.transpose.results[0])
+        buf = self.fresh("s")
+        self.line(depth, f"{buf} = nl.ndarray(({python(held.shape[0])}, {count}, "
+                         f"{python(held.shape[1])}), dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+        return buf
+
+    def stream_into(self, stream: _Stream, buf: str, index: str, depth: int) -> None:
+        """The load of `stream` into block `index` of `buf`; the loop then reads the block at
+        its own iteration (and program id)."""
+        t = _type(stream.load.result)
+        held = t if stream.transpose is None else _type(stream.transpose.results[0])
+        rows, cols = python(held.shape[0]), python(held.shape[1])
+        self.load(stream.load, depth, transposed=stream.transpose,
+                  into=(buf, index, f"{buf}[0:{rows}, {index}, 0:{cols}]"))
+
     def block(self, block: Block, depth: int) -> None:
         for op in block.ops:
             self.op(op, depth)
 
-    def op(self, op: Operation, depth: int) -> None:
+    def op(self, op: Operation, depth: int, hoisting: bool = False) -> None:
         if op in self.folded or isinstance(op, YieldOp) and op.parent_op() is self.kernel:
+            return
+        if op in self.hoisted and not hoisting:
+            return
+        if op in self.streamed:
+            return
+        if isinstance(op, nki.DmaTransposeOp) and op.operands[0].owner in self.streamed:
             return
         if isinstance(op, ForOp):
             self.loop(op, depth)
@@ -208,6 +340,8 @@ class _Printer:
                 self.load(op, depth)
         elif isinstance(op, FullOp):
             name = self.allocate(op.result, depth, op.space.data)
+            if _matmul_accumulator(op):
+                return  # the loop's first matmul writes it (and a matmul may not add onto a memset)
             fill = _fill(op.value.value.data, _type(op.result).dtype)
             self.line(depth, f"nisa.memset(dst={name}, value={fill})")
         elif isinstance(op, StoreOp):
@@ -287,14 +421,23 @@ class _Printer:
             slices.append(f"{start}:{extent}" if start == "0" else f"{start}:{start} + {extent}")
         return extents, slices
 
-    def load(self, op: LoadOp, depth: int, transposed: nki.DmaTransposeOp | None = None
-             ) -> None:
+    def load(self, op: LoadOp, depth: int, transposed: nki.DmaTransposeOp | None = None,
+             into: tuple[str, str, str] | None = None) -> None:
         """`nisa.dma_copy` of the tile's region; with `transposed` (a `dma_transpose` of the
-        loaded tile, its only use), `nisa.dma_transpose` of the region into its dst."""
+        loaded tile, its only use), `nisa.dma_transpose` of the region into its dst; with
+        `into` (a buffer, an index and the block's name), into that block of the buffer, which
+        then names the tile."""
         t = _type(op.result)
         source = _type(op.source)
-        name = self.allocate(op.result if transposed is None else transposed.results[0],
-                             depth, op.space.data)
+        value = op.result if transposed is None else transposed.results[0]
+        if into is None:
+            name = self.allocate(value, depth, op.space.data)
+            index = ""
+        else:
+            name, iv, block_name = into
+            self.names[value] = block_name
+            self.buffers[block_name] = "sbuf"
+            index = f"{iv}, "
         offsets = [IntExpr.lift(o.data) for o in op.offsets.data]
         extents, slices = self.region(depth, offsets, list(t.shape), source.shape)
         cut = [f"{e} < {python(s)}" for e, s in zip(extents, t.shape, strict=True)
@@ -302,15 +445,19 @@ class _Printer:
         if cut:
             self.line(depth, f"if {' or '.join(cut)}:")
             pad = _fill(op.pad.value.data, t.dtype)
-            self.line(depth + 1, f"nisa.memset(dst={name}, value={pad})")
+            self.line(depth + 1, f"nisa.memset(dst={name if into is None else into[2]}, "
+                                 f"value={pad})")
         inside = [f"0:{e}" for e in extents]
         if t.rank == 1:
             inside = ["0:1", *inside]
         src = f"{self.names[op.source]}[{', '.join(slices)}]"
         if transposed is not None:
-            self.line(depth, f"nisa.dma_transpose(dst={name}[{', '.join(reversed(inside))}], "
+            first, second = reversed(inside)
+            self.line(depth, f"nisa.dma_transpose(dst={name}[{first}, {index}{second}], "
                              f"src={src})")
             return
+        if into is not None:
+            inside = [inside[0], index + inside[1]]
         self.line(depth, f"nisa.dma_copy(dst={name}[{', '.join(inside)}], src={src})")
 
     def store(self, op: StoreOp, depth: int) -> None:
@@ -331,6 +478,16 @@ class _Printer:
             self.load(op.operands[0].owner, depth, transposed=op)
             return
         result = op.results[0]
+        row = _broadcast_row(op)
+        if row is not None:
+            self.broadcast(row[0], row[1], depth)
+            return
+        ones = _count_of_ones(op)
+        if ones is not None:  # each row's sum of F ones is F (exact in fp32 below 2**24)
+            dst = self.allocate(result, depth, op.buffer_name())
+            free = python(_type(ones.results[0]).shape[1])
+            self.line(depth, f"nisa.memset(dst={dst}, value=float({free}))")
+            return
         operands = [self.names[v] for v in op.operands]
         attrs = op.attrs()
         if isinstance(op, nki.DmaCopyOp) and "shape" in attrs:
@@ -344,7 +501,7 @@ class _Printer:
             return
         dst = self.names[result] if op in self.in_place \
             else self.allocate(result, depth, op.buffer_name())
-        engine = attrs.get("engine")
+        engine = attrs.get("engine") or self.engines.get(op)
         tail = f", engine=nisa.engine.{engine}" if engine else ""
         if isinstance(op, nki.DmaCopyOp):
             call = f"nisa.dma_copy(dst={dst}, src={operands[0]})"
@@ -404,6 +561,37 @@ class _Printer:
             raise Refused(f"'{op.name}' is not printed by the NKI emitter yet")
         self.line(depth, call)
 
+    def broadcast(self, op: nki.NcMatmulOp, load: LoadOp, depth: int) -> None:
+        """The row of `load` on every partition: where it fits one PSUM bank, the proved
+        `ones.T @ row` into PSUM (VectorE reads a PSUM operand at one element a cycle, an fp32
+        SBUF one at half that); a longer row, which no matmul holds, by one DMA from HBM whose
+        partition stride is 0, into SBUF in the row's dtype (the same values: each element of
+        `ones.T @ row` is one exact product). A Python `if` on the row's length, when traced."""
+        t = _type(load.result)
+        partitions = python(_type(op.operands[0]).shape[1])
+        free = python(t.shape[0])
+        name = self.fresh()
+        self.names[op.results[0]] = name
+        self.buffers[name] = "psum"  # as the lowering has it (at most one PSUM operand)
+        ones, row = (self.names[v] for v in op.operands)
+        self.line(depth, f"if {free} <= nl.tile_size.gemm_moving_fmax:")
+        self.line(depth + 1, f"{name} = nl.ndarray(({partitions}, {free}), dtype=nl.float32, "
+                             "buffer=nl.psum)")
+        self.line(depth + 1, f"nisa.nc_matmul(dst={name}, stationary={ones}, moving={row})")
+        self.line(depth, "else:")
+        depth += 1
+        self.line(depth, f"{name} = nl.ndarray(({partitions}, {free}), dtype={_dtype(t.dtype)}, "
+                         f"buffer=nl.sbuf)")
+        (offset,) = (IntExpr.lift(o.data) for o in load.offsets.data)
+        (extent,), _ = self.region(depth, [offset], list(t.shape), _type(load.source).shape)
+        if extent != free:
+            self.line(depth, f"if {extent} < {free}:")
+            pad = _fill(load.pad.value.data, t.dtype)
+            self.line(depth + 1, f"nisa.memset(dst={name}, value={pad})")
+        self.line(depth, f"nisa.dma_copy(dst={name}[0:{partitions}, 0:{extent}], "
+                         f"src={self.names[load.source]}.ap(pattern=[[0, {partitions}], "
+                         f"[1, {extent}]], offset={python(offset)}))")
+
     def accumulate(self, op: nki.NcMatmulOp, operands: list[str], depth: int) -> None:
         """`nc_matmul(st, mv, acc)` outside a loop's accumulation: the matmul adds into the
         PSUM tile `acc` in place (`accumulate=True`), which it may only when nothing else
@@ -445,6 +633,250 @@ class _Printer:
             if attrs.get(f"reverse{k}"):
                 parts.append(f"reverse{k}=True")
         return f"nisa.tensor_scalar({', '.join(parts)}{tail})"
+
+
+def _broadcast_row(op: Operation) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Operation] | None:
+    """`nc_matmul(ones [1, P], row [1, F])` (`lower.py`'s row broadcast) of a row loaded from
+    an input `[F]`, its result written by nothing else: the matmul, the load, the row's
+    reshape and the ones tile; else None."""
+    if not (isinstance(op, nki.NcMatmulOp) and len(op.operands) == 2):
+        return None
+    ones, row = (v.owner for v in op.operands)
+    if not (isinstance(ones, nki.MemsetOp) and ones.attrs().get("value") == 1.0
+            and _type(ones.results[0]).shape[0] == IntExpr.const(1)):
+        return None
+    if not (isinstance(row, nki.DmaCopyOp) and "shape" in row.attrs()):
+        return None
+    load = row.operands[0].owner
+    if not (isinstance(load, LoadOp) and isinstance(load.source, BlockArgument)
+            and _type(load.result).rank == 1 and _type(load.source).rank == 1):
+        return None
+    if _written_in_place(op.results[0]):
+        return None
+    return op, load, row, ones
+
+
+def _matmul_accumulator(full: FullOp) -> bool:
+    """Is `full` a zero PSUM tile that only starts a loop's accumulation `acc + nc_matmul(..)`
+    (what `_Printer.fold_accumulation` folds into the matmul) in a loop of at least one
+    iteration? Then nothing need fill it: the loop's first matmul of the fresh tile overwrites
+    it (NKI's default accumulation), and on NeuronCore v2/v3 a matmul accumulating onto PSUM
+    a memset wrote is undefined (docs/nki.md)."""
+    if not (full.space.data == "psum" and full.value.value.data == 0.0
+            and full.result.has_one_use()):
+        return False
+    use = next(iter(full.result.uses))
+    loop = use.operation
+    if not isinstance(loop, ForOp):
+        return False
+    extent = loop.extent_expr()
+    if not (extent.is_const and extent.value >= 1) and not _at_least_one(loop):
+        return False
+    arg = loop.body.block.args[use.index]
+    end = loop.body.block.last_op
+    assert isinstance(end, YieldOp)
+    op = end.values[use.index].owner
+    if not (isinstance(op, nki.TensorTensorOp) and op.op.data == "add"):
+        return False
+    a, b = op.operands
+    product = b if a is arg else a if b is arg else None
+    return (product is not None and isinstance(product.owner, nki.NcMatmulOp)
+            and product.has_one_use() and len(product.owner.operands) == 2
+            and arg.has_one_use())
+
+
+def _at_least_one(loop: ForOp) -> bool:
+    """Is the loop's extent a `ceildiv(S, B)` (`(S + B - 1) floordiv B`) of sizes, at least 1
+    since every size is (the verifier's convention)?"""
+    terms = loop.extent_expr().terms
+    if len(terms) != 1 or terms[0][1] != 1 or len(terms[0][0]) != 1:
+        return False
+    (atom,) = terms[0][0]
+    if atom.kind != "floordiv":
+        return False
+    num, den = atom.args
+    if den.as_symbol is None:
+        return False
+    rest = num - den + 1  # S: a sum of sizes with positive coefficients is >= 1
+    return bool(rest.terms) and all(
+        coeff > 0 and len(mono) == 1 and mono[0].kind == "sym" for mono, coeff in rest.terms)
+
+
+def _count_of_ones(op: Operation) -> nki.MemsetOp | None:
+    """The ones tile `[P, F]` whose row sums `op` takes (`lower.py`'s element count of a mean,
+    so that no size is a constant of the lowered function), else None: the emitter writes the
+    count F itself, a Python int when the kernel is traced."""
+    if not (isinstance(op, nki.TensorReduceOp) and len(op.operands) == 1):
+        return None
+    attrs = op.attrs()
+    if not (attrs.get("op") == "add" and tuple(int(a) for a in attrs.get("axes", ())) == (1,)
+            and attrs.get("keepdims") and not attrs.get("negate")
+            and _type(op.results[0]).dtype == "f32"):
+        return None
+    ones = op.operands[0].owner
+    if not (isinstance(ones, nki.MemsetOp) and ones.attrs().get("value") == 1.0
+            and _type(ones.results[0]).rank == 2):
+        return None
+    return ones
+
+
+def _vector_weight(op: Operation) -> int:
+    """VectorE's work for `op` in units of one pass over a `[P, F]` tile (0 for `[P, 1]`
+    columns and for other engines' instructions): `tensor_tensor` reads two inputs (two passes)
+    unless one is in PSUM (reference/nki.md 6.1)."""
+    if not isinstance(op, nki.NkiOp) or not op.results or op.attrs().get("engine") not in (
+            None, "vector") or _type(op.results[0]).shape[-1] == IntExpr.const(1):
+        return 0
+    if isinstance(op, nki.TensorTensorOp):
+        return 1 if any(_buffer(v) == "psum" for v in op.operands) else 2
+    if isinstance(op, (nki.TensorScalarOp, nki.TensorReduceOp, nki.TensorCopyOp,
+                       nki.MemsetOp)):
+        return 1
+    return 0
+
+
+def _scalar_weight(op: Operation) -> int:
+    if not isinstance(op, (nki.ActivationOp, nki.ActivationReduceOp)):
+        return 0
+    if isinstance(op, nki.ActivationReduceOp) and isinstance(op.prev_op, nki.ActivationOp) \
+            and _reduction_beside(op.prev_op) is op:
+        return 0  # printed with the activation before it as one instruction
+    return 0 if _type(op.operands[0]).shape[-1] == IntExpr.const(1) else 1
+
+
+def _balance_engines(kernel: KernelOp, hoisted: set[Operation]) -> dict[Operation, str]:
+    """`tensor_scalar`s over `[P, F]` tiles moved from VectorE to ScalarE (which runs the
+    multiply, add and multiply-add ones: `SCALAR_ENGINE_OPS`) while, in their block (the grid's
+    body outside what runs before it, or a loop's body), VectorE has more passes over a tile
+    than ScalarE: rmsnorm's `x * rstd` beside its `x * g`, ScalarE having only the squares
+    (reference/nki.md 6.1: about one element a cycle per pass on either engine). The engine
+    changes where an instruction runs, not what it computes."""
+    moved: dict[Operation, str] = {}
+    blocks = [kernel.body.block, *(op.body.block for op in kernel.walk()
+                                   if isinstance(op, ForOp))]
+    for block in blocks:
+        ops = [op for op in block.ops if op not in hoisted]
+        vector = sum(_vector_weight(op) for op in ops)
+        scalar = sum(_scalar_weight(op) for op in ops)
+        for op in ops:
+            if not (isinstance(op, nki.TensorScalarOp) and _vector_weight(op) == 1):
+                continue
+            attrs = op.attrs()
+            if (attrs.get("op0"), attrs.get("op1")) not in nki.TensorScalarOp.SCALAR_ENGINE_OPS:
+                continue
+            if vector <= scalar:
+                break
+            moved[op] = "scalar"
+            vector, scalar = vector - 1, scalar + 1
+    return moved
+
+
+def _written_in_place(value: SSAValue) -> bool:
+    """Does the emitter let some instruction write the tile of `value` (a loop's carried
+    value started by it, or a matmul accumulating onto it)?"""
+    for use in value.uses:
+        if isinstance(use.operation, ForOp):
+            return True
+        if isinstance(use.operation, nki.NcMatmulOp) and use.index == 2:
+            return True
+    return False
+
+
+def _grid_invariant(kernel: KernelOp) -> set[Operation]:
+    """The ops of the kernel's body (outside its loops) that compute the same tile in every
+    program of the grid: loads of an input at offsets that name no program id, constant
+    tiles, and instructions of those alone; none whose tile an instruction writes in place
+    (a loop's accumulator, a matmul's accumulation). The emitter prints them once before the
+    grid (rmsnorm's weight row broadcast over the partitions, a ones tile and its sum)."""
+    body = kernel.body.block
+    pids = set(kernel.program_names())
+    out: set[Operation] = set()
+
+    def known(value: SSAValue) -> bool:
+        return (isinstance(value, BlockArgument) and value.block is body) or \
+            value.owner in out
+
+    for op in body.ops:
+        if isinstance(op, LoadOp):
+            offsets = [IntExpr.lift(o.data) for o in op.offsets.data]
+            ok = known(op.source) and not any(o.symbols() & pids for o in offsets)
+        elif isinstance(op, FullOp):
+            ok = True
+        elif isinstance(op, nki.NkiOp):
+            ok = all(known(v) for v in op.operands)
+        else:
+            ok = False
+        if ok and not any(_written_in_place(r) for r in op.results):
+            out.add(op)
+    return out
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """A load inside a sequential loop of the grid's body that reads the same blocks for every
+    value of the program ids it does not name (`uses`: the ones it names)."""
+
+    loop: ForOp
+    load: LoadOp
+    transpose: nki.DmaTransposeOp | None
+    uses: frozenset[str]
+
+
+def _stream_candidates(kernel: KernelOp, hoisted: set[Operation],
+                       tile_sizes: Mapping[str, int]) -> list[tuple[int, _Stream]]:
+    """The loads that may be streamed (a 2-D load of an input directly in a loop of the body,
+    the loop's extent naming no program id, at offsets naming the loop's iteration and not
+    every program id, its tile, or its transpose on load, read and never written), each with
+    its tile's elements, largest first."""
+    body = kernel.body.block
+    pids = set(kernel.program_names())
+    out: list[tuple[int, _Stream]] = []
+    for loop in body.ops:
+        if not isinstance(loop, ForOp) or loop.extent_expr().symbols() & pids:
+            continue
+        iv = loop.iv.data
+        for op in loop.body.block.ops:
+            if not (isinstance(op, LoadOp) and isinstance(op.source, BlockArgument)
+                    and op.source.block is body and _type(op.result).rank == 2):
+                continue
+            named: set[str] = set()
+            for o in op.offsets.data:
+                named |= IntExpr.lift(o.data).symbols()
+            uses = frozenset(named & pids)
+            if iv not in named or uses == pids:
+                continue
+            transpose = _transposed_on_load(op)
+            value = op.result if transpose is None else transpose.results[0]
+            if _written_in_place(value) or op in hoisted:
+                continue
+            try:  # the tile's elements; a tile sized by the tensor (not by the tiling) is
+                # left alone: its buffer's size would depend on the inputs twice over
+                elements = math.prod(d.evaluate(tile_sizes) for d in _type(op.result).shape)
+            except KeyError:
+                continue
+            out.append((elements, _Stream(loop, op, transpose, uses)))
+    out.sort(key=lambda e: -e[0])
+    return out
+
+
+def _stream_loads(kernel: KernelOp, hoisted: set[Operation], tile_sizes: Mapping[str, int]
+                  ) -> tuple[_Stream, _Stream | None] | None:
+    """The load worth reading once per value of the program ids it names (the largest tile
+    of `_stream_candidates`) and, where there is one, a second load of the same loop naming
+    one program id the first does not, to be read whole before the grid; else None. In
+    `blocks_k` the first is the matmul's moving operand (its blocks name the column block and
+    the K step, not the row block: with the column blocks outermost each is loaded once, not
+    once per row block) and the second the stationary one (its blocks name the row block)."""
+    candidates = _stream_candidates(kernel, hoisted, tile_sizes)
+    if not candidates:
+        return None
+    plan = candidates[0][1]
+    pids = set(kernel.program_names())
+    for _, other in candidates[1:]:
+        if (other.loop is plan.loop and len(other.uses) == 1
+                and other.uses <= pids - plan.uses):
+            return plan, other
+    return plan, None
 
 
 #: instructions that may write the tile they read (each element is read before it is written)

@@ -36,7 +36,7 @@ import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from axon.dialects.ax import TensorType
+from axon.dialects.ax import MatmulOp, TensorType
 from axon.dialects.ax.creation import ConstantOp
 from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.interpreter import run_function
@@ -52,6 +52,11 @@ from axon.tiling.search import Proposal, tile_program
 
 #: candidates simulated at most unless told (`--max-candidates`)
 DEFAULT_MAX_CANDIDATES = 8
+
+#: the split chain (all ops but the last in one kernel) is a candidate only where the tiling
+#: search of the whole function took at most this many seconds: its first part's search costs
+#: about as much again (ntrans's, of 14 ops, minutes)
+SPLIT_SEARCH_S = 5.0
 
 #: the header every emitted module starts with (`emit.py`), up to its first kernel
 _IMPORTS = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
@@ -191,6 +196,38 @@ def op_functions(func: FuncOp) -> list[OpKernel]:
     return kernels
 
 
+def split_functions(func: FuncOp) -> list[OpKernel] | None:
+    """`func` as two functions: every op but the last (a function of the inputs it reads,
+    returning the value the last op reads), then the last op alone (`op_functions`'), where
+    the last op is a matmul (whose fused tilings take the other ops into their K loop, which
+    a row reduction among them keeps from lowering: rmsnorm_matmul); None where it is not,
+    where it reads no value of the others, more than one, or one that is not the one before
+    it, or where the others are a single op (the unfused chain then)."""
+    kernels = op_functions(func)
+    if len(kernels) < 3 or not isinstance(kernels[-1].op, MatmulOp):
+        return None
+    last, before = kernels[-1], kernels[-2]
+    made = {r for k in kernels[:-1] for r in k.op.results}
+    read = [v for v in last.operands if v in made]
+    if read != [before.op.results[0]] or len(before.op.results) != 1:
+        return None
+    # every other value of the first part is read inside it only
+    if any(use.operation is last.op for k in kernels[:-2] for r in k.op.results
+           for use in r.uses):
+        return None
+    body = list(func.body.block.ops)
+    ops = [op for op in body[:body.index(last.op)] if not isinstance(op, ReturnOp)]
+    args = [a for a in func.body.block.args
+            if any(use.operation in ops for use in a.uses)]
+    (value,) = read
+    first = FuncOp(f"{func.sym_name.data}_head", ([a.type for a in args], [value.type]))
+    mapping: dict[SSAValue, SSAValue] = dict(zip(args, first.body.block.args, strict=True))
+    for op in ops:
+        first.body.block.add_op(op.clone(value_mapper=mapping))
+    first.body.block.add_op(ReturnOp(mapping[value]))
+    return [OpKernel(before.op, first, tuple(args)), last]
+
+
 def symbols(func: FuncOp) -> set[str]:
     """The size symbols of `func`'s parameter and result types."""
     types = [*func.function_type.inputs.data, *func.function_type.outputs.data]
@@ -233,12 +270,14 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     raise NoKernel(f"no kernel lowers to nki ({why})")
 
 
-def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int]) -> KernelModule:
+def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
+                 parts: Sequence[OpKernel] | None = None) -> KernelModule:
     """The unfused chain of `func` as one module: each op's `first_kernel` (one kernel per
     distinct one-op function), and a host function `<name>` calling them in order through
     HBM. `NoKernel` naming the op that does not lower; `ValueError` when `func` is not a
-    chain of one-result ops ending in the last one's result."""
-    kernels = op_functions(func)
+    chain of one-result ops ending in the last one's result. `parts`: other functions to
+    chain instead of one per op (`split_functions`)."""
+    kernels = op_functions(func) if parts is None else list(parts)
     (ret,) = (op for op in func.body.block.ops if isinstance(op, ReturnOp))
     if not kernels or any(len(k.op.results) != 1 for k in kernels) or \
             len(ret.arguments) != 1 or ret.arguments[0] is not kernels[-1].op.results[0]:
@@ -336,7 +375,7 @@ class Candidate:
     label: str
     kind: str
     params: dict[str, int] = field(default_factory=dict)
-    tiling: int = -1  # index of its proposal among the proved tilings; -1: the chain
+    tiling: int = -1  # its proposal among the proved tilings; -1: the chain, -2: split
     module: KernelModule | None = None
     tiling_proof: str = ""
     lowering_proof: str = ""
@@ -348,7 +387,8 @@ class Candidate:
 @dataclass(frozen=True)
 class ChosenKernel:
     """The kernel `--target nki` prints: the winning candidate's kind (`chain` for the unfused
-    chain), its tile sizes, the printed module, both proofs' ids (the chain's: none), its
+    chain, `chain-split` for the split one), its tile sizes, the printed module, both proofs'
+    ids (the chain's: none), its
     predicted latency and output on the selection's inputs, every candidate considered, the
     space's size, and the seconds spent tiling and proving (`symbolic_s`: the `tile` search,
     the lowerings and their proofs) and selecting (`emit_s`: emission, simulation, checks and
@@ -368,7 +408,10 @@ class ChosenKernel:
 
     @property
     def chosen(self) -> str:
-        """The tile sizes as `BM=128 BN=128` (the chain: `unfused`)."""
+        """The tile sizes as `BM=128 BN=128` (the chain: `unfused`; the split chain: `last op
+        apart`)."""
+        if self.kind == "chain-split":
+            return "last op apart"
         return " ".join(f"{k}={v}" for k, v in self.params.items()) or "unfused"
 
 
@@ -389,15 +432,24 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     result = tile_program([func], load_profile(profile), sizes)
     proved = [p for p in result.proved if p.candidates and p.kernel is not None]
     ops = len(op_functions(func))
-    space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0)
+    searched = time.perf_counter() - start
+    # the split chain's first part is searched again: only where the whole took little
+    split = split_functions(func) if ops > 1 and searched <= SPLIT_SEARCH_S else None
+    space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0) + \
+        (1 if split is not None else 0)
+    chains = " and the unfused chain" if ops > 1 else ""
+    if split is not None:
+        chains = ", the unfused chain and the split one (the last op apart)"
     say(f"nki: @{name}: {len(result.proposals)} tilings proposed, {len(proved)} proved and "
         f"fitting; {space} candidate(s): the best tile sizes of each proved tiling by the "
-        f"tiled cost model{' and the unfused chain' if ops > 1 else ''}")
+        f"tiled cost model{chains}")
     firsts = [Candidate(f"{p.tiling.kind} {_sizes(p.candidates[0].params)}", p.tiling.kind,
                         dict(p.candidates[0].params), t) for t, p in enumerate(proved)]
     others = [Candidate(f"{p.tiling.kind} {_sizes(c.params)}", p.tiling.kind, dict(c.params), t)
               for t, p in enumerate(proved) for c in p.candidates[1:]]
     chain = [Candidate("unfused chain", "chain")] if ops > 1 else []
+    if split is not None:  # the last op apart, the others fused
+        chain.append(Candidate("split chain", "chain-split", tiling=-2))
     ordered = [*firsts, *chain, *others]
     taken = ordered[:max_candidates]
     if chain and not any(c is chain[0] for c in taken) and max_candidates > 1:
@@ -472,7 +524,8 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
         return
     if c.tiling < 0:
         try:
-            c.module = chain_module(func, profile, sizes)
+            c.module = chain_module(func, profile, sizes,
+                                    split_functions(func) if c.tiling == -2 else None)
         except (NoKernel, ValueError) as err:
             c.rejected = f"does not lower: {err}"
         return
