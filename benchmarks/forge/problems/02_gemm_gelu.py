@@ -1,0 +1,32 @@
+"""GEMM + GELU: y = gelu(x @ W^T + b), the first half of a transformer MLP (exact, erf GELU)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+batch_size = 2048
+in_features = 4096
+out_features = 4096
+dtype = torch.bfloat16
+
+
+class Model(nn.Module):
+    """A linear layer followed by the exact GELU."""
+
+    def __init__(self, in_features: int, out_features: int) -> None:
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """gelu(x @ W^T + b)."""
+        return F.gelu(self.linear(x))
+
+
+def get_inputs() -> list[torch.Tensor]:
+    """A batch of activations [batch_size, in_features]."""
+    return [torch.randn(batch_size, in_features, dtype=dtype)]
+
+
+def get_init_inputs() -> list[int]:
+    """The layer's sizes."""
+    return [in_features, out_features]

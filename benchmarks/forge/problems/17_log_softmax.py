@@ -1,0 +1,30 @@
+"""Log-softmax over rows: y = x - max - log(sum(exp(x - max))), per row (a language model's loss
+input)."""
+
+import torch
+import torch.nn as nn
+
+batch_size = 4096
+dim = 8192
+dtype = torch.bfloat16
+
+
+class Model(nn.Module):
+    """A log-softmax over the last dim."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """log_softmax(x, dim=1)."""
+        return torch.log_softmax(x, dim=1)
+
+
+def get_inputs() -> list[torch.Tensor]:
+    """Logits [batch_size, dim]."""
+    return [torch.randn(batch_size, dim, dtype=dtype) * 4.0]
+
+
+def get_init_inputs() -> list[int]:
+    """No parameters."""
+    return []
