@@ -18,8 +18,8 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from axon.benchmarks.forge import problems as forge  # noqa: E402
-from axon.benchmarks.forge.problems import (  # noqa: E402
+from axon.benchmarks.forge import problem_set as forge  # noqa: E402
+from axon.benchmarks.forge.problem_set import (  # noqa: E402
     CATEGORIES,
     KERNEL_DIR,
     PROBLEM_DIR,
@@ -148,7 +148,7 @@ def test_bad_names_and_sizes_are_diagnosed() -> None:
 
 def _command(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, TRITON_INTERPRET="1")
-    return subprocess.run([sys.executable, "-m", "axon.benchmarks.forge.problems", *args],
+    return subprocess.run([sys.executable, "-m", "axon.benchmarks.forge", *args],
                           capture_output=True, text=True, env=env, timeout=300)
 
 
@@ -165,5 +165,9 @@ def test_the_command_lists_and_checks() -> None:
     assert row[:5] == ["12_rmsnorm", "norm", "f32", "33x1100", "yes"]
     unknown = _command("--check", "nope", "--small")
     assert unknown.returncode == 1
-    assert unknown.stderr.startswith("forge problems: error: no problem named 'nope'")
+    assert unknown.stderr.startswith("axon.benchmarks.forge: error: no problem named 'nope'")
     assert "Traceback" not in unknown.stderr
+    nowhere = _command("--check", "12_rmsnorm", "--device", "nowhere")
+    assert nowhere.returncode == 1 and nowhere.stdout.splitlines()[1].split()[-2:] == ["NO", "-"]
+    assert nowhere.stderr.startswith("axon.benchmarks.forge: 12_rmsnorm: RuntimeError: ")
+    assert "Traceback" not in nowhere.stderr

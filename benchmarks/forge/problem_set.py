@@ -22,8 +22,11 @@ kernels run on Triton's interpreter, which Triton reads from `TRITON_INTERPRET` 
 imported: set it before (the command below does so for `--device cpu`); the interpreter computes
 a bf16 `tl.dot` wrongly, so check on the CPU in float32 (`--small` does).
 
-    python -m axon.benchmarks.forge.problems --list
-    python -m axon.benchmarks.forge.problems --check NAME|all [--small] [--device cpu|cuda]
+    python -m axon.benchmarks.forge --list
+    python -m axon.benchmarks.forge --check NAME|all [--small] [--device cpu|cuda]
+
+(The module is not `forge/problems.py`: beside the folder `problems/`, a module of that name
+would be shadowed for mypy, which takes the folder for it.)
 """
 
 from __future__ import annotations
@@ -160,7 +163,7 @@ def load_problem(name: str, sizes: Mapping[str, int] | None = None,
             raise ProblemError(f"{name}: no size {key!r}; its sizes are {', '.join(known)}")
         setattr(module, key, int(value))
     if dtype is not None:
-        module.dtype = dtype
+        vars(module)["dtype"] = dtype
     return module
 
 
@@ -293,7 +296,7 @@ def _dtype_of(name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """`--list` prints the problems; `--check NAME|all` checks ModelNew against Model and prints
     a table (exit 1 if any failed or a name is unknown)."""
-    p = argparse.ArgumentParser(prog="python -m axon.benchmarks.forge.problems",
+    p = argparse.ArgumentParser(prog="python -m axon.benchmarks.forge",
                                 description="The Forge problem set: list and check problems.")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--list", action="store_true", help="list the problems")
@@ -315,15 +318,20 @@ def main(argv: list[str] | None = None) -> int:
     names = list(PROBLEMS) if args.check == "all" else [args.check]
     unknown = [n for n in names if n not in PROBLEMS]
     if unknown:
-        sys.stderr.write(f"forge problems: error: no problem named {unknown[0]!r}; the "
+        sys.stderr.write(f"axon.benchmarks.forge: error: no problem named {unknown[0]!r}; the "
                          f"problems are {', '.join(PROBLEMS)}\n")
         return 1
     rows = [["name", "category", "dtype", "sizes", "passed", "max |error|"]]
     failed = []
     for name in names:
         prob = PROBLEMS[name]
-        result = check(name, prob.small_sizes if args.small else None, args.seed, args.device,
-                       torch.float32 if args.small else None)
+        try:
+            result = check(name, prob.small_sizes if args.small else None, args.seed,
+                           args.device, torch.float32 if args.small else None)
+        except Exception as e:  # noqa: BLE001 (a kernel that does not run is a failed check)
+            rows.append([name, prob.category, "?", "?", "NO", "-"])
+            failed.append(f"{name}: {type(e).__name__}: {str(e).strip().splitlines()[0]}")
+            continue
         rows.append([name, prob.category, DTYPE_NAMES[result.dtype],
                      "x".join(str(v) for v in result.sizes.values()),
                      "yes" if result.passed else "NO", f"{result.max_abs_error:.3g}"])
@@ -331,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(f"{name}: {result.message}")
     print(_table(rows))
     for line in failed:
-        sys.stderr.write(f"forge problems: {line}\n")
+        sys.stderr.write(f"axon.benchmarks.forge: {line}\n")
     return 1 if failed else 0
 
 
