@@ -119,6 +119,7 @@ PROBLEMS: dict[str, Problem] = {p.name: p for p in [
     # than torch: float32 over 1100 terms is off by 6.5e-5 where the result is -0.0053 (float32's
     # atol is 2e-6; 1.3e-4 allowed); in bf16 the 0.5 allowed is 2 ulps of a partial sum of 64
     Problem("23_cumsum", "scan", _ROWS, atol_scale=64.0),
+    Problem("24_scale_tanh_residual", "elementwise", _ROWS),
 ]}
 
 _loaded = itertools.count()

@@ -119,6 +119,9 @@ def _planted(name: str, old: str, new: str, tmp_path: Path) -> forge.CheckResult
     ("21_gqa_attention", "hkv = h // GROUP", "hkv = h * 0"),
     # the carry between blocks lost
     ("23_cumsum", "carry += tl.sum(x, axis=0)", "carry += 0.0"),
+    # the last op of an unfused chain dropped
+    ("24_scale_tanh_residual", "tl.store(y_ptr + offs, a + b, mask=mask)",
+     "tl.store(y_ptr + offs, a, mask=mask)"),
 ])
 def test_a_planted_wrong_kernel_is_caught(name: str, old: str, new: str,
                                           tmp_path: Path) -> None:
