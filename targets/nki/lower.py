@@ -45,6 +45,7 @@ from axon.dialects.ax import (
     ErfOp,
     ExpOp,
     GeluOp,
+    GenericOp,
     LogOp,
     MatmulOp,
     MaxOp,
@@ -67,7 +68,9 @@ from axon.dialects.ax import (
     TensorType,
     TransposeOp,
 )
+from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.dialects.tile.kernel import sole_kernel
 from axon.verifier import Proved, prove_equivalent
@@ -199,6 +202,36 @@ def _is_row(t: TensorType) -> bool:
     return t.rank == 2 and t.shape[1] == IntExpr.const(1)
 
 
+def _reads(expr: ScalarExpr) -> bool:
+    """`expr` reads an operand."""
+    return isinstance(expr, Read) or any(_reads(c) for c in expr.children())
+
+
+#: tile ops whose result is zero wherever their operand is (f(0) = 0)
+_KEEP_ZERO_UNARY: tuple[type[Operation], ...] = (NegOp, SquareOp, AbsOp, ReluOp, TanhOp, SiluOp,
+                                                 SqrtOp, GeluOp, ErfOp)
+
+
+def _zero_past_bounds(value: SSAValue) -> bool:
+    """`value` (a tile of the tiled kernel) is zero wherever its block passes the tensor's
+    end: a load padded with 0, or ops of such tiles that keep zeros (a product with any
+    operand, a quotient of one, a function with f(0) = 0 of one, a sum or difference of two).
+    A syntactic sufficient condition; the proof of the lowering is what decides."""
+    owner = value.owner
+    shape = _type(value).shape
+    if isinstance(owner, LoadOp):
+        return owner.pad.value.data == 0.0
+    if isinstance(owner, MulOp):
+        return any(_type(v).shape == shape and _zero_past_bounds(v) for v in owner.operands)
+    if isinstance(owner, DivOp):
+        return _type(owner.operands[0]).shape == shape and _zero_past_bounds(owner.operands[0])
+    if isinstance(owner, _KEEP_ZERO_UNARY):
+        return _zero_past_bounds(owner.operands[0])
+    if isinstance(owner, (AddOp, SubOp)):
+        return all(_type(v).shape == shape and _zero_past_bounds(v) for v in owner.operands)
+    return False
+
+
 @dataclass
 class _Lowering:
     kernel: KernelOp
@@ -227,14 +260,14 @@ class _Lowering:
 
     def lower_op(self, op: Operation, target: Block) -> list[tuple[Block, Block]]:
         if isinstance(op, ForOp):
-            if op.invariant is not None or op.loop_kind != "sequential":
+            if op.invariant is not None or op.loop_kind not in ("sequential", "parallel"):
                 raise Refused(f"a {op.loop_kind} tile.for over '{op.iv.data}'"
                               f"{' stating an invariant' if op.invariant is not None else ''}"
-                              " (sequential accumulations only)")
+                              " (sequential accumulations and parallel loops only)")
             inits = [self.values[v] for v in op.inits]
             body = Block(arg_types=[v.type for v in inits])
             self.values.update(zip(op.body.block.args, body.args, strict=True))
-            loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body))
+            loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body), kind=op.loop_kind)
             target.add_op(loop)
             self.values.update(zip(op.results, loop.results, strict=True))
             return [(op.body.block, body)]
@@ -246,7 +279,9 @@ class _Lowering:
             self.values[op.result] = self.add(target, new)
         elif isinstance(op, FullOp):
             t = _type(op.result)
-            dtype = COMPUTE_DTYPE if op.space.data == "psum" else t.dtype
+            # a loop's accumulator is written by fp32 instructions: it starts in fp32 too
+            carried = any(isinstance(u.operation, ForOp) for u in op.result.uses)
+            dtype = COMPUTE_DTYPE if op.space.data == "psum" or carried else t.dtype
             self.values[op.result] = self.add(target, FullOp.make(
                 [], value=op.value.value.data, shape=list(t.shape), dtype=dtype,
                 space=op.space.data))
@@ -303,6 +338,8 @@ class _Lowering:
             return self.lower_transpose(op, target)
         if isinstance(op, CumsumOp):
             return self.lower_cumsum(op, target)
+        if isinstance(op, GenericOp):
+            return self.lower_generic(op, target)
         raise Refused(f"'{op.name}' has no NKI lowering yet")
 
     def tile(self, value: SSAValue) -> SSAValue:
@@ -410,6 +447,112 @@ class _Lowering:
             [], value=1.0, shape=[IntExpr.const(1), result.shape[0]], dtype=dtype,
             buffer="sbuf"))
         return self.add(target, nki.NcMatmulOp.make([ones, one_partition], buffer="psum"))
+
+    def lower_generic(self, op: GenericOp, target: Block) -> SSAValue:
+        """The `ax.generic` forms tiled kernels contain (a multipass tiling's statistics):
+
+        - a row reduction of a `[P, F]` tile, `out[d0 < P, d1 < 1] = add over r0 in [0, F) of
+          in0[d0, r0]` (sum, max, min) -> `tensor_reduce`; a masked sum, `select(<bound>,
+          in0[d0, r0], 0.0)`, the same where its tile is zero past the tensor's end (a
+          zero-padded load and ops keeping zeros: rmsnorm's `x * x`); the proof checks the
+          mask against the load's bound;
+        - a tile and a size, `in0[d0, d1] / idx(N)` (the mean's count; also `*`, `+`, `-`, in
+          either order) -> the count as the row sum of a ones tile `[P, N]` (as a mean's, so
+          no size is a constant of the lowered function; the emitter writes N), then
+          `tensor_tensor` (or `tensor_scalar` by the count column for a `[P, F]` tile).
+
+        Anything else is refused with the form and what is missing."""
+        form = op.generic_form()
+        if form.finalize is not None:
+            found: SSAValue | str = "a finalized reduction has no NKI lowering yet"
+        elif form.reduction is None:
+            found = self.generic_by_size(op, form, target)
+        else:
+            found = self.generic_row_reduce(op, form, target)
+        if isinstance(found, str):
+            raise Refused(f"'ax.generic' with the form `{form}`: {found}")
+        return found
+
+    def generic_by_size(self, op: GenericOp, form: GenericForm, target: Block
+                        ) -> SSAValue | str:
+        """`in0[d0, d1] alu idx(S)` (or `idx(S) alu in0[d0, d1]`), `S` of sizes only."""
+        par = [IntExpr.sym(d.name) for d in form.parallel]
+        body = form.body
+        alus = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
+        if not (isinstance(body, Call) and body.fn in alus and len(form.parallel) == 2
+                and len(op.operands) == 1):
+            return ("an elementwise form other than a tile and a size combined by +, -, * or / "
+                    "has no NKI lowering yet")
+        a, b = body.args
+        reverse = isinstance(a, Index)
+        read, size = (b, a) if reverse else (a, b)
+        names = {d.name for d in form.parallel}
+        if not (isinstance(read, Read) and list(read.index) == par and isinstance(size, Index)
+                and not size.expr.symbols() & names):
+            return ("an elementwise form other than a tile read in place and a size (no loop "
+                    "index) has no NKI lowering yet")
+        x = self.tile(op.operands[0])
+        tx = _type(x)
+        if tx.shape != _type(op.results[0]).shape:
+            return f"the tile {tx} is not the result's shape"
+        count = self.count(tx.shape[0], size.expr, target)
+        if _is_row(tx):
+            operands = [count, x] if reverse else [x, count]
+            return self.add(target, nki.TensorTensorOp.make(
+                operands, op=alus[body.fn], buffer="sbuf", dtype=COMPUTE_DTYPE))
+        return self.add(target, nki.TensorScalarOp.make(
+            [x, count], op0=alus[body.fn], reverse0=reverse, buffer="sbuf",
+            dtype=COMPUTE_DTYPE))
+
+    def count(self, partitions: IntExpr, size: IntExpr, target: Block) -> SSAValue:
+        """A `[P, 1]` column holding the size `size`: the row sum of a ones tile `[P, size]`
+        (the emitter writes the count itself: `emit._count_of_ones`)."""
+        ones = self.add(target, nki.MemsetOp.make(
+            [], value=1.0, shape=[partitions, size], dtype=COMPUTE_DTYPE, buffer="sbuf"))
+        return self.add(target, nki.TensorReduceOp.make(
+            [ones], op="add", axes=(1,), keepdims=True, buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+    def generic_row_reduce(self, op: GenericOp, form: GenericForm, target: Block
+                           ) -> SSAValue | str:
+        """A row reduction over the free dim of one `[P, F]` tile, kept (`[P, 1]`), of the
+        tile itself or of it masked (`select(<bound>, in0[d0, r0], 0.0)`, sums only)."""
+        reduce = {"add": "add", "max": "maximum", "min": "minimum"}.get(str(form.reduction))
+        if reduce is None:
+            return f"a '{form.reduction}' reduction has no NKI lowering"
+        if len(op.operands) != 1 or len(form.parallel) != 2 or len(form.reduced) != 1:
+            return ("only a row reduction of one [P, F] tile over its free dim lowers (one "
+                    "operand, two parallel dims, one reduced)")
+        (x_src,) = op.operands
+        tx = _type(x_src)
+        d0, d1 = form.parallel
+        (r0,) = form.reduced
+        if not (tx.rank == 2 and d1.upper == IntExpr.const(1) and d0.upper == tx.shape[0]
+                and r0.lower == IntExpr.const(0) and r0.upper == tx.shape[1]):
+            return (f"the reduction over {r0} of a {tx} tile is not a whole row kept as "
+                    "[P, 1]")
+        whole = Read(0, (IntExpr.sym(d0.name), IntExpr.sym(r0.name)))
+        body = form.body
+        if body == whole:
+            return self.add(target, nki.TensorReduceOp.make(
+                [self.tile(x_src)], op=reduce, axes=(1,), keepdims=True, buffer="sbuf",
+                dtype=COMPUTE_DTYPE))
+        if not (isinstance(body, Call) and body.fn == "select" and body.args[1] == whole
+                and not _reads(body.args[0])):
+            return ("a reduction body other than the tile or the tile masked by a bound on "
+                    "its indices has no NKI lowering yet")
+        fallback = body.args[2]
+        if reduce != "add" or not (isinstance(fallback, Const) and fallback.value == 0):
+            return (f"a masked '{form.reduction}' reduction whose masked columns read "
+                    f"`{fallback}` needs a column mask built on chip (the bound N - BK*k "
+                    "against an iota; the nki dialect's iota and affine_select take integer "
+                    "offsets only), not built yet")
+        if not _zero_past_bounds(x_src):
+            return ("a masked sum of a tile that is not zero past the tensor's end needs a "
+                    "column mask built on chip, not built yet (only a zero-padded load and "
+                    "ops keeping zeros reach tensor_reduce unmasked)")
+        return self.add(target, nki.TensorReduceOp.make(
+            [self.tile(x_src)], op="add", axes=(1,), keepdims=True, buffer="sbuf",
+            dtype=COMPUTE_DTYPE))
 
     def lower_reduce(self, op: Operation, reduce: str, target: Block) -> SSAValue:
         (x,) = op.operands
