@@ -240,6 +240,9 @@ class _Lowering:
     constants: dict[SSAValue, float] = field(default_factory=dict)
     #: transposes whose every use is a matmul's left operand: lowered to their input tile
     pretransposed: set[SSAValue] = field(default_factory=set)
+    #: products `tile * row` whose every use is a matmul's left operand: lowered to the tile,
+    #: the row applied to the transposed tile as a column (`lower_matmul`)
+    row_scaled: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
@@ -390,6 +393,13 @@ class _Lowering:
                     [self.tile(tile), self.column(other, target)], op0=alu,
                     reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
             if to.rank == 1 and to.shape[0] == result.shape[1]:
+                product = op.results[0]
+                if alu == "multiply" and product.uses and all(
+                        isinstance(u.operation, MatmulOp) and u.index == 0
+                        and u.operation.operands[1] is not product for u in product.uses):
+                    # (x * g) @ w: g scales the contraction's rows of the transposed x
+                    self.row_scaled[product] = other
+                    return self.tile(tile)
                 row = self.broadcast_row(other, result, target)
                 operands = [row, self.tile(tile)] if reverse \
                     else [self.tile(tile), row]
@@ -434,6 +444,17 @@ class _Lowering:
             return False
         init = loop.inits[lowered.index].owner
         return isinstance(init, FullOp) and init.space.data == "psum"
+
+    def row_column(self, value: SSAValue, target: Block) -> SSAValue:
+        """A row `[F]` as a column `[F, 1]` (one value per partition, fp32 in SBUF):
+        `nc_transpose` of the row as one partition `[1, F]`."""
+        lowered = self.values[value]
+        free = _type(lowered).shape[0]
+        one_partition = self.add(target, nki.DmaCopyOp.make(
+            [lowered], buffer="sbuf", shape=[IntExpr.const(1), free]))
+        transposed = self.add(target, nki.NcTransposeOp.make([one_partition], buffer="psum"))
+        return self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf",
+                                                      dtype=COMPUTE_DTYPE))
 
     def broadcast_row(self, value: SSAValue, result: TensorType, target: Block) -> SSAValue:
         """A row `[F]` held on every partition `[P, F]`: `nc_matmul` of a ones column `[1, P]`
@@ -615,5 +636,10 @@ class _Lowering:
         if left in self.pretransposed:  # the tile is already the stationary [K, P]
             return self.add(target, nki.NcMatmulOp.make([a, b], buffer="psum"))
         transposed = self.add(target, nki.NcTransposeOp.make([a], buffer="psum"))
-        stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf"))
+        if left in self.row_scaled:  # (x * g) @ w: x.T times g as a column, out of PSUM
+            scale = self.row_column(self.row_scaled[left], target)
+            stationary = self.add(target, nki.TensorScalarOp.make(
+                [transposed, scale], op0="multiply", buffer="sbuf", dtype=dtype))
+        else:
+            stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf"))
         return self.add(target, nki.NcMatmulOp.make([stationary, b], buffer="psum"))
