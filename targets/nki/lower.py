@@ -232,6 +232,54 @@ def _zero_past_bounds(value: SSAValue) -> bool:
     return False
 
 
+def _row_factors(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue]]:
+    """The carried values of a sequential `loop` that accumulate `acc + a @ w` from a PSUM
+    zero, `a` a product `x * c` (then possibly times rows `[K]`) read only on the way to that
+    matmul, `c` a `[P, 1]` column defined before the loop: by carried index, the product
+    `x * c`, the tile `x` and the column `c`. Since `c` scales whole rows of `a`, it scales
+    the rows of every `a @ w` and of their sum: the lowering applies it once, to the sum
+    (the hand-written rmsnorm_matmul's `diag(factor) ((x * g) @ w)`)."""
+    found: dict[int, tuple[SSAValue, SSAValue, SSAValue]] = {}
+    if loop.loop_kind != "sequential":
+        return found
+    end = loop.body.block.last_op
+    assert isinstance(end, YieldOp)
+    for index, (arg, value) in enumerate(zip(loop.body.block.args, end.values, strict=True)):
+        init = loop.inits[index].owner
+        step = value.owner
+        if not (isinstance(init, FullOp) and init.space.data == "psum"
+                and init.value.value.data == 0.0 and isinstance(step, AddOp)
+                and arg.has_one_use() and value.has_one_use() and arg in step.operands):
+            continue
+        product = step.operands[1] if step.operands[0] is arg else step.operands[0]
+        matmul = product.owner
+        if not (isinstance(matmul, MatmulOp) and product.has_one_use()):
+            continue
+        left = matmul.operands[0]
+        while isinstance(left.owner, MulOp) and left.has_one_use():
+            shape = _type(left).shape
+            a, b = left.owner.operands
+            columns = [(t, c) for t, c in ((a, b), (b, a)) if _type(t).shape == shape
+                       and _is_row(_type(c)) and _type(c).shape[0] == shape[0]
+                       and not _inside(loop, c)]
+            if columns:
+                found[index] = (left, *columns[0])
+                break
+            rows = [t for t, r in ((a, b), (b, a)) if _type(t).shape == shape
+                    and _type(r).rank == 1]
+            if not rows:
+                break
+            left = rows[0]
+    return found
+
+
+def _inside(loop: ForOp, value: SSAValue) -> bool:
+    """`value` is defined in `loop`'s body (at any depth)."""
+    owner = value.owner
+    op = owner if isinstance(owner, Operation) else owner.parent_op()
+    return op is not None and loop.is_ancestor(op)
+
+
 @dataclass
 class _Lowering:
     kernel: KernelOp
@@ -243,6 +291,9 @@ class _Lowering:
     #: products `tile * row` whose every use is a matmul's left operand: lowered to the tile,
     #: the row applied to the transposed tile as a column (`lower_matmul`)
     row_scaled: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: products `tile * column` feeding a loop's accumulated matmul, the column defined before
+    #: the loop: lowered to the tile, the column applied to the loop's sum (`row_factor`)
+    unscaled: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
@@ -273,6 +324,12 @@ class _Lowering:
             loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body), kind=op.loop_kind)
             target.add_op(loop)
             self.values.update(zip(op.results, loop.results, strict=True))
+            for index, (product, tile, column) in _row_factors(op).items():
+                # sum_k (x * c) @ w = c * sum_k x @ w: c once, on the sum's way out of PSUM
+                self.unscaled[product] = tile
+                self.values[op.results[index]] = self.add(target, nki.TensorScalarOp.make(
+                    [loop.results[index], self.column(column, target)], op0="multiply",
+                    buffer="sbuf", dtype=COMPUTE_DTYPE))
             return [(op.body.block, body)]
         if isinstance(op, YieldOp):
             target.add_op(YieldOp(*[self.values[v] for v in op.values]))
@@ -364,6 +421,8 @@ class _Lowering:
         return lowered
 
     def lower_binary(self, op: Operation, alu: str, target: Block) -> SSAValue:
+        if op.results[0] in self.unscaled:  # its column scales the loop's sum instead
+            return self.tile(self.unscaled[op.results[0]])
         a, b = op.operands
         result = _type(op.results[0])
         ta, tb = _type(a), _type(b)

@@ -19,7 +19,7 @@ from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.dialects import nki
 from axon.dialects.ax import GenericOp
 from axon.dialects.form.generic_form import GenericForm
-from axon.dialects.tile import KernelOp
+from axon.dialects.tile import ForOp, KernelOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
@@ -103,6 +103,10 @@ def test_the_instructions_of_the_generic_forms() -> None:
     matmul = lower_function(trn2_kernel("rmsnorm_matmul", "blocks_k"))
     assert sum(isinstance(op, nki.NcMatmulOp) for op in matmul.walk()) == 1
     assert sum(isinstance(op, nki.NcTransposeOp) for op in matmul.walk()) == 2
+    # ... and rsqrt(ms + eps) scales the K loop's sum once, on its way out of PSUM
+    (scale,) = [op for op in matmul.walk() if isinstance(op, nki.TensorScalarOp)
+                and isinstance(op.operands[0].owner, ForOp)]
+    assert isinstance(scale.operands[1].owner, nki.ActivationOp)
 
 
 def _wrong_reduce(self: lower._Lowering, op: GenericOp, form: GenericForm,
