@@ -68,6 +68,7 @@ from axon.dialects.ax import (
     TensorType,
     TransposeOp,
 )
+from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
@@ -115,7 +116,11 @@ def lower_function(func: FuncOp) -> FuncOp:
     out = FuncOp(func.sym_name.data, func.function_type)
     block = out.body.block
     args: dict[SSAValue, SSAValue] = dict(zip(func.body.block.args, block.args, strict=True))
-    lowered = _Lowering(kernel).run([args[v] for v in kernel.inputs])
+    try:
+        lowered = _Lowering(kernel).run([args[v] for v in kernel.inputs])
+    except ShapeError as err:  # an instruction the lowering made does not take its operands
+        raise Refused(f"@{func.sym_name.data}: an instruction breaks an NKI rule: {err}") \
+            from None
     block.add_op(lowered)
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
@@ -340,7 +345,8 @@ class _Lowering:
         elif isinstance(op, FullOp):
             t = _type(op.result)
             # a loop's accumulator is written by fp32 instructions: it starts in fp32 too
-            carried = any(isinstance(u.operation, ForOp) for u in op.result.uses)
+            carried = t.rank == 2 and any(isinstance(u.operation, ForOp)
+                                          for u in op.result.uses)
             dtype = COMPUTE_DTYPE if op.space.data == "psum" or carried else t.dtype
             self.values[op.result] = self.add(target, FullOp.make(
                 [], value=op.value.value.data, shape=list(t.shape), dtype=dtype,

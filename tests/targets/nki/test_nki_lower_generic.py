@@ -142,3 +142,14 @@ def test_a_generic_that_does_not_lower_says_what_is_missing() -> None:
     # layernorm's sum of (x - mean)^2 over masked blocks: not zero past the row's end
     with pytest.raises(Refused, match="not zero past the tensor's end needs a column mask"):
         lower_function(trn2_kernel("layernorm", "rows_multipass"))
+
+
+def test_a_rank_one_partial_sum_is_refused_not_crashed() -> None:
+    # `sum(y, axis=-1)` without keepdims: the K loop carries a rank-1 tile, which no NKI
+    # instruction writes (gemm_sum_scale's naive chain once stopped here on a ShapeError)
+    (func,) = (op for op in parse_source("def f(y: bf16[M, N]):\n    return sum(y, axis=-1)\n",
+                                         "f.py").ops if isinstance(op, FuncOp))
+    (tiling,) = [t for t in tilings(func) if t.kind == "rows_k"]
+    kernel = tile_function(func, tiling, *tile_spaces(load_profile("trn2")))
+    with pytest.raises(Refused, match="'ax.generic' gives a rank-1 tile"):
+        lower_function(kernel)
