@@ -237,14 +237,15 @@ def _zero_past_bounds(value: SSAValue) -> bool:
     return False
 
 
-def _row_factors(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue]]:
+def _row_factors(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue, str]]:
     """The carried values of a sequential `loop` that accumulate `acc + a @ w` from a PSUM
-    zero, `a` a product `x * c` (then possibly times rows `[K]`) read only on the way to that
-    matmul, `c` a `[P, 1]` column defined before the loop: by carried index, the product
-    `x * c`, the tile `x` and the column `c`. Since `c` scales whole rows of `a`, it scales
-    the rows of every `a @ w` and of their sum: the lowering applies it once, to the sum
-    (the hand-written rmsnorm_matmul's `diag(factor) ((x * g) @ w)`)."""
-    found: dict[int, tuple[SSAValue, SSAValue, SSAValue]] = {}
+    zero, `a` a product `x * c` or a quotient `x / c` (then possibly times rows `[K]`) read
+    only on the way to that matmul, `c` a `[P, 1]` column defined before the loop: by carried
+    index, the product (quotient), the tile `x`, the column `c` and the ALU op. Since `c`
+    scales whole rows of `a`, it scales the rows of every `a @ w` and of their sum: the
+    lowering applies it once, to the sum (the hand-written rmsnorm_matmul's
+    `diag(factor) ((x * g) @ w)`)."""
+    found: dict[int, tuple[SSAValue, SSAValue, SSAValue, str]] = {}
     if loop.loop_kind != "sequential":
         return found
     end = loop.body.block.last_op
@@ -261,14 +262,18 @@ def _row_factors(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue]]:
         if not (isinstance(matmul, MatmulOp) and product.has_one_use()):
             continue
         left = matmul.operands[0]
-        while isinstance(left.owner, MulOp) and left.has_one_use():
+        while isinstance(left.owner, (MulOp, DivOp)) and left.has_one_use():
             shape = _type(left).shape
             a, b = left.owner.operands
-            columns = [(t, c) for t, c in ((a, b), (b, a)) if _type(t).shape == shape
+            pairs = ((a, b), (b, a)) if isinstance(left.owner, MulOp) else ((a, b),)
+            columns = [(t, c) for t, c in pairs if _type(t).shape == shape
                        and _is_row(_type(c)) and _type(c).shape[0] == shape[0]
                        and not _inside(loop, c)]
             if columns:
-                found[index] = (left, *columns[0])
+                alu = "multiply" if isinstance(left.owner, MulOp) else "divide"
+                found[index] = (left, *columns[0], alu)
+                break
+            if isinstance(left.owner, DivOp):
                 break
             rows = [t for t, r in ((a, b), (b, a)) if _type(t).shape == shape
                     and _type(r).rank == 1]
@@ -329,11 +334,11 @@ class _Lowering:
             loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body), kind=op.loop_kind)
             target.add_op(loop)
             self.values.update(zip(op.results, loop.results, strict=True))
-            for index, (product, tile, column) in _row_factors(op).items():
+            for index, (product, tile, column, alu) in _row_factors(op).items():
                 # sum_k (x * c) @ w = c * sum_k x @ w: c once, on the sum's way out of PSUM
                 self.unscaled[product] = tile
                 self.values[op.results[index]] = self.add(target, nki.TensorScalarOp.make(
-                    [loop.results[index], self.column(column, target)], op0="multiply",
+                    [loop.results[index], self.column(column, target)], op0=alu,
                     buffer="sbuf", dtype=COMPUTE_DTYPE))
             return [(op.body.block, body)]
         if isinstance(op, YieldOp):

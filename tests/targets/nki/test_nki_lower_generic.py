@@ -33,7 +33,8 @@ from axon.tools.embed import parse_source
 
 #: (program, tiling, tile sizes): each holds `ax.generic` ops, lowers and is proved
 GENERIC = [("rmsnorm", "rows_multipass", {"BM": 128, "BK": 64}),
-           ("rmsnorm_matmul", "blocks_k", {"BM": 128, "BN": 128, "BK": 64})]
+           ("rmsnorm_matmul", "blocks_k", {"BM": 128, "BN": 128, "BK": 64}),
+           ("matmul_red_div", "blocks_k", {"BM": 128, "BN": 128, "BK": 64})]
 #: three shapes: remainders of every tile (several K blocks), all ones, several full tiles
 SHAPES = [{"M": 130, "N": 77, "K": 200}, {"M": 1, "N": 1, "K": 1},
           {"M": 300, "N": 512, "K": 256}]
@@ -107,6 +108,12 @@ def test_the_instructions_of_the_generic_forms() -> None:
     (scale,) = [op for op in matmul.walk() if isinstance(op, nki.TensorScalarOp)
                 and isinstance(op.operands[0].owner, ForOp)]
     assert isinstance(scale.operands[1].owner, nki.ActivationOp)
+    assert scale.attrs()["op0"] == "multiply"
+    # (x / sum(y)) @ w: the quotient by the row sums, once after the K loop
+    quotient = lower_function(trn2_kernel("matmul_red_div", "blocks_k"))
+    (scale,) = [op for op in quotient.walk() if isinstance(op, nki.TensorScalarOp)
+                and isinstance(op.operands[0].owner, ForOp)]
+    assert scale.attrs()["op0"] == "divide"
 
 
 def _wrong_reduce(self: lower._Lowering, op: GenericOp, form: GenericForm,
@@ -153,3 +160,17 @@ def test_a_rank_one_partial_sum_is_refused_not_crashed() -> None:
     kernel = tile_function(func, tiling, *tile_spaces(load_profile("trn2")))
     with pytest.raises(Refused, match="'ax.generic' gives a rank-1 tile"):
         lower_function(kernel)
+
+
+def test_a_row_factor_applied_wrongly_after_the_loop_is_refuted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # (x / s) @ w scaled by s after the loop instead of divided by it
+    right = lower._row_factors
+
+    def wrong(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue, str]]:
+        return {k: (*v[:3], "multiply") for k, v in right(loop).items()}
+
+    kernel = trn2_kernel("matmul_red_div", "blocks_k")
+    monkeypatch.setattr(lower, "_row_factors", wrong)
+    with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
+        lower_and_prove(kernel)
