@@ -118,3 +118,48 @@ func.func @matmul_rows_k(%0: !ax.tensor<[M, K], bf16>, %1: !ax.tensor<[K, N], bf
   }
   func.return %2 : !ax.tensor<[M, N], bf16>
 }
+
+// -----
+
+// RMSNorm's multipass kernel: the masked partial row sum of x * x (zero past the row's end: a
+// zero-padded load) is a tensor_reduce into an fp32 accumulator, the mean's `/ idx(N)` the
+// count of a ones tile [BM, N] (the emitter writes N), the write pass a parallel loop.
+// REPORT: lower-nki: @rmsnorm_rows_multipass: proved
+// CHECK-LABEL: func.func @rmsnorm_rows_multipass
+// CHECK: tile.full {value = 0.000000e+00 : f64, shape = ["BM", "1"], dtype = f32, space = "sbuf"}
+// CHECK: tile.for
+// CHECK: nki.tensor_tensor %{{.*}}, %{{.*}} {op = "multiply"
+// CHECK-NEXT: nki.tensor_reduce %{{.*}} {op = "add", axes = array<i64: 1>, negate = false, keepdims = true, buffer = "sbuf", dtype = f32} : (!ax.tensor<[BM, BK], f32>) -> !ax.tensor<[BM, 1], f32>
+// CHECK: nki.memset {value = 1.000000e+00 : f64, shape = ["BM", "N"], dtype = f32, buffer = "sbuf"}
+// CHECK-NEXT: nki.tensor_reduce
+// CHECK-NEXT: nki.tensor_tensor %{{.*}}, %{{.*}} {op = "divide"
+// CHECK: tile.for {iv = "c", extent = "(BK + N - 1) floordiv BK", kind = "parallel"}
+// CHECK-NOT: ax.generic
+func.func @rmsnorm_rows_multipass(%0: !ax.tensor<[M, N], bf16>, %1: !ax.tensor<[N], bf16>) -> !ax.tensor<[M, N], bf16> {
+  %2 = tile.kernel %0, %1 {program_ids = ["i"], grid = ["(BM + M - 1) floordiv BM"], params = ["BM", "BK"], assume = ["BM >= 1", "BK >= 1", "BM <= 128", "6*BK + 2 <= 212984"]} : (!ax.tensor<[M, N], bf16>, !ax.tensor<[N], bf16>) -> !ax.tensor<[M, N], bf16> {
+  ^bb0(%3: !ax.tensor<[M, N], bf16>, %4: !ax.tensor<[N], bf16>):
+    %5 = ax.constant {value = 1.000000e-06 : f64, shape = [], dtype = bf16} : !ax.tensor<[], bf16>
+    %6 = tile.full {value = 0.000000e+00 : f64, shape = ["BM", "1"], dtype = bf16, space = "sbuf"} : !ax.tensor<[BM, 1], bf16>
+    %7 = tile.for %6 {iv = "k", extent = "(BK + N - 1) floordiv BK"} : (!ax.tensor<[BM, 1], bf16>) -> !ax.tensor<[BM, 1], bf16> {
+    ^bb0(%8: !ax.tensor<[BM, 1], bf16>):
+      %9 = tile.load %3 {offsets = ["BM*i", "BK*k"], shape = ["BM", "BK"], pad = 0.000000e+00 : f64, space = "sbuf"} : (!ax.tensor<[M, N], bf16>) -> !ax.tensor<[BM, BK], bf16>
+      %10 = ax.mul %9, %9 : (!ax.tensor<[BM, BK], bf16>, !ax.tensor<[BM, BK], bf16>) -> !ax.tensor<[BM, BK], bf16>
+      %11 = ax.generic %10 {form = "out[d0 < BM, d1 < 1] = add over r0 in [0, BK) of select((idx(BK*k + r0) < idx(N)), in0[d0, r0], 0.0)", dtype = bf16} : (!ax.tensor<[BM, BK], bf16>) -> !ax.tensor<[BM, 1], bf16>
+      %12 = ax.add %8, %11 : (!ax.tensor<[BM, 1], bf16>, !ax.tensor<[BM, 1], bf16>) -> !ax.tensor<[BM, 1], bf16>
+      tile.yield %12 : !ax.tensor<[BM, 1], bf16>
+    }
+    %13 = ax.generic %7 {form = "out[d0 < BM, d1 < 1] = (in0[d0, d1] / idx(N))", dtype = bf16} : (!ax.tensor<[BM, 1], bf16>) -> !ax.tensor<[BM, 1], bf16>
+    %14 = ax.add %13, %5 : (!ax.tensor<[BM, 1], bf16>, !ax.tensor<[], bf16>) -> !ax.tensor<[BM, 1], bf16>
+    %15 = ax.rsqrt %14 : (!ax.tensor<[BM, 1], bf16>) -> !ax.tensor<[BM, 1], bf16>
+    tile.for {iv = "c", extent = "(BK + N - 1) floordiv BK", kind = "parallel"} : () -> () {
+      %16 = tile.load %3 {offsets = ["BM*i", "BK*c"], shape = ["BM", "BK"], pad = 0.000000e+00 : f64, space = "sbuf"} : (!ax.tensor<[M, N], bf16>) -> !ax.tensor<[BM, BK], bf16>
+      %17 = tile.load %4 {offsets = ["BK*c"], shape = ["BK"], pad = 0.000000e+00 : f64, space = "sbuf"} : (!ax.tensor<[N], bf16>) -> !ax.tensor<[BK], bf16>
+      %18 = ax.mul %16, %15 : (!ax.tensor<[BM, BK], bf16>, !ax.tensor<[BM, 1], bf16>) -> !ax.tensor<[BM, BK], bf16>
+      %19 = ax.mul %18, %17 : (!ax.tensor<[BM, BK], bf16>, !ax.tensor<[BK], bf16>) -> !ax.tensor<[BM, BK], bf16>
+      tile.store %19 {result = 0 : i64, offsets = ["BM*i", "BK*c"]} : !ax.tensor<[BM, BK], bf16>
+      tile.yield
+    }
+    tile.yield
+  }
+  func.return %2 : !ax.tensor<[M, N], bf16>
+}

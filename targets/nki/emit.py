@@ -368,7 +368,9 @@ class _Printer:
                 self.fold_accumulation(owner, arg)
         for result, arg in zip(op.results, body.args, strict=True):
             self.names[result] = self.names[arg]
-        self.line(depth, f"for {op.iv.data} in nl.sequential_range({python(op.extent_expr())}):")
+        # a parallel loop's iterations are independent (a multipass tiling's write pass)
+        walk = "affine_range" if op.loop_kind == "parallel" else "sequential_range"
+        self.line(depth, f"for {op.iv.data} in nl.{walk}({python(op.extent_expr())}):")
         self.block(body, depth + 1)
 
     def fold_accumulation(self, op: nki.NkiOp, acc: BlockArgument) -> None:

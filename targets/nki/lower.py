@@ -45,6 +45,7 @@ from axon.dialects.ax import (
     ErfOp,
     ExpOp,
     GeluOp,
+    GenericOp,
     LogOp,
     MatmulOp,
     MaxOp,
@@ -67,7 +68,10 @@ from axon.dialects.ax import (
     TensorType,
     TransposeOp,
 )
+from axon.dialects.ax.shapes import ShapeError
+from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.dialects.tile.kernel import sole_kernel
 from axon.verifier import Proved, prove_equivalent
@@ -112,7 +116,11 @@ def lower_function(func: FuncOp) -> FuncOp:
     out = FuncOp(func.sym_name.data, func.function_type)
     block = out.body.block
     args: dict[SSAValue, SSAValue] = dict(zip(func.body.block.args, block.args, strict=True))
-    lowered = _Lowering(kernel).run([args[v] for v in kernel.inputs])
+    try:
+        lowered = _Lowering(kernel).run([args[v] for v in kernel.inputs])
+    except ShapeError as err:  # an instruction the lowering made does not take its operands
+        raise Refused(f"@{func.sym_name.data}: an instruction breaks an NKI rule: {err}") \
+            from None
     block.add_op(lowered)
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
@@ -199,6 +207,89 @@ def _is_row(t: TensorType) -> bool:
     return t.rank == 2 and t.shape[1] == IntExpr.const(1)
 
 
+def _reads(expr: ScalarExpr) -> bool:
+    """`expr` reads an operand."""
+    return isinstance(expr, Read) or any(_reads(c) for c in expr.children())
+
+
+#: tile ops whose result is zero wherever their operand is (f(0) = 0)
+_KEEP_ZERO_UNARY: tuple[type[Operation], ...] = (NegOp, SquareOp, AbsOp, ReluOp, TanhOp, SiluOp,
+                                                 SqrtOp, GeluOp, ErfOp)
+
+
+def _zero_past_bounds(value: SSAValue) -> bool:
+    """`value` (a tile of the tiled kernel) is zero wherever its block passes the tensor's
+    end: a load padded with 0, or ops of such tiles that keep zeros (a product with any
+    operand, a quotient of one, a function with f(0) = 0 of one, a sum or difference of two).
+    A syntactic sufficient condition; the proof of the lowering is what decides."""
+    owner = value.owner
+    shape = _type(value).shape
+    if isinstance(owner, LoadOp):
+        return owner.pad.value.data == 0.0
+    if isinstance(owner, MulOp):
+        return any(_type(v).shape == shape and _zero_past_bounds(v) for v in owner.operands)
+    if isinstance(owner, DivOp):
+        return _type(owner.operands[0]).shape == shape and _zero_past_bounds(owner.operands[0])
+    if isinstance(owner, _KEEP_ZERO_UNARY):
+        return _zero_past_bounds(owner.operands[0])
+    if isinstance(owner, (AddOp, SubOp)):
+        return all(_type(v).shape == shape and _zero_past_bounds(v) for v in owner.operands)
+    return False
+
+
+def _row_factors(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue, str]]:
+    """The carried values of a sequential `loop` that accumulate `acc + a @ w` from a PSUM
+    zero, `a` a product `x * c` or a quotient `x / c` (then possibly times rows `[K]`) read
+    only on the way to that matmul, `c` a `[P, 1]` column defined before the loop: by carried
+    index, the product (quotient), the tile `x`, the column `c` and the ALU op. Since `c`
+    scales whole rows of `a`, it scales the rows of every `a @ w` and of their sum: the
+    lowering applies it once, to the sum (the hand-written rmsnorm_matmul's
+    `diag(factor) ((x * g) @ w)`)."""
+    found: dict[int, tuple[SSAValue, SSAValue, SSAValue, str]] = {}
+    if loop.loop_kind != "sequential":
+        return found
+    end = loop.body.block.last_op
+    assert isinstance(end, YieldOp)
+    for index, (arg, value) in enumerate(zip(loop.body.block.args, end.values, strict=True)):
+        init = loop.inits[index].owner
+        step = value.owner
+        if not (isinstance(init, FullOp) and init.space.data == "psum"
+                and init.value.value.data == 0.0 and isinstance(step, AddOp)
+                and arg.has_one_use() and value.has_one_use() and arg in step.operands):
+            continue
+        product = step.operands[1] if step.operands[0] is arg else step.operands[0]
+        matmul = product.owner
+        if not (isinstance(matmul, MatmulOp) and product.has_one_use()):
+            continue
+        left = matmul.operands[0]
+        while isinstance(left.owner, (MulOp, DivOp)) and left.has_one_use():
+            shape = _type(left).shape
+            a, b = left.owner.operands
+            pairs = ((a, b), (b, a)) if isinstance(left.owner, MulOp) else ((a, b),)
+            columns = [(t, c) for t, c in pairs if _type(t).shape == shape
+                       and _is_row(_type(c)) and _type(c).shape[0] == shape[0]
+                       and not _inside(loop, c)]
+            if columns:
+                alu = "multiply" if isinstance(left.owner, MulOp) else "divide"
+                found[index] = (left, *columns[0], alu)
+                break
+            if isinstance(left.owner, DivOp):
+                break
+            rows = [t for t, r in ((a, b), (b, a)) if _type(t).shape == shape
+                    and _type(r).rank == 1]
+            if not rows:
+                break
+            left = rows[0]
+    return found
+
+
+def _inside(loop: ForOp, value: SSAValue) -> bool:
+    """`value` is defined in `loop`'s body (at any depth)."""
+    owner = value.owner
+    op = owner if isinstance(owner, Operation) else owner.parent_op()
+    return op is not None and loop.is_ancestor(op)
+
+
 @dataclass
 class _Lowering:
     kernel: KernelOp
@@ -207,6 +298,12 @@ class _Lowering:
     constants: dict[SSAValue, float] = field(default_factory=dict)
     #: transposes whose every use is a matmul's left operand: lowered to their input tile
     pretransposed: set[SSAValue] = field(default_factory=set)
+    #: products `tile * row` whose every use is a matmul's left operand: lowered to the tile,
+    #: the row applied to the transposed tile as a column (`lower_matmul`)
+    row_scaled: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: products `tile * column` feeding a loop's accumulated matmul, the column defined before
+    #: the loop: lowered to the tile, the column applied to the loop's sum (`row_factor`)
+    unscaled: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
@@ -227,16 +324,22 @@ class _Lowering:
 
     def lower_op(self, op: Operation, target: Block) -> list[tuple[Block, Block]]:
         if isinstance(op, ForOp):
-            if op.invariant is not None or op.loop_kind != "sequential":
+            if op.invariant is not None or op.loop_kind not in ("sequential", "parallel"):
                 raise Refused(f"a {op.loop_kind} tile.for over '{op.iv.data}'"
                               f"{' stating an invariant' if op.invariant is not None else ''}"
-                              " (sequential accumulations only)")
+                              " (sequential accumulations and parallel loops only)")
             inits = [self.values[v] for v in op.inits]
             body = Block(arg_types=[v.type for v in inits])
             self.values.update(zip(op.body.block.args, body.args, strict=True))
-            loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body))
+            loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body), kind=op.loop_kind)
             target.add_op(loop)
             self.values.update(zip(op.results, loop.results, strict=True))
+            for index, (product, tile, column, alu) in _row_factors(op).items():
+                # sum_k (x * c) @ w = c * sum_k x @ w: c once, on the sum's way out of PSUM
+                self.unscaled[product] = tile
+                self.values[op.results[index]] = self.add(target, nki.TensorScalarOp.make(
+                    [loop.results[index], self.column(column, target)], op0=alu,
+                    buffer="sbuf", dtype=COMPUTE_DTYPE))
             return [(op.body.block, body)]
         if isinstance(op, YieldOp):
             target.add_op(YieldOp(*[self.values[v] for v in op.values]))
@@ -246,7 +349,10 @@ class _Lowering:
             self.values[op.result] = self.add(target, new)
         elif isinstance(op, FullOp):
             t = _type(op.result)
-            dtype = COMPUTE_DTYPE if op.space.data == "psum" else t.dtype
+            # a loop's accumulator is written by fp32 instructions: it starts in fp32 too
+            carried = t.rank == 2 and any(isinstance(u.operation, ForOp)
+                                          for u in op.result.uses)
+            dtype = COMPUTE_DTYPE if op.space.data == "psum" or carried else t.dtype
             self.values[op.result] = self.add(target, FullOp.make(
                 [], value=op.value.value.data, shape=list(t.shape), dtype=dtype,
                 space=op.space.data))
@@ -303,6 +409,8 @@ class _Lowering:
             return self.lower_transpose(op, target)
         if isinstance(op, CumsumOp):
             return self.lower_cumsum(op, target)
+        if isinstance(op, GenericOp):
+            return self.lower_generic(op, target)
         raise Refused(f"'{op.name}' has no NKI lowering yet")
 
     def tile(self, value: SSAValue) -> SSAValue:
@@ -324,6 +432,8 @@ class _Lowering:
         return lowered
 
     def lower_binary(self, op: Operation, alu: str, target: Block) -> SSAValue:
+        if op.results[0] in self.unscaled:  # its column scales the loop's sum instead
+            return self.tile(self.unscaled[op.results[0]])
         a, b = op.operands
         result = _type(op.results[0])
         ta, tb = _type(a), _type(b)
@@ -353,6 +463,13 @@ class _Lowering:
                     [self.tile(tile), self.column(other, target)], op0=alu,
                     reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
             if to.rank == 1 and to.shape[0] == result.shape[1]:
+                product = op.results[0]
+                if alu == "multiply" and product.uses and all(
+                        isinstance(u.operation, MatmulOp) and u.index == 0
+                        and u.operation.operands[1] is not product for u in product.uses):
+                    # (x * g) @ w: g scales the contraction's rows of the transposed x
+                    self.row_scaled[product] = other
+                    return self.tile(tile)
                 row = self.broadcast_row(other, result, target)
                 operands = [row, self.tile(tile)] if reverse \
                     else [self.tile(tile), row]
@@ -398,6 +515,17 @@ class _Lowering:
         init = loop.inits[lowered.index].owner
         return isinstance(init, FullOp) and init.space.data == "psum"
 
+    def row_column(self, value: SSAValue, target: Block) -> SSAValue:
+        """A row `[F]` as a column `[F, 1]` (one value per partition, fp32 in SBUF):
+        `nc_transpose` of the row as one partition `[1, F]`."""
+        lowered = self.values[value]
+        free = _type(lowered).shape[0]
+        one_partition = self.add(target, nki.DmaCopyOp.make(
+            [lowered], buffer="sbuf", shape=[IntExpr.const(1), free]))
+        transposed = self.add(target, nki.NcTransposeOp.make([one_partition], buffer="psum"))
+        return self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf",
+                                                      dtype=COMPUTE_DTYPE))
+
     def broadcast_row(self, value: SSAValue, result: TensorType, target: Block) -> SSAValue:
         """A row `[F]` held on every partition `[P, F]`: `nc_matmul` of a ones column `[1, P]`
         (stationary) by the row as one partition `[1, F]` (moving), in PSUM."""
@@ -410,6 +538,112 @@ class _Lowering:
             [], value=1.0, shape=[IntExpr.const(1), result.shape[0]], dtype=dtype,
             buffer="sbuf"))
         return self.add(target, nki.NcMatmulOp.make([ones, one_partition], buffer="psum"))
+
+    def lower_generic(self, op: GenericOp, target: Block) -> SSAValue:
+        """The `ax.generic` forms tiled kernels contain (a multipass tiling's statistics):
+
+        - a row reduction of a `[P, F]` tile, `out[d0 < P, d1 < 1] = add over r0 in [0, F) of
+          in0[d0, r0]` (sum, max, min) -> `tensor_reduce`; a masked sum, `select(<bound>,
+          in0[d0, r0], 0.0)`, the same where its tile is zero past the tensor's end (a
+          zero-padded load and ops keeping zeros: rmsnorm's `x * x`); the proof checks the
+          mask against the load's bound;
+        - a tile and a size, `in0[d0, d1] / idx(N)` (the mean's count; also `*`, `+`, `-`, in
+          either order) -> the count as the row sum of a ones tile `[P, N]` (as a mean's, so
+          no size is a constant of the lowered function; the emitter writes N), then
+          `tensor_tensor` (or `tensor_scalar` by the count column for a `[P, F]` tile).
+
+        Anything else is refused with the form and what is missing."""
+        form = op.generic_form()
+        if form.finalize is not None:
+            found: SSAValue | str = "a finalized reduction has no NKI lowering yet"
+        elif form.reduction is None:
+            found = self.generic_by_size(op, form, target)
+        else:
+            found = self.generic_row_reduce(op, form, target)
+        if isinstance(found, str):
+            raise Refused(f"'ax.generic' with the form `{form}`: {found}")
+        return found
+
+    def generic_by_size(self, op: GenericOp, form: GenericForm, target: Block
+                        ) -> SSAValue | str:
+        """`in0[d0, d1] alu idx(S)` (or `idx(S) alu in0[d0, d1]`), `S` of sizes only."""
+        par = [IntExpr.sym(d.name) for d in form.parallel]
+        body = form.body
+        alus = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
+        if not (isinstance(body, Call) and body.fn in alus and len(form.parallel) == 2
+                and len(op.operands) == 1):
+            return ("an elementwise form other than a tile and a size combined by +, -, * or / "
+                    "has no NKI lowering yet")
+        a, b = body.args
+        reverse = isinstance(a, Index)
+        read, size = (b, a) if reverse else (a, b)
+        names = {d.name for d in form.parallel}
+        if not (isinstance(read, Read) and list(read.index) == par and isinstance(size, Index)
+                and not size.expr.symbols() & names):
+            return ("an elementwise form other than a tile read in place and a size (no loop "
+                    "index) has no NKI lowering yet")
+        x = self.tile(op.operands[0])
+        tx = _type(x)
+        if tx.shape != _type(op.results[0]).shape:
+            return f"the tile {tx} is not the result's shape"
+        count = self.count(tx.shape[0], size.expr, target)
+        if _is_row(tx):
+            operands = [count, x] if reverse else [x, count]
+            return self.add(target, nki.TensorTensorOp.make(
+                operands, op=alus[body.fn], buffer="sbuf", dtype=COMPUTE_DTYPE))
+        return self.add(target, nki.TensorScalarOp.make(
+            [x, count], op0=alus[body.fn], reverse0=reverse, buffer="sbuf",
+            dtype=COMPUTE_DTYPE))
+
+    def count(self, partitions: IntExpr, size: IntExpr, target: Block) -> SSAValue:
+        """A `[P, 1]` column holding the size `size`: the row sum of a ones tile `[P, size]`
+        (the emitter writes the count itself: `emit._count_of_ones`)."""
+        ones = self.add(target, nki.MemsetOp.make(
+            [], value=1.0, shape=[partitions, size], dtype=COMPUTE_DTYPE, buffer="sbuf"))
+        return self.add(target, nki.TensorReduceOp.make(
+            [ones], op="add", axes=(1,), keepdims=True, buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+    def generic_row_reduce(self, op: GenericOp, form: GenericForm, target: Block
+                           ) -> SSAValue | str:
+        """A row reduction over the free dim of one `[P, F]` tile, kept (`[P, 1]`), of the
+        tile itself or of it masked (`select(<bound>, in0[d0, r0], 0.0)`, sums only)."""
+        reduce = {"add": "add", "max": "maximum", "min": "minimum"}.get(str(form.reduction))
+        if reduce is None:
+            return f"a '{form.reduction}' reduction has no NKI lowering"
+        if len(op.operands) != 1 or len(form.parallel) != 2 or len(form.reduced) != 1:
+            return ("only a row reduction of one [P, F] tile over its free dim lowers (one "
+                    "operand, two parallel dims, one reduced)")
+        (x_src,) = op.operands
+        tx = _type(x_src)
+        d0, d1 = form.parallel
+        (r0,) = form.reduced
+        if not (tx.rank == 2 and d1.upper == IntExpr.const(1) and d0.upper == tx.shape[0]
+                and r0.lower == IntExpr.const(0) and r0.upper == tx.shape[1]):
+            return (f"the reduction over {r0} of a {tx} tile is not a whole row kept as "
+                    "[P, 1]")
+        whole = Read(0, (IntExpr.sym(d0.name), IntExpr.sym(r0.name)))
+        body = form.body
+        if body == whole:
+            return self.add(target, nki.TensorReduceOp.make(
+                [self.tile(x_src)], op=reduce, axes=(1,), keepdims=True, buffer="sbuf",
+                dtype=COMPUTE_DTYPE))
+        if not (isinstance(body, Call) and body.fn == "select" and body.args[1] == whole
+                and not _reads(body.args[0])):
+            return ("a reduction body other than the tile or the tile masked by a bound on "
+                    "its indices has no NKI lowering yet")
+        fallback = body.args[2]
+        if reduce != "add" or not (isinstance(fallback, Const) and fallback.value == 0):
+            return (f"a masked '{form.reduction}' reduction whose masked columns read "
+                    f"`{fallback}` needs a column mask built on chip (the bound N - BK*k "
+                    "against an iota; the nki dialect's iota and affine_select take integer "
+                    "offsets only), not built yet")
+        if not _zero_past_bounds(x_src):
+            return ("a masked sum of a tile that is not zero past the tensor's end needs a "
+                    "column mask built on chip, not built yet (only a zero-padded load and "
+                    "ops keeping zeros reach tensor_reduce unmasked)")
+        return self.add(target, nki.TensorReduceOp.make(
+            [self.tile(x_src)], op="add", axes=(1,), keepdims=True, buffer="sbuf",
+            dtype=COMPUTE_DTYPE))
 
     def lower_reduce(self, op: Operation, reduce: str, target: Block) -> SSAValue:
         (x,) = op.operands
@@ -472,5 +706,10 @@ class _Lowering:
         if left in self.pretransposed:  # the tile is already the stationary [K, P]
             return self.add(target, nki.NcMatmulOp.make([a, b], buffer="psum"))
         transposed = self.add(target, nki.NcTransposeOp.make([a], buffer="psum"))
-        stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf"))
+        if left in self.row_scaled:  # (x * g) @ w: x.T times g as a column, out of PSUM
+            scale = self.row_column(self.row_scaled[left], target)
+            stationary = self.add(target, nki.TensorScalarOp.make(
+                [transposed, scale], op0="multiply", buffer="sbuf", dtype=dtype))
+        else:
+            stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf"))
         return self.add(target, nki.NcMatmulOp.make([stationary, b], buffer="psum"))
