@@ -1,0 +1,469 @@
+"""The Triton frontend reads kernels and launches without running them: parameters, launch
+sites, pointers as base + affine offset, masks as bounds, loop-carried values, and located
+diagnostics for what it does not support."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from axon.dialects.form.intexpr import IntExpr
+from axon.frontend.diagnostics import SourceError
+from axon.frontend.triton import (
+    analyse_kernel,
+    check_affine,
+    parse_triton_file,
+    parse_triton_source,
+    report_module,
+)
+from axon.frontend.triton.report import main
+
+VECTOR_ADD = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+def add(x, y):
+    out = torch.empty_like(x)
+    n = out.numel()
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)
+    add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024, num_warps=4)
+    return out
+"""
+
+ROW_SOFTMAX = """\
+import triton
+from triton import language as tl
+from triton import jit
+
+
+@jit
+def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
+                   BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    num = tl.exp(x)
+    den = tl.sum(num, axis=0)
+    tl.store(out_ptr + row * out_row_stride + cols, num / den, mask=mask)
+
+
+def softmax(x, y):
+    rows, cols = x.shape
+    softmax_kernel[(rows,)](y, x, x.stride(0), y.stride(0), cols,
+                            BLOCK=triton.next_power_of_2(cols), num_warps=8)
+"""
+
+MATMUL = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a_mask = (offs_m[:, None] < M) & (offs_k[None, :] < K - k * BLOCK_K)
+        b_mask = (offs_k[:, None] < K - k * BLOCK_K) & (offs_n[None, :] < N)
+        a = tl.load(a_ptrs, mask=a_mask, other=0.0)
+        b = tl.load(b_ptrs, mask=b_mask, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = acc.to(tl.float16)
+    c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    c_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+def matmul(a, b, c):
+    M, K = a.shape
+    _, N = b.shape
+    matmul_kernel[(triton.cdiv(M, 64), triton.cdiv(N, 64))](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+        c.stride(0), c.stride(1), BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3)
+"""
+
+HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+
+
+def sym(name: str) -> IntExpr:
+    return IntExpr.sym(name)
+
+
+def diagnostic(text: str, kernel: str | None = None) -> SourceError:
+    """The SourceError that parsing (and analysing `kernel`) raises."""
+    with pytest.raises(SourceError) as err:
+        module = parse_triton_source(text, "k.py")
+        if kernel is not None:
+            analyse_kernel(module, kernel)
+    return err.value
+
+
+# ---- parsing: kernels, parameters, launches -----------------------------------------------------
+def test_parse_finds_kernels_params_and_launch_with_lambda_grid() -> None:
+    module = parse_triton_source(VECTOR_ADD, "vec_add.py")
+    assert list(module.kernels) == ["add_kernel"]
+    kernel = module.kernels["add_kernel"]
+    assert [(p.name, p.constexpr) for p in kernel.params] == [
+        ("x_ptr", False), ("y_ptr", False), ("out_ptr", False), ("n_elements", False),
+        ("BLOCK_SIZE", True)]
+    assert kernel.loc == (7, 1)
+    (site,) = module.launches
+    assert (site.kernel, site.host, site.loc) == ("add_kernel", "add", (20, 5))
+    assert site.grid_kind == "name"
+    assert site.grid == 'lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)'
+    assert site.grid_dims == ('triton.cdiv(n, meta["BLOCK_SIZE"])',)
+    assert site.args == (("x_ptr", "x"), ("y_ptr", "y"), ("out_ptr", "out"),
+                         ("n_elements", "n"), ("BLOCK_SIZE", "1024"))
+    assert site.options == (("num_warps", "4"),)
+    assert site.missing == () and site.literal("BLOCK_SIZE") == 1024
+
+
+def test_parse_resolves_from_imports_and_tuple_grids() -> None:
+    module = parse_triton_source(ROW_SOFTMAX, "softmax.py")
+    assert module.aliases["tl"] == "triton.language" and module.aliases["jit"] == "triton.jit"
+    kernel = module.kernels["softmax_kernel"]
+    assert [p.name for p in kernel.params if p.constexpr] == ["BLOCK"]
+    (site,) = module.launches
+    assert site.grid_kind == "tuple" and site.grid_dims == ("rows",)
+    assert site.arg("BLOCK") == "triton.next_power_of_2(cols)"
+    assert site.options == (("num_warps", "8"),)
+
+
+def test_parse_params_defaults_annotations_and_unbound() -> None:
+    text = HEADER + """\
+def k(x_ptr, n: tl.int32, scale=2.0, BLOCK: "tl.constexpr" = 128, EVEN: tl.constexpr = True):
+    pass
+
+
+def host(x):
+    k[(1,)](x, num_warps=2, grf_mode="large")
+"""
+    module = parse_triton_source(text, "k.py")
+    params = module.kernels["k"].params
+    assert [(p.name, p.constexpr, p.annotation, p.default, p.default_value) for p in params] == [
+        ("x_ptr", False, None, None, None), ("n", False, "tl.int32", None, None),
+        ("scale", False, None, "2.0", 2.0), ("BLOCK", True, '"tl.constexpr"', "128", 128),
+        ("EVEN", True, "tl.constexpr", "True", True)]
+    (site,) = module.launches
+    assert site.missing == ("n",)
+    assert site.options == (("num_warps", "2"), ("grf_mode", '"large"'))
+
+
+def test_a_jit_that_is_not_tritons_is_no_kernel() -> None:
+    module = parse_triton_source("from numba import jit\n\n\n@jit\ndef f(x):\n    return x\n",
+                                 "k.py")
+    assert module.kernels == {}
+
+
+def test_parse_errors_are_located() -> None:
+    err = diagnostic("import triton\n\ndef f(:\n    pass\n")
+    assert (err.filename, err.line) == ("k.py", 3) and "invalid Python" in err.message
+    err = diagnostic(HEADER + "def k(x_ptr, *rest):\n    pass\n")
+    assert (err.line, err.column) == (6, 15) and "*args" in err.message
+    err = diagnostic(HEADER + "def k(x_ptr, n):\n    pass\n\n\ndef h(x):\n"
+                     "    k[(1,)](x, 3, n=4)\n")
+    assert (err.line, err.column) == (11, 21) and "bound twice" in err.message
+
+
+# ---- the analysis: vector add, row softmax, matmul ----------------------------------------------
+def test_vector_add_accesses() -> None:
+    module = parse_triton_source(VECTOR_ADD, "vec_add.py")
+    analysis = analyse_kernel(module, "add_kernel")
+    assert analysis.param_kinds == {"x_ptr": "pointer", "y_ptr": "pointer",
+                                    "out_ptr": "pointer", "n_elements": "scalar",
+                                    "BLOCK_SIZE": "constexpr"}
+    assert analysis.program_ids == {0: "pid0"}
+    offset = sym("BLOCK_SIZE") * sym("pid0") + sym("lane0")
+    assert [(a.kind, a.base, a.loc) for a in analysis.accesses] == [
+        ("load", "x_ptr", (11, 9)), ("load", "y_ptr", (12, 9)), ("store", "out_ptr", (13, 5))]
+    for access in analysis.accesses:
+        assert access.shape == (sym("BLOCK_SIZE"),)
+        assert access.offset == offset
+        assert access.origin == sym("BLOCK_SIZE") * sym("pid0")
+        assert access.strides == (IntExpr.const(1),)
+        assert [str(b) for b in access.bounds] == ["BLOCK_SIZE*pid0 + lane0 < n_elements"]
+        assert access.affine and access.reason == ""
+    store = analysis.accesses[2]
+    assert store.value is not None and getattr(store.value, "op", None) == "add"
+    check_affine(analysis)
+
+
+def test_row_softmax_accesses_and_reductions() -> None:
+    module = parse_triton_source(ROW_SOFTMAX, "softmax.py")
+    analysis = analyse_kernel(module, "softmax_kernel")
+    load, store = analysis.accesses
+    assert (load.base, store.base) == ("in_ptr", "out_ptr")
+    assert load.offset == sym("in_row_stride") * sym("pid0") + sym("lane0")
+    assert store.origin == sym("out_row_stride") * sym("pid0")
+    assert load.strides == store.strides == (IntExpr.const(1),)
+    assert [str(b) for b in load.bounds] == ["lane0 < n_cols"]
+    assert load.shape == (sym("BLOCK"),)
+    assert getattr(load.other, "value", None) == float("-inf")
+    ops = [(v.op, v.attrs.get("kind"), len(v.shape)) for v in analysis.values]
+    assert ops == [("load", None, 1), ("reduce", "max", 0), ("sub", None, 1), ("exp", None, 1),
+                   ("reduce", "add", 0), ("truediv", None, 1)]
+    assert analysis.param_kinds["in_row_stride"] == "scalar"
+
+
+def test_matmul_strides_masks_and_loop_carried_values() -> None:
+    module = parse_triton_source(MATMUL, "matmul.py")
+    analysis = analyse_kernel(module, "matmul_kernel")
+    (loop,) = analysis.loops
+    assert (loop.iv, loop.iteration, loop.start, loop.step) == ("k", "k", IntExpr.const(0),
+                                                                IntExpr.const(1))
+    assert loop.trip == sym("K").ceildiv(sym("BLOCK_K"))
+    carried = {c.name: c for c in loop.carried}
+    assert sorted(carried) == ["a_ptrs", "acc", "b_ptrs"]
+    assert carried["a_ptrs"].kind == "step"
+    assert carried["a_ptrs"].step == sym("BLOCK_K") * sym("stride_ak")
+    assert carried["b_ptrs"].step == sym("BLOCK_K") * sym("stride_bk")
+    acc = carried["acc"]
+    assert acc.kind == "data" and getattr(acc.init, "op", None) == "full"
+    assert getattr(acc.next, "op", None) == "dot"
+    assert acc.entry in getattr(acc.next, "operands", ())
+
+    a, b, c = analysis.accesses
+    assert [x.base for x in (a, b, c)] == ["a_ptr", "b_ptr", "c_ptr"]
+    assert a.loops == b.loops == (0,) and c.loops == ()
+    assert a.shape == (sym("BLOCK_M"), sym("BLOCK_K"))
+    assert b.shape == (sym("BLOCK_K"), sym("BLOCK_N"))
+    assert c.shape == (sym("BLOCK_M"), sym("BLOCK_N"))
+    assert a.strides == (sym("stride_am"), sym("stride_ak"))
+    assert b.strides == (sym("stride_bk"), sym("stride_bn"))
+    assert c.strides == (sym("stride_cm"), sym("stride_cn"))
+    bk, k = sym("BLOCK_K"), sym("k")
+    assert a.origin == sym("BLOCK_M") * sym("pid0") * sym("stride_am") + bk * k * sym("stride_ak")
+    assert b.origin == sym("BLOCK_N") * sym("pid1") * sym("stride_bn") + bk * k * sym("stride_bk")
+    assert [str(x) for x in a.bounds] == ["BLOCK_M*pid0 + lane0 < M", "lane1 < K - BLOCK_K*k"]
+    assert [str(x) for x in b.bounds] == ["lane0 < K - BLOCK_K*k", "BLOCK_N*pid1 + lane1 < N"]
+    assert [analysis.lane_axes(x.lhs - x.rhs) for x in c.bounds] == [[0], [1]]
+    assert all(x.affine for x in (a, b, c))
+    assert getattr(c.value, "op", None) == "to"
+    assert analysis.param_kinds["stride_am"] == "scalar"
+
+
+def test_a_loop_with_a_step_counts_iterations() -> None:
+    text = HEADER + """\
+def row_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    total = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in tl.range(0, n, BLOCK, num_stages=2):
+        cols = start + tl.arange(0, BLOCK)
+        total += tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + row, tl.sum(total, axis=0))
+"""
+    analysis = analyse_kernel(parse_triton_source(text, "k.py"), "row_sum")
+    (loop,) = analysis.loops
+    assert loop.iteration == "start_iter" and loop.options == {"num_stages": "2"}
+    assert loop.trip == sym("n").ceildiv(sym("BLOCK"))
+    load, store = analysis.accesses
+    assert load.offset == sym("BLOCK") * sym("start_iter") + sym("lane0") + sym("n") * sym("pid0")
+    assert [str(b) for b in load.bounds] == ["BLOCK*start_iter + lane0 < n"]
+    assert store.shape == () and store.strides == () and store.origin == sym("pid0")
+    assert load.affine and store.affine
+
+
+def test_if_on_a_constexpr_takes_the_branch_its_value_selects() -> None:
+    text = HEADER + """\
+def scale(x_ptr, b_ptr, out_ptr, n, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    if HAS_BIAS:
+        x = x + tl.load(b_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x, mask=offs < n)
+"""
+    module = parse_triton_source(text, "k.py")
+    with_bias = analyse_kernel(module, "scale", {"HAS_BIAS": True})
+    assert [a.base for a in with_bias.accesses] == ["x_ptr", "b_ptr", "out_ptr"]
+    without = analyse_kernel(module, "scale", {"HAS_BIAS": False})
+    assert [a.base for a in without.accesses] == ["x_ptr", "out_ptr"]
+    assert without.param_kinds["b_ptr"] == "scalar"
+    err = diagnostic(text, "scale")
+    assert (err.line, err.column) == (9, 8)
+    assert "expected a condition on constexpr parameters with known values" in err.message
+
+
+# ---- what is not affine, and what is not supported ----------------------------------------------
+GATHER = HEADER + """\
+def gather(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    rows = tl.load(idx_ptr + i, mask=i < n, other=0)
+    x = tl.load(x_ptr + tl.load(idx_ptr + i), mask=i < n)
+    tl.store(out_ptr + i, x + rows, mask=i < n)
+"""
+
+
+def test_a_data_dependent_pointer_is_not_affine_and_says_where() -> None:
+    analysis = analyse_kernel(parse_triton_source(GATHER, "gather.py"), "gather")
+    first, inner, gathered, store = analysis.accesses
+    assert first.affine and inner.affine and store.affine
+    assert inner.loc == (9, 25)
+    assert gathered.loc == (9, 9) and gathered.base == "x_ptr" and not gathered.affine
+    assert gathered.reason == "the offset depends on the value loaded at gather.py:9:25 " \
+                              "(a gather)"
+    with pytest.raises(SourceError) as err:
+        check_affine(analysis)
+    assert (err.value.line, err.value.column) == (9, 9)
+    assert str(err.value).startswith("gather.py:9:9: error: tl.load cannot be raised: the "
+                                     "offset depends on the value loaded")
+
+
+def test_a_carried_offset_without_a_constant_step_is_not_affine() -> None:
+    text = HEADER + """\
+def doubling(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    step = 1
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for i in range(4):
+        acc += tl.load(x_ptr + step * BLOCK + offs)
+        step = step * 2
+    tl.store(out_ptr + offs, acc)
+"""
+    analysis = analyse_kernel(parse_triton_source(text, "k.py"), "doubling")
+    (loop,) = analysis.loops
+    assert {c.name: c.kind for c in loop.carried} == {"acc": "data", "step": "index"}
+    load, store = analysis.accesses
+    assert not load.affine and store.affine
+    assert load.reason == "the offset depends on 'step', which the loop at line 10 updates " \
+                          "by no loop-invariant step"
+
+
+def test_a_modulo_lane_offset_is_not_affine() -> None:
+    text = HEADER + """\
+def wrap(x_ptr, n, BLOCK: tl.constexpr):
+    offs = (tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)) % n
+    tl.store(x_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32))
+"""
+    (store,) = analyse_kernel(parse_triton_source(text, "k.py"), "wrap").accesses
+    assert store.base == "x_ptr" and not store.affine
+    assert "is not affine in the lanes" in store.reason
+
+
+@pytest.mark.parametrize(("body", "line", "column", "message"), [
+    ("    tl.atomic_add(x_ptr + tl.arange(0, 16), 1.0)\n", 7, 5,
+     "tl.atomic_add is not supported; expected one of tl.program_id"),
+    ("    i = 0\n    while i < n:\n        i += 1\n", 8, 5,
+     "while loops are not supported; expected `for ... in range(...)`"),
+    ("    if tl.program_id(0) < n:\n        pass\n", 7, 8,
+     "`if` on a value known only at run time is not supported"),
+    ("    y = tl.load(x_ptr + offs)\n", 7, 25, "unknown name 'offs'"),
+    ("    for i in range(n):\n        t = i\n    tl.store(x_ptr, t)\n", 9, 21,
+     "'t' is defined only inside the loop at line 7"),
+    ("    a = tl.zeros((16, 8), dtype=tl.float32)\n    b = tl.dot(a, a)\n", 8, 9,
+     "tl.dot of [16, 8] and [16, 8]: expected [M, K] and [K, N] blocks"),
+    ("    x = tl.arange(0, 16)[:, None] + tl.arange(0, 8)[None, :] + tl.arange(0, 4)\n", 7, 9,
+     "cannot broadcast [16, 8] with [4]"),
+    ("    x = tl.arange(0, n)\n", 7, 9, "tl.arange's bounds must be constexpr; n is not"),
+    ("    x = [i for i in range(4)]\n", 7, 9, "a ListComp expression is not supported"),
+    ("    return 1\n", 7, 12, "a kernel returns nothing"),
+    ("    x = tl.load(x_ptr, mask=tl.arange(0, 8) < n, pad=0)\n", 7, 50,
+     "tl.load has no parameter 'pad'"),
+])
+def test_unsupported_constructs_are_located(body: str, line: int, column: int,
+                                            message: str) -> None:
+    err = diagnostic(HEADER + "def k(x_ptr, n):\n" + body, "k")
+    assert (err.filename, err.line, err.column) == ("k.py", line, column), str(err)
+    assert message in err.message
+    rendered = str(err).splitlines()
+    assert rendered[0].startswith(f"k.py:{line}:{column}: error: ")
+    assert rendered[2] == " " * (column - 1) + "^"
+
+
+def test_columns_count_characters_not_bytes() -> None:
+    err = diagnostic(HEADER + "def k(x_ptr):\n    y = 'é' + tl.atomic_add(x_ptr, 1)\n", "k")
+    assert (err.line, err.column) == (7, 15)
+
+
+def test_a_helper_jit_call_is_reported() -> None:
+    text = HEADER + "def helper(x):\n    pass\n\n\n@triton.jit\ndef k(x_ptr):\n" \
+                    "    helper(x_ptr)\n"
+    err = diagnostic(text, "k")
+    assert (err.line, err.column) == (12, 5) and "jit function 'helper'" in err.message
+
+
+# ---- size: no recursion on the kernel's length ---------------------------------------------------
+def test_long_bodies_and_long_expressions() -> None:
+    lines = ["def long(x_ptr, out_ptr, BLOCK: tl.constexpr):",
+             "    offs = tl.arange(0, BLOCK)",
+             "    x = tl.load(x_ptr + offs)"]
+    lines += ["    x = x + 1.0"] * 3000
+    lines += ["    y = " + " + ".join(["offs"] * 400),
+              "    tl.store(out_ptr + y, x)"]
+    analysis = analyse_kernel(parse_triton_source(HEADER + "\n".join(lines) + "\n", "k.py"),
+                              "long")
+    load, store = analysis.accesses
+    assert store.strides == (IntExpr.const(400),) and store.affine
+    assert len(analysis.values) == 3001
+
+
+# ---- the report and the command ------------------------------------------------------------------
+def test_report_lists_kernels_accesses_and_launches() -> None:
+    text = report_module(parse_triton_source(MATMUL, "matmul.py"))
+    assert "kernel matmul_kernel at matmul.py:6:1" in text
+    assert "  params: a_ptr (pointer), b_ptr (pointer), c_ptr (pointer), M (scalar)" in text
+    assert "    carries a_ptrs: integer, += BLOCK_K*stride_ak per iteration" in text
+    assert "  load #0 at 20:13 in loop 0: base a_ptr, block [BLOCK_M, BLOCK_K]" in text
+    assert "    origin: BLOCK_K*k*stride_ak + BLOCK_M*pid0*stride_am; strides: axis 0: " \
+           "stride_am, axis 1: stride_ak" in text
+    assert "    mask: BLOCK_M*pid0 + lane0 < M (axes 0); lane1 < K - BLOCK_K*k (axes 1)" in text
+    assert "    affine: yes" in text
+    assert "launch of matmul_kernel at 34:5 in matmul()" in text
+    assert "  grid dims: triton.cdiv(M, 64); triton.cdiv(N, 64)" in text
+    assert "  options: num_stages=3" in text
+
+
+def test_command_prints_the_report_or_a_located_error(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "vec_add.py"
+    good.write_text(VECTOR_ADD)
+    assert main([str(good)]) == 0
+    out = capsys.readouterr().out
+    assert "store #2 at 13:5: base out_ptr, block [BLOCK_SIZE]" in out
+    assert parse_triton_file(good).kernels.keys() == {"add_kernel"}
+    bad = tmp_path / "bad.py"
+    bad.write_text(HEADER + "def k(x_ptr):\n    while True:\n        pass\n")
+    assert main([str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad}:7:5: error: while loops are not supported")
+    assert "Traceback" not in err
+
+
+def test_module_entry_point_runs_without_triton(tmp_path: Path) -> None:
+    path = tmp_path / "softmax.py"
+    path.write_text(ROW_SOFTMAX)
+    done = subprocess.run([sys.executable, "-m", "axon.frontend.triton", str(path)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "load #0 at 12:9: base in_ptr, block [BLOCK]" in done.stdout
+    probe = ("import sys; from axon.frontend.triton import parse_triton_file, report_module; "
+             f"report_module(parse_triton_file({str(path)!r})); print('triton' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=False)
+    assert done.stdout.strip() == "False", done.stderr
