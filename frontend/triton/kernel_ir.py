@@ -47,7 +47,8 @@ from axon.frontend.triton.values import (
     shape_text,
 )
 
-__all__ = ["Access", "Carried", "KernelAnalysis", "Loop", "analyse_kernel", "check_affine"]
+__all__ = ["Access", "Carried", "KernelAnalysis", "Loop", "analyse_kernel", "check_affine",
+           "coefficient"]
 
 TL = "triton.language."
 #: elementwise math of one operand, by `tl` name
@@ -1071,7 +1072,7 @@ def _base_candidates(expr: IntExpr, params: Sequence[str]) -> list[str]:
     return out
 
 
-def _coefficient(expr: IntExpr, name: str) -> IntExpr:
+def coefficient(expr: IntExpr, name: str) -> IntExpr:
     """The coefficient of symbol `name` in an expression linear in it."""
     atom = Atom("sym", name)
     total = IntExpr.const(0)
@@ -1079,7 +1080,7 @@ def _coefficient(expr: IntExpr, name: str) -> IntExpr:
         if atom in mono:
             rest = list(mono)
             rest.remove(atom)
-            total = total + IntExpr(((tuple(rest), coeff),)) if rest else total + coeff
+            total = total + (IntExpr(((tuple(rest), coeff),)) if rest else IntExpr.const(coeff))
     return total
 
 
@@ -1191,7 +1192,7 @@ def _offset_reasons(analysis: KernelAnalysis, access: Access, offset: IntExpr) -
     strides: list[IntExpr] = []
     reasons: list[str] = []
     for axis, lane in enumerate(lanes):
-        stride = _coefficient(offset, lane)
+        stride = coefficient(offset, lane)
         strides.append(stride)
         if stride.symbols() & varying:
             reasons.append(f"the stride of axis {axis} ({stride}) varies with program ids or "

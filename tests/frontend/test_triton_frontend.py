@@ -4,12 +4,15 @@ diagnostics for what it does not support."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
+from axon.dialects import xt
 from axon.dialects.form.intexpr import IntExpr
 from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton import (
@@ -19,7 +22,10 @@ from axon.frontend.triton import (
     parse_triton_source,
     report_module,
 )
+from axon.frontend.triton.raise_xt import raise_kernel
 from axon.frontend.triton.report import main
+from axon.targets.xe_triton.check import load_module
+from axon.targets.xe_triton.emit import emit_module
 
 VECTOR_ADD = """\
 import torch
@@ -467,3 +473,75 @@ def test_module_entry_point_runs_without_triton(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=False)
     assert done.stdout.strip() == "False", done.stderr
+
+
+# ---- raising into xt (first slice) and running the emitted kernel --------------------------------
+def test_vector_add_and_row_softmax_raise_into_xt_kernels() -> None:
+    add = raise_kernel(analyse_kernel(parse_triton_source(VECTOR_ADD, "vec_add.py"),
+                                      "add_kernel"))
+    add.verify()
+    (kernel,) = [op for op in add.body.block.ops if isinstance(op, xt.KernelOp)]
+    assert kernel.program_names() == ["pid0"] and kernel.param_names() == ["BLOCK_SIZE"]
+    assert kernel.grid_exprs() == [sym("n_elements").ceildiv(sym("BLOCK_SIZE"))]
+    assert [str(t) for t in kernel.input_types()] == ["f32[n_elements]"] * 2
+    ops = [op.name for op in kernel.body.block.ops]
+    assert ops == ["xt.load", "xt.load", "xt.map", "xt.store", "xt.yield"]
+
+    softmax = raise_kernel(analyse_kernel(parse_triton_source(ROW_SOFTMAX, "softmax.py"),
+                                          "softmax_kernel"), {"in_ptr": "f32"})
+    softmax.verify()
+    (kernel,) = [op for op in softmax.body.block.ops if isinstance(op, xt.KernelOp)]
+    assert [str(t) for t in kernel.input_types()] == ["f32[G0, n_cols]"]
+    assert kernel.grid_exprs() == [sym("G0")]
+    load, *_ = kernel.body.block.ops
+    assert isinstance(load, xt.LoadOp)
+    assert [str(o) for o in load.attrs()["offsets"]] == ["pid0", "0"]
+    assert load.other.value.data == float("-inf")
+    reduces = [op.attrs()["kind"] for op in kernel.body.block.ops if isinstance(op, xt.ReduceOp)]
+    assert reduces == ["max", "add"]
+
+
+def test_raising_a_loop_is_left_to_the_next_slice() -> None:
+    analysis = analyse_kernel(parse_triton_source(MATMUL, "matmul.py"), "matmul_kernel")
+    with pytest.raises(SourceError) as err:
+        raise_kernel(analysis)
+    assert (err.value.line, err.value.column) == (17, 5)
+    assert "loops are raised by the next slice" in err.value.message
+
+
+def _import(path: Path, name: str) -> ModuleType:
+    """The user's module, imported by the test (the frontend never runs it) under the
+    interpreter, which `load_module` below has switched on."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_raised_kernels_compute_what_the_originals_do(tmp_path: Path) -> None:
+    import torch  # the test extra's; imported here, as the emitted modules are loaded here
+    add_func = raise_kernel(analyse_kernel(parse_triton_source(VECTOR_ADD, "vec_add.py"),
+                                           "add_kernel"))
+    softmax_func = raise_kernel(analyse_kernel(parse_triton_source(ROW_SOFTMAX, "softmax.py"),
+                                               "softmax_kernel"))
+    emitted_add = load_module(emit_module(add_func, tile_sizes={"BLOCK_SIZE": 32}), tmp_path)
+    emitted_softmax = load_module(emit_module(softmax_func, tile_sizes={"BLOCK": 16}), tmp_path)
+    (tmp_path / "user_vec_add.py").write_text(VECTOR_ADD)
+    (tmp_path / "user_softmax.py").write_text(ROW_SOFTMAX)
+    user_add = _import(tmp_path / "user_vec_add.py", "axon_test_user_vec_add")
+    user_softmax = _import(tmp_path / "user_softmax.py", "axon_test_user_softmax")
+
+    gen = torch.Generator().manual_seed(0)
+    x, y = torch.rand(100, generator=gen), torch.rand(100, generator=gen)
+    want = user_add.add(x, y)
+    got = emitted_add.add_kernel(x, y)
+    assert torch.equal(got, want) and torch.equal(got, x + y)
+
+    rows = torch.rand(5, 13, generator=gen)
+    want = torch.empty_like(rows)
+    user_softmax.softmax(rows, want)
+    got = emitted_softmax.softmax_kernel(rows, BLOCK=16)
+    assert torch.allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert torch.allclose(got, torch.softmax(rows, dim=1), rtol=1e-5, atol=1e-6)
