@@ -32,6 +32,7 @@ from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.parse import JitKernel, Loc, TritonModule
 from axon.frontend.triton.values import (
+    BlockPtrValue,
     Bound,
     DataValue,
     DtypeValue,
@@ -68,7 +69,8 @@ DTYPES = frozenset({"int1", "int8", "int16", "int32", "int64", "uint8", "uint16"
                     "uint64", "float8e4nv", "float8e5", "float8e4b15", "float16", "bfloat16",
                     "float32", "float64"})
 #: the `tl` builtins supported, for diagnostics
-SUPPORTED = ("program_id", "num_programs", "arange", "cdiv", "load", "store", "dot", "sum",
+SUPPORTED = ("program_id", "num_programs", "arange", "cdiv", "load", "store", "make_block_ptr",
+             "advance", "make_tensor_descriptor", "dot", "sum",
              "max", "min", "where", "zeros", "zeros_like", "full", "trans", "broadcast_to",
              "expand_dims", "range", "static_range", *sorted(MATH_UNARY | MATH_BINARY), "fma",
              *sorted(HINTS))
@@ -83,16 +85,24 @@ _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 
 @dataclass
 class Carried:
-    """A value a loop carries: `step` (an integer advanced by the loop-invariant `step` each
-    iteration), `index` (an integer updated some other way: opaque) or `data` (a block of data
-    whose next value is `next`); `entry` is its value at the top of an iteration."""
+    """A value a loop carries: `step` (an integer advanced by the loop-invariant `steps[0]`
+    each iteration), `index` (an integer updated some other way: opaque), `block_ptr` (a block
+    pointer whose offset of dim d advances by `steps[d]`, None where it is opaque) or `data`
+    (a block of data); `entry` is its value at the top of an iteration, `next` at the bottom,
+    `symbols` the fresh symbol of each integer slot (`entry == init + symbol`)."""
 
     name: str
     kind: str
     init: Value
     entry: Value
-    step: IntExpr | None = None
+    symbols: tuple[str, ...] = ()
+    steps: list[IntExpr | None] = field(default_factory=list)
     next: Value | None = None
+
+    @property
+    def step(self) -> IntExpr | None:
+        """The step of a carried integer (None when it has none)."""
+        return self.steps[0] if self.kind in ("step", "index") and self.steps else None
 
 
 @dataclass
@@ -119,9 +129,11 @@ class Access:
     `base` is the pointer parameter, `offset` the offset from it in elements (a polynomial over
     program ids, lanes, loop iterations and parameters), `origin` the offset of lane 0 of every
     axis and `strides` the offset's coefficient of each axis' lane; `bounds` the mask's
-    comparisons. `affine` says the offset is affine in the lanes and loop iterations with
-    strides made of parameters, and the mask a conjunction of bounds (the access then raises
-    to `xt` / `tile`); `reason` says why not."""
+    comparisons; `via` is "pointer", "block_ptr" or "descriptor" (a block pointer's or a
+    descriptor's access is analysed as the pointer arithmetic it stands for). `affine` says the
+    offset is affine in the lanes and loop iterations with strides made of parameters, and
+    the mask a conjunction of bounds (the access then raises to `xt` / `tile`); `reason` says
+    why not."""
 
     kind: str
     loc: Loc
@@ -131,6 +143,7 @@ class Access:
     other: Value | None
     value: Value | None
     loops: tuple[int, ...]
+    via: str = "pointer"
     base: str | None = None
     offset: IntExpr | None = None
     origin: IntExpr | None = None
@@ -476,7 +489,13 @@ class _Evaluator:
             if isinstance(init, IndexValue):
                 c = self.names.fresh(f"{name}_carry")
                 entry: Value = IndexValue(init.shape, init.loc, init.expr + IntExpr.sym(c))
-                loop.carried.append(Carried(name, "index", init, entry))
+                loop.carried.append(Carried(name, "index", init, entry, (c,), [None]))
+            elif isinstance(init, BlockPtrValue) and not init.descriptor:
+                cs = tuple(self.names.fresh(f"{name}_carry{d}") for d in range(len(init.dims)))
+                entry = init.moved(tuple(o + IntExpr.sym(c) for o, c in
+                                         zip(init.offsets, cs, strict=True)))
+                loop.carried.append(Carried(name, "block_ptr", init, entry, cs,
+                                            [None] * len(cs)))
             elif isinstance(init, (DataValue, FloatValue, MaskValue)):
                 entry = self.data("carried", [init], init.shape, stmt, name=name,
                                   loop=str(loop.number))
@@ -492,48 +511,59 @@ class _Evaluator:
         return _Frame(list(stmt.body), loop, locals_)
 
     def end_loop(self, loop: Loop, locals_: tuple[str, ...]) -> None:
-        entries: dict[str, Carried] = {}
+        # the integer slots: a carried integer, or one offset of a carried block pointer
+        slots: list[tuple[str, Carried, int, IntExpr, IntExpr]] = []
         for c in loop.carried:
             end = self.env[c.name]
-            if type(end) is not type(c.entry) and not (
-                    c.kind == "data" and isinstance(end, (DataValue, FloatValue, MaskValue))) \
-                    or end.shape != c.init.shape:
+            same = type(end) is type(c.entry) or (
+                c.kind == "data" and isinstance(end, (DataValue, FloatValue, MaskValue)))
+            if isinstance(end, BlockPtrValue) and isinstance(c.entry, BlockPtrValue):
+                same = (end.base, end.dims, end.strides) == \
+                    (c.entry.base, c.entry.dims, c.entry.strides) and not end.descriptor
+            if not same or end.shape != c.init.shape:
                 raise self.module.error(
                     _Located(*loop.loc),
                     f"'{c.name}' is {_kind(c.init)} of shape {shape_text(c.init.shape)} before "
                     f"the loop and {_kind(end)} of shape {shape_text(end.shape)} at the end of "
                     "its body; expected a loop-carried value to keep its kind and shape")
             c.next = end
-            if c.kind == "index":
-                assert isinstance(c.entry, IndexValue)
-                entries[_carry_symbol(c)] = c
-        # a carried integer whose update adds a loop-invariant step has a closed form
-        varying = set(entries) | {loop.iteration} | set(self.lanes) | set(self.opaque)
+            if isinstance(c.entry, IndexValue) and isinstance(end, IndexValue):
+                slots.append((c.symbols[0], c, 0, c.entry.expr, end.expr))
+            elif isinstance(c.entry, BlockPtrValue) and isinstance(end, BlockPtrValue):
+                slots += [(symbol, c, d, c.entry.offsets[d], end.offsets[d])
+                          for d, symbol in enumerate(c.symbols)]
+        # a slot whose update adds a loop-invariant step has a closed form
+        varying = {s[0] for s in slots} | {loop.iteration} | set(self.lanes) | set(self.opaque)
         changed = True
         while changed:
             changed = False
-            for symbol, c in entries.items():
-                if c.step is not None:
+            for symbol, c, d, entry_expr, end_expr in slots:
+                if c.steps[d] is not None:
                     continue
-                assert isinstance(c.next, IndexValue) and isinstance(c.entry, IndexValue)
-                step = (c.next.expr - c.entry.expr).substitute(self.bindings)
+                step = (end_expr - entry_expr).substitute(self.bindings)
                 if not step.symbols() & (varying - self.bindings.keys()):
-                    c.kind, c.step = "step", step
+                    c.steps[d] = step
                     self.bindings[symbol] = IntExpr.sym(loop.iteration) * step
                     changed = True
-        for symbol, c in entries.items():
-            assert isinstance(c.init, IndexValue)
-            if c.step is not None:
-                self.env[c.name] = IndexValue(c.init.shape, c.init.loc,
-                                              c.init.expr + loop.trip * c.step)
+        after: dict[tuple[str, int], IntExpr] = {}
+        for symbol, c, d, _, _ in slots:
+            step = c.steps[d]
+            if step is not None:
+                after[(c.name, d)] = loop.trip * step
                 continue
             why = f"'{c.name}', which the loop at line {loop.loc[0]} updates by no " \
                   "loop-invariant step"
-            self.opaque[symbol] = why
-            after = self.names.fresh(f"{c.name}_out")
-            self.opaque[after] = why
-            self.env[c.name] = IndexValue(c.init.shape, c.init.loc,
-                                          c.init.expr + IntExpr.sym(after))
+            out = self.names.fresh(f"{c.name}_out")
+            self.opaque[symbol] = self.opaque[out] = why
+            after[(c.name, d)] = IntExpr.sym(out)
+        for c in loop.carried:
+            if isinstance(c.init, IndexValue):
+                c.kind = "step" if c.steps[0] is not None else "index"
+                self.env[c.name] = IndexValue(c.init.shape, c.init.loc,
+                                              c.init.expr + after[(c.name, 0)])
+            elif isinstance(c.init, BlockPtrValue):
+                self.env[c.name] = c.init.moved(tuple(
+                    o + after[(c.name, d)] for d, o in enumerate(c.init.offsets)))
         for c in loop.carried:
             if c.kind == "data":
                 assert c.next is not None
@@ -720,7 +750,10 @@ class _Evaluator:
             x = self.aligned(a, len(shape))
             y = self.aligned(b, len(shape))
             assert isinstance(x, IndexValue) and isinstance(y, IndexValue)
-            return MaskValue(shape, self.module.loc(node), (Bound(x.expr, op, y.expr),))
+            lhs, rhs = x.expr, y.expr
+            if op in (">", ">="):  # bounds read `index < limit`
+                lhs, rhs, op = rhs, lhs, {">": "<", ">=": "<="}[op]
+            return MaskValue(shape, self.module.loc(node), (Bound(lhs, op, rhs),))
         return self.data(op, [a, b], shape, node)
 
     def subscript(self, node: ast.Subscript, value: Value) -> Value:
@@ -823,6 +856,8 @@ class _Evaluator:
             "broadcast_to": self.broadcast_to, "expand_dims": self.expand_dims,
             "builtin.min": self.min_max, "builtin.max": self.min_max,
             "builtin.float": self.float_call, "fma": self.math,
+            "make_block_ptr": self.make_block_ptr, "make_tensor_descriptor": self.make_block_ptr,
+            "advance": self.advance,
         }.get(name)
         if handler is not None:
             return handler(node, name, vals)
@@ -842,6 +877,9 @@ class _Evaluator:
 
     def method(self, node: ast.Call, name: str, vals: list[Value]) -> Value:
         receiver = vals[0]
+        if isinstance(receiver, BlockPtrValue) and receiver.descriptor \
+                and name in ("load", "store"):
+            return self.descriptor_access(node, name, vals)
         if name == "to":
             args = self.bind(node, vals, ["dtype", "fp_downcast_rounding", "bitcast"], 1, skip=1)
             return self.convert(node, receiver, args["dtype"])
@@ -924,25 +962,135 @@ class _Evaluator:
         args = self.bind(node, vals, ["pointer", "mask", "other", "boundary_check",
                                       "padding_option", "cache_modifier", "eviction_policy",
                                       "volatile"], 1)
-        pointer = args["pointer"]
-        mask, other = args.get("mask"), args.get("other")
+        pointer, mask, other = args["pointer"], _present(args.get("mask")), \
+            _present(args.get("other"))
+        via = "pointer"
+        if isinstance(pointer, BlockPtrValue):
+            if mask is not None or other is not None or pointer.descriptor:
+                raise self.error(node, "a block pointer's load takes boundary_check and "
+                                       "padding_option, not mask and other")
+            via = "block_ptr"
+            pointer, mask, other = self.through_block_ptr(node, pointer, pointer.offsets,
+                                                          args.get("boundary_check"),
+                                                          args.get("padding_option"))
+        return self.record_load(node, pointer, mask, other, via)
+
+    def record_load(self, node: ast.Call, pointer: Value, mask: Value | None,
+                    other: Value | None, via: str) -> Value:
         self.check_block(node, pointer, mask, other)
         self.accesses.append(Access("load", self.module.loc(node), pointer.shape, pointer,
-                                    _present(mask), _present(other), None,
-                                    tuple(loop.number for loop in self.loop_stack)))
-        operands = [v for v in (pointer, _present(mask), _present(other)) if v is not None]
+                                    mask, other, None,
+                                    tuple(loop.number for loop in self.loop_stack), via))
+        operands = [v for v in (pointer, mask, other) if v is not None]
         return self.data("load", operands, pointer.shape, node,
                          access=str(len(self.accesses) - 1))
 
     def store(self, node: ast.Call, name: str, vals: list[Value]) -> Value:
         args = self.bind(node, vals, ["pointer", "value", "mask", "boundary_check",
                                       "cache_modifier", "eviction_policy"], 2)
-        pointer, value, mask = args["pointer"], args["value"], args.get("mask")
+        pointer, value, mask = args["pointer"], args["value"], _present(args.get("mask"))
+        via = "pointer"
+        if isinstance(pointer, BlockPtrValue):
+            if mask is not None or pointer.descriptor:
+                raise self.error(node, "a block pointer's store takes boundary_check, not mask")
+            via = "block_ptr"
+            pointer, mask, _ = self.through_block_ptr(node, pointer, pointer.offsets,
+                                                      args.get("boundary_check"), None)
+        return self.record_store(node, pointer, value, mask, via)
+
+    def record_store(self, node: ast.Call, pointer: Value, value: Value, mask: Value | None,
+                     via: str) -> Value:
         self.check_block(node, pointer, mask, value)
         self.accesses.append(Access("store", self.module.loc(node), pointer.shape, pointer,
-                                    _present(mask), None, value,
-                                    tuple(loop.number for loop in self.loop_stack)))
+                                    mask, None, value,
+                                    tuple(loop.number for loop in self.loop_stack), via))
         return NoneValue((), self.module.loc(node))
+
+    def through_block_ptr(self, node: ast.Call, ptr: BlockPtrValue,
+                          offsets: Sequence[IntExpr], checks: Value | None,
+                          padding: Value | None) -> tuple[IndexValue, MaskValue | None,
+                                                          FloatValue | None]:
+        """A block pointer's access as pointer arithmetic: `base + sum of stride_d *
+        (offset_d + lane_d)`, masked by `offset_d + lane_d < dim_d` on the checked dims."""
+        rank = len(ptr.dims)
+        checked: list[int] = []
+        if checks is not None and not isinstance(checks, NoneValue):
+            items = checks.items if isinstance(checks, TupleValue) else (checks,)
+            checked = [self.static_int(node, c, "a checked dim") for c in items]
+            if any(not 0 <= d < rank for d in checked):
+                raise self.error(node, f"boundary_check names a dim outside 0..{rank - 1}")
+        lanes = [o + IntExpr.sym(self.lane(d)) for d, o in enumerate(offsets)]
+        expr = ptr.base
+        for stride, index in zip(ptr.strides, lanes, strict=True):
+            expr = expr + stride * index
+        loc = self.module.loc(node)
+        mask = MaskValue(ptr.shape, loc, tuple(Bound(lanes[d], "<", ptr.dims[d])
+                                               for d in sorted(set(checked)))) \
+            if checked else None
+        other: FloatValue | None = None
+        if isinstance(padding, StrValue) and padding.text in ("zero", "nan"):
+            other = FloatValue((), loc, 0.0 if padding.text == "zero" else float("nan"))
+        elif padding is not None and not isinstance(padding, NoneValue) and not (
+                isinstance(padding, StrValue) and padding.text == ""):
+            raise self.error(node, 'expected padding_option "zero" or "nan"')
+        return IndexValue(ptr.shape, loc, expr), mask, other
+
+    def ints(self, node: ast.AST, value: Value | None, what: str) -> tuple[IntExpr, ...]:
+        """A tuple (or list) of integer scalars."""
+        items = value.items if isinstance(value, TupleValue) else (value,)
+        return tuple(self.scalar_int(node, v, what) for v in items)
+
+    def make_block_ptr(self, node: ast.Call, name: str, vals: list[Value]) -> Value:
+        descriptor = name == "make_tensor_descriptor"
+        names = ["base", "shape", "strides", "block_shape", "padding_option"] if descriptor \
+            else ["base", "shape", "strides", "offsets", "block_shape", "order"]
+        args = self.bind(node, vals, names, 4 if descriptor else 6)
+        base = self.scalar_int(node, args["base"], "the base pointer")
+        dims = self.ints(node, args["shape"], "a tensor dim")
+        strides = self.ints(node, args["strides"], "a stride")
+        block = self.shape_of(node, args["block_shape"])
+        offsets = (IntExpr.const(0),) * len(dims) if descriptor \
+            else self.ints(node, args["offsets"], "an offset")
+        order: tuple[int, ...] = ()
+        if not descriptor:
+            given = args["order"]
+            items = given.items if isinstance(given, TupleValue) else (given,)
+            order = tuple(self.static_int(node, v, "a dim of the order") for v in items)
+        if not len(dims) == len(strides) == len(offsets) == len(block):
+            raise self.error(node, f"{len(dims)} dims, {len(strides)} strides, {len(offsets)} "
+                                   f"offsets and a block of rank {len(block)}; expected one "
+                                   "of each per dim")
+        return BlockPtrValue(block, self.module.loc(node), base, dims, strides, offsets, order,
+                             descriptor)
+
+    def advance(self, node: ast.Call, name: str, vals: list[Value]) -> Value:
+        args = self.bind(node, vals, ["base", "offsets"], 2)
+        ptr = args["base"]
+        if not isinstance(ptr, BlockPtrValue) or ptr.descriptor:
+            raise self.error(node, "expected a block pointer (tl.make_block_ptr) to advance")
+        delta = self.ints(node, args["offsets"], "an offset")
+        if len(delta) != len(ptr.offsets):
+            raise self.error(node, f"{len(delta)} offsets for a block pointer of rank "
+                                   f"{len(ptr.offsets)}")
+        return ptr.moved(tuple(o + d for o, d in zip(ptr.offsets, delta, strict=True)))
+
+    def descriptor_access(self, node: ast.Call, name: str, vals: list[Value]) -> Value:
+        desc = vals[0]
+        assert isinstance(desc, BlockPtrValue)
+        names = ["offsets"] if name == "load" else ["offsets", "value"]
+        args = self.bind(node, vals, names, len(names), skip=1)
+        offsets = self.ints(node, args["offsets"], "an offset")
+        if len(offsets) != len(desc.dims):
+            raise self.error(node, f"{len(offsets)} offsets for a descriptor of rank "
+                                   f"{len(desc.dims)}")
+        zero = StrValue((), desc.loc, "zero")
+        every = TupleValue((), desc.loc, tuple(IndexValue((), desc.loc, IntExpr.const(d))
+                                               for d in range(len(desc.dims))))
+        pointer, mask, other = self.through_block_ptr(node, desc, offsets, every,
+                                                      zero if name == "load" else None)
+        if name == "load":
+            return self.record_load(node, pointer, mask, other, "descriptor")
+        return self.record_store(node, pointer, args["value"], mask, "descriptor")
 
     def check_block(self, node: ast.Call, pointer: Value, *others: Value | None) -> None:
         if not isinstance(pointer, (IndexValue, DataValue)):
@@ -1048,15 +1196,8 @@ def _present(value: Value | None) -> Value | None:
 
 def _kind(value: Value) -> str:
     return "an integer" if isinstance(value, IndexValue) else "a mask" \
-        if isinstance(value, MaskValue) else "data"
-
-
-def _carry_symbol(c: Carried) -> str:
-    """The fresh symbol of a carried integer (its entry is `init + symbol`)."""
-    assert isinstance(c.entry, IndexValue) and isinstance(c.init, IndexValue)
-    symbol = (c.entry.expr - c.init.expr).as_symbol
-    assert symbol is not None
-    return symbol
+        if isinstance(value, MaskValue) else "a block pointer" \
+        if isinstance(value, BlockPtrValue) else "data"
 
 
 # ---- the analysis of accesses ------------------------------------------------------------------

@@ -91,6 +91,10 @@ def _loop_lines(analysis: KernelAnalysis, loop: Loop) -> list[str]:
             out.append(f"    carries {c.name}: integer, += {c.step} per iteration")
         elif c.kind == "index":
             out.append(f"    carries {c.name}: integer, no loop-invariant step")
+        elif c.kind == "block_ptr":
+            steps = ", ".join("?" if s is None else str(s) for s in c.steps)
+            out.append(f"    carries {c.name}: block pointer, offsets += ({steps}) per "
+                       "iteration")
         else:
             out.append(f"    carries {c.name}: data {shape_text(c.init.shape)}, init "
                        f"{value_text(c.init)}, entry {value_text(c.entry)}, next "
@@ -101,8 +105,10 @@ def _loop_lines(analysis: KernelAnalysis, loop: Loop) -> list[str]:
 def _access_lines(analysis: KernelAnalysis, number: int, access: Access) -> list[str]:
     line, col = access.loc
     where = f" in loop {', '.join(map(str, access.loops))}" if access.loops else ""
-    out = [f"  {access.kind} #{number} at {line}:{col}{where}: base {access.base or '?'}, "
-           f"block {shape_text(access.shape)}"]
+    via = {"pointer": "", "block_ptr": " through a block pointer",
+           "descriptor": " through a tensor descriptor"}[access.via]
+    out = [f"  {access.kind} #{number} at {line}:{col}{where}{via}: base "
+           f"{access.base or '?'}, block {shape_text(access.shape)}"]
     if access.offset is not None:
         out.append(f"    offset: {access.offset}")
     if access.origin is not None:

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 from axon.dialects.form.intexpr import IntExpr, IntLike
 
-__all__ = ["Bound", "DataValue", "DtypeValue", "FloatValue", "IndexValue", "MaskValue",
-           "NoneValue", "Shape", "StrValue", "TupleValue", "Value", "broadcast_shapes",
-           "shape_text"]
+__all__ = ["BlockPtrValue", "Bound", "DataValue", "DtypeValue", "FloatValue", "IndexValue",
+           "MaskValue", "NoneValue", "Shape", "StrValue", "TupleValue", "Value",
+           "broadcast_shapes", "shape_text"]
 
 #: a block's dims (constexpr block sizes or constants); () for a scalar
 Shape = tuple[IntExpr, ...]
@@ -141,3 +141,23 @@ class StrValue(Value):
 @dataclass(eq=False)
 class NoneValue(Value):
     """`None` (an absent mask or `other`)."""
+
+
+@dataclass(eq=False)
+class BlockPtrValue(Value):
+    """A block pointer (`tl.make_block_ptr`, moved by `tl.advance`) or a tensor descriptor
+    (`tl.make_tensor_descriptor`, whose loads and stores name their offsets): a tensor of
+    `dims` at `base` with `strides`, and a block of `shape` (the value's) at `offsets` (a
+    descriptor's are zero; each access gives its own)."""
+
+    base: IntExpr
+    dims: tuple[IntExpr, ...]
+    strides: tuple[IntExpr, ...]
+    offsets: tuple[IntExpr, ...]
+    order: tuple[int, ...]
+    descriptor: bool = False
+
+    def moved(self, offsets: tuple[IntExpr, ...]) -> BlockPtrValue:
+        """The same block pointer at other offsets."""
+        return BlockPtrValue(self.shape, self.loc, self.base, self.dims, self.strides, offsets,
+                             self.order, self.descriptor)

@@ -316,6 +316,77 @@ def scale(x_ptr, b_ptr, out_ptr, n, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr)
     assert "expected a condition on constexpr parameters with known values" in err.message
 
 
+MATMUL_BLOCK_PTR = HEADER + """\
+def matmul_bp(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+              stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a_bp = tl.make_block_ptr(a_ptr, (M, K), (stride_am, stride_ak), (pid_m * BLOCK_M, 0),
+                             (BLOCK_M, BLOCK_K), (1, 0))
+    b_bp = tl.make_block_ptr(b_ptr, (K, N), (stride_bk, stride_bn), (0, pid_n * BLOCK_N),
+                             (BLOCK_K, BLOCK_N), (1, 0))
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_bp, boundary_check=(0, 1), padding_option="zero")
+        b = tl.load(b_bp, boundary_check=(0, 1), padding_option="zero")
+        acc = tl.dot(a, b, acc)
+        a_bp = tl.advance(a_bp, (0, BLOCK_K))
+        b_bp = tl.advance(b_bp, (BLOCK_K, 0))
+    c_bp = tl.make_block_ptr(c_ptr, (M, N), (stride_cm, stride_cn),
+                             (pid_m * BLOCK_M, pid_n * BLOCK_N), (BLOCK_M, BLOCK_N), (1, 0))
+    tl.store(c_bp, acc.to(tl.float16), boundary_check=(0, 1))
+"""
+
+
+def test_block_pointers_analyse_like_the_pointers_they_stand_for() -> None:
+    analysis = analyse_kernel(parse_triton_source(MATMUL_BLOCK_PTR, "k.py"), "matmul_bp")
+    (loop,) = analysis.loops
+    carried = {c.name: c for c in loop.carried}
+    assert carried["a_bp"].kind == "block_ptr"
+    assert carried["a_bp"].steps == [IntExpr.const(0), sym("BLOCK_K")]
+    assert carried["b_bp"].steps == [sym("BLOCK_K"), IntExpr.const(0)]
+    a, b, c = analysis.accesses
+    assert [x.via for x in (a, b, c)] == ["block_ptr"] * 3
+    assert [x.base for x in (a, b, c)] == ["a_ptr", "b_ptr", "c_ptr"]
+    assert a.strides == (sym("stride_am"), sym("stride_ak"))
+    bk, k = sym("BLOCK_K"), sym("k")
+    assert a.origin == sym("BLOCK_M") * sym("pid0") * sym("stride_am") + bk * k * sym("stride_ak")
+    assert [str(x) for x in a.bounds] == ["BLOCK_M*pid0 + lane0 < M", "BLOCK_K*k + lane1 < K"]
+    assert [str(x) for x in b.bounds] == ["BLOCK_K*k + lane0 < K", "BLOCK_N*pid1 + lane1 < N"]
+    assert getattr(a.other, "value", None) == 0.0 and c.other is None
+    assert all(x.affine for x in (a, b, c))
+
+
+def test_tensor_descriptors_check_every_dim() -> None:
+    text = HEADER + """\
+def copy2d(x_ptr, y_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BLOCK_M, BLOCK_N])
+    y_desc = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    off_m = tl.program_id(0) * BLOCK_M
+    tile = x_desc.load([off_m, 0])
+    y_desc.store([off_m, 0], tile * 2.0)
+"""
+    load, store = analyse_kernel(parse_triton_source(text, "k.py"), "copy2d").accesses
+    assert (load.via, store.via) == ("descriptor", "descriptor")
+    assert load.strides == store.strides == (sym("N"), IntExpr.const(1))
+    assert load.origin == sym("BLOCK_M") * sym("N") * sym("pid0")
+    assert [str(b) for b in store.bounds] == ["BLOCK_M*pid0 + lane0 < M", "lane1 < N"]
+    assert load.affine and store.affine
+    assert load.shape == (sym("BLOCK_M"), sym("BLOCK_N"))
+
+
+def test_greater_than_bounds_read_as_less_than() -> None:
+    text = HEADER + """\
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32), mask=n > offs)
+"""
+    (store,) = analyse_kernel(parse_triton_source(text, "k.py"), "k").accesses
+    assert [str(b) for b in store.bounds] == ["lane0 < n"]
+
+
 # ---- what is not affine, and what is not supported ----------------------------------------------
 GATHER = HEADER + """\
 def gather(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -391,6 +462,11 @@ def wrap(x_ptr, n, BLOCK: tl.constexpr):
     ("    return 1\n", 7, 12, "a kernel returns nothing"),
     ("    x = tl.load(x_ptr, mask=tl.arange(0, 8) < n, pad=0)\n", 7, 50,
      "tl.load has no parameter 'pad'"),
+    ("    p = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (16,), (0,))\n"
+     "    x = tl.load(p, mask=tl.arange(0, 16) < n)\n", 8, 9,
+     "a block pointer's load takes boundary_check and padding_option"),
+    ("    p = tl.make_block_ptr(x_ptr, (n, n), (n, 1), (0,), (16, 16), (1, 0))\n", 7, 9,
+     "2 dims, 2 strides, 1 offsets and a block of rank 2"),
 ])
 def test_unsupported_constructs_are_located(body: str, line: int, column: int,
                                             message: str) -> None:
