@@ -540,16 +540,16 @@ class _Evaluator:
             for symbol, c, d, entry_expr, end_expr in slots:
                 if c.steps[d] is not None:
                     continue
-                step = (end_expr - entry_expr).substitute(self.bindings)
-                if not step.symbols() & (varying - self.bindings.keys()):
-                    c.steps[d] = step
-                    self.bindings[symbol] = IntExpr.sym(loop.iteration) * step
+                delta = (end_expr - entry_expr).substitute(self.bindings)
+                if not delta.symbols() & (varying - self.bindings.keys()):
+                    c.steps[d] = delta
+                    self.bindings[symbol] = IntExpr.sym(loop.iteration) * delta
                     changed = True
         after: dict[tuple[str, int], IntExpr] = {}
         for symbol, c, d, _, _ in slots:
-            step = c.steps[d]
-            if step is not None:
-                after[(c.name, d)] = loop.trip * step
+            found = c.steps[d]
+            if found is not None:
+                after[(c.name, d)] = loop.trip * found
                 continue
             why = f"'{c.name}', which the loop at line {loop.loc[0]} updates by no " \
                   "loop-invariant step"
