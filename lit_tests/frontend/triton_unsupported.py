@@ -1,6 +1,6 @@
 # RUN: not python -m axon.frontend.triton %s 2>&1 | filecheck %s
 # An atomic is outside what the Triton frontend reads: a located error, no traceback.
-# CHECK: triton_unsupported.py:16:5: error: tl.atomic_add is not supported; expected one of tl.program_id, tl.num_programs, tl.arange, tl.cdiv, tl.load, tl.store, tl.dot
+# CHECK: triton_unsupported.py:16:5: error: tl.atomic_add is not supported; expected one of tl.program_id, tl.num_programs, tl.arange, tl.cdiv, tl.load, tl.store, tl.make_block_ptr, tl.advance, tl.make_tensor_descriptor, tl.dot
 # CHECK-NEXT: {{^}}    tl.atomic_add(out_ptr + offs, x, mask=offs < n)
 # CHECK-NEXT: {{^}}    ^
 # CHECK-NOT: Traceback
