@@ -68,6 +68,8 @@ NO_VALUE = frozenset({"static_assert", "device_assert", "static_print", "device_
 DTYPES = frozenset({"int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                     "uint64", "float8e4nv", "float8e5", "float8e4b15", "float16", "bfloat16",
                     "float32", "float64"})
+#: how deep calls of jit helpers may nest
+HELPER_DEPTH_MAX = 32
 #: the `tl` builtins supported, for diagnostics
 SUPPORTED = ("program_id", "num_programs", "arange", "cdiv", "load", "store", "make_block_ptr",
              "advance", "make_tensor_descriptor", "dot", "sum",
@@ -281,6 +283,7 @@ class _Evaluator:
         self.values: list[DataValue] = []
         self.bindings: dict[str, IntExpr] = {}
         self.opaque: dict[str, str] = {}
+        self.helpers: list[str] = []
 
     # ---- helpers ------------------------------------------------------------------------------
     def error(self, node: ast.AST, message: str) -> SourceError:
@@ -339,6 +342,18 @@ class _Evaluator:
             truths[id(v)] = self._static_leaf(v, truths)
         return truths[id(value)]
 
+    def free_constexprs(self, value: Value) -> set[str]:
+        """The constexpr parameters without a known value that a condition reads, when it
+        reads nothing else that varies (else none)."""
+        if isinstance(value, IndexValue):
+            names = set(value.expr.substitute(self.known).symbols())
+        elif isinstance(value, MaskValue):
+            names = {n for b in value.bounds for n in
+                     (b.lhs - b.rhs).substitute(self.known).symbols()}
+        else:
+            return set()
+        return names if names <= self.constexpr_names else set()
+
     def _static_leaf(self, v: Value, truths: Mapping[int, bool | None]) -> bool | None:
         if isinstance(v, IndexValue):
             e = v.expr.substitute(self.known)
@@ -357,7 +372,13 @@ class _Evaluator:
 
     # ---- statements ---------------------------------------------------------------------------
     def run(self) -> None:
-        frames = [_Frame(list(self.kernel.node.body))]
+        self.run_body(self.kernel.node.body)
+
+    def run_body(self, body: list[ast.stmt]) -> Value | None:
+        """Evaluate a function's statements; the value of its `return` (a jit helper's)."""
+        depth = len(self.loop_stack)
+        frames = [_Frame(list(body))]
+        returned: Value | None = None
         while frames:
             frame = frames[-1]
             if frame.pos == len(frame.stmts):
@@ -368,17 +389,50 @@ class _Evaluator:
             stmt = frame.stmts[frame.pos]
             frame.pos += 1
             if isinstance(stmt, ast.Return):
-                if stmt.value is not None:
+                if stmt.value is not None and not self.helpers:
                     raise self.error(stmt.value, "a kernel returns nothing; expected a bare "
                                                  "`return`")
-                if self.loop_stack:
+                if len(self.loop_stack) > depth:
                     raise self.error(stmt, "`return` inside a loop is not supported; expected "
                                            "it outside loops")
+                if stmt.value is not None:
+                    returned = self.expr(stmt.value)
                 frames.clear()
                 continue
             pushed = self.statement(stmt)
             if pushed is not None:
                 frames.append(pushed)
+        return returned
+
+    def inline(self, node: ast.Call, helper: JitKernel, vals: list[Value]) -> Value:
+        """A call of another `@triton.jit` function of the module: its body evaluated with
+        its parameters bound to the arguments (constexpr defaults where none is given)."""
+        if helper.name in self.helpers or helper is self.kernel:
+            raise self.error(node, f"'{helper.name}' calls itself; expected no recursion")
+        if len(self.helpers) >= HELPER_DEPTH_MAX:
+            raise self.error(node, f"jit helpers nest more than {HELPER_DEPTH_MAX} deep")
+        names = [p.name for p in helper.params]
+        args = self.bind(node, vals, names, 0)
+        env: dict[str, Value] = {}
+        loc = self.module.loc(node)
+        for p in helper.params:
+            if p.name in args:
+                env[p.name] = args[p.name]
+            elif isinstance(p.default_value, float):
+                env[p.name] = FloatValue((), loc, p.default_value)
+            elif isinstance(p.default_value, (bool, int)):
+                env[p.name] = IndexValue((), loc, IntExpr.const(int(p.default_value)))
+            else:
+                raise self.error(node, f"{helper.name} needs its argument '{p.name}'")
+        caller, caller_locals = self.env, self.loop_locals
+        self.env, self.loop_locals = env, {}
+        self.helpers.append(helper.name)
+        try:
+            returned = self.run_body(helper.node.body)
+        finally:
+            self.env, self.loop_locals = caller, caller_locals
+            self.helpers.pop()
+        return returned if returned is not None else NoneValue((), loc)
 
     def statement(self, stmt: ast.stmt) -> _Frame | None:
         if isinstance(stmt, ast.Expr):
@@ -402,8 +456,15 @@ class _Evaluator:
         elif isinstance(stmt, ast.For):
             return self.begin_loop(stmt)
         elif isinstance(stmt, ast.If):
-            truth = self.static(self.expr(stmt.test))
+            test = self.expr(stmt.test)
+            truth = self.static(test)
             if truth is None:
+                unknown = sorted(self.free_constexprs(test))
+                if unknown:
+                    raise self.error(stmt.test, f"the condition depends on constexpr "
+                                                f"{', '.join(unknown)}, which has no known "
+                                                "value; expected a default or a literal at the "
+                                                "launch (or -D NAME=VALUE)")
                 raise self.error(stmt.test, "`if` on a value known only at run time is not "
                                             "supported; expected a condition on constexpr "
                                             "parameters with known values")
@@ -843,9 +904,9 @@ class _Evaluator:
                 return self.method(node, node.func.attr, vals)
             q = self.module.qualified(node.func)
             what = q or self.module.segment(node.func)
-            if isinstance(node.func, ast.Name) and node.func.id in self.module.kernels:
-                raise self.error(node, f"calling the jit function '{what}' from a kernel is not "
-                                       "supported yet; expected tl.* builtins only")
+            if isinstance(node.func, ast.Name) and node.func.id in self.module.kernels \
+                    and node.func.id not in self.env:
+                return self.inline(node, self.module.kernels[node.func.id], vals)
             raise self.error(node, f"'{what}' is not supported in a kernel; expected one of "
                                    f"tl.{', tl.'.join(SUPPORTED)}")
         handler: Callable[[ast.Call, str, list[Value]], Value] | None = {

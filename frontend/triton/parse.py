@@ -55,13 +55,19 @@ class KernelParam:
 
 @dataclass
 class JitKernel:
-    """A `@triton.jit` function: its parameters, its decorators' text and its syntax tree."""
+    """A `@triton.jit` function (a kernel, or a helper other jit functions call): its
+    parameters, its decorators' text and its syntax tree."""
 
     name: str
     params: list[KernelParam]
     decorators: list[str]
     node: ast.FunctionDef
     loc: Loc
+
+    def calls(self) -> set[str]:
+        """The names this function calls by a bare name (the jit helpers among them)."""
+        return {n.func.id for n in ast.walk(self.node)
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
     def param(self, name: str) -> KernelParam | None:
         """The parameter called `name`, if there is one."""
@@ -116,6 +122,12 @@ class TritonModule:
     kernels: dict[str, JitKernel] = field(default_factory=dict)
     launches: list[LaunchSite] = field(default_factory=list)
     constants: dict[str, int | float | bool] = field(default_factory=dict)
+
+    def helpers(self) -> set[str]:
+        """The jit functions another jit function calls (analysed where they are called)."""
+        called = set().union(*(k.calls() for k in self.kernels.values()))
+        launched = {site.kernel for site in self.launches}
+        return {name for name in self.kernels if name in called and name not in launched}
 
     def loc(self, node: ast.AST) -> Loc:
         """The 1-based line and character column where `node` starts (`ast` counts bytes)."""

@@ -1,8 +1,8 @@
 """A text report of a module's Triton kernels and launches, and its command.
 
-    python -m axon.frontend.triton KERNELS.py
+    python -m axon.frontend.triton KERNELS.py [-D NAME=VALUE ...]
 
-prints, per kernel, its parameters and their kinds, its program ids and loops (with what each
+prints, per kernel (jit helpers are read where they are called), its parameters and their kinds, its program ids and loops (with what each
 carries), each tl.load / tl.store (base pointer, offset, origin and strides per axis, mask
 bounds, block shape, and whether it is affine, so raisable to `xt` / `tile`, or why not) and
 the value graph; then each launch site's grid, arguments and launch options. A mistake in the
@@ -11,8 +11,9 @@ file is a located diagnostic on stderr and exit status 1, never a traceback.
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from axon.dialects.form.intexpr import IntExpr
 from axon.frontend.diagnostics import SourceError
@@ -47,10 +48,13 @@ def launch_constexprs(module: TritonModule, kernel: JitKernel) -> dict[str, int 
     return {}
 
 
-def analyse_module(module: TritonModule) -> list[KernelAnalysis]:
-    """Every kernel's analysis, with constexprs from its first launch."""
-    return [analyse_kernel(module, k, launch_constexprs(module, k))
-            for k in module.kernels.values()]
+def analyse_module(module: TritonModule, constexprs: Mapping[str, int | bool] | None = None
+                   ) -> list[KernelAnalysis]:
+    """Every kernel's analysis (jit helpers are read where they are called), with constexprs
+    from its first launch and `constexprs` (which win)."""
+    helpers = module.helpers()
+    return [analyse_kernel(module, k, {**launch_constexprs(module, k), **(constexprs or {})})
+            for k in module.kernels.values() if k.name not in helpers]
 
 
 def value_text(value: Value | None, analysis: KernelAnalysis | None = None) -> str:
@@ -157,12 +161,16 @@ def kernel_report(analysis: KernelAnalysis) -> list[str]:
     return out
 
 
-def report_module(module: TritonModule) -> str:
+def report_module(module: TritonModule,
+                  constexprs: Mapping[str, int | bool] | None = None) -> str:
     """The whole report of a parsed module (SourceError where a kernel uses a construct the
-    analysis does not support)."""
+    analysis does not support); `constexprs` decide the kernels' `if`s on them."""
     out: list[str] = []
-    for analysis in analyse_module(module):
+    for analysis in analyse_module(module, constexprs):
         out += kernel_report(analysis)
+    for name in sorted(module.helpers()):
+        line, col = module.kernels[name].loc
+        out.append(f"helper {name} at {module.filename}:{line}:{col} (read where it is called)")
     for site in module.launches:
         line, col = site.loc
         out.append(f"launch of {site.kernel} at {line}:{col} in {site.host}()")
@@ -182,19 +190,35 @@ def report_module(module: TritonModule) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m axon.frontend.triton FILE`: print FILE's report; 1 on a located error."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1 or args[0].startswith("-"):
-        print("usage: python -m axon.frontend.triton FILE.py", file=sys.stderr)
-        return 2
+    """`python -m axon.frontend.triton FILE [-D NAME=VALUE ...]`: print FILE's report, the
+    constexprs NAME given VALUE (an integer, or True / False) for the `if`s that test them;
+    exit status 1 on a located error."""
+    parser = argparse.ArgumentParser(prog="python -m axon.frontend.triton",
+                                     description="Report the Triton kernels and launches of a "
+                                                 "Python file, read without running it.")
+    parser.add_argument("file")
+    parser.add_argument("-D", dest="defines", action="append", default=[],
+                        metavar="NAME=VALUE", help="a constexpr's value for the `if`s on it")
+    args = parser.parse_args(argv)
+    constexprs: dict[str, int | bool] = {}
+    for define in args.defines:
+        name, sep, value = define.partition("=")
+        literal = {"true": 1, "false": 0}.get(value.strip().lower(), value.strip())
+        try:
+            constexprs[name.strip()] = int(literal)
+        except ValueError:
+            parser.error(f"-D {define}: expected NAME=VALUE with an integer or True / False "
+                         "VALUE")
+        if not sep or not name.strip().isidentifier():
+            parser.error(f"-D {define}: expected NAME=VALUE")
     try:
-        module = parse_triton_file(args[0])
-        text = report_module(module)
+        module = parse_triton_file(args.file)
+        text = report_module(module, constexprs)
     except SourceError as err:
         print(err, file=sys.stderr)
         return 1
     except OSError as err:
-        print(f"{args[0]}: error: {err.strerror}", file=sys.stderr)
+        print(f"{args.file}: error: {err.strerror}", file=sys.stderr)
         return 1
     sys.stdout.write(text)
     return 0

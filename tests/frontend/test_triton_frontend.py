@@ -313,7 +313,9 @@ def scale(x_ptr, b_ptr, out_ptr, n, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr)
     assert without.param_kinds["b_ptr"] == "scalar"
     err = diagnostic(text, "scale")
     assert (err.line, err.column) == (9, 8)
-    assert "expected a condition on constexpr parameters with known values" in err.message
+    assert err.message == "the condition depends on constexpr HAS_BIAS, which has no known " \
+                          "value; expected a default or a literal at the launch (or -D " \
+                          "NAME=VALUE)"
 
 
 MATMUL_BLOCK_PTR = HEADER + """\
@@ -483,11 +485,47 @@ def test_columns_count_characters_not_bytes() -> None:
     assert (err.line, err.column) == (7, 15)
 
 
-def test_a_helper_jit_call_is_reported() -> None:
-    text = HEADER + "def helper(x):\n    pass\n\n\n@triton.jit\ndef k(x_ptr):\n" \
-                    "    helper(x_ptr)\n"
+def test_jit_helpers_are_read_where_they_are_called() -> None:
+    text = HEADER + """\
+def offsets(pid, BLOCK: tl.constexpr, SHIFT: tl.constexpr = 0):
+    base = pid * BLOCK
+    if SHIFT:
+        base = base + SHIFT
+    return base + tl.arange(0, BLOCK)
+
+
+@triton.jit
+def scaled(x, factor=2.0):
+    return x * factor
+
+
+@triton.jit
+def k(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = offsets(tl.program_id(0), BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, scaled(x), mask=offs < n)
+"""
+    module = parse_triton_source(text, "k.py")
+    assert module.helpers() == {"offsets", "scaled"}
+    analysis = analyse_kernel(module, "k")
+    load, store = analysis.accesses
+    assert load.offset == store.offset == sym("BLOCK") * sym("pid0") + sym("lane0")
+    assert [str(b) for b in store.bounds] == ["BLOCK*pid0 + lane0 < n"]
+    assert getattr(store.value, "op", None) == "mul"
+    report = report_module(module)
+    assert "kernel k at k.py:19:1" in report and "kernel offsets" not in report
+    assert "helper offsets at k.py:6:1 (read where it is called)" in report
+
+
+def test_recursive_helpers_and_helper_mistakes_are_located() -> None:
+    text = HEADER + "def f(x):\n    return f(x)\n\n\n@triton.jit\ndef k(x_ptr):\n" \
+                    "    y = f(x_ptr)\n"
     err = diagnostic(text, "k")
-    assert (err.line, err.column) == (12, 5) and "jit function 'helper'" in err.message
+    assert (err.line, err.column) == (7, 12) and "'f' calls itself" in err.message
+    text = HEADER + "def f(x):\n    return tl.atomic_add(x, 1)\n\n\n@triton.jit\n" \
+                    "def k(x_ptr):\n    y = f(x_ptr)\n"
+    err = diagnostic(text, "k")
+    assert (err.line, err.column) == (7, 12) and "tl.atomic_add is not supported" in err.message
 
 
 # ---- size: no recursion on the kernel's length ---------------------------------------------------
@@ -535,6 +573,25 @@ def test_command_prints_the_report_or_a_located_error(tmp_path: Path,
     err = capsys.readouterr().err
     assert err.startswith(f"{bad}:7:5: error: while loops are not supported")
     assert "Traceback" not in err
+
+
+def test_command_takes_constexpr_values(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "k.py"
+    path.write_text(HEADER + """\
+def k(x_ptr, b_ptr, HAS_BIAS: tl.constexpr):
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs)
+    if HAS_BIAS:
+        x += tl.load(b_ptr + offs)
+    tl.store(x_ptr + offs, x)
+""")
+    assert main([str(path)]) == 1
+    assert "the condition depends on constexpr HAS_BIAS" in capsys.readouterr().err
+    assert main([str(path), "-D", "HAS_BIAS=True"]) == 0
+    assert "load #1 at 10:14: base b_ptr, block [16]" in capsys.readouterr().out
+    assert main([str(path), "-D", "HAS_BIAS=0"]) == 0
+    assert "b_ptr (scalar)" in capsys.readouterr().out
 
 
 def test_module_entry_point_runs_without_triton(tmp_path: Path) -> None:
@@ -621,3 +678,22 @@ def test_raised_kernels_compute_what_the_originals_do(tmp_path: Path) -> None:
     got = emitted_softmax.softmax_kernel(rows, BLOCK=16)
     assert torch.allclose(got, want, rtol=1e-6, atol=1e-7)
     assert torch.allclose(got, torch.softmax(rows, dim=1), rtol=1e-5, atol=1e-6)
+
+
+def test_the_emitted_kernel_reads_back_to_the_same_accesses() -> None:
+    analysis = analyse_kernel(parse_triton_source(ROW_SOFTMAX, "softmax.py"), "softmax_kernel")
+    emitted = emit_module(raise_kernel(analysis), tile_sizes={"BLOCK": 16})
+    module = parse_triton_source(emitted.text, "emitted.py")
+    assert module.helpers() == {"_wide"}
+    (kernel,) = [k for k in module.kernels if k not in module.helpers()]
+    again = analyse_kernel(module, kernel, {"INT64": False})
+    load, store = again.accesses
+    original = analysis.accesses[0]
+    assert (load.base, store.base) == ("in0_ptr", "out0_ptr")
+    assert load.offset == sym("n_cols") * sym("pid0") + sym("lane0")
+    assert original.offset == sym("in_row_stride") * sym("pid0") + sym("lane0")
+    assert load.strides == original.strides and load.shape == original.shape
+    assert [str(b) for b in load.bounds] == ["pid0 < G0", "lane0 < n_cols"]
+    assert getattr(load.other, "value", None) == float("-inf")
+    assert [v.op for v in again.values if v.op in ("reduce", "exp")] == ["reduce", "exp",
+                                                                         "reduce"]
