@@ -2,11 +2,12 @@
 
     python -m axon.frontend.triton KERNELS.py [-D NAME=VALUE ...]
 
-prints, per kernel (jit helpers are read where they are called), its parameters and their kinds, its program ids and loops (with what each
-carries), each tl.load / tl.store (base pointer, offset, origin and strides per axis, mask
-bounds, block shape, and whether it is affine, so raisable to `xt` / `tile`, or why not) and
-the value graph; then each launch site's grid, arguments and launch options. A mistake in the
-file is a located diagnostic on stderr and exit status 1, never a traceback.
+prints, per kernel (jit helpers are read where they are called), its parameters and their
+kinds, its program ids and loops (with what each carries), each tl.load / tl.store (base
+pointer, offset, origin and strides per axis, mask bounds, block shape, and whether it is
+affine, so raisable to `xt` / `tile`, or why not) and the value graph; then each launch
+site's grid, arguments and launch options. A mistake in the file is a located diagnostic on
+stderr and exit status 1, never a traceback.
 """
 
 from __future__ import annotations
