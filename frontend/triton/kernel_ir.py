@@ -88,10 +88,12 @@ _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
 @dataclass
 class Carried:
     """A value a loop carries: `step` (an integer advanced by the loop-invariant `steps[0]`
-    each iteration), `index` (an integer updated some other way: opaque), `block_ptr` (a block
-    pointer whose offset of dim d advances by `steps[d]`, None where it is opaque) or `data`
-    (a block of data); `entry` is its value at the top of an iteration, `next` at the bottom,
-    `symbols` the fresh symbol of each integer slot (`entry == init + symbol`)."""
+    each iteration), `index` (an integer updated some other way: opaque), `last` (an integer
+    the body reassigns before reading it: after the loop, the last iteration's, opaque),
+    `block_ptr` (a block pointer whose offset of dim d advances by `steps[d]`, None where it is
+    opaque) or `data` (a block of data); `entry` is its value at the top of an iteration,
+    `next` at the bottom, `symbols` the fresh symbol of each integer slot (`entry == init +
+    symbol`)."""
 
     name: str
     kind: str
@@ -607,19 +609,25 @@ class _Evaluator:
                     self.bindings[symbol] = IntExpr.sym(loop.iteration) * delta
                     changed = True
         after: dict[tuple[str, int], IntExpr] = {}
-        for symbol, c, d, _, _ in slots:
+        reassigned: set[str] = set()
+        for symbol, c, d, _, end_expr in slots:
             found = c.steps[d]
             if found is not None:
                 after[(c.name, d)] = loop.trip * found
                 continue
             why = f"'{c.name}', which the loop at line {loop.loc[0]} updates by no " \
                   "loop-invariant step"
+            if symbol not in end_expr.symbols():
+                reassigned.add(c.name)
+                why = f"'{c.name}', which the loop at line {loop.loc[0]} reassigns (after " \
+                      "the loop it holds the last iteration's value)"
             out = self.names.fresh(f"{c.name}_out")
             self.opaque[symbol] = self.opaque[out] = why
             after[(c.name, d)] = IntExpr.sym(out)
         for c in loop.carried:
             if isinstance(c.init, IndexValue):
-                c.kind = "step" if c.steps[0] is not None else "index"
+                c.kind = "step" if c.steps[0] is not None else \
+                    "last" if c.name in reassigned else "index"
                 self.env[c.name] = IndexValue(c.init.shape, c.init.loc,
                                               c.init.expr + after[(c.name, 0)])
             elif isinstance(c.init, BlockPtrValue):

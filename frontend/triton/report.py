@@ -96,6 +96,8 @@ def _loop_lines(analysis: KernelAnalysis, loop: Loop) -> list[str]:
             out.append(f"    carries {c.name}: integer, += {c.step} per iteration")
         elif c.kind == "index":
             out.append(f"    carries {c.name}: integer, no loop-invariant step")
+        elif c.kind == "last":
+            out.append(f"    carries {c.name}: integer, reassigned each iteration")
         elif c.kind == "block_ptr":
             steps = ", ".join("?" if s is None else str(s) for s in c.steps)
             out.append(f"    carries {c.name}: block pointer, offsets += ({steps}) per "

@@ -434,6 +434,25 @@ def doubling(x_ptr, out_ptr, BLOCK: tl.constexpr):
                           "by no loop-invariant step"
 
 
+def test_a_name_reassigned_in_a_loop_is_fine_inside_and_opaque_after() -> None:
+    text = HEADER + """\
+def k(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    for i in range(4):
+        offs = i * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+    tl.store(out_ptr + offs, tl.zeros((BLOCK,), dtype=tl.float32))
+"""
+    analysis = analyse_kernel(parse_triton_source(text, "k.py"), "k")
+    assert [c.kind for c in analysis.loops[0].carried] == ["last"]
+    load, store, after = analysis.accesses
+    assert (load.kind, store.kind, after.kind) == ("load", "store", "store")
+    assert load.affine and store.affine and load.offset == sym("BLOCK") * sym("i") + sym("lane0")
+    assert not after.affine
+    assert after.reason == "the offset depends on 'offs', which the loop at line 8 reassigns " \
+                           "(after the loop it holds the last iteration's value)"
+
+
 def test_a_modulo_lane_offset_is_not_affine() -> None:
     text = HEADER + """\
 def wrap(x_ptr, n, BLOCK: tl.constexpr):
