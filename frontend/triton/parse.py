@@ -16,6 +16,7 @@ parameters, and its launch options. Every mistake is a SourceError at file:line:
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,7 +167,9 @@ def parse_triton_source(source: str | bytes, filename: str = "<source>") -> Trit
     text = decode_source(source, filename) if isinstance(source, bytes) \
         else source.removeprefix("\ufeff")
     try:
-        tree = ast.parse(text, filename)
+        with warnings.catch_warnings():  # Python's own (an invalid escape): not the user's
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename)
     except SyntaxError as err:
         line, column = err.lineno or 1, err.offset or 1
         raise source_error(f"invalid Python: {err.msg}", text, filename, line, column) from None

@@ -5,6 +5,8 @@ diagnostics for what it does not support."""
 from __future__ import annotations
 
 import importlib.util
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -545,6 +547,27 @@ def test_recursive_helpers_and_helper_mistakes_are_located() -> None:
                     "def k(x_ptr):\n    y = f(x_ptr)\n"
     err = diagnostic(text, "k")
     assert (err.line, err.column) == (7, 12) and "tl.atomic_add is not supported" in err.message
+
+
+def test_mangled_kernels_give_located_errors_never_tracebacks() -> None:
+    pieces = ["tl.arange(0, 16)", "None", "0", "1.5", "offs", "[:, None]", "tl.load", "(", ")",
+              ",", "+", "<", "tl.sum", "axis=1", "tl.dot", "k", "//", "%", "tl.where", "not",
+              "[None, :]", "tl.advance", ".to(tl.int64)", "tl.program_id(5)", "lambda: 1"]
+    rng = random.Random(14)
+    texts = [VECTOR_ADD, ROW_SOFTMAX, MATMUL, MATMUL_BLOCK_PTR, GATHER]
+    for _ in range(300):
+        tokens = re.split(r"(\W)", rng.choice(texts))
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randrange(len(tokens))
+            if rng.random() < 0.5:
+                tokens[k] = rng.choice(pieces)
+            else:
+                del tokens[k]
+        try:
+            module = parse_triton_source("".join(tokens), "m.py")
+            report_module(module)
+        except SourceError as err:
+            assert str(err).startswith(f"m.py:{err.line}:{err.column}: error: ")
 
 
 # ---- size: no recursion on the kernel's length ---------------------------------------------------
