@@ -134,7 +134,8 @@ class Access:
     program ids, lanes, loop iterations and parameters), `origin` the offset of lane 0 of every
     axis and `strides` the offset's coefficient of each axis' lane; `bounds` the mask's
     comparisons; `via` is "pointer", "block_ptr" or "descriptor" (a block pointer's or a
-    descriptor's access is analysed as the pointer arithmetic it stands for). `affine` says the
+    descriptor's access is analysed as the pointer arithmetic it stands for); `position` is
+    the number of value-graph nodes made before it (its place in program order). `affine` says the
     offset is affine in the lanes and loop iterations with strides made of parameters, and
     the mask a conjunction of bounds (the access then raises to `xt` / `tile`); `reason` says
     why not."""
@@ -148,6 +149,7 @@ class Access:
     value: Value | None
     loops: tuple[int, ...]
     via: str = "pointer"
+    position: int = 0
     base: str | None = None
     offset: IntExpr | None = None
     origin: IntExpr | None = None
@@ -299,7 +301,7 @@ class _Evaluator:
     def data(self, op: str, operands: Sequence[Value], shape: Shape, node: ast.AST,
              **attrs: str) -> DataValue:
         value = DataValue(shape, self.module.loc(node), op, tuple(operands), dict(attrs),
-                          len(self.values))
+                          len(self.values), tuple(loop.number for loop in self.loop_stack))
         self.values.append(value)
         return value
 
@@ -633,6 +635,7 @@ class _Evaluator:
             elif isinstance(c.init, BlockPtrValue):
                 self.env[c.name] = c.init.moved(tuple(
                     o + after[(c.name, d)] for d, o in enumerate(c.init.offsets)))
+        self.loop_stack.pop()
         for c in loop.carried:
             if c.kind == "data":
                 assert c.next is not None
@@ -642,7 +645,6 @@ class _Evaluator:
         for name in locals_:
             self.env.pop(name, None)
             self.loop_locals[name] = loop.loc[0]
-        self.loop_stack.pop()
 
     # ---- expressions --------------------------------------------------------------------------
     def expr(self, root: ast.expr) -> Value:
@@ -1049,7 +1051,8 @@ class _Evaluator:
         self.check_block(node, pointer, mask, other)
         self.accesses.append(Access("load", self.module.loc(node), pointer.shape, pointer,
                                     mask, other, None,
-                                    tuple(loop.number for loop in self.loop_stack), via))
+                                    tuple(loop.number for loop in self.loop_stack), via,
+                                    len(self.values)))
         operands = [v for v in (pointer, mask, other) if v is not None]
         return self.data("load", operands, pointer.shape, node,
                          access=str(len(self.accesses) - 1))
@@ -1072,7 +1075,8 @@ class _Evaluator:
         self.check_block(node, pointer, mask, value)
         self.accesses.append(Access("store", self.module.loc(node), pointer.shape, pointer,
                                     mask, None, value,
-                                    tuple(loop.number for loop in self.loop_stack), via))
+                                    tuple(loop.number for loop in self.loop_stack), via,
+                                    len(self.values)))
         return NoneValue((), self.module.loc(node))
 
     def through_block_ptr(self, node: ast.Call, ptr: BlockPtrValue,

@@ -1,19 +1,23 @@
-"""Raising an analysed Triton kernel into an `xt.kernel` (first slice: straight-line kernels on
-1-D blocks, such as a vector add or a row softmax).
+"""Raising an analysed Triton kernel into an `xt.kernel` (first slices: the vector add, the
+row softmax, the tiled matmul with its K loop).
 
     func = raise_kernel(analyse_kernel(module, "softmax_kernel"), dtypes={"in_ptr": "f32"})
 
-Each pointer parameter becomes a tensor. Its offset splits by the runtime scalars it is scaled
-by (its strides: `in_row_stride*pid0 + lane0` is dim 0 indexed by `pid0` at stride
-`in_row_stride`, then the unit-stride dim indexed by `lane0`), and each dim's size comes from
-the mask bound on its index (`lane0 < n_cols`) or, for a dim indexed by a program id alone,
-from the grid (a new size `G<axis>`). Parameters only loaded from are the kernel's inputs,
-parameters only stored to its results; the `xt` tensors are row-major, so the raised kernel is
-the Triton kernel run on contiguous tensors (the strides become the tensors' own). The grid
-covers the dims the program ids index: `ceildiv(n, BLOCK)` for `BLOCK*pid0 + lane0 < n`.
-Loads, stores, elementwise math and reductions become `xt.load`, `xt.store`, `xt.map` and
-`xt.reduce` (a scalar is a block of one lane); the rest is a SourceError at the construct,
-saying what this slice takes. Loops, 2-D blocks and `tl.dot` are the next slice.
+Each pointer parameter becomes a tensor. Its offset splits by the runtime scalars scaling it
+(its strides: `in_row_stride*pid0 + lane0` is a dim indexed by `pid0` at stride
+`in_row_stride` and a dim of unit stride indexed by `lane0`); the dims are ordered by the
+block axis whose lanes index them (a dim no lane indexes first, in parameter order) with the
+unit-stride dim last, and each dim's size comes from a mask bound on its index
+(`BLOCK_K*k + lane1 < K` in any spelling: `lane1 < K - BLOCK_K*k`) or, for a dim indexed by a
+program id alone, from the grid (a new size `G<axis>`). Parameters only loaded from are the
+kernel's inputs, parameters only stored to its results; `xt` tensors are row-major, so the
+raised kernel is the Triton kernel run on contiguous tensors (its stride parameters become the
+tensors' own strides). The grid covers the dims the program ids index (`ceildiv(n, BLOCK)` for
+`BLOCK*pid0 + lane0 < n`). A loop becomes `xt.for` over its iterations carrying its data
+values; loads, stores, `tl.dot`, reductions, `tl.zeros` / `tl.full` and elementwise math
+become `xt.load`, `xt.store`, `xt.dot`, `xt.reduce`, `xt.full` and `xt.map` (a scalar is a
+block of one lane; blocks are computed in f32). Anything else is a SourceError at the
+construct saying what this slice takes.
 """
 
 from __future__ import annotations
@@ -31,16 +35,14 @@ from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.form.scalar import Const, Read, ScalarExpr, call
 from axon.frontend.diagnostics import SourceError, source_error
-from axon.frontend.triton.kernel_ir import Access, KernelAnalysis, check_affine, coefficient
-from axon.frontend.triton.values import (
-    Bound,
-    DataValue,
-    FloatValue,
-    IndexValue,
-    Loc,
-    Shape,
-    Value,
+from axon.frontend.triton.kernel_ir import (
+    Access,
+    KernelAnalysis,
+    Loop,
+    check_affine,
+    coefficient,
 )
+from axon.frontend.triton.values import DataValue, FloatValue, IndexValue, Loc, Shape, Value
 
 __all__ = ["raise_kernel"]
 
@@ -51,18 +53,28 @@ _SCALAR = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "neg": "n
            "<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 #: the dtype blocks are computed in
 COMPUTE_DTYPE = "f32"
+ONE = IntExpr.const(1)
 
 
 @dataclass
 class _Tensor:
-    """A pointer parameter as a tensor: each dim's stride symbol (None: the unit stride, last)
-    and size."""
+    """A pointer parameter as a tensor: each dim's stride symbol (None: the unit stride) and
+    size, and whether the kernel loads or stores it."""
 
     param: str
     strides: list[str | None]
     sizes: list[IntExpr | None]
     loaded: bool = False
     stored: bool = False
+
+
+@dataclass
+class _OpenLoop:
+    """An `xt.for` being filled: its loop, body and op."""
+
+    loop: Loop
+    body: Block
+    op: xt.ForOp
 
 
 def raise_kernel(analysis: KernelAnalysis, dtypes: Mapping[str, str] | None = None) -> FuncOp:
@@ -81,6 +93,9 @@ class _Raising:
         self.constexprs = [p.name for p in kernel.params if p.constexpr]
         self.tensors: dict[str, _Tensor] = {}
         self.dims: dict[int, list[IntExpr]] = {}  # access number -> index of each tensor dim
+        self.values: dict[int, SSAValue] = {}
+        self.varying = set(analysis.lanes) | set(analysis.program_ids.values()) \
+            | {loop.iteration for loop in analysis.loops}
 
     def error(self, loc: Loc, message: str) -> SourceError:
         line, column = loc
@@ -89,7 +104,7 @@ class _Raising:
 
     # ---- tensors, sizes and the grid ----------------------------------------------------------
     def split(self, access: Access) -> tuple[list[str | None], list[IntExpr]]:
-        """The access's offset as dims: each dim's stride symbol and index."""
+        """The access's offset as dims: each dim's stride symbol and index, in layout order."""
         assert access.offset is not None
         groups: dict[str | None, IntExpr] = {}
         for mono, coeff in access.offset.terms:
@@ -103,11 +118,13 @@ class _Raising:
                 rest.remove(Atom("sym", key))
             term = IntExpr(((tuple(rest), coeff),)) if rest else IntExpr.const(coeff)
             groups[key] = groups.get(key, IntExpr.const(0)) + term
-        strides = [s for s in self.runtime if s in groups]
-        if None not in groups:
-            raise self.error(access.loc, "no dim of unit stride; expected a contiguous last "
-                                         "dim")
-        keys: list[str | None] = [*strides, None]
+
+        def order(key: str | None) -> tuple[int, int, int]:
+            axes = self.analysis.lane_axes(groups[key])
+            place = self.runtime.index(key) if key is not None else len(self.runtime)
+            return (key is None, axes[0] if axes else -1, place)
+
+        keys = sorted(groups, key=order)
         return keys, [groups[k] for k in keys]
 
     def lane_of(self, loc: Loc, index: IntExpr) -> int | None:
@@ -115,31 +132,27 @@ class _Raising:
         if len(lanes) > 1:
             raise self.error(loc, f"one dim is indexed by the lanes of axes {lanes}; expected "
                                   "one block axis per tensor dim")
-        if lanes and coefficient(index, self.analysis.lanes[lanes[0]]) != IntExpr.const(1):
+        if lanes and coefficient(index, self.analysis.lanes[lanes[0]]) != ONE:
             raise self.error(loc, f"dim index {index} steps its lanes by more than 1")
         return lanes[0] if lanes else None
 
-    def size_from(self, access: Access, index: IntExpr) -> IntExpr | None:
-        for b in access.bounds:
-            if b.op == "<" and b.lhs == index and not (
-                    b.rhs.symbols() & self.varying()):
-                return b.rhs
+    def size_from(self, access: Access, index: IntExpr) -> tuple[IntExpr | None, set[int]]:
+        """The size a mask bound gives the dim `index` indexes (and which bounds say it), or
+        the grid's size for a dim a program id alone indexes."""
+        for k, b in enumerate(access.bounds):
+            size = index - (b.lhs - b.rhs)
+            if b.op == "<" and self.analysis.lane_axes(b.lhs - b.rhs) \
+                    and not size.symbols() & self.varying:
+                return size, {k}
         pids = {v: k for k, v in self.analysis.program_ids.items()}
         name = index.as_symbol
         if name in pids:
-            return IntExpr.sym(f"G{pids[name]}")
-        return None
-
-    def varying(self) -> set[str]:
-        return set(self.analysis.lanes) | set(self.analysis.program_ids.values()) \
-            | {loop.iteration for loop in self.analysis.loops}
+            return IntExpr.sym(f"G{pids[name]}"), set()
+        return None, set()
 
     def collect(self) -> None:
         for number, access in enumerate(self.analysis.accesses):
             assert access.base is not None
-            if len(access.shape) > 1:
-                raise self.error(access.loc, "a block of rank 2 or more is raised by the next "
-                                             "slice; expected a 1-D block or a scalar")
             strides, indices = self.split(access)
             tensor = self.tensors.setdefault(
                 access.base, _Tensor(access.base, strides, [None] * len(strides)))
@@ -150,22 +163,23 @@ class _Raising:
                 tensor.loaded = True
             else:
                 tensor.stored = True
-            matched: set[Bound] = set()
+            said: set[int] = set()
             for d, index in enumerate(indices):
                 self.lane_of(access.loc, index)
-                size = self.size_from(access, index)
-                matched |= {b for b in access.bounds if b.lhs == index and b.rhs == size}
+                size, which = self.size_from(access, index)
+                said |= which
                 if size is not None:
                     if tensor.sizes[d] is not None and tensor.sizes[d] != size:
                         raise self.error(access.loc, f"dim {d} of {access.base} is bounded by "
                                                      f"{size} here and {tensor.sizes[d]} "
                                                      "before")
                     tensor.sizes[d] = size
-            for b in access.bounds:
-                if b not in matched:
+            for k, b in enumerate(access.bounds):
+                if k not in said:
                     raise self.error(access.loc, f"mask bound {b} bounds no dim's index; "
                                                  "expected `index < size` per dim")
             self.dims[number] = indices
+            self.block_axes(access, number)
         for tensor in self.tensors.values():
             if tensor.loaded and tensor.stored:
                 raise self.error(self.analysis.kernel.loc, f"{tensor.param} is both loaded "
@@ -189,22 +203,38 @@ class _Raising:
                 for index, size in zip(self.dims[number], tensor.sizes, strict=True):
                     assert size is not None
                     step = coefficient(index, pid)
-                    if index.as_symbol == pid:
+                    if found is None and index.as_symbol == pid:
                         found = size
-                    elif not step.is_const or step.value != 0:
-                        found = found or size.ceildiv(step)
+                    elif found is None and not (step.is_const and step.value == 0):
+                        found = size.ceildiv(step)
             if found is None:
                 raise self.error(self.analysis.kernel.loc, f"no access tells how many programs "
                                                            f"tl.program_id({axis}) runs")
             out.append(found)
         return out
 
+    def block_axes(self, access: Access, number: int) -> Shape:
+        """The access's block laid out along the tensor's dims (1 where no lane walks a dim);
+        the user's axes must walk the dims in order."""
+        shape: list[IntExpr] = []
+        axes: list[int] = []
+        for index in self.dims[number]:
+            axis = self.lane_of(access.loc, index)
+            shape.append(access.shape[axis] if axis is not None else ONE)
+            if axis is not None:
+                axes.append(axis)
+        if axes != sorted(axes):
+            raise self.error(access.loc, "the block's axes walk the tensor's dims out of order "
+                                         "(a transposed access); expected them in order")
+        return tuple(shape)
+
+    def offsets(self, number: int) -> list[IntExpr]:
+        lanes = {lane: 0 for lane in self.analysis.lanes}
+        return [index.substitute(lanes) for index in self.dims[number]]
+
     # ---- ops ----------------------------------------------------------------------------------
     def run(self) -> FuncOp:
         check_affine(self.analysis)
-        if self.analysis.loops:
-            raise self.error(self.analysis.loops[0].loc, "loops are raised by the next slice; "
-                                                         "expected a kernel without loops")
         self.collect()
         grid = self.grid()
         inputs = [t for t in self.tensors.values() if t.loaded]
@@ -216,21 +246,23 @@ class _Raising:
                       FunctionType.from_lists([types[t.param] for t in inputs],
                                               [types[t.param] for t in results]))
         body = Block(arg_types=[types[t.param] for t in inputs])
-        args = {t.param: arg for t, arg in zip(inputs, body.args, strict=True)}
-        result_number = {t.param: k for k, t in enumerate(results)}
-        values: dict[int, SSAValue] = {}
+        self.args = {t.param: arg for t, arg in zip(inputs, body.args, strict=True)}
+        self.result_number = {t.param: k for k, t in enumerate(results)}
+        self.open: list[_OpenLoop] = []
+        self.kernel_body = body
+        stores = [(a.position, n) for n, a in enumerate(self.analysis.accesses)
+                  if a.kind == "store"]
         for value in self.analysis.values:
-            values[value.number] = self.lower(value, body, args, values)
-        for number, access in enumerate(self.analysis.accesses):
-            if access.kind == "store":
-                assert access.value is not None and access.base is not None
-                stored = self.operand(access.value, body, values)
-                shape = self.load_shape(access, number)
-                target = TensorType(shape, COMPUTE_DTYPE)
-                if stored.type != target:
-                    stored = _add(body, xt.ReshapeOp.make([stored], shape=list(shape)))
-                body.add_op(xt.StoreOp(stored, result_number[access.base],
-                                       self.offsets(number), list(shape)))
+            while stores and stores[0][0] <= value.number:
+                self.store(stores.pop(0)[1])
+            if value.op == "carried":
+                continue  # a loop's block argument, made when the loop opens
+            self.enter(value.loops, value.loc)
+            if value.op != "loop_out":  # a loop's result, bound when the loop closes
+                self.values[value.number] = self.lower(value)
+        for _, number in stores:
+            self.store(number)
+        self.enter((), self.analysis.kernel.loc)
         body.add_op(xt.YieldOp())
         kernel = xt.KernelOp(list(func.body.block.args), [types[t.param] for t in results],
                              [self.analysis.program_ids[a] for a in range(len(grid))], grid,
@@ -239,60 +271,127 @@ class _Raising:
         func.body.block.add_op(ReturnOp(*kernel.results))
         return func
 
-    def offsets(self, number: int) -> list[IntExpr]:
-        lanes = {lane: 0 for lane in self.analysis.lanes}
-        return [index.substitute(lanes) for index in self.dims[number]]
+    @property
+    def block(self) -> Block:
+        return self.open[-1].body if self.open else self.kernel_body
 
-    def load_shape(self, access: Access, number: int) -> Shape:
-        shape: list[IntExpr] = []
-        for index in self.dims[number]:
-            axis = self.lane_of(access.loc, index)
-            shape.append(access.shape[axis] if axis is not None else IntExpr.const(1))
-        return tuple(shape)
+    def add(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0]
 
-    def operand(self, value: Value, body: Block, values: Mapping[int, SSAValue]) -> SSAValue:
-        if isinstance(value, DataValue):
-            return values[value.number]
+    def enter(self, loops: tuple[int, ...], loc: Loc) -> None:
+        """Close the open loops `loops` does not hold, then open those it adds."""
+        while self.open and (len(self.open) > len(loops)
+                             or self.open[-1].loop.number != loops[len(self.open) - 1]):
+            self.close()
+        for number in loops[len(self.open):]:
+            loop = self.analysis.loops[number]
+            data = [c for c in loop.carried if c.kind == "data"]
+            inits = [self.operand(c.init) for c in data]
+            body = Block(arg_types=[v.type for v in inits])
+            op = xt.ForOp(inits, loop.iteration, loop.trip, Region(body))
+            self.block.add_op(op)
+            for c, arg in zip(data, body.args, strict=True):
+                assert isinstance(c.entry, DataValue)
+                self.values[c.entry.number] = arg
+            self.open.append(_OpenLoop(loop, body, op))
+
+    def close(self) -> None:
+        done = self.open.pop()
+        data = [c for c in done.loop.carried if c.kind == "data"]
+        nexts: list[SSAValue] = []
+        for c, arg in zip(data, done.body.args, strict=True):
+            assert c.next is not None
+            following = self.operand(c.next)
+            if following.type != arg.type:
+                raise self.error(done.loop.loc, f"'{c.name}' changes its block type in the "
+                                                "loop; expected it to keep it")
+            nexts.append(following)
+        done.body.add_op(xt.YieldOp(*nexts))
+        for c, result in zip(data, done.op.results, strict=True):
+            for node in self.analysis.values:
+                if node.op == "loop_out" and node.attrs.get("name") == c.name \
+                        and node.attrs.get("loop") == str(done.loop.number):
+                    self.values[node.number] = result
+
+    def store(self, number: int) -> None:
+        access = self.analysis.accesses[number]
+        assert access.value is not None and access.base is not None
+        self.enter(access.loops, access.loc)
+        stored = self.operand(access.value)
+        shape = self.block_axes(access, number)
+        stored = self.shaped(stored, shape)
+        self.block.add_op(xt.StoreOp(stored, self.result_number[access.base],
+                                     self.offsets(number), list(shape)))
+
+    def shaped(self, value: SSAValue, shape: Shape) -> SSAValue:
+        t = value.type
+        assert isinstance(t, TensorType)
+        if t.shape == shape:
+            return value
+        if [d for d in t.shape if d != ONE] != [d for d in shape if d != ONE]:
+            raise self.error(self.analysis.kernel.loc, f"a block of {list(t.shape)} goes where "
+                                                       f"{list(shape)} is expected")
+        return self.add(xt.ReshapeOp.make([value], shape=list(shape)))
+
+    def operand(self, value: Value) -> SSAValue:
+        if isinstance(value, DataValue) and value.number in self.values:
+            return self.values[value.number]
+        if isinstance(value, FloatValue):
+            return self.add(xt.FullOp.make([], value=value.value, shape=["1"],
+                                           dtype=COMPUTE_DTYPE))
         raise self.error(value.loc, "expected a block of data here")
 
-    def lower(self, value: DataValue, body: Block, args: Mapping[str, SSAValue],
-              values: Mapping[int, SSAValue]) -> SSAValue:
-        block = _block_shape(value.shape)
+    def lower(self, value: DataValue) -> SSAValue:
+        block = value.shape if value.shape else (ONE,)
         if value.op == "load":
             number = int(value.attrs["access"])
             access = self.analysis.accesses[number]
             assert access.base is not None
             other = access.other
+            if other is not None and not isinstance(other, (FloatValue, IndexValue)):
+                raise self.error(other.loc, "expected a constant `other`")
             fill = other.value if isinstance(other, FloatValue) else \
                 float(other.expr.value) if isinstance(other, IndexValue) and other.expr.is_const \
                 else 0.0
-            if other is not None and not isinstance(other, (FloatValue, IndexValue)):
-                raise self.error(other.loc, "expected a constant `other`")
-            shape = self.load_shape(access, number)
-            loaded = _add(body, xt.LoadOp.make([args[access.base]], offsets=self.offsets(number),
-                                               shape=list(shape), extents=list(shape),
-                                               other=fill))
-            if shape != block:
-                loaded = _add(body, xt.ReshapeOp.make([loaded], shape=list(block)))
-            return loaded
+            shape = self.block_axes(access, number)
+            loaded = self.add(xt.LoadOp.make([self.args[access.base]],
+                                             offsets=self.offsets(number), shape=list(shape),
+                                             extents=list(shape), other=fill))
+            return self.shaped(loaded, block)
+        if value.op == "full":
+            return self.add(xt.FullOp.make([], value=float(value.attrs["value"]),
+                                           shape=list(block), dtype=COMPUTE_DTYPE))
         if value.op == "reduce":
             (source,) = value.operands
-            if value.attrs["axis"] not in ("0", "None") or len(source.shape) > 1:
-                raise self.error(value.loc, "expected a reduction of a 1-D block")
-            src = self.operand(source, body, values)
-            extent = _block_shape(source.shape)[0]
-            return _add(body, xt.ReduceOp.make([src], kind=value.attrs["kind"], axis=0,
-                                               extent=str(extent), keepdims=True))
-        if value.op == "to":
-            return self.operand(value.operands[0], body, values)
+            src = self.operand(source)
+            axis = 0 if value.attrs["axis"] == "None" else int(value.attrs["axis"])
+            if value.attrs["axis"] == "None" and len(source.shape) > 1:
+                raise self.error(value.loc, "expected a reduction along one axis")
+            src_block = source.shape if source.shape else (ONE,)
+            reduced = self.add(xt.ReduceOp.make([src], kind=value.attrs["kind"], axis=axis,
+                                                extent=str(src_block[axis]),
+                                                keepdims=len(value.shape) != len(source.shape) - 1
+                                                or not value.shape))
+            return self.shaped(reduced, block)
+        if value.op == "dot":
+            a, b, *acc = (self.operand(o) for o in value.operands)
+            if not acc:
+                acc = [self.add(xt.FullOp.make([], value=0.0, shape=list(block),
+                                               dtype=COMPUTE_DTYPE))]
+            return self.add(xt.DotOp.make([a, b, acc[0]]))
+        if value.op in ("to", "expand_dims", "broadcast_to"):
+            (source,) = value.operands
+            if value.op == "broadcast_to":
+                return self.map(value, block, "identity")
+            return self.shaped(self.operand(source), block)
         if value.op not in _SCALAR:
             raise self.error(value.loc, f"{value.op} is raised by a later slice; expected "
-                                        "elementwise math, tl.load or a reduction")
-        return self.map(value, block, body, values)
+                                        "elementwise math, tl.load, tl.dot or a reduction")
+        return self.map(value, block, _SCALAR[value.op])
 
-    def map(self, value: DataValue, block: Shape, body: Block,
-            values: Mapping[int, SSAValue]) -> SSAValue:
-        d0 = "d0"
+    def map(self, value: DataValue, block: Shape, function: str) -> SSAValue:
+        names = [f"d{k}" for k in range(len(block))]
         operands: list[SSAValue] = []
         scalars: list[ScalarExpr] = []
         for o in value.operands:
@@ -301,26 +400,18 @@ class _Raising:
             elif isinstance(o, IndexValue) and o.expr.is_const and not o.shape:
                 scalars.append(Const(float(o.expr.value)))
             elif isinstance(o, DataValue):
-                ssa = values[o.number]
+                ssa = self.operand(o)
                 t = ssa.type
                 assert isinstance(t, TensorType)
-                index = IntExpr.const(0) if t.shape[0] == IntExpr.const(1) \
-                    and block[0] != IntExpr.const(1) else IntExpr.sym(d0)
-                scalars.append(Read(len(operands), (index,)))
+                shift = len(block) - t.rank
+                index = tuple(IntExpr.const(0) if d == ONE and block[k + shift] != ONE
+                              else IntExpr.sym(names[k + shift]) for k, d in enumerate(t.shape))
+                scalars.append(Read(len(operands), index))
                 operands.append(ssa)
             else:
                 raise self.error(o.loc, "expected a block of data or a constant operand")
-        form = GenericForm((LoopDim(d0, IntExpr.const(0), block[0]),),
-                           call(_SCALAR[value.op], *scalars), len(operands))
-        return _add(body, xt.MapOp.make(operands, form=str(form), dtype=COMPUTE_DTYPE))
-
-
-def _block_shape(shape: Shape) -> Shape:
-    """A value's block in `xt`: a scalar is a block of one lane."""
-    return shape if shape else (IntExpr.const(1),)
-
-
-def _add(body: Block, op: Operation) -> SSAValue:
-    body.add_op(op)
-    return op.results[0]
-
+        body = scalars[0] if function == "identity" else call(function, *scalars)
+        form = GenericForm(tuple(LoopDim(n, IntExpr.const(0), d) for n, d in zip(names, block,
+                                                                                  strict=True)),
+                           body, len(operands))
+        return self.add(xt.MapOp.make(operands, form=str(form), dtype=COMPUTE_DTYPE))

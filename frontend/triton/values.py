@@ -102,12 +102,14 @@ class MaskValue(Value):
 @dataclass(eq=False)
 class DataValue(Value):
     """A node of the value graph: Triton construct `op` (load, dot, reduce, exp, add, ...) of
-    `operands`, with printable `attrs`; `number` orders the nodes of one kernel (`%3`)."""
+    `operands`, with printable `attrs`; `number` orders the nodes of one kernel (`%3`),
+    `loops` are the loops it is made in, outermost first."""
 
     op: str
     operands: tuple[Value, ...]
     attrs: dict[str, str] = field(default_factory=dict)
     number: int = -1
+    loops: tuple[int, ...] = ()
 
 
 @dataclass(eq=False)

@@ -676,14 +676,52 @@ def test_vector_add_and_row_softmax_raise_into_xt_kernels() -> None:
     assert reduces == ["max", "add"]
 
 
-def test_raising_a_loop_is_left_to_the_next_slice() -> None:
-    analysis = analyse_kernel(parse_triton_source(MATMUL, "matmul.py"), "matmul_kernel")
+def test_the_matmul_raises_with_its_k_loop_and_block_pointers_alike() -> None:
+    raised = []
+    for text, name in ((MATMUL, "matmul_kernel"), (MATMUL_BLOCK_PTR, "matmul_bp")):
+        func = raise_kernel(analyse_kernel(parse_triton_source(text, "k.py"), name),
+                            {"c_ptr": "f16"})
+        func.verify()
+        (kernel,) = [op for op in func.body.block.ops if isinstance(op, xt.KernelOp)]
+        assert [str(t) for t in kernel.input_types()] == ["f32[M, K]", "f32[K, N]"]
+        assert [str(t) for t in kernel.output_types()] == ["f16[M, N]"]
+        assert kernel.grid_exprs() == [sym("M").ceildiv(sym("BLOCK_M")),
+                                       sym("N").ceildiv(sym("BLOCK_N"))]
+        ops = [op.name for op in kernel.body.block.ops]
+        assert ops == ["xt.full", "xt.for", "xt.store", "xt.yield"]
+        loop = kernel.body.block.ops.first.next_op  # type: ignore[union-attr]
+        assert isinstance(loop, xt.ForOp)
+        assert (loop.iv.data, loop.extent_expr()) == ("k", sym("K").ceildiv(sym("BLOCK_K")))
+        assert [op.name for op in loop.body.block.ops] == ["xt.load", "xt.load", "xt.dot",
+                                                            "xt.yield"]
+        a_load = loop.body.block.ops.first
+        assert isinstance(a_load, xt.LoadOp)
+        assert [str(o) for o in a_load.attrs()["offsets"]] == ["BLOCK_M*pid0", "BLOCK_K*k"]
+        raised.append(str(func).replace("matmul_bp", "matmul_kernel"))
+    assert raised[0] == raised[1]
+
+
+def test_what_the_raise_does_not_take_is_located() -> None:
+    unmasked = parse_triton_source(HEADER + """\
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+""", "k.py")
     with pytest.raises(SourceError) as err:
-        raise_kernel(analysis)
-    assert (err.value.line, err.value.column) == (17, 5)
-    assert "loops are raised by the next slice" in err.value.message
-
-
+        raise_kernel(analyse_kernel(unmasked, "k"))
+    assert (err.value.line, err.value.column) == (6, 1)
+    assert "the size of dim 0 of x_ptr is unknown; expected a mask" in err.value.message
+    transposed = parse_triton_source(HEADER + """\
+def t(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    m = (i[:, None] < n) & (i[None, :] < n)
+    tl.store(y_ptr + i[:, None] * n + i[None, :], tl.load(x_ptr + i[None, :] * n + i[:, None],
+                                                          mask=m), mask=m)
+""", "t.py")
+    with pytest.raises(SourceError) as err:
+        raise_kernel(analyse_kernel(transposed, "t"))
+    assert (err.value.line, err.value.column) == (9, 51)
+    assert "a transposed access" in err.value.message
 def _import(path: Path, name: str) -> ModuleType:
     """The user's module, imported by the test (the frontend never runs it) under the
     interpreter, which `load_module` below has switched on."""
@@ -720,6 +758,21 @@ def test_raised_kernels_compute_what_the_originals_do(tmp_path: Path) -> None:
     got = emitted_softmax.softmax_kernel(rows, BLOCK=16)
     assert torch.allclose(got, want, rtol=1e-6, atol=1e-7)
     assert torch.allclose(got, torch.softmax(rows, dim=1), rtol=1e-5, atol=1e-6)
+
+    matmul_func = raise_kernel(analyse_kernel(parse_triton_source(MATMUL, "matmul.py"),
+                                              "matmul_kernel"), {"c_ptr": "f16"})
+    emitted_matmul = load_module(emit_module(matmul_func, tile_sizes={
+        "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16}), tmp_path)
+    (tmp_path / "user_matmul.py").write_text(MATMUL)
+    user_matmul = _import(tmp_path / "user_matmul.py", "axon_test_user_matmul")
+    a, b = torch.rand(33, 40, generator=gen), torch.rand(40, 20, generator=gen)
+    want = torch.empty((33, 20), dtype=torch.float16)
+    user_matmul.matmul(a, b, want)
+    for block_io in ("pointer", "block_ptr"):
+        got = emitted_matmul.matmul_kernel(a, b, block_io=block_io)
+        assert got.dtype == torch.float16
+        assert torch.allclose(got.float(), want.float(), rtol=2e-3, atol=1e-2), block_io
+    assert torch.allclose(want.float(), a @ b, rtol=2e-3, atol=1e-2)
 
 
 def test_the_emitted_kernel_reads_back_to_the_same_accesses() -> None:
