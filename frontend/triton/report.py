@@ -1,13 +1,14 @@
 """A text report of a module's Triton kernels and launches, and its command.
 
-    python -m axon.frontend.triton KERNELS.py [-D NAME=VALUE ...]
+    python -m axon.frontend.triton KERNELS.py [-D NAME=VALUE ...] [--xt [--dtype P=DTYPE ...]]
 
 prints, per kernel (jit helpers are read where they are called), its parameters and their
 kinds, its program ids and loops (with what each carries), each tl.load / tl.store (base
 pointer, offset, origin and strides per axis, mask bounds, block shape, and whether it is
 affine, so raisable to `xt` / `tile`, or why not) and the value graph; then each launch
 site's grid, arguments and launch options. A mistake in the file is a located diagnostic on
-stderr and exit status 1, never a traceback.
+stderr and exit status 1, never a traceback. With `--xt` it prints each kernel raised into the
+`xt` dialect (raise_xt.py) instead.
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ import argparse
 import sys
 from collections.abc import Mapping, Sequence
 
+from xdsl.dialects.builtin import ModuleOp
+
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.kernel_ir import Access, KernelAnalysis, Loop, analyse_kernel
 from axon.frontend.triton.parse import JitKernel, TritonModule, parse_triton_file
+from axon.frontend.triton.raise_xt import raise_kernel
 from axon.frontend.triton.values import (
     DataValue,
     DtypeValue,
@@ -202,7 +207,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("file")
     parser.add_argument("-D", dest="defines", action="append", default=[],
                         metavar="NAME=VALUE", help="a constexpr's value for the `if`s on it")
+    parser.add_argument("--xt", action="store_true",
+                        help="print each kernel raised into the xt dialect instead")
+    parser.add_argument("--dtype", dest="dtypes", action="append", default=[],
+                        metavar="PARAM=DTYPE", help="a pointer's element type for --xt (f32 "
+                                                    "where not given)")
     args = parser.parse_args(argv)
+    dtypes: dict[str, str] = {}
+    for given in args.dtypes:
+        name, sep, dtype = given.partition("=")
+        if not sep or dtype.strip() not in DTYPES:
+            parser.error(f"--dtype {given}: expected PARAM=DTYPE with DTYPE one of "
+                         f"{', '.join(sorted(DTYPES))}")
+        dtypes[name.strip()] = dtype.strip()
     constexprs: dict[str, int | bool] = {}
     for define in args.defines:
         name, sep, value = define.partition("=")
@@ -216,7 +233,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"-D {define}: expected NAME=VALUE")
     try:
         module = parse_triton_file(args.file)
-        text = report_module(module, constexprs)
+        if args.xt:
+            funcs = [raise_kernel(analysis, dtypes)
+                     for analysis in analyse_module(module, constexprs)]
+            text = str(ModuleOp(funcs)) + "\n"
+        else:
+            text = report_module(module, constexprs)
     except SourceError as err:
         print(err, file=sys.stderr)
         return 1

@@ -636,6 +636,19 @@ def k(x_ptr, b_ptr, HAS_BIAS: tl.constexpr):
     assert "b_ptr (scalar)" in capsys.readouterr().out
 
 
+def test_command_prints_the_raised_xt(tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "vec_add.py"
+    path.write_text(VECTOR_ADD)
+    assert main([str(path), "--xt", "--dtype", "out_ptr=bf16"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("builtin.module {")
+    assert "-> !ax.tensor<[n_elements], bf16>" in out and "xt.kernel" in out
+    with pytest.raises(SystemExit):
+        main([str(path), "--xt", "--dtype", "out_ptr=f99"])
+    assert "expected PARAM=DTYPE" in capsys.readouterr().err
+
+
 def test_module_entry_point_runs_without_triton(tmp_path: Path) -> None:
     path = tmp_path / "softmax.py"
     path.write_text(ROW_SOFTMAX)
