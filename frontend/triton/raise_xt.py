@@ -414,4 +414,5 @@ class _Raising:
         form = GenericForm(tuple(LoopDim(n, IntExpr.const(0), d) for n, d in zip(names, block,
                                                                                   strict=True)),
                            body, len(operands))
-        return self.add(xt.MapOp.make(operands, form=str(form), dtype=COMPUTE_DTYPE))
+        dtype = "i1" if function in ("lt", "le", "gt", "ge", "eq", "ne") else COMPUTE_DTYPE
+        return self.add(xt.MapOp.make(operands, form=str(form), dtype=dtype))

@@ -117,6 +117,34 @@ def matmul(a, b, c):
         c.stride(0), c.stride(1), BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3)
 """
 
+ROW_NORM = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rownorm_kernel(x_ptr, w_ptr, y_ptr, M, N, stride_xm, stride_ym, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
+    w = tl.load(w_ptr + cols, mask=cols < N, other=0.0)
+    ss = tl.sum(x * x, axis=1)
+    y = x / tl.sqrt(ss[:, None] + 1e-6) * w[None, :]
+    y = tl.where(y > 0.1, y, 0.0)
+    tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], y, mask=mask)
+
+
+def rownorm(x, w):
+    M, N = x.shape
+    y = torch.empty_like(x)
+    rownorm_kernel[(triton.cdiv(M, 4),)](x, w, y, M, N, x.stride(0), y.stride(0), BLOCK_M=4,
+                                         BLOCK_N=triton.next_power_of_2(N))
+    return y
+"""
+
 HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
 
 
@@ -786,6 +814,17 @@ def test_raised_kernels_compute_what_the_originals_do(tmp_path: Path) -> None:
         assert got.dtype == torch.float16
         assert torch.allclose(got.float(), want.float(), rtol=2e-3, atol=1e-2), block_io
     assert torch.allclose(want.float(), a @ b, rtol=2e-3, atol=1e-2)
+
+    rownorm_func = raise_kernel(analyse_kernel(parse_triton_source(ROW_NORM, "rownorm.py"),
+                                               "rownorm_kernel"))
+    emitted_rownorm = load_module(emit_module(rownorm_func, tile_sizes={
+        "BLOCK_M": 4, "BLOCK_N": 16}), tmp_path)
+    (tmp_path / "user_rownorm.py").write_text(ROW_NORM)
+    user_rownorm = _import(tmp_path / "user_rownorm.py", "axon_test_user_rownorm")
+    x, w = torch.rand(7, 13, generator=gen), torch.rand(13, generator=gen)
+    want = user_rownorm.rownorm(x, w)
+    assert torch.equal(emitted_rownorm.rownorm_kernel(x, w), want)
+    assert (want > 0).any() and (want == 0).any()
 
 
 def test_the_emitted_kernel_reads_back_to_the_same_accesses() -> None:
