@@ -5,10 +5,10 @@
 prints, per kernel (jit helpers are read where they are called), its parameters and their
 kinds, its program ids and loops (with what each carries), each tl.load / tl.store (base
 pointer, offset, origin and strides per axis, mask bounds, block shape, and whether it is
-affine, so raisable to `xt` / `tile`, or why not) and the value graph; then each launch
-site's grid, arguments and launch options. A mistake in the file is a located diagnostic on
-stderr and exit status 1, never a traceback. With `--xt` it prints each kernel raised into the
-`xt` dialect (raise_xt.py) instead.
+affine, so raisable to `xt` / `tile`, or why not), whether the kernel raises to `xt` (or where
+and why not) and the value graph; then each launch site's grid, arguments and launch options.
+A mistake in the file is a located diagnostic on stderr and exit status 1, never a traceback.
+With `--xt` it prints each kernel raised into the `xt` dialect (raise_xt.py) instead.
 """
 
 from __future__ import annotations
@@ -159,6 +159,11 @@ def kernel_report(analysis: KernelAnalysis) -> list[str]:
         out += _loop_lines(analysis, loop)
     for number, access in enumerate(analysis.accesses):
         out += _access_lines(analysis, number, access)
+    try:
+        raise_kernel(analysis)
+        out.append("  raises to xt: yes")
+    except SourceError as err:
+        out.append(f"  raises to xt: no, at {err.line}:{err.column}: {err.message}")
     if analysis.values:
         out.append("  values:")
     for v in analysis.values:

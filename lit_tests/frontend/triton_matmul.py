@@ -56,6 +56,7 @@ def matmul(a, b, c):
 # CHECK:           mask: BLOCK_M*pid0 + lane0 < M (axes 0); BLOCK_N*pid1 + lane1 < N (axes 1)
 # CHECK-NEXT:      value: %7
 # CHECK-NEXT:      affine: yes
+# CHECK-NEXT:    raises to xt: yes
 # CHECK-NEXT:    values:
 # CHECK-NEXT:      %0 = full() value=0 dtype=float32 : [BLOCK_M, BLOCK_N] at 18:11
 # CHECK-NEXT:      %1 = carried(%0) name=acc loop=0 : [BLOCK_M, BLOCK_N] at 19:5

@@ -624,7 +624,11 @@ def test_report_lists_kernels_accesses_and_launches() -> None:
            "stride_am, axis 1: stride_ak" in text
     assert "    mask: BLOCK_M*pid0 + lane0 < M (axes 0); lane1 < K - BLOCK_K*k (axes 1)" in text
     assert "    affine: yes" in text
+    assert "  raises to xt: yes" in text
     assert "launch of matmul_kernel at 34:5 in matmul()" in text
+    gather = report_module(parse_triton_source(GATHER, "gather.py"))
+    assert "  raises to xt: no, at 9:9: tl.load cannot be raised: the offset depends on the " \
+           "value loaded at gather.py:9:25 (a gather)" in gather
     assert "  grid dims: triton.cdiv(M, 64); triton.cdiv(N, 64)" in text
     assert "  options: num_stages=3" in text
 
