@@ -1,7 +1,7 @@
 """The Triton frontend: Python modules with `@triton.jit` kernels, parsed, never run.
 
     module = parse_triton_source(text, "kernels.py")     # parse.py: kernels, params, launches
-    analysis = analyse_kernel(module, "add_kernel")      # kernel_ir.py: value graph, accesses
+    analysis = analyse_kernel(module, "add_kernel")      # kernel_ir.py, analysis.py: accesses
     print(report_module(module))                         # report.py; python -m axon.frontend.triton
 
 The analysis reads each kernel's body symbolically: pointers become a base parameter plus a
@@ -13,14 +13,8 @@ Triton itself is never imported.
 """
 
 from axon.frontend.diagnostics import SourceError
-from axon.frontend.triton.kernel_ir import (
-    Access,
-    Carried,
-    KernelAnalysis,
-    Loop,
-    analyse_kernel,
-    check_affine,
-)
+from axon.frontend.triton.analysis import Access, Carried, KernelAnalysis, Loop, check_affine
+from axon.frontend.triton.kernel_ir import analyse_kernel
 from axon.frontend.triton.parse import (
     JitKernel,
     KernelParam,

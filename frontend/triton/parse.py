@@ -141,7 +141,11 @@ class TritonModule:
 
     def error(self, node: ast.AST, message: str) -> SourceError:
         """A SourceError at `node`."""
-        line, column = self.loc(node)
+        return self.error_at(self.loc(node), message)
+
+    def error_at(self, loc: Loc, message: str) -> SourceError:
+        """A SourceError at 1-based line and column `loc`."""
+        line, column = loc
         return source_error(message, self.text, self.filename, line, column)
 
     def segment(self, node: ast.AST) -> str:

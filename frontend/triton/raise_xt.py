@@ -35,7 +35,7 @@ from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.form.scalar import Const, Read, ScalarExpr, call
 from axon.frontend.diagnostics import SourceError, source_error
-from axon.frontend.triton.kernel_ir import (
+from axon.frontend.triton.analysis import (
     Access,
     KernelAnalysis,
     Loop,

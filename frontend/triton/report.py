@@ -22,7 +22,8 @@ from xdsl.dialects.builtin import ModuleOp
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.frontend.diagnostics import SourceError
-from axon.frontend.triton.kernel_ir import Access, KernelAnalysis, Loop, analyse_kernel
+from axon.frontend.triton.analysis import Access, KernelAnalysis, Loop
+from axon.frontend.triton.kernel_ir import analyse_kernel
 from axon.frontend.triton.parse import JitKernel, TritonModule, parse_triton_file
 from axon.frontend.triton.raise_xt import raise_kernel
 from axon.frontend.triton.values import (
