@@ -33,7 +33,7 @@ from axon.dialects import xt
 from axon.dialects.ax import TensorType
 from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.intexpr import Atom, IntExpr
-from axon.dialects.form.scalar import Const, Read, ScalarExpr, call
+from axon.dialects.form.scalar import Const, Index, Read, ScalarExpr, call
 from axon.frontend.diagnostics import SourceError, source_error
 from axon.frontend.triton.analysis import (
     Access,
@@ -42,7 +42,15 @@ from axon.frontend.triton.analysis import (
     check_affine,
     coefficient,
 )
-from axon.frontend.triton.values import DataValue, FloatValue, IndexValue, Loc, Shape, Value
+from axon.frontend.triton.values import (
+    DataValue,
+    FloatValue,
+    IndexValue,
+    Loc,
+    MaskValue,
+    Shape,
+    Value,
+)
 
 __all__ = ["raise_kernel"]
 
@@ -390,6 +398,33 @@ class _Raising:
                                         "elementwise math, tl.load, tl.dot or a reduction")
         return self.map(value, block, _SCALAR[value.op])
 
+    def index_in_map(self, expr: IntExpr, rank: int, names: list[str], loc: Loc) -> IntExpr:
+        """An integer of a block of `rank` dims as an index of a map over `names`: lane k read
+        as the dim it broadcasts to; it may read sizes, constexprs and program ids only."""
+        shift = len(names) - rank
+        expr = self.analysis.resolve(expr)
+        lanes = {lane: IntExpr.sym(names[k + shift])
+                 for k, lane in enumerate(self.analysis.lanes[:rank])}
+        sizes = {n for t in self.tensors.values() for d in t.sizes if d is not None
+                 for n in d.symbols()}
+        allowed = set(lanes) | sizes | set(self.constexprs) \
+            | set(self.analysis.program_ids.values())
+        stray = sorted(expr.symbols() - allowed)
+        if stray:
+            raise self.error(loc, f"an integer in the math reads {', '.join(stray)}; expected "
+                                  "lanes, program ids, sizes and constexprs only")
+        return expr.substitute(lanes)
+
+    def condition(self, mask: MaskValue, names: list[str], loc: Loc) -> ScalarExpr:
+        """A mask as the scalar condition of a map over `names` (the conjunction of its
+        bounds)."""
+        out: ScalarExpr | None = None
+        for b in mask.bounds:
+            lhs, rhs = (self.index_in_map(e, len(mask.shape), names, loc) for e in (b.lhs, b.rhs))
+            term = call(_SCALAR[b.op], Index(lhs), Index(rhs))
+            out = term if out is None else call("and", out, term)
+        return out if out is not None else Const(True)
+
     def map(self, value: DataValue, block: Shape, function: str) -> SSAValue:
         names = [f"d{k}" for k in range(len(block))]
         operands: list[SSAValue] = []
@@ -399,6 +434,11 @@ class _Raising:
                 scalars.append(Const(o.value))
             elif isinstance(o, IndexValue) and o.expr.is_const and not o.shape:
                 scalars.append(Const(float(o.expr.value)))
+            elif isinstance(o, MaskValue):
+                scalars.append(self.condition(o, names, value.loc))
+            elif isinstance(o, IndexValue):
+                scalars.append(Index(self.index_in_map(o.expr, len(o.shape), names,
+                                                       value.loc)))
             elif isinstance(o, DataValue):
                 ssa = self.operand(o)
                 t = ssa.type
@@ -409,7 +449,8 @@ class _Raising:
                 scalars.append(Read(len(operands), index))
                 operands.append(ssa)
             else:
-                raise self.error(o.loc, "expected a block of data or a constant operand")
+                raise self.error(value.loc, "expected blocks of data, integers or constants "
+                                            "as operands")
         body = scalars[0] if function == "identity" else call(function, *scalars)
         form = GenericForm(tuple(LoopDim(n, IntExpr.const(0), d) for n, d in zip(names, block,
                                                                                   strict=True)),

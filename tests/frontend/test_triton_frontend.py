@@ -145,6 +145,33 @@ def rownorm(x, w):
     return y
 """
 
+CENTER = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def center_kernel(x_ptr, y_ptr, M, N, stride_xm, stride_ym, BLOCK_M: tl.constexpr,
+                  BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=0.0)
+    mean = tl.sum(x, axis=1) / N
+    xc = tl.where(cols[None, :] < N, x - mean[:, None], 0.0)
+    var = tl.sum(xc * xc, axis=1)
+    tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], xc * var[:, None], mask=mask)
+
+
+def center(x):
+    M, N = x.shape
+    y = torch.empty_like(x)
+    center_kernel[(triton.cdiv(M, 4),)](x, y, M, N, x.stride(0), y.stride(0), BLOCK_M=4,
+                                        BLOCK_N=triton.next_power_of_2(N))
+    return y
+"""
+
 HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
 
 
@@ -829,6 +856,19 @@ def test_raised_kernels_compute_what_the_originals_do(tmp_path: Path) -> None:
     want = user_rownorm.rownorm(x, w)
     assert torch.equal(emitted_rownorm.rownorm_kernel(x, w), want)
     assert (want > 0).any() and (want == 0).any()
+
+    center_func = raise_kernel(analyse_kernel(parse_triton_source(CENTER, "center.py"),
+                                              "center_kernel"))
+    forms = [op.attrs()["form"] for op in center_func.walk() if isinstance(op, xt.MapOp)]
+    assert "out[d0 < BLOCK_M] = in0[d0] / idx(N)" in forms  # a size in the math
+    assert "out[d0 < BLOCK_M, d1 < BLOCK_N] = select((idx(d1) < idx(N)), in0[d0, d1], 0.0)" \
+        in forms  # a mask as tl.where's condition
+    emitted_center = load_module(emit_module(center_func, tile_sizes={
+        "BLOCK_M": 4, "BLOCK_N": 16}), tmp_path)
+    (tmp_path / "user_center.py").write_text(CENTER)
+    user_center = _import(tmp_path / "user_center.py", "axon_test_user_center")
+    want = user_center.center(x)
+    assert torch.equal(emitted_center.center_kernel(x), want)
 
 
 def test_the_emitted_kernel_reads_back_to_the_same_accesses() -> None:
