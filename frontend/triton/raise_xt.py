@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import FunctionType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects import xt
 from axon.dialects.ax import TensorType
+from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.form.scalar import Const, Index, Read, ScalarExpr, call
@@ -89,7 +91,13 @@ def raise_kernel(analysis: KernelAnalysis, dtypes: Mapping[str, str] | None = No
     """A `func.func` holding one `xt.kernel` that computes what the analysed kernel does on
     contiguous tensors (see the module docstring); `dtypes` gives each pointer parameter's
     element type (f32 where not given). SourceError at a construct this slice does not raise."""
-    return _Raising(analysis, dict(dtypes or {})).run()
+    try:
+        func = _Raising(analysis, dict(dtypes or {})).run()
+        func.verify()
+    except (ShapeError, VerifyException) as err:  # a gap of the raise, named at the kernel
+        raise analysis.module.error_at(analysis.kernel.loc, f"the raised kernel does not "
+                                                            f"verify: {err}") from None
+    return func
 
 
 class _Raising:
@@ -155,8 +163,17 @@ class _Raising:
         pids = {v: k for k, v in self.analysis.program_ids.items()}
         name = index.as_symbol
         if name in pids:
-            return IntExpr.sym(f"G{pids[name]}"), set()
+            return IntExpr.sym(self.grid_size(pids[name])), set()
         return None, set()
+
+    def grid_size(self, axis: int) -> str:
+        """The size `G<axis>` (a name no parameter or symbol of the kernel has): how many
+        programs run along `axis`."""
+        taken = {p.name for p in self.analysis.kernel.params} | self.varying
+        name = f"G{axis}"
+        while name in taken:
+            name += "_"
+        return name
 
     def collect(self) -> None:
         for number, access in enumerate(self.analysis.accesses):

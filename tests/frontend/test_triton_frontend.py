@@ -773,6 +773,19 @@ def test_the_matmul_raises_with_its_k_loop_and_block_pointers_alike() -> None:
     assert raised[0] == raised[1]
 
 
+def test_the_grid_size_takes_a_name_no_parameter_has() -> None:
+    text = HEADER + """\
+def rows(x_ptr, y_ptr, G0, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * G0 + cols, mask=cols < G0)
+    tl.store(y_ptr + tl.program_id(0) * G0 + cols, x, mask=cols < G0)
+"""
+    func = raise_kernel(analyse_kernel(parse_triton_source(text, "k.py"), "rows"))
+    (kernel,) = [op for op in func.body.block.ops if isinstance(op, xt.KernelOp)]
+    assert [str(t) for t in kernel.input_types()] == ["f32[G0_, G0]"]
+    assert kernel.grid_exprs() == [sym("G0_")]
+
+
 def test_what_the_raise_does_not_take_is_located() -> None:
     unmasked = parse_triton_source(HEADER + """\
 def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
