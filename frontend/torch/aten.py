@@ -540,6 +540,18 @@ ATEN: dict[Any, Handler] = {
     aten.masked_fill.Scalar: _masked_fill,
     aten.masked_fill.Tensor: _masked_fill,
     aten.where.self: _where,
+    aten.gt.Scalar: _binary(bx.greater),
+    aten.gt.Tensor: _binary(bx.greater),
+    aten.ge.Scalar: _binary(bx.greater_equal),
+    aten.ge.Tensor: _binary(bx.greater_equal),
+    aten.lt.Scalar: _binary(bx.less),
+    aten.lt.Tensor: _binary(bx.less),
+    aten.le.Scalar: _binary(bx.less_equal),
+    aten.le.Tensor: _binary(bx.less_equal),
+    aten.eq.Scalar: _binary(bx.equal),
+    aten.eq.Tensor: _binary(bx.equal),
+    aten.ne.Scalar: _binary(bx.not_equal),
+    aten.ne.Tensor: _binary(bx.not_equal),
     aten.scaled_dot_product_attention.default: _attention,
     aten.repeat_interleave.self_int: _repeat_interleave,
     operator.getitem: _getitem,
@@ -552,6 +564,22 @@ def operator_name(node: torch.fx.Node) -> str:
     if isinstance(target, torch._ops.OpOverload):
         return str(target)
     return getattr(target, "__name__", str(target))
+
+
+def _makes_tensor(node: torch.fx.Node) -> bool:
+    """Whether `node` computes a tensor (or tensors), not a Python or symbolic number."""
+    val = node.meta.get("val")
+    values = val if isinstance(val, tuple | list) else [val]
+    return any(isinstance(v, torch.Tensor) for v in values)
+
+
+def _unsupported_message(node: torch.fx.Node) -> str:
+    """`unsupported operator NAME`, saying when the result's shape depends on the data."""
+    val = node.meta.get("val")
+    data_dependent = isinstance(val, torch.Tensor) and any(
+        not isinstance(d, int) for d in val.shape)
+    why = " (its result's shape depends on the data)" if data_dependent else ""
+    return f"unsupported operator {operator_name(node)}{why}; no ax translation"
 
 
 def translate_program(problem: LoadedProblem, program: torch.export.ExportedProgram,
@@ -587,11 +615,12 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
         names.append(name)
         tensors.append(value.detach())
     unsupported = [n for n in graph.nodes if n.op == "call_function" and n.target not in ATEN]
+    # the bookkeeping of a data-dependent size (sym_size, its bounds' asserts) follows from the
+    # tensor operator that made it: name only tensor operators when there are any
+    tensor_ops = [n for n in unsupported if _makes_tensor(n)]
     if unsupported:
-        raise TorchFrontendError([
-            diagnose(problem, n, f"unsupported operator {operator_name(n)} (the PyTorch frontend "
-                                 f"translates {len(ATEN)} aten operators; docs/design-notes.md)")
-            for n in unsupported])
+        raise TorchFrontendError([diagnose(problem, n, _unsupported_message(n))
+                                  for n in tensor_ops or unsupported])
     dtypes = []
     for name, t in zip(names, tensors, strict=True):
         if t.dtype not in TORCH_DTYPES:

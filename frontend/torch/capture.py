@@ -20,8 +20,11 @@ symbols (aten.py). An operator the translation does not handle, or a shape it ca
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import itertools
+import logging
 import re
 import sys
 import traceback
@@ -62,7 +65,7 @@ class TorchFrontendError(Exception):
         found = []
         for d in self.diagnostics:
             text = d.message if isinstance(d, SourceError) else d
-            match = re.search(r"unsupported operator (\S+)", text)
+            match = re.search(r"unsupported operator ([\w.]+)", text)
             if match:
                 found.append(match.group(1))
         return found
@@ -234,10 +237,17 @@ def _input_shapes(problem: LoadedProblem, input_names: Sequence[str]) -> list[li
 def export_problem(problem: LoadedProblem) -> torch.export.ExportedProgram:
     """`torch.export.export` of the model's forward on the problem's inputs (which runs the
     user's forward on fake tensors); a failure is a TorchFrontendError at the user's line."""
+    # torch logs and prints the partial graph of a failed export; the located error says it
+    quiet = logging.getLogger("torch")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
     try:
-        return torch.export.export(problem.model, tuple(problem.inputs))
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return torch.export.export(problem.model, tuple(problem.inputs))
     except Exception as err:
         raise TorchFrontendError([_export_failure(problem.path, err)]) from None
+    finally:
+        quiet.setLevel(level)
 
 
 def _export_failure(path: Path, err: BaseException) -> SourceError | str:
