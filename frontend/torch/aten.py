@@ -283,6 +283,32 @@ def _expand_as(ctx: _Context, x: Any, other: Any) -> Tensor:
     return bx.broadcast_to(_tensor(x), list(_tensor(other).shape))
 
 
+def _slice(ctx: _Context, x: Any, dim: int = 0, start: Any = None, end: Any = None,
+           step: int = 1) -> Tensor:
+    x = _tensor(x)
+    at = normalize_axis(dim, x.ndim)
+    extent = ctx.extent(x.shape[at])
+
+    def bound(v: Any, default: IntExpr) -> IntExpr:
+        if v is None:
+            return default
+        v = int(v)
+        if v < 0:  # from the end: stays symbolic in the dim
+            return x.shape[at] + v if v + extent >= 0 else IntExpr.const(0)
+        return x.shape[at] if v >= extent else ctx.dim_of(v)
+
+    key: list[Any] = [slice(None)] * x.ndim
+    key[at] = slice(bound(start, IntExpr.const(0)), bound(end, x.shape[at]), step)
+    return bx.getitem(x, tuple(key))
+
+
+def _select(ctx: _Context, x: Any, dim: int, index: int) -> Tensor:
+    x = _tensor(x)
+    key: list[Any] = [slice(None)] * x.ndim
+    key[normalize_axis(dim, x.ndim)] = index
+    return bx.getitem(x, tuple(key))
+
+
 def _reduction(fn: Callable[..., Tensor]) -> Handler:
     def handle(ctx: _Context, x: Any, dims: Any = None, keepdim: bool = False, *,
                dtype: Any = None) -> Tensor:
@@ -396,14 +422,11 @@ def _triangle(upper: bool) -> Handler:
         if x.ndim < 2:
             raise _Unsupported("a triangle of a tensor of rank < 2")
         rows_cols = list(x.shape[-2:])
-        with ctx.builder.active():
-            row = bx.iota(rows_cols, 0, "i32")
-            col = bx.iota(rows_cols, 1, "i32")
+        row = bx.iota(rows_cols, 0, "i32")
+        col = bx.iota(rows_cols, 1, "i32")
         shifted = bx.add(row, diagonal) if diagonal else row
         keep = bx.greater_equal(col, shifted) if upper else bx.less_equal(col, shifted)
-        if x.dtype == "i1":
-            return bx.where(keep, x, bx.not_equal(row, row))
-        return bx.where(keep, x, 0.0)
+        return bx.where(keep, x, bx.zeros([], x.dtype))
 
     return handle
 
@@ -524,6 +547,8 @@ ATEN: dict[Any, Handler] = {
     aten.squeeze.dims: _squeeze,
     aten.squeeze.default: _squeeze,
     aten.expand.default: _expand,
+    aten.slice.Tensor: _slice,
+    aten.select.int: _select,
     aten.expand_as.default: _expand_as,
     aten.contiguous.default: _identity,
     aten.clone.default: _identity,

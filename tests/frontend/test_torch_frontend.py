@@ -16,7 +16,13 @@ import torch
 from axon.benchmarks.forge.problem_set import PROBLEMS, tolerance
 from axon.dialects.ax.tensor_type import TensorType
 from axon.frontend.diagnostics import SourceError
-from axon.frontend.torch import TorchFrontendError, capture_problem, load_problem_file
+from axon.frontend.torch import (
+    CapturedProblem,
+    LoadedProblem,
+    TorchFrontendError,
+    capture_problem,
+    load_problem_file,
+)
 from axon.frontend.torch.command import main
 from axon.interpreter import run_function
 from axon.tools.embed import parse_mlir, print_ir, run_pipeline
@@ -31,12 +37,13 @@ EXPECTED: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 
-def _capture(name: str, dtype: torch.dtype = torch.float32):
+def _capture(name: str, dtype: torch.dtype = torch.float32
+             ) -> tuple[LoadedProblem, CapturedProblem]:
     problem = load_problem_file(PROBLEMS[name].problem_path, PROBLEMS[name].small_sizes, dtype)
     return problem, capture_problem(problem)
 
 
-def _reference(problem, inputs: list[torch.Tensor] | None = None) -> np.ndarray:
+def _reference(problem: LoadedProblem, inputs: list[torch.Tensor] | None = None) -> np.ndarray:
     with torch.no_grad():
         out = problem.model.float()(*(inputs if inputs is not None else problem.inputs))
     return out.double().numpy()
@@ -80,7 +87,7 @@ def test_parameters_become_inputs() -> None:
     assert types == ["f32[out_features, in_features]", "f32[out_features]",
                      "f32[batch_size, in_features]"]
     np.testing.assert_array_equal(captured.example_inputs[0],
-                                  problem.model.linear.weight.detach().numpy())
+                                  problem.model.get_parameter("linear.weight").detach().numpy())
     text = print_ir(captured.module)
     assert "ax.transpose %linear_weight {perm = array<i64: 1, 0>}" in text
 
@@ -102,7 +109,8 @@ def test_bf16_problem_keeps_its_dtype() -> None:
     problem = load_problem_file(PROBLEMS["12_rmsnorm"].problem_path,
                                 PROBLEMS["12_rmsnorm"].small_sizes)
     captured = capture_problem(problem)
-    assert all(t.dtype == "bf16" for t in captured.function.function_type.inputs.data)
+    types = captured.function.function_type.inputs.data
+    assert [t.dtype for t in types if isinstance(t, TensorType)] == ["bf16", "bf16"]
 
 
 PLANTED = '''import torch
@@ -135,6 +143,30 @@ def _planted(tmp_path: Path, line: str) -> Path:
     path = tmp_path / "planted.py"
     path.write_text(PLANTED.replace("{line}", line))
     return path
+
+
+@pytest.mark.parametrize(("line", "fixed"), [
+    ("y = torch.triu(y, diagonal=2) + torch.tril(y, -1) * 3", set()),
+    ("y = torch.where(y > 0.5, y, -y).clamp(-0.3, 0.7) - torch.exp(y).log1p()", None),
+    ("y = y[:, -3:].sum(1, keepdim=True) + y[:, 1:2] * y[2]", set()),
+    # the mask's rows are cut at batch_size, read back from the integer 4 the export baked
+    ("y = y.masked_fill(torch.tril(torch.ones(dim, dim, dtype=torch.bool), -2)[:batch_size], "
+     "float('-inf')).softmax(-1)", set()),
+])
+def test_operators_beyond_the_problems(tmp_path: Path, line: str, fixed: set[str] | None) -> None:
+    """Triangles, where, clamp, slices and masks match the model; log1p is refused by name."""
+    problem = load_problem_file(_planted(tmp_path, line))
+    if fixed is None:
+        with pytest.raises(TorchFrontendError) as err:
+            capture_problem(problem)
+        assert err.value.operators == ["aten.log1p.default"]
+        return
+    captured = capture_problem(problem)
+    assert set(captured.fixed) == fixed
+    (got,) = run_function(captured.function, captured.example_inputs)
+    with torch.no_grad():
+        want = problem.model(*problem.inputs).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 def test_unsupported_operator_is_named_at_its_line(tmp_path: Path) -> None:
