@@ -490,6 +490,7 @@ ATEN: dict[Any, Handler] = {
     aten.bmm.default: _matmul,
     aten.matmul.default: _matmul,
     aten.t.default: _t,
+    aten.numpy_T.default: lambda ctx, x: bx.transpose(_tensor(x)),
     aten.add.Tensor: _binary(bx.add),
     aten.add.Scalar: _binary(bx.add),
     aten.sub.Tensor: _binary(bx.subtract),
@@ -617,7 +618,12 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
     graph = program.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     specs = program.graph_signature.input_specs
-    user_inputs = iter(x for x in problem.inputs if isinstance(x, torch.Tensor))
+    plain = [x for x in problem.inputs if not isinstance(x, torch.Tensor)]
+    if plain:
+        raise TorchFrontendError([f"{problem.path}: error: get_inputs() returns "
+                                  f"{type(plain[0]).__name__} {plain[0]!r}; the PyTorch frontend "
+                                  f"takes tensor inputs only"])
+    user_inputs = iter(problem.inputs)
     names, tensors, parameters, targets = [], [], [], []
     for spec in specs:
         if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
@@ -709,6 +715,10 @@ def _build(problem: LoadedProblem, graph: torch.fx.Graph, placeholders: list[tor
                         from None
                 except ShapeError as err:
                     raise TorchFrontendError([shape_failure(problem, node, err)]) from None
+                except (TypeError, ValueError, IndexError) as err:  # arguments no handler reads
+                    raise TorchFrontendError([diagnose(
+                        problem, node, f"unsupported use of operator {operator_name(node)}: "
+                                       f"{err}")]) from None
             elif node.op == "output":
                 outputs = [env[n] for n in node.args[0] if n is not None]
         return bx.as_results(outputs, builder, function_name)
