@@ -659,7 +659,7 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
                                       f"expected one of {', '.join(map(str, TORCH_DTYPES))}"])
         dtypes.append(TORCH_DTYPES[t.dtype])
     shapes = [list(t.shape) for t in tensors]
-    dims = name_input_dims(problem, shapes, targets + [""] * (len(names) - len(targets)))
+    dims = name_input_dims(problem, shapes, targets)
     sizes = {}
     for row, shape in zip(dims, shapes, strict=True):
         for d, extent in zip(row, shape, strict=True):

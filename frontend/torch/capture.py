@@ -11,11 +11,13 @@ NumPy-subset frontend never executes its input and never takes this path.
 
 Parameters and buffers become function inputs (named after the attribute, `linear_weight`), in
 `torch.export`'s order, before the user inputs. Every input dim larger than one is a size symbol:
-the module global whose change alone changes that dim (found by re-reading the input shapes with
-each size global moved by one, no model run), else `D0`, `D1`, ... per distinct value. Shapes
-torch.export baked into the graph (a `view`'s target, `ones(n, n)`) are mapped back to those
-symbols (aten.py). An operator the translation does not handle, or a shape it cannot place, is a
-`TorchFrontendError` listing each offending operator by name at the `forward` line that made it.
+the module global whose change alone changes that dim (found by re-making the model and inputs
+with each size global moved by one; `forward` is not run for this), else `D0`, `D1`, ... per
+distinct value. Shapes torch.export baked into the graph (a `view`'s target, `ones(n, n)`) are
+mapped back to those symbols (aten.py); a size whose move changes the translated function (a
+scale computed in Python from a shape) is fixed at its value (`capture_problem`). An operator
+the translation does not handle, or a shape it cannot place, is a `TorchFrontendError` listing
+each offending operator by name at the `forward` line that made it.
 """
 
 from __future__ import annotations
@@ -178,11 +180,11 @@ def _located(message: str, path: Path, line: int) -> SourceError:
 
 
 def name_input_dims(problem: LoadedProblem, input_shapes: Sequence[Sequence[int]],
-                    input_names: Sequence[str]) -> list[list[IntExpr]]:
-    """The symbolic dims of the function's inputs (parameters first, then user inputs, shapes as
-    captured): a dim is the size global that alone moves it when each global is moved by one
-    (the inputs are re-made, `forward` is not run), else `D<k>` per distinct value; dims of
-    extent one stay 1."""
+                    state_names: Sequence[str]) -> list[list[IntExpr]]:
+    """The symbolic dims of the function's inputs (shapes as captured: first the model's
+    parameters, buffers and constants named by `state_names`, then the user inputs): a dim is
+    the size global that alone moves it when each global is moved by one (the model and inputs
+    are re-made, `forward` is not run), else `D<k>` per distinct value; dims of one stay 1."""
     module = problem.module
     sizes = size_globals(module)
     movers: dict[tuple[int, int], list[str]] = {}
@@ -190,7 +192,7 @@ def name_input_dims(problem: LoadedProblem, input_shapes: Sequence[Sequence[int]
         for name, value in sizes.items():
             try:
                 setattr(module, name, value + 1)
-                moved = _input_shapes(problem, input_names)
+                moved = _input_shapes(problem, state_names)
             except Exception:  # a size the problem cannot move alone: it names no dim
                 moved = None
             finally:
@@ -198,7 +200,7 @@ def name_input_dims(problem: LoadedProblem, input_shapes: Sequence[Sequence[int]
             if moved is None or len(moved) != len(input_shapes):
                 continue
             for i, (before, after) in enumerate(zip(input_shapes, moved, strict=True)):
-                if len(before) != len(after):
+                if after is None or len(before) != len(after):
                     continue
                 for j, (b, a) in enumerate(zip(before, after, strict=True)):
                     if a != b:
@@ -221,15 +223,18 @@ def name_input_dims(problem: LoadedProblem, input_shapes: Sequence[Sequence[int]
     return dims
 
 
-def _input_shapes(problem: LoadedProblem, input_names: Sequence[str]) -> list[list[int]]:
-    """The shapes of the parameters and buffers named in `input_names` of a freshly built model,
-    then those of a fresh `get_inputs()`, at the module's current size globals."""
+def _input_shapes(problem: LoadedProblem,
+                  state_names: Sequence[str]) -> list[list[int] | None]:
+    """At the module's current size globals: the shapes of the tensors of a freshly built model
+    named by `state_names` (None for one it does not hold as a parameter or buffer), then those
+    of a fresh `get_inputs()`."""
     module = problem.module
     model = module.Model(*module.get_init_inputs())
     state = dict(model.named_parameters())
     state.update(dict(model.named_buffers()))
-    shapes = [list(state[n].shape) for n in input_names if n in state]
-    shapes += [list(x.shape) if isinstance(x, torch.Tensor) else []
+    shapes: list[list[int] | None] = [list(state[n].shape) if n in state else None
+                                      for n in state_names]
+    shapes += [list(x.shape) if isinstance(x, torch.Tensor) else None
                for x in module.get_inputs()]
     return shapes
 
