@@ -675,6 +675,8 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
         except _Substitute as sub:
             dims = [[d.substitute({sub.symbol: sub.expr}) for d in row] for row in dims]
             del sizes[sub.symbol]
+    else:  # a guard: each substitution removes a symbol, so a build ends the loop first
+        raise TorchFrontendError([f"{problem.path}: error: the input sizes do not settle"])
     module = ModuleOp([fn])
     module.verify()
     arrays = [t.to(torch.float32).numpy() if t.is_floating_point() else t.numpy()
