@@ -9,7 +9,7 @@ torch.export's tracing), so this frontend is only for files you would run yourse
 frontend parses its input and never runs it, and never hands a file to this one.
 """
 
-from axon.frontend.torch.aten import ATEN, translate_program
+from axon.frontend.torch.aten import ATEN
 from axon.frontend.torch.capture import (
     CapturedProblem,
     LoadedProblem,
@@ -17,6 +17,7 @@ from axon.frontend.torch.capture import (
     capture_problem,
     load_problem_file,
 )
+from axon.frontend.torch.translate import translate_program
 
 __all__ = ["ATEN", "CapturedProblem", "LoadedProblem", "TorchFrontendError", "capture_problem",
            "load_problem_file", "translate_program"]

@@ -1,4 +1,4 @@
-"""The aten -> `ax` translation of an exported PyTorch program (see capture.py).
+"""The aten -> `ax` handlers: one per aten operator of an exported program (see capture.py).
 
 Each handled aten operator is one entry of `ATEN`, written with the builder functions of
 `frontend/builders.py`, so a composite (softmax, layer_norm, attention) means what the NumPy
@@ -20,114 +20,22 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 import torch
-from torch.export.graph_signature import InputKind
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
 
-from axon.dialects.ax.shapes import ShapeError, normalize_axis, product
-from axon.dialects.ax.tensor_type import TensorType
+from axon.dialects.ax.shapes import normalize_axis
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.intexpr import IntExpr
 from axon.frontend import builders as bx
 from axon.frontend.builders import Tensor
-from axon.frontend.graph import GraphBuilder, build_function
-from axon.frontend.torch.capture import (
-    TORCH_DTYPES,
-    CapturedProblem,
-    LoadedProblem,
-    TorchFrontendError,
-    diagnose,
-    name_input_dims,
-    shape_failure,
-)
+from axon.frontend.torch.capture import TORCH_DTYPES
+from axon.frontend.torch.context import SizeContext, Unsupported
 
 aten = torch.ops.aten
-
-
-class _Unsupported(Exception):
-    """An operator, or a use of one, outside the translation (the message says which)."""
-
-
-class _Substitute(Exception):
-    """Torch's graph equates the input size `symbol` with `expr`: translate again with it."""
-
-    def __init__(self, symbol: str, expr: IntExpr):
-        super().__init__(f"{symbol} = {expr}")
-        self.symbol = symbol
-        self.expr = expr
-
-
-class _Context:
-    """What handlers need besides their arguments: the builder and the sizes at capture."""
-
-    def __init__(self, builder: GraphBuilder, sizes: dict[str, int]):
-        self.builder = builder
-        self.sizes = sizes
-
-    def extent(self, dim: IntExpr) -> int:
-        """The value of `dim` at the capture's sizes."""
-        return dim.evaluate(self.sizes)
-
-    def dim_of(self, extent: int) -> IntExpr:
-        """The size symbol of `extent` (the first of that value), or the constant."""
-        if extent > 1:
-            for name, value in self.sizes.items():
-                if value == extent:
-                    return IntExpr.sym(name)
-        return IntExpr.const(extent)
-
-    def unify(self, a: IntExpr, b: IntExpr) -> None:
-        """Two dims torch requires equal: nothing when they are, a _Substitute of a bare input
-        symbol when their values agree, ShapeError otherwise (left to the builders to word)."""
-        if a == b or self.extent(a) != self.extent(b):
-            return
-        for sym, other in ((a.as_symbol, b), (b.as_symbol, a)):
-            if sym is not None and sym not in other.symbols():
-                raise _Substitute(sym, other)
-
-    def broadcast(self, *values: Any) -> None:
-        """Unify the right-aligned dims of tensors torch broadcasts together."""
-        shapes = [v.shape for v in values if isinstance(v, Tensor)]
-        for a, b in zip(shapes, shapes[1:], strict=False):
-            for da, db in zip(reversed(a), reversed(b), strict=False):
-                if da != IntExpr.const(1) and db != IntExpr.const(1):
-                    self.unify(da, db)
-
-    def reshape_dims(self, x: Tensor, target: Sequence[int]) -> list[IntExpr]:
-        """The dims of `x` reshaped to the integer `target` (one -1 allowed): runs of x's dims
-        whose extents multiply to a target extent become their product, the rest take the size
-        symbol of their extent."""
-        known = math.prod(self.extent(d) for d in x.shape)
-        rest = math.prod(t for t in target if t != -1)
-        extents = [known // rest if t == -1 and rest else t for t in target]
-        out: list[IntExpr] = []
-        pos = 0
-        dims = list(x.shape)
-        for extent in extents:
-            while pos < len(dims) and self.extent(dims[pos]) == 1 and extent != 1:
-                pos += 1
-            run, value, end = [], 1, pos
-            while end < len(dims) and value < extent:
-                value *= self.extent(dims[end])
-                run.append(dims[end])
-                end += 1
-            if extent == 1:
-                out.append(IntExpr.const(1))
-                if pos < len(dims) and self.extent(dims[pos]) == 1:
-                    pos += 1
-            elif value == extent and run:
-                out.append(product(run))
-                pos = end
-            else:
-                out.append(self.dim_of(extent))
-                pos = len(dims)
-        return out
 
 
 Handler = Callable[..., Any]
@@ -135,7 +43,7 @@ Handler = Callable[..., Any]
 
 def _tensor(v: Any) -> Tensor:
     if not isinstance(v, Tensor):
-        raise _Unsupported(f"expected a tensor, got {v!r}")
+        raise Unsupported(f"expected a tensor, got {v!r}")
     return v
 
 
@@ -164,9 +72,9 @@ def _finite(value: Any, dtype: str) -> Any:
 
 # ---- handlers: (ctx, *args, **kwargs) -> value ---------------------------------------------------
 def _binary(fn: Callable[[Any, Any], Any]) -> Handler:
-    def handle(ctx: _Context, a: Any, b: Any, alpha: Any = 1, rounding_mode: Any = None) -> Any:
+    def handle(ctx: SizeContext, a: Any, b: Any, alpha: Any = 1, rounding_mode: Any = None) -> Any:
         if rounding_mode is not None:
-            raise _Unsupported(f"rounding_mode={rounding_mode!r}")
+            raise Unsupported(f"rounding_mode={rounding_mode!r}")
         ctx.broadcast(a, b)
         if alpha != 1:
             b = bx.multiply(b, alpha)
@@ -176,22 +84,22 @@ def _binary(fn: Callable[[Any, Any], Any]) -> Handler:
 
 
 def _unary(fn: Callable[[Any], Any]) -> Handler:
-    def handle(ctx: _Context, x: Any) -> Any:
+    def handle(ctx: SizeContext, x: Any) -> Any:
         return fn(_tensor(x))
 
     return handle
 
 
-def _identity(ctx: _Context, x: Any, *args: Any, **kwargs: Any) -> Any:
+def _identity(ctx: SizeContext, x: Any, *args: Any, **kwargs: Any) -> Any:
     return x
 
 
-def _rsub(ctx: _Context, a: Any, b: Any, alpha: Any = 1) -> Any:
+def _rsub(ctx: SizeContext, a: Any, b: Any, alpha: Any = 1) -> Any:
     ctx.broadcast(a, b)
     return bx.subtract(b, bx.multiply(a, alpha) if alpha != 1 else a)
 
 
-def _matmul(ctx: _Context, a: Any, b: Any) -> Tensor:
+def _matmul(ctx: SizeContext, a: Any, b: Any) -> Tensor:
     a, b = _tensor(a), _tensor(b)
     if a.ndim >= 1 and b.ndim >= 2:
         ctx.unify(a.shape[-1], b.shape[-2])
@@ -207,7 +115,7 @@ def _transpose_last(x: Tensor) -> Tensor:
     return bx.transpose(x, perm)
 
 
-def _linear(ctx: _Context, x: Any, w: Any, b: Any = None) -> Tensor:
+def _linear(ctx: SizeContext, x: Any, w: Any, b: Any = None) -> Tensor:
     w = _tensor(w)
     y = _matmul(ctx, x, _transpose_last(w) if w.ndim == 2 else w)
     if b is not None:
@@ -216,7 +124,7 @@ def _linear(ctx: _Context, x: Any, w: Any, b: Any = None) -> Tensor:
     return y
 
 
-def _addmm(ctx: _Context, bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> Tensor:
+def _addmm(ctx: SizeContext, bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any = 1) -> Tensor:
     product_ = _matmul(ctx, a, b)
     if alpha != 1:
         product_ = bx.multiply(product_, alpha)
@@ -226,12 +134,12 @@ def _addmm(ctx: _Context, bias: Any, a: Any, b: Any, beta: Any = 1, alpha: Any =
     return bx.add(product_, bias)
 
 
-def _t(ctx: _Context, x: Any) -> Tensor:
+def _t(ctx: SizeContext, x: Any) -> Tensor:
     x = _tensor(x)
     return x if x.ndim < 2 else bx.transpose(x, [1, 0])
 
 
-def _transpose(ctx: _Context, x: Any, d0: int, d1: int) -> Tensor:
+def _transpose(ctx: SizeContext, x: Any, d0: int, d1: int) -> Tensor:
     x = _tensor(x)
     perm = list(range(x.ndim))
     i, j = normalize_axis(d0, x.ndim), normalize_axis(d1, x.ndim)
@@ -239,17 +147,17 @@ def _transpose(ctx: _Context, x: Any, d0: int, d1: int) -> Tensor:
     return bx.transpose(x, perm)
 
 
-def _permute(ctx: _Context, x: Any, dims: Sequence[int]) -> Tensor:
+def _permute(ctx: SizeContext, x: Any, dims: Sequence[int]) -> Tensor:
     x = _tensor(x)
     return bx.transpose(x, [normalize_axis(d, x.ndim) for d in dims])
 
 
-def _view(ctx: _Context, x: Any, shape: Sequence[int]) -> Tensor:
+def _view(ctx: SizeContext, x: Any, shape: Sequence[int]) -> Tensor:
     x = _tensor(x)
     return bx.reshape(x, ctx.reshape_dims(x, list(shape)))
 
 
-def _unsqueeze(ctx: _Context, x: Any, dim: int) -> Tensor:
+def _unsqueeze(ctx: SizeContext, x: Any, dim: int) -> Tensor:
     x = _tensor(x)
     at = normalize_axis(dim, x.ndim + 1)
     dims = list(x.shape)
@@ -257,14 +165,14 @@ def _unsqueeze(ctx: _Context, x: Any, dim: int) -> Tensor:
     return bx.reshape(x, dims)
 
 
-def _squeeze(ctx: _Context, x: Any, dims: Any = None) -> Tensor:
+def _squeeze(ctx: SizeContext, x: Any, dims: Any = None) -> Tensor:
     x = _tensor(x)
     axes = _axes(dims, x.ndim)
     kept = [d for k, d in enumerate(x.shape) if not (k in axes and d == IntExpr.const(1))]
     return bx.reshape(x, kept)
 
 
-def _expand(ctx: _Context, x: Any, shape: Sequence[int], implicit: bool = False) -> Tensor:
+def _expand(ctx: SizeContext, x: Any, shape: Sequence[int], implicit: bool = False) -> Tensor:
     x = _tensor(x)
     lead = len(shape) - x.ndim
     dims = []
@@ -279,11 +187,11 @@ def _expand(ctx: _Context, x: Any, shape: Sequence[int], implicit: bool = False)
     return bx.broadcast_to(x, dims)
 
 
-def _expand_as(ctx: _Context, x: Any, other: Any) -> Tensor:
+def _expand_as(ctx: SizeContext, x: Any, other: Any) -> Tensor:
     return bx.broadcast_to(_tensor(x), list(_tensor(other).shape))
 
 
-def _slice(ctx: _Context, x: Any, dim: int = 0, start: Any = None, end: Any = None,
+def _slice(ctx: SizeContext, x: Any, dim: int = 0, start: Any = None, end: Any = None,
            step: int = 1) -> Tensor:
     x = _tensor(x)
     at = normalize_axis(dim, x.ndim)
@@ -302,7 +210,7 @@ def _slice(ctx: _Context, x: Any, dim: int = 0, start: Any = None, end: Any = No
     return bx.getitem(x, tuple(key))
 
 
-def _select(ctx: _Context, x: Any, dim: int, index: int) -> Tensor:
+def _select(ctx: SizeContext, x: Any, dim: int, index: int) -> Tensor:
     x = _tensor(x)
     key: list[Any] = [slice(None)] * x.ndim
     key[normalize_axis(dim, x.ndim)] = index
@@ -310,22 +218,22 @@ def _select(ctx: _Context, x: Any, dim: int, index: int) -> Tensor:
 
 
 def _reduction(fn: Callable[..., Tensor]) -> Handler:
-    def handle(ctx: _Context, x: Any, dims: Any = None, keepdim: bool = False, *,
+    def handle(ctx: SizeContext, x: Any, dims: Any = None, keepdim: bool = False, *,
                dtype: Any = None) -> Tensor:
         if dtype is not None:
-            raise _Unsupported(f"a reduction to dtype {dtype}")
+            raise Unsupported(f"a reduction to dtype {dtype}")
         x = _tensor(x)
         return fn(x, tuple(_axes(dims, x.ndim)), keepdim)
 
     return handle
 
 
-def _max_dim(ctx: _Context, x: Any, dim: int, keepdim: bool = False) -> tuple[Tensor, None]:
+def _max_dim(ctx: SizeContext, x: Any, dim: int, keepdim: bool = False) -> tuple[Tensor, None]:
     x = _tensor(x)
     return bx.max(x, normalize_axis(dim, x.ndim), keepdim), None
 
 
-def _logsumexp(ctx: _Context, x: Any, dims: Any, keepdim: bool = False) -> Tensor:
+def _logsumexp(ctx: SizeContext, x: Any, dims: Any, keepdim: bool = False) -> Tensor:
     x = _tensor(x)
     axes = tuple(_axes(dims, x.ndim))
     peak = bx.max(x, axes, True)
@@ -336,16 +244,16 @@ def _logsumexp(ctx: _Context, x: Any, dims: Any, keepdim: bool = False) -> Tenso
 
 
 def _softmax(fn: Callable[[Any, Any], Tensor]) -> Handler:
-    def handle(ctx: _Context, x: Any, dim: int, half_to_float: Any = None, *,
+    def handle(ctx: SizeContext, x: Any, dim: int, half_to_float: Any = None, *,
                dtype: Any = None) -> Tensor:
         if dtype is not None or half_to_float:
-            raise _Unsupported("a softmax to another dtype")
+            raise Unsupported("a softmax to another dtype")
         return fn(_tensor(x), dim)
 
     return handle
 
 
-def _layer_norm(ctx: _Context, x: Any, normalized_shape: Sequence[int], weight: Any = None,
+def _layer_norm(ctx: SizeContext, x: Any, normalized_shape: Sequence[int], weight: Any = None,
                 bias: Any = None, eps: float = 1e-5, cudnn_enable: Any = True) -> Tensor:
     x = _tensor(x)
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
@@ -360,22 +268,22 @@ def _layer_norm(ctx: _Context, x: Any, normalized_shape: Sequence[int], weight: 
     return y
 
 
-def _vector_norm(ctx: _Context, x: Any, ord: Any = 2, dims: Any = None, keepdim: bool = False,
+def _vector_norm(ctx: SizeContext, x: Any, ord: Any = 2, dims: Any = None, keepdim: bool = False,
                  *, dtype: Any = None) -> Tensor:
     if ord != 2 or dtype is not None:
-        raise _Unsupported(f"a vector norm of order {ord!r}")
+        raise Unsupported(f"a vector norm of order {ord!r}")
     x = _tensor(x)
     return bx.sqrt(bx.sum(bx.multiply(x, x), tuple(_axes(dims, x.ndim)), keepdim))
 
 
-def _pow(ctx: _Context, x: Any, exponent: Any) -> Tensor:
+def _pow(ctx: SizeContext, x: Any, exponent: Any) -> Tensor:
     if not isinstance(exponent, int | float):
-        raise _Unsupported("a tensor exponent")
+        raise Unsupported("a tensor exponent")
     x = _tensor(x)
     return bx.square(x) if exponent == 2 else bx.power(x, exponent)
 
 
-def _clamp(ctx: _Context, x: Any, lo: Any = None, hi: Any = None) -> Tensor:
+def _clamp(ctx: SizeContext, x: Any, lo: Any = None, hi: Any = None) -> Tensor:
     y = _tensor(x)
     if lo is not None:
         y = bx.maximum(y, lo)
@@ -384,14 +292,14 @@ def _clamp(ctx: _Context, x: Any, lo: Any = None, hi: Any = None) -> Tensor:
     return y
 
 
-def _gelu(ctx: _Context, x: Any, approximate: str = "none") -> Tensor:
+def _gelu(ctx: SizeContext, x: Any, approximate: str = "none") -> Tensor:
     x = _tensor(x)
     return bx.gelu_tanh(x) if approximate == "tanh" else bx.gelu(x)
 
 
-def _cumsum(ctx: _Context, x: Any, dim: int, *, dtype: Any = None) -> Tensor:
+def _cumsum(ctx: SizeContext, x: Any, dim: int, *, dtype: Any = None) -> Tensor:
     if dtype is not None:
-        raise _Unsupported(f"a cumsum to dtype {dtype}")
+        raise Unsupported(f"a cumsum to dtype {dtype}")
     return bx.cumsum(_tensor(x), dim)
 
 
@@ -399,28 +307,29 @@ def _dtype_of(dtype: Any, default: str = "f32") -> str:
     if dtype is None:
         return default
     if dtype not in TORCH_DTYPES:
-        raise _Unsupported(f"dtype {dtype}")
+        raise Unsupported(f"dtype {dtype}")
     return TORCH_DTYPES[dtype]
 
 
 def _fill(value: float) -> Handler:
-    def handle(ctx: _Context, shape: Sequence[int], *, dtype: Any = None, **kwargs: Any) -> Tensor:
+    def handle(ctx: SizeContext, shape: Sequence[int], *, dtype: Any = None,
+               **kwargs: Any) -> Tensor:
         return bx.full([ctx.dim_of(int(s)) for s in shape], value, _dtype_of(dtype))
 
     return handle
 
 
-def _full(ctx: _Context, shape: Sequence[int], value: Any, *, dtype: Any = None,
+def _full(ctx: SizeContext, shape: Sequence[int], value: Any, *, dtype: Any = None,
           **kwargs: Any) -> Tensor:
     name = _dtype_of(dtype)
     return bx.full([ctx.dim_of(int(s)) for s in shape], _finite(value, name), name)
 
 
 def _triangle(upper: bool) -> Handler:
-    def handle(ctx: _Context, x: Any, diagonal: int = 0) -> Tensor:
+    def handle(ctx: SizeContext, x: Any, diagonal: int = 0) -> Tensor:
         x = _tensor(x)
         if x.ndim < 2:
-            raise _Unsupported("a triangle of a tensor of rank < 2")
+            raise Unsupported("a triangle of a tensor of rank < 2")
         rows_cols = list(x.shape[-2:])
         row = bx.iota(rows_cols, 0, "i32")
         col = bx.iota(rows_cols, 1, "i32")
@@ -431,7 +340,7 @@ def _triangle(upper: bool) -> Handler:
     return handle
 
 
-def _masked_fill(ctx: _Context, x: Any, mask: Any, value: Any) -> Tensor:
+def _masked_fill(ctx: SizeContext, x: Any, mask: Any, value: Any) -> Tensor:
     x = _tensor(x)
     ctx.broadcast(x, mask)
     if isinstance(value, Tensor):
@@ -439,25 +348,25 @@ def _masked_fill(ctx: _Context, x: Any, mask: Any, value: Any) -> Tensor:
     return bx.where(mask, _finite(float(value), x.dtype), x)
 
 
-def _where(ctx: _Context, cond: Any, a: Any, b: Any) -> Tensor:
+def _where(ctx: SizeContext, cond: Any, a: Any, b: Any) -> Tensor:
     ctx.broadcast(cond, a, b)
     return bx.where(cond, a, b)
 
 
-def _attention(ctx: _Context, q: Any, k: Any, v: Any, attn_mask: Any = None,
+def _attention(ctx: SizeContext, q: Any, k: Any, v: Any, attn_mask: Any = None,
                dropout_p: float = 0.0, is_causal: bool = False, *, scale: Any = None,
                enable_gqa: bool = False) -> Tensor:
     if attn_mask is not None or dropout_p or enable_gqa:
-        raise _Unsupported("an attention mask, dropout or enable_gqa")
+        raise Unsupported("an attention mask, dropout or enable_gqa")
     q, k, v = _tensor(q), _tensor(k), _tensor(v)
     _matmul(ctx, q, _transpose_last(k))
     return bx.attention(q, k, v, scale=scale, causal=bool(is_causal))
 
 
-def _repeat_interleave(ctx: _Context, x: Any, repeats: Any, dim: Any = None, *,
+def _repeat_interleave(ctx: SizeContext, x: Any, repeats: Any, dim: Any = None, *,
                        output_size: Any = None) -> Tensor:
     if not isinstance(repeats, int) or dim is None:
-        raise _Unsupported("repeats that are not one integer along one dim")
+        raise Unsupported("repeats that are not one integer along one dim")
     x = _tensor(x)
     at = normalize_axis(dim, x.ndim)
     dims = list(x.shape)
@@ -467,7 +376,7 @@ def _repeat_interleave(ctx: _Context, x: Any, repeats: Any, dim: Any = None, *,
     return bx.reshape(bx.broadcast_to(bx.reshape(x, spread), stretched), merged)
 
 
-def _to_dtype(ctx: _Context, x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
+def _to_dtype(ctx: SizeContext, x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Tensor:
     x = _tensor(x)
     for a in args:
         if isinstance(a, torch.dtype):
@@ -475,10 +384,10 @@ def _to_dtype(ctx: _Context, x: Any, *args: Any, dtype: Any = None, **kwargs: An
     return x if dtype is None else bx.astype(x, _dtype_of(dtype))
 
 
-def _getitem(ctx: _Context, value: Any, index: int) -> Any:
+def _getitem(ctx: SizeContext, value: Any, index: int) -> Any:
     item = value[index]
     if item is None:
-        raise _Unsupported("the indices of a max/min (only its values are translated)")
+        raise Unsupported("the indices of a max/min (only its values are translated)")
     return item
 
 
@@ -582,147 +491,3 @@ ATEN: dict[Any, Handler] = {
     aten.repeat_interleave.self_int: _repeat_interleave,
     operator.getitem: _getitem,
 }
-
-
-def operator_name(node: torch.fx.Node) -> str:
-    """The name an operator is reported by: `aten.sort.default`, or the callable's name."""
-    target = node.target
-    if isinstance(target, torch._ops.OpOverload):
-        return str(target)
-    return getattr(target, "__name__", str(target))
-
-
-def _makes_tensor(node: torch.fx.Node) -> bool:
-    """Whether `node` computes a tensor (or tensors), not a Python or symbolic number."""
-    val = node.meta.get("val")
-    values = val if isinstance(val, tuple | list) else [val]
-    return any(isinstance(v, torch.Tensor) for v in values)
-
-
-def _unsupported_message(node: torch.fx.Node) -> str:
-    """`unsupported operator NAME`, saying when the result's shape depends on the data."""
-    val = node.meta.get("val")
-    data_dependent = isinstance(val, torch.Tensor) and any(
-        not isinstance(d, int) for d in val.shape)
-    why = " (its result's shape depends on the data)" if data_dependent else ""
-    return f"unsupported operator {operator_name(node)}{why}; no ax translation"
-
-
-def translate_program(problem: LoadedProblem, program: torch.export.ExportedProgram,
-                      function_name: str = "forward",
-                      fixed: Mapping[str, int] | None = None) -> CapturedProblem:
-    """The `ax` module of an exported program: one `func.func` whose inputs are the program's
-    parameters and buffers, then its user inputs; the size symbols in `fixed` are replaced by
-    their values. TorchFrontendError listing every unsupported operator (each at its `forward`
-    line) or the first shape it cannot translate."""
-    graph = program.graph
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    specs = program.graph_signature.input_specs
-    plain = [x for x in problem.inputs if not isinstance(x, torch.Tensor)]
-    if plain:
-        raise TorchFrontendError([f"{problem.path}: error: get_inputs() returns "
-                                  f"{type(plain[0]).__name__} {plain[0]!r}; the PyTorch frontend "
-                                  f"takes tensor inputs only"])
-    user_inputs = iter(problem.inputs)
-    names, tensors, parameters, targets = [], [], [], []
-    for spec in specs:
-        if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
-            assert spec.target is not None
-            value = program.state_dict[spec.target]
-            name = spec.target.replace(".", "_")
-            parameters.append(name)
-            targets.append(spec.target)
-        elif spec.kind == InputKind.CONSTANT_TENSOR:
-            assert spec.target is not None
-            value = program.constants[spec.target]
-            name = spec.target.replace(".", "_")
-            targets.append(spec.target)
-        elif spec.kind == InputKind.USER_INPUT:
-            value = next(user_inputs)
-            name = spec.arg.name
-        else:
-            raise TorchFrontendError([f"{problem.path}: error: an input of kind {spec.kind.name} "
-                                      f"is not supported"])
-        names.append(name)
-        tensors.append(value.detach())
-    unsupported = [n for n in graph.nodes if n.op == "call_function" and n.target not in ATEN]
-    # the bookkeeping of a data-dependent size (sym_size, its bounds' asserts) follows from the
-    # tensor operator that made it: name only tensor operators when there are any
-    tensor_ops = [n for n in unsupported if _makes_tensor(n)]
-    if unsupported:
-        raise TorchFrontendError([diagnose(problem, n, _unsupported_message(n))
-                                  for n in tensor_ops or unsupported])
-    dtypes = []
-    for name, t in zip(names, tensors, strict=True):
-        if t.dtype not in TORCH_DTYPES:
-            raise TorchFrontendError([f"{problem.path}: error: input {name} has dtype {t.dtype}; "
-                                      f"expected one of {', '.join(map(str, TORCH_DTYPES))}"])
-        dtypes.append(TORCH_DTYPES[t.dtype])
-    shapes = [list(t.shape) for t in tensors]
-    dims = name_input_dims(problem, shapes, targets)
-    sizes = {}
-    for row, shape in zip(dims, shapes, strict=True):
-        for d, extent in zip(row, shape, strict=True):
-            if d.as_symbol is not None:
-                sizes[d.as_symbol] = int(extent)
-    fixed = dict(fixed or {})
-    dims = [[d.substitute(fixed) for d in row] for row in dims]
-    sizes = {k: v for k, v in sizes.items() if k not in fixed}
-    for _ in range(len(sizes) + 1):
-        try:
-            fn = _build(problem, graph, placeholders, dims, dtypes, names, sizes, function_name)
-            break
-        except _Substitute as sub:
-            dims = [[d.substitute({sub.symbol: sub.expr}) for d in row] for row in dims]
-            del sizes[sub.symbol]
-    else:  # a guard: each substitution removes a symbol, so a build ends the loop first
-        raise TorchFrontendError([f"{problem.path}: error: the input sizes do not settle"])
-    module = ModuleOp([fn])
-    module.verify()
-    arrays = [t.to(torch.float32).numpy() if t.is_floating_point() else t.numpy()
-              for t in tensors]
-    order = list(problem.sizes)
-    ranked = dict(sorted(sizes.items(), key=lambda kv: (kv[0] not in order,
-                                                        order.index(kv[0]) if kv[0] in order
-                                                        else 0, kv[0])))
-    return CapturedProblem(module, fn, names, arrays, parameters, ranked, fixed)
-
-
-def _build(problem: LoadedProblem, graph: torch.fx.Graph, placeholders: list[torch.fx.Node],
-           dims: list[list[IntExpr]], dtypes: list[str], names: list[str], sizes: dict[str, int],
-           function_name: str) -> Any:
-    arg_types = [TensorType(row, dtype) for row, dtype in zip(dims, dtypes, strict=True)]
-
-    def body(builder: GraphBuilder, args: list[SSAValue]) -> list[SSAValue]:
-        ctx = _Context(builder, sizes)
-        env: dict[torch.fx.Node, Any] = {
-            n: Tensor(a, builder) for n, a in zip(placeholders, args, strict=True)}
-
-        def value(arg: Any) -> Any:
-            return torch.fx.node.map_arg(arg, lambda n: env[n])
-
-        outputs: list[Any] = []
-        for node in graph.nodes:
-            if node.op == "call_function" and not node.users and node.target is operator.getitem:
-                continue  # a result nothing reads (the indices of a max), never translated
-            if node.op == "call_function":
-                args_ = value(node.args)
-                kwargs = {k: v for k, v in value(node.kwargs).items()
-                          if k not in ("device", "pin_memory", "layout", "memory_format")}
-                try:
-                    env[node] = ATEN[node.target](ctx, *args_, **kwargs)
-                except _Unsupported as err:
-                    raise TorchFrontendError([diagnose(
-                        problem, node, f"unsupported operator {operator_name(node)}: {err}")]) \
-                        from None
-                except ShapeError as err:
-                    raise TorchFrontendError([shape_failure(problem, node, err)]) from None
-                except (TypeError, ValueError, IndexError) as err:  # arguments no handler reads
-                    raise TorchFrontendError([diagnose(
-                        problem, node, f"unsupported use of operator {operator_name(node)}: "
-                                       f"{err}")]) from None
-            elif node.op == "output":
-                outputs = [env[n] for n in node.args[0] if n is not None]
-        return bx.as_results(outputs, builder, function_name)
-
-    return build_function(function_name, arg_types, body, names)

@@ -291,7 +291,7 @@ def capture_problem(problem: LoadedProblem, function_name: str = "forward",
     again with that global moved by one and captured, and unless the function comes out the
     same, that size is fixed at its captured value (as are `D<k>` sizes, which no global moves
     alone, and sizes the problem cannot be moved in)."""
-    from axon.frontend.torch.aten import translate_program
+    from axon.frontend.torch.translate import translate_program
     from axon.tools.embed import print_ir
 
     program = export_problem(problem)
