@@ -20,8 +20,7 @@ from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.tile import ForOp, KernelOp, StoreOp
 from axon.interpreter import run_function
 from axon.targets.xe_triton.check import compare, load_module
-from axon.targets.xe_triton.emit import emit_triton
-from axon.targets.xe_triton.staged import split_loop_module
+from axon.targets.xe_triton.staged import emit_tiled
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.search import SPLIT_PROOF_SCALE
 from axon.tiling.split_loop import STRETCHES, stages
@@ -136,11 +135,7 @@ def test_the_emitted_launches_compute_the_program(name: str) -> None:
     # blocks of 4 keys, 2 a stretch: L=37 leaves a last stretch of 5 keys (its second block
     # partial), L=33 one of 1 key (its second block wholly past the keys); S=3 rows in blocks
     # of 2, one partial
-    parts = stages(split(name))
-    first = emit_triton(parts.partials, tile_sizes={"BM": 2, "BK": 4, "NB": 2})
-    second = emit_triton(parts.combine, tile_sizes={"BM": 2})
-    params = len(program(name).function_type.inputs.data)
-    module = split_loop_module(program(name).sym_name.data, params, [first, second])
+    module = emit_tiled(split(name), tile_sizes={"BM": 2, "BK": 4, "NB": 2})
     shapes = [{"B": 1, "HKV": 2, "G": 2, "S": 3, "L": 37, "D": 16},
               {"B": 2, "HKV": 1, "G": 3, "S": 1, "L": 33, "D": 8},
               {"B": 1, "HKV": 1, "G": 1, "S": 2, "L": 1, "D": 4}]
