@@ -99,6 +99,14 @@ BATCH = "b"
 SPLIT = ("NB", "s")
 #: sequential loops one kernel may chain (a reduction reading the one before it)
 MAX_LOOPS = 4
+#: the names a kernel may introduce (block parameters, program ids, iterations; batch ids of up
+#: to 8 leading dims): a program's size symbol must not be one of them (`build` refuses the
+#: clash); a frontend naming sizes after a user's variables renames these (`frontend/torch`)
+RESERVED_NAMES = frozenset(
+    {*ROWS, *COLS, *RED, *INNER, SECOND, *SPLIT}
+    | {f"{RED[1]}{n}" for n in range(1, MAX_LOOPS)}
+    | {f"{INNER[1]}{n}" for n in range(1, MAX_LOOPS)}
+    | {f"{BATCH}{n}" for n in range(8)})
 #: ops an online loop's invariant composes into one body (the scalar tools walk a body by
 #: recursion on its depth, which composing makes as deep as the chain)
 MAX_COMPOSED = 64

@@ -30,7 +30,7 @@ import logging
 import re
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -100,6 +100,11 @@ class CapturedProblem:
     parameter_names: list[str]
     sizes: dict[str, int] = field(default_factory=dict)
     fixed: dict[str, int] = field(default_factory=dict)
+    sources: list[tuple[str, str]] = field(default_factory=list)
+    """Each input's kind (`parameter`, `buffer`, `constant` or `input`) and its name in the
+    model (`linear.weight`) or in `forward`'s signature, in the function's parameter order."""
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Size globals whose symbol was renamed (`capture_problem`'s `reserved`): global -> symbol."""
 
     def summary(self) -> str:
         """One line: the op count, the inputs and how many of them are parameters."""
@@ -282,7 +287,7 @@ def node_location(path: Path, stack_trace: str | None) -> int | None:
 
 
 def capture_problem(problem: LoadedProblem, function_name: str = "forward",
-                    generalize: bool = True) -> CapturedProblem:
+                    generalize: bool = True, reserved: Collection[str] = ()) -> CapturedProblem:
     """Export `problem`'s forward and translate it into a module of one `func.func`; its inputs
     are the parameters and buffers, then the user inputs, in the dtypes of the tensors.
 
@@ -290,14 +295,35 @@ def capture_problem(problem: LoadedProblem, function_name: str = "forward",
     with `generalize` each size symbol that is a size global is checked: the problem is loaded
     again with that global moved by one and captured, and unless the function comes out the
     same, that size is fixed at its captured value (as are `D<k>` sizes, which no global moves
-    alone, and sizes the problem cannot be moved in)."""
+    alone, and sizes the problem cannot be moved in). A size symbol in `reserved` (names a
+    later stage gives its own values, such as the tiler's loop indices) is renamed
+    `<name>_size` (`CapturedProblem.renamed`)."""
     from axon.frontend.torch.translate import translate_program
-    from axon.tools.embed import print_ir
 
     program = export_problem(problem)
     captured = translate_program(problem, program, function_name)
-    if not generalize or not captured.sizes:
+    fixed = _fixed_sizes(problem, captured, function_name) if generalize else {}
+    taken = set(captured.sizes) | set(reserved)
+    renamed = {}
+    for name in captured.sizes:
+        if name in reserved and name not in fixed:
+            new = f"{name}_size"
+            while new in taken:
+                new += "_"
+            renamed[name] = new
+            taken.add(new)
+    if not fixed and not renamed:
         return captured
+    return translate_program(problem, program, function_name, fixed, renamed)
+
+
+def _fixed_sizes(problem: LoadedProblem, captured: CapturedProblem,
+                 function_name: str) -> dict[str, int]:
+    """The sizes of `captured` to fix at their values (see `capture_problem`)."""
+    from axon.tools.embed import print_ir
+
+    if not captured.sizes:
+        return {}
     text = print_ir(captured.module)
     fixed = {}
     for name, value in captured.sizes.items():
@@ -312,9 +338,7 @@ def capture_problem(problem: LoadedProblem, function_name: str = "forward",
             same = False
         if not same:
             fixed[name] = value
-    if not fixed:
-        return captured
-    return translate_program(problem, program, function_name, fixed)
+    return fixed
 
 
 def diagnose(problem: LoadedProblem, node: torch.fx.Node, message: str) -> SourceError | str:

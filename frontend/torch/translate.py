@@ -57,10 +57,11 @@ def _unsupported_message(node: torch.fx.Node) -> str:
 
 def translate_program(problem: LoadedProblem, program: torch.export.ExportedProgram,
                       function_name: str = "forward",
-                      fixed: Mapping[str, int] | None = None) -> CapturedProblem:
+                      fixed: Mapping[str, int] | None = None,
+                      renamed: Mapping[str, str] | None = None) -> CapturedProblem:
     """The `ax` module of an exported program: one `func.func` whose inputs are the program's
     parameters and buffers, then its user inputs; the size symbols in `fixed` are replaced by
-    their values. TorchFrontendError listing every unsupported operator (each at its `forward`
+    their values, those in `renamed` by the symbols it names. TorchFrontendError listing every unsupported operator (each at its `forward`
     line) or the first shape it cannot translate."""
     graph = program.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -72,6 +73,8 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
                                   f"takes tensor inputs only"])
     user_inputs = iter(problem.inputs)
     names, tensors, parameters, targets = [], [], [], []
+    # each input's kind (parameter, buffer, constant, input) and its name in the model
+    sources: list[tuple[str, str]] = []
     for spec in specs:
         if spec.kind in (InputKind.PARAMETER, InputKind.BUFFER):
             assert spec.target is not None
@@ -79,14 +82,17 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
             name = spec.target.replace(".", "_")
             parameters.append(name)
             targets.append(spec.target)
+            sources.append((spec.kind.name.lower(), spec.target))
         elif spec.kind == InputKind.CONSTANT_TENSOR:
             assert spec.target is not None
             value = program.constants[spec.target]
             name = spec.target.replace(".", "_")
             targets.append(spec.target)
+            sources.append(("constant", spec.target))
         elif spec.kind == InputKind.USER_INPUT:
             value = next(user_inputs)
             name = spec.arg.name
+            sources.append(("input", name))
         else:
             raise TorchFrontendError([f"{problem.path}: error: an input of kind {spec.kind.name} "
                                       f"is not supported"])
@@ -113,8 +119,11 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
             if d.as_symbol is not None:
                 sizes[d.as_symbol] = int(extent)
     fixed = dict(fixed or {})
+    renamed = dict(renamed or {})
     dims = [[d.substitute(fixed) for d in row] for row in dims]
-    sizes = {k: v for k, v in sizes.items() if k not in fixed}
+    dims = [[d.substitute({old: IntExpr.sym(new) for old, new in renamed.items()}) for d in row]
+            for row in dims]
+    sizes = {renamed.get(k, k): v for k, v in sizes.items() if k not in fixed}
     for _ in range(len(sizes) + 1):
         try:
             fn = _build(problem, graph, placeholders, dims, dtypes, names, sizes, function_name)
@@ -124,15 +133,27 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
             del sizes[sub.symbol]
     else:  # a guard: each substitution removes a symbol, so a build ends the loop first
         raise TorchFrontendError([f"{problem.path}: error: the input sizes do not settle"])
+    _erase_unused(fn)
     module = ModuleOp([fn])
     module.verify()
     arrays = [t.to(torch.float32).numpy() if t.is_floating_point() else t.numpy()
               for t in tensors]
-    order = list(problem.sizes)
+    order = [renamed.get(k, k) for k in problem.sizes]
     ranked = dict(sorted(sizes.items(), key=lambda kv: (kv[0] not in order,
                                                         order.index(kv[0]) if kv[0] in order
                                                         else 0, kv[0])))
-    return CapturedProblem(module, fn, names, arrays, parameters, ranked, fixed)
+    return CapturedProblem(module, fn, names, arrays, parameters, ranked, fixed, sources,
+                           renamed)
+
+
+def _erase_unused(fn: Any) -> None:
+    """Erase the ops whose results nothing reads (a handler's shape probe, such as attention's
+    `q @ k^T` that lets a size equation surface), last first so that a chain goes at once."""
+    block = fn.body.block
+    for op in reversed(list(block.ops)):
+        if op is not block.last_op and op.results and all(not r.uses for r in op.results):
+            op.detach()
+            op.erase()
 
 
 def _build(problem: LoadedProblem, graph: torch.fx.Graph, placeholders: list[torch.fx.Node],

@@ -92,6 +92,39 @@ def test_parameters_become_inputs() -> None:
     assert "ax.transpose %linear_weight {perm = array<i64: 1, 0>}" in text
 
 
+def test_sources_name_each_input_in_the_model() -> None:
+    """Each input's kind and its name in the model or in `forward`'s signature."""
+    _, captured = _capture("01_gemm_bias_relu")
+    assert captured.sources == [("parameter", "linear.weight"), ("parameter", "linear.bias"),
+                                ("input", "x")]
+
+
+def test_reserved_size_symbols_are_renamed() -> None:
+    """A size named like the tiler's own loop index (`k`) is renamed on capture when a stage
+    reserves it; the values, the shapes and the other names stay."""
+    _, plain = _capture("06_bmm_scale")
+    assert "k" in plain.sizes and plain.renamed == {}
+    problem = load_problem_file(PROBLEMS["06_bmm_scale"].problem_path,
+                                PROBLEMS["06_bmm_scale"].small_sizes, torch.float32)
+    captured = capture_problem(problem, reserved={"k", "i"})
+    assert captured.renamed == {"k": "k_size"}
+    assert captured.sizes["k_size"] == plain.sizes["k"] and "k" not in captured.sizes
+    assert print_ir(captured.module) == print_ir(plain.module).replace("k,", "k_size,").replace(
+        "k]", "k_size]")
+    (got,) = run_function(captured.function, captured.example_inputs)
+    _close(got, _reference(problem), "06_bmm_scale")
+
+
+def test_attention_shape_probe_leaves_no_dead_ops() -> None:
+    """The attention handler's `q @ k^T` probe (it lets a size equation surface) is erased:
+    the function holds the two matmuls of attention only."""
+    _, captured = _capture("19_attention")
+    block = captured.function.body.block
+    names = [op.name for op in block.ops]
+    assert names.count("ax.matmul") == 2
+    assert all(r.uses for op in block.ops for r in op.results)
+
+
 def test_symbolic_function_holds_at_other_sizes() -> None:
     """Captured at the small sizes, the function runs at other sizes and still matches Model."""
     problem, captured = _capture("13_add_layernorm")
