@@ -148,6 +148,8 @@ class Selection:
     """(candidate or tiling, reason) of what could not be emitted."""
     candidates: list[Candidate] = field(default_factory=list)
     emitted: dict[str, EmittedModule] = field(default_factory=dict)
+    twins: dict[str, str] = field(default_factory=dict)
+    """Each emitted candidate's float32 twin module (what the CPU interpreter checks)."""
     verdicts: list[Verdict] = field(default_factory=list)
     chosen: Candidate | None = None
     verdict: Verdict | None = None
@@ -647,6 +649,7 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
             continue
         selection.candidates.append(candidate)
         selection.emitted[candidate.id] = emitted
+        selection.twins[candidate.id] = job.check_text
         jobs.append(job)
     selection.space = ranked.space
     selection.pruned = ranked.space - len(jobs) - failed
