@@ -5,15 +5,18 @@ init inputs, the Model's state dict, the inputs; one file each, loaded with `wei
 the dtype, and whether to time. For each module: `start`; import it (a `failed` on error, a
 `rejected` when the import patched what `guard.py` watches); then for each run build
 `ModelNew(*init_inputs)`, load the run's state dict strictly (a mismatch is `rejected` naming the
-key), cast to the dtype, call forward on fresh clones of the inputs and check, before sending a
+key), cast to the dtype, call forward on clones of the inputs and check, before sending a
 byte: nothing watched was patched, no input changed, no new thread is running, the current CUDA
 stream is the one before the call, every result is exactly a `torch.Tensor` (not a subclass,
 not an object computing its values when read) that shares no memory with an input or a
 parameter. The results go to the parent raw with the torch compute ops the call dispatched
 (recorded by a `TorchDispatchMode`; allocation, copies and views are not compute), and the
-parent answers. Every run uses the same process, so a result cached by shape or data pointer
-on the first is wrong on the second. After the last run, `timing` (of the first run's model and
-inputs) or `checked`.
+parent answers. Every run uses the same process, and a run whose inputs have the shapes of an
+earlier run's gets the earlier run's input tensors with its own values copied in, so a result
+cached by shape or by data pointer on the first run is wrong on the second. After the last
+run, `timing` (of the first run's model and inputs) or `checked`. A module that crashed, patched
+something or left a thread running or the stream changed ends the process (the parent starts a
+fresh one for the modules left); one whose results were refused leaves it to the next module.
 """
 
 from __future__ import annotations
@@ -116,7 +119,8 @@ def run_modules(job: dict[str, Any], session: sessions.Session) -> int:
             return session.fail(cid, f"import failed: {sessions.short(e)}")
         if session.tampered(cid, "on import"):
             return sessions.TAINTED
-        first: tuple[torch.nn.Module, list[Any]] | None = None
+        first: torch.nn.Module | None = None
+        buffers: dict[tuple[Any, ...], list[Any]] = {}
         passed = True
         for k, run in enumerate(runs):
             try:
@@ -126,11 +130,14 @@ def run_modules(job: dict[str, Any], session: sessions.Session) -> int:
                                          f"{sessions.short(e)}")
             mismatch = _state_mismatch(model, run["state"])
             if mismatch:
-                return session.reject(cid, "correctness",
-                                      f"its state dict does not match the problem's: {mismatch}")
+                # the process is as it was: the next module may run in it
+                session.send("rejected", cid, step="correctness",
+                             reason=f"its state dict does not match the problem's: {mismatch}")
+                passed = False
+                break
             model.load_state_dict(run["state"], strict=True)
             model = model.to(device=device, dtype=dtype)
-            clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in run["inputs"]]
+            clones = _fill(buffers, run["inputs"])
             threads = threading.active_count()
             stream = torch.cuda.current_stream() if device == "cuda" else None
             recorder = ComputeOps()
@@ -142,25 +149,31 @@ def run_modules(job: dict[str, Any], session: sessions.Session) -> int:
                 return session.fail(cid, f"crashed: {sessions.short(e)}")
             if session.tampered(cid, "when called"):
                 return sessions.TAINTED
-            reason = _dynamic_check(out, model, run["inputs"], clones, threads, stream)
-            if reason:
+            reason, taints = _dynamic_check(out, model, run["inputs"], clones, threads, stream)
+            if reason and taints:
                 return session.reject(cid, "tamper", reason)
+            if reason:
+                session.send("rejected", cid, step="tamper", reason=reason)
+                passed = False
+                break
             results = list(out) if isinstance(out, (tuple, list)) else [out]
             try:
                 payloads = [wire.tensor_payload(r) for r in results]
             except wire.WireError as e:
-                return session.reject(cid, "correctness", str(e))
+                session.send("rejected", cid, step="correctness", reason=str(e))
+                passed = False
+                break
             if not session.outputs(cid, payloads, run=k, ops=sorted(recorder.ops)).get("ok"):
                 passed = False
                 break
             if first is None:
-                first = (model, clones)
+                first = model
         if not passed:
             continue
         if not job.get("time") or first is None:
             session.send("checked", cid)
             continue
-        model, _ = first
+        model = first
         inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in runs[0]["inputs"]]
         threads = threading.active_count()
         try:
@@ -180,6 +193,22 @@ def run_modules(job: dict[str, Any], session: sessions.Session) -> int:
     return 0
 
 
+def _fill(buffers: dict[tuple[Any, ...], list[Any]], inputs: list[Any]) -> list[Any]:
+    """The inputs for a checked call: fresh clones the first time inputs of these shapes and
+    dtypes come, after that the same tensors again with the new values copied in (a result
+    cached by data pointer, or by shape, is then stale)."""
+    key = tuple((tuple(x.shape), x.dtype) if isinstance(x, torch.Tensor) else repr(x)
+                for x in inputs)
+    if key not in buffers:
+        buffers[key] = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        return buffers[key]
+    reused = buffers[key]
+    for buffer, x in zip(reused, inputs, strict=True):
+        if isinstance(x, torch.Tensor):
+            buffer.copy_(x)
+    return reused
+
+
 def _changed_input(pristine: list[Any], clones: list[Any]) -> int | None:
     for n, (original, clone) in enumerate(zip(pristine, clones, strict=True)):
         if isinstance(original, torch.Tensor) and not torch.equal(original, clone):
@@ -188,13 +217,22 @@ def _changed_input(pristine: list[Any], clones: list[Any]) -> int | None:
 
 
 def _dynamic_check(out: Any, model: torch.nn.Module, pristine: list[Any], clones: list[Any],
-                   threads: int, stream: Any) -> str:
-    """Why the checked call's results or effects are not to be trusted ("" when they are)."""
+                   threads: int, stream: Any) -> tuple[str, bool]:
+    """Why the checked call's results or effects are not to be trusted ("" when they are), and
+    whether the process is left unfit for another module (a thread still runs, the stream
+    changed)."""
     if threading.active_count() != threads:
         return (f"started a thread that outlives the call ({threads} threads before, "
-                f"{threading.active_count()} after)")
+                f"{threading.active_count()} after)"), True
     if stream is not None and torch.cuda.current_stream() != stream:
-        return "changed the current CUDA stream"
+        return "changed the current CUDA stream", True
+    return _result_check(out, model, pristine, clones), False
+
+
+def _result_check(out: Any, model: torch.nn.Module, pristine: list[Any],
+                  clones: list[Any]) -> str:
+    """Why the results are not results: an input changed, a result is not exactly a tensor or
+    shares memory with an input or a parameter ("" when none)."""
     changed = _changed_input(pristine, clones)
     if changed is not None:
         return f"modified its input: input {changed} changed in the checked call"

@@ -30,10 +30,12 @@ from typing import Any
 import torch
 
 from axon.targets.xe_triton.harness import static_check, timing
+from axon.targets.xe_triton.harness.bundle import MANIFEST, BundleError
 from axon.targets.xe_triton.harness.forge_bundle import ForgeBundle, ForgeCase
 from axon.targets.xe_triton.harness.forge_problem import (
     DTYPE_NAMES,
     TOLERANCES,
+    ProblemFileError,
     Run,
     compare,
     draw_run,
@@ -210,6 +212,24 @@ def _device(device: str | None) -> str:
     return device or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def problem_check(problem: Path, *, sizes: Sequence[Mapping[str, int]],
+                  seeds: Sequence[int] = (0, 1), dtype: str | None = None,
+                  atol_scale: float = 1.0, device: str | None = None, time: bool = False,
+                  repeats: int | None = None, timeout_s: float = TIMEOUT_S) -> Check:
+    """The `Check` of modules against `problem` (the arguments as `check_against_original`'s):
+    its runs drawn, its reference computed."""
+    if len(set(seeds)) < 2:
+        raise ValueError(f"correctness is checked at two seeds or more, got {list(seeds)}")
+    if dtype is not None and dtype not in TOLERANCES:
+        raise ValueError(f"dtype {dtype!r} is not one of {', '.join(TOLERANCES)}")
+    where = _device(device)
+    torch.set_float32_matmul_precision("highest")
+    runs, name = _problem_runs(problem, sizes, seeds, dtype, where)
+    rtol, atol = TOLERANCES[name]
+    return Check(runs, name, (rtol, atol * atol_scale), where, time,
+                 repeats or (REPEATS_GPU if where == "cuda" else REPEATS_CPU), timeout_s)
+
+
 def check_against_original(problem: Path, original: Path | None, candidate: Path, *,
                            sizes: Sequence[Mapping[str, int]], seeds: Sequence[int] = (0, 1),
                            dtype: str | None = None, atol_scale: float = 1.0,
@@ -222,16 +242,10 @@ def check_against_original(problem: Path, original: Path | None, candidate: Path
     tolerance with the atol times `atol_scale`; with `time`, time both (the first size set and
     seed) and fail a candidate slower than the original (on a GPU). The original and the
     candidate each run in a child process; neither is imported here."""
-    if len(set(seeds)) < 2:
-        raise ValueError(f"correctness is checked at two seeds or more, got {list(seeds)}")
-    if dtype is not None and dtype not in TOLERANCES:
-        raise ValueError(f"dtype {dtype!r} is not one of {', '.join(TOLERANCES)}")
-    where = _device(device)
-    torch.set_float32_matmul_precision("highest")
-    runs, name = _problem_runs(problem, sizes, seeds, dtype, where)
-    rtol, atol = TOLERANCES[name]
-    check = Check(runs, name, (rtol, atol * atol_scale), where, time,
-                  repeats or (REPEATS_GPU if where == "cuda" else REPEATS_CPU), timeout_s)
+    check = problem_check(problem, sizes=sizes, seeds=seeds, dtype=dtype,
+                          atol_scale=atol_scale, device=device, time=time, repeats=repeats,
+                          timeout_s=timeout_s)
+    where, runs = check.device, check.runs
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         reference: Checked | None = None
@@ -253,19 +267,28 @@ def check_against_original(problem: Path, original: Path | None, candidate: Path
     if not time:
         return ForgeVerdict(True, "", "", m.max_abs_error,
                             max_abs_error_vs_original=got.error_vs_original, notes=tuple(notes))
-    timings = [m.timing] + ([reference.measured.timing] if reference is not None else [])
-    how = timing.method(timings, where)
-    cand_ms = timing.figure(m.timing, how)
-    orig_ms = timing.figure(reference.measured.timing, how) if reference is not None else None
-    common = {"max_abs_error": m.max_abs_error, "candidate_ms": cand_ms, "original_ms": orig_ms,
+    original_timing = reference.measured.timing if reference is not None else None
+    how, slower = performance_verdict(m.timing, original_timing, where, runs[0].label)
+    common = {"max_abs_error": m.max_abs_error, "candidate_ms": timing.figure(m.timing, how),
+              "original_ms": timing.figure(original_timing, how),
               "max_abs_error_vs_original": got.error_vs_original, "method": how}
     if how == "cpu":
         notes.append(CPU_NOTE)
-    elif cand_ms is not None and orig_ms is not None and cand_ms > orig_ms:
-        return ForgeVerdict(False, "performance",
-                            f"slower than the original: {cand_ms:.4g} ms against {orig_ms:.4g} "
-                            f"ms ({how}, {runs[0].label})", notes=tuple(notes), **common)
+    if slower:
+        return ForgeVerdict(False, "performance", slower, notes=tuple(notes), **common)
     return ForgeVerdict(True, "", "", notes=tuple(notes), **common)
+
+
+def performance_verdict(candidate: timing.Timing | None, original: timing.Timing | None,
+                        device: str, label: str) -> tuple[str, str]:
+    """(the method both are compared under, "" or why the candidate fails): on a GPU a
+    candidate slower than the original fails; the CPU interpreter's times are not judged."""
+    how = timing.method([candidate, original], device)
+    ours, theirs = timing.figure(candidate, how), timing.figure(original, how)
+    if how == "cpu" or ours is None or theirs is None or ours <= theirs:
+        return how, ""
+    return how, (f"slower than the original: {ours:.4g} ms against {theirs:.4g} ms ({how}, "
+                 f"{label})")
 
 
 # ---- a Forge bundle -------------------------------------------------------------------------
@@ -332,8 +355,13 @@ def run_forge_case(bundle: ForgeBundle, case: ForgeCase, options: Options,
         result.verdict = cpu_skip(case.dtype)
         return result
     seeds = [bundle.seed + s for s in BUNDLE_SEEDS]
-    runs, name = _problem_runs(bundle.path(case.problem), [case.sizes], seeds, case.dtype,
-                               options.device)
+    try:
+        runs, name = _problem_runs(bundle.path(case.problem), [case.sizes], seeds, case.dtype,
+                                   options.device)
+    except Exception as e:  # noqa: BLE001 (a problem file that does not run is the bundle's)
+        detail = str(e) if isinstance(e, ProblemFileError) else f"{type(e).__name__}: {e}"
+        raise BundleError(f"{bundle.path(MANIFEST)}: error: case '{case.case}': its problem "
+                          f"{case.problem} does not run: {detail}") from None
     rtol, atol = TOLERANCES[name]
     check = Check(runs, name, (rtol, atol * case.atol_scale), options.device, True,
                   options.repeats, options.timeout_s, bundle.profile)
