@@ -3,6 +3,9 @@
     axon-bench --run BUNDLE [--json F] [--plot F] [--cases PATTERN] [--repeats N] [--timeout S]
     python -m axon.tools.axon_bench --run BUNDLE          # where only torch/Triton/numpy exist
 
+A Forge bundle (`"format": "axon-forge-bundle"`: KernelBench problems, the user's kernel and
+Axon's candidates) is told apart by its manifest's format and run by `harness/forge_report.py`.
+
 Only the harness (`targets/xe_triton/harness/`, a leaf package) is imported, so the command runs on
 a GPU machine without Axon's other dependencies. Progress per case and a summary go to stderr, the
 table to stdout. Exit status: 0 when the run finished (rejections are results), 1 for a bad bundle
@@ -18,9 +21,12 @@ import sys
 import traceback
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from axon.targets.xe_triton.harness.bundle import BundleError, read_bundle
 from axon.targets.xe_triton.harness.device import DeviceError
+from axon.targets.xe_triton.harness.forge_bundle import FORMAT as FORGE_FORMAT
+from axon.targets.xe_triton.harness.forge_bundle import bundle_format, read_forge_bundle
 
 TOOL = "axon-bench"
 
@@ -80,7 +86,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    bundle = read_bundle(args.run)
+    forge = bundle_format(args.run) == FORGE_FORMAT
+    if forge and args.plot is not None:
+        parser().error("--plot draws an Axon bundle's speedups; a Forge bundle has a table and "
+                       "--json")
+    bundle: Any = read_forge_bundle(args.run) if forge else read_bundle(args.run)
     if args.cases:
         cases = tuple(c for c in bundle.cases if fnmatch.fnmatchcase(c.case, args.cases))
         if not cases:
@@ -93,6 +103,10 @@ def _run(args: argparse.Namespace) -> int:
     from axon.targets.xe_triton.harness.run import Options, run_bundle
 
     options = Options.default(args.repeats, args.timeout)
+    if forge:
+        from axon.targets.xe_triton.harness import forge_report
+
+        return forge_report.run_command(bundle, options, args.json, _say)
     problem = report.plot_unavailable() if args.plot is not None else None
     if problem:
         _say(f"error: {problem}")

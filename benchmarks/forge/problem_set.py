@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import itertools
 import os
 import sys
@@ -44,6 +43,15 @@ from types import ModuleType
 from typing import Any
 
 import torch
+
+# one loader and one comparison for the problem set and the harness (a leaf package that runs
+# on a GPU machine without the rest of Axon)
+from axon.targets.xe_triton.harness.forge_problem import (
+    compare,
+    load_file,
+    results,
+    size_names,
+)
 
 FORGE_DIR = Path(__file__).resolve().parent
 PROBLEM_DIR = FORGE_DIR / "problems"
@@ -136,23 +144,6 @@ def problem(name: str) -> Problem:
     return PROBLEMS[name]
 
 
-def load_file(path: Path, module_name: str) -> ModuleType:
-    """Import the Python file `path` as a fresh module named `module_name` (runs the file; Triton
-    reads a kernel's source from its file, so kernels are loaded from theirs)."""
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def size_names(module: ModuleType) -> list[str]:
-    """The size globals of a loaded problem: its module-level ints."""
-    return [k for k, v in vars(module).items()
-            if not k.startswith("_") and isinstance(v, int) and not isinstance(v, bool)]
-
-
 def load_problem(name: str, sizes: Mapping[str, int] | None = None,
                  dtype: torch.dtype | None = None) -> ModuleType:
     """A fresh module of problem `name` (its file runs), with the size globals in `sizes` and the
@@ -198,10 +189,6 @@ class CheckResult:
     message: str = ""
 
 
-def _results(out: Any) -> list[torch.Tensor]:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
 def _float_inputs(inputs: Sequence[Any], device: str, dtype: torch.dtype | None) -> list[Any]:
     """The inputs moved to `device` and, when `dtype` is given, floating ones cast to it."""
     moved = []
@@ -222,30 +209,6 @@ def _require_interpreter(device: str) -> None:
             raise RuntimeError("Triton kernels on the CPU need TRITON_INTERPRET=1 set before "
                                "Triton is imported; this process imported it without")
         os.environ["TRITON_INTERPRET"] = "1"
-
-
-def compare(got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], dtype: torch.dtype,
-            rtol: float, atol: float) -> tuple[float, str]:
-    """(max |error|, "" or why not): every result of `got` is of `dtype` and within
-    `atol + rtol * |want|` of `want`, element by element (a NaN is never within)."""
-    if len(got) != len(want):
-        return float("nan"), f"{len(got)} results, expected {len(want)}"
-    worst = 0.0
-    for k, (g, w) in enumerate(zip(got, want, strict=True)):
-        if tuple(g.shape) != tuple(w.shape):
-            return float("nan"), f"result {k} has shape {list(g.shape)}, expected {list(w.shape)}"
-        if g.dtype != dtype:
-            return float("nan"), f"result {k} is {g.dtype}, expected {dtype}"
-        error = (g.float() - w.float()).abs()
-        if error.numel():
-            worst = max(worst, float(torch.nan_to_num(error, nan=float("inf")).max()))
-        bad = ~(error <= atol + rtol * w.float().abs())
-        if bool(bad.any()):
-            index = tuple(int(i) for i in torch.nonzero(bad)[0])
-            return worst, (f"result {k}{list(index)}: got {float(g[index]):.6g}, expected "
-                           f"{float(w[index]):.6g} (max |error| {worst:.3g}; rtol {rtol:g}, "
-                           f"atol {atol:g})")
-    return worst, ""
 
 
 def check(name: str, sizes: Mapping[str, int] | None = None, seed: int = 0,
@@ -275,8 +238,8 @@ def check(name: str, sizes: Mapping[str, int] | None = None, seed: int = 0,
     torch.manual_seed(seed + 1)
     inputs = _float_inputs(module.get_inputs(), device, None)
     with torch.no_grad():
-        want = _results(reference(*_float_inputs(inputs, device, torch.float32)))
-        got = _results(model_new(*inputs))
+        want = results(reference(*_float_inputs(inputs, device, torch.float32)))
+        got = results(model_new(*inputs))
     worst, message = compare(got, want, run_dtype, rtol, atol)
     used = {k: getattr(module, k) for k in size_names(module)}
     return CheckResult(name, run_dtype, used, worst, (rtol, atol), not message, message)

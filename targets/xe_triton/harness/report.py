@@ -25,14 +25,14 @@ NO_MATPLOTLIB = ("--plot needs matplotlib, which is not installed; install the `
                  "(pip install 'axon[plot]') or leave --plot out")
 
 
-def _ms(value: float | None) -> str:
+def ms_text(value: float | None) -> str:
     if value is None:
         return "-"
     # a launch-bound floor is far below a microsecond: keep its digits
     return f"{value:.4f}" if value >= 1e-3 or value == 0 else f"{value:.2e}"
 
 
-def _ratio(value: float | None) -> str:
+def ratio_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
@@ -48,19 +48,27 @@ def table(result: BenchResult) -> str:
     rows = []
     for r in result.cases:
         best = r.best_baseline
-        rows.append((r.case.case, _ms(r.ms(r.winning)), _ms(r.ms(r.baseline("eager"))),
-                     _ms(r.ms(r.baseline("compile"))),
-                     f"{best.name} {_ms(r.ms(best))}" if best else "-", _ratio(r.speedup),
-                     _ms(r.floor_ms), _ratio(r.floor_ratio), _winner_cell(r)))
-    widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
-    lines = ["  ".join(str(cell).ljust(w) if i in (0, 4, 8) else str(cell).rjust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-             for row in (header, *rows)]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+        rows.append((r.case.case, ms_text(r.ms(r.winning)), ms_text(r.ms(r.baseline("eager"))),
+                     ms_text(r.ms(r.baseline("compile"))),
+                     f"{best.name} {ms_text(r.ms(best))}" if best else "-", ratio_text(r.speedup),
+                     ms_text(r.floor_ms), ratio_text(r.floor_ratio), _winner_cell(r)))
+    lines = columns(header, rows, left=(0, 4, 8))
     lines.append(geomean_line(result))
     if result.interpreter:
         lines.append(f"timings: {CPU_NOTE}")
     return "\n".join(lines)
+
+
+def columns(header: tuple[str, ...], rows: list[tuple[str, ...]],
+            left: tuple[int, ...]) -> list[str]:
+    """The header, a rule and the rows, in columns (those in `left` left-aligned, the others
+    right-aligned)."""
+    widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
+    lines = ["  ".join(str(cell).ljust(w) if i in left else str(cell).rjust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+             for row in (header, *rows)]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
 
 
 def _winner_cell(r: CaseResult) -> str:
@@ -110,12 +118,15 @@ def summary_line(result: BenchResult) -> str:
             f"rejected: {rejected}; {s['seconds']:.1f}s")
 
 
-def _measured_json(r: CaseResult, m: Measured) -> dict[str, Any]:
+def measured_json(m: Measured, ms: float | None) -> dict[str, Any]:
+    """One callable's verdict and timing as JSON (`ms`: its figure under the case's method)."""
     data: dict[str, Any] = {"name": m.name, "correct": m.correct, "reason": m.reason,
-                            "max_abs_error": m.max_abs_error, "ms": r.ms(m),
+                            "max_abs_error": m.max_abs_error, "ms": ms,
                             **(m.timing.as_json() if m.timing else {})}
     if m.kwargs:
         data["kwargs"] = m.kwargs
+    if m.step:
+        data["step"] = m.step
     return data
 
 
@@ -127,8 +138,8 @@ def _case_json(r: CaseResult) -> dict[str, Any]:
             "verdict": r.verdict, "axon_ms": r.ms(r.winning),
             "baseline": best.name if best else None, "baseline_ms": r.ms(best),
             "speedup": r.speedup, "floor_ratio": r.floor_ratio, "seconds": round(r.seconds, 3),
-            "baselines": [_measured_json(r, b) for b in r.baselines],
-            "candidates": [_measured_json(r, c) for c in r.candidates]}
+            "baselines": [measured_json(b, r.ms(b)) for b in r.baselines],
+            "candidates": [measured_json(c, r.ms(c)) for c in r.candidates]}
 
 
 def to_json(result: BenchResult) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from axon.targets.xe_triton.harness import programs, timing, wire
-from axon.targets.xe_triton.harness.bundle import Bundle, BundleError, Candidate, Case
+from axon.targets.xe_triton.harness.bundle import Bundle, BundleError, Case
 from axon.targets.xe_triton.harness.device import DeviceNumbers, device_numbers
 from axon.targets.xe_triton.harness.inputs import TORCH_DTYPES, make_inputs
 
@@ -80,6 +80,8 @@ class Measured:
     max_abs_error: float | None = None
     timing: timing.Timing | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
+    #: which check rejected it (Forge: "correctness", "tamper", "crash"; "" if none did)
+    step: str = ""
 
 
 @dataclass
@@ -98,10 +100,7 @@ class CaseResult:
 
     def ms(self, measured: Measured | None) -> float | None:
         """The callable's figure under the case's method (None if it was not timed)."""
-        if measured is None or measured.timing is None:
-            return None
-        t = measured.timing
-        return t.graph_ms if self.method == "graph" and t.graph_ms is not None else t.events_ms
+        return None if measured is None else timing.figure(measured.timing, self.method)
 
     def baseline(self, name: str) -> Measured | None:
         """The baseline called `name`, if it ran."""
@@ -219,17 +218,26 @@ def _baselines(case: Case, options: Options) -> dict[str, Callable[..., Any]]:
 def run_baselines(case: Case, inputs: list[torch.Tensor], want: list[torch.Tensor],
                   options: Options, flush: torch.Tensor | None) -> list[Measured]:
     """Check each baseline against the reference, then time the correct ones."""
+    return check_and_time(_baselines(case, options), inputs,
+                          lambda outs: compare(outs, want, case), options.repeats, flush)
+
+
+def check_and_time(callables: dict[str, Callable[..., Any]], inputs: list[Any],
+                   check: Callable[[list[Any]], tuple[str, float | None]], repeats: int,
+                   flush: torch.Tensor | None) -> list[Measured]:
+    """Call each of `callables` (trusted: the parent's baselines) on clones of `inputs`,
+    `check` its results ("" or why not, max |error|), and time the correct ones."""
     results = []
-    for name, fn in _baselines(case, options).items():
+    for name, fn in callables.items():
         measured = Measured(name)
         try:
-            out = fn(*(t.clone() for t in inputs))
-            outs = list(out) if isinstance(out, tuple) else [out]
-            measured.reason, measured.max_abs_error = compare(outs, want, case)
+            out = fn(*(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs))
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]
+            measured.reason, measured.max_abs_error = check(outs)
             measured.correct = not measured.reason
             if measured.correct:
                 measured.timing = timing.time_callable(functools.partial(fn, *inputs),
-                                                       options.repeats, flush)
+                                                       repeats, flush)
         except Exception as e:  # noqa: BLE001 (a baseline that fails is reported, not fatal)
             measured.reason = f"failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
         results.append(measured)
@@ -284,20 +292,45 @@ def run_candidates(bundle: Bundle, case: Case, inputs_path: Path, want: list[tor
                    options: Options, scratch: Path) -> list[Measured]:
     """Check and time each candidate of `case` in child processes (see the module doc)."""
     results = {c.id: Measured(c.id, kwargs=dict(c.kwargs)) for c in case.candidates}
-    remaining: list[Candidate] = list(case.candidates)
+    job = {"device": options.device, "inputs": str(inputs_path), "repeats": options.repeats,
+           "flush_bytes": flush_bytes(bundle.profile) if options.device == "cuda" else 0,
+           "input_names": [s.name for s in case.inputs]}
+    entries = [(c.id, {"id": c.id, "path": str(bundle.module_path(c)), "function": c.function,
+                       "kwargs": c.kwargs}) for c in case.candidates]
+
+    def judge(measured: Measured, header: dict[str, Any], got: list[torch.Tensor]
+              ) -> dict[str, Any]:
+        measured.reason, measured.max_abs_error = compare(got, want, case)
+        measured.correct = not measured.reason
+        return {"time": measured.correct}
+
     # outputs of the case's shapes, with room for a wrong shape; anything more is a flood
     limit = 4 * sum(spec.numel * 4 for spec in case.outputs) + (1 << 20)
+    drive_children(job, entries, results, limit, options.timeout_s, scratch, judge)
+    return [results[c.id] for c in case.candidates]
+
+
+#: the parent's answer to a child's `outputs` frame: it sets the measured's verdict (`correct`,
+#: `reason`, ...) and returns the line the child reads next
+Judge = Callable[[Measured, dict[str, Any], list[torch.Tensor]], dict[str, Any]]
+
+
+def drive_children(job: dict[str, Any], entries: list[tuple[str, dict[str, Any]]],
+                   results: dict[str, Measured], limit: int, timeout_s: float, scratch: Path,
+                   judge: Judge) -> None:
+    """Run `entries` (id, the child's description of it) in child processes started with
+    `job`, filling `results` by id: the child sends `start`, then one or more `outputs` frames
+    (each answered with `judge`'s line), then `timing` or `checked`, or `failed` / `rejected`
+    (with the `step` that rejected it); a child that crashes, hangs past `timeout_s` or breaks
+    the protocol costs the entry in flight its verdict and a fresh child runs the rest."""
+    remaining = list(entries)
     while remaining:
-        job = {"device": options.device, "inputs": str(inputs_path), "repeats": options.repeats,
-               "flush_bytes": _flush_bytes(bundle) if options.device == "cuda" else 0,
-               "input_names": [s.name for s in case.inputs],
-               "candidates": [{"id": c.id, "path": str(bundle.module_path(c)),
-                               "function": c.function, "kwargs": c.kwargs} for c in remaining]}
-        child = _Child(job, limit, scratch / "child.log")
+        child = _Child({**job, "candidates": [e for _, e in remaining]}, limit,
+                       scratch / "child.log")
         in_flight: str | None = None
         started = 0
         # the child's start (importing torch and Triton) is not the first candidate's time
-        deadline = time.monotonic() + options.timeout_s + STARTUP_S
+        deadline = time.monotonic() + timeout_s + STARTUP_S
         try:
             while True:
                 try:
@@ -305,7 +338,7 @@ def run_candidates(bundle: Bundle, case: Case, inputs_path: Path, want: list[tor
                 except TimeoutError:
                     if in_flight:
                         results[in_flight].reason = (f"timed out: no verdict within "
-                                                     f"{options.timeout_s:g} s")
+                                                     f"{timeout_s:g} s")
                     break
                 except wire.WireError as e:
                     if in_flight:
@@ -321,10 +354,11 @@ def run_candidates(bundle: Bundle, case: Case, inputs_path: Path, want: list[tor
                 event, cid = header.get("event"), header.get("candidate")
                 if event == "done":
                     break
-                if event == "start" and cid in results and remaining and remaining[0].id == cid:
+                if (event == "start" and cid in results and remaining
+                        and remaining[0][0] == cid):
                     in_flight, started = cid, started + 1
                     remaining.pop(0)
-                    deadline = time.monotonic() + options.timeout_s
+                    deadline = time.monotonic() + timeout_s
                     continue
                 if cid != in_flight or in_flight is None:
                     if in_flight:
@@ -338,17 +372,18 @@ def run_candidates(bundle: Bundle, case: Case, inputs_path: Path, want: list[tor
                     except (wire.WireError, ValueError) as e:
                         measured.reason = f"bad result: {e}"
                         break
-                    measured.reason, measured.max_abs_error = compare(got, want, case)
-                    measured.correct = not measured.reason
-                    child.tell({"time": measured.correct})
+                    child.tell(judge(measured, header, got))
                     if not measured.correct:
                         in_flight = None
                 elif event == "timing":
                     measured.timing = _timing_from(header.get("timing"))
                     in_flight = None
+                elif event == "checked":
+                    in_flight = None
                 elif event in ("failed", "rejected"):
                     measured.correct = False
                     measured.reason = str(header.get("reason", event))[:500]
+                    measured.step = str(header.get("step", ""))
                     in_flight = None
                 else:
                     measured.reason = f"bad result: an unknown frame {event!r}"
@@ -359,12 +394,13 @@ def run_candidates(bundle: Bundle, case: Case, inputs_path: Path, want: list[tor
             results[in_flight].reason = "crashed: the process stopped before its verdict"
         if in_flight is not None:
             results[in_flight].correct = False
+            results[in_flight].step = results[in_flight].step or "crash"
         if started == 0 and remaining:
             # the child died before a candidate began: the harness's failure, not theirs
-            for c in remaining:
-                results[c.id].reason = f"not run: the harness's child failed: {child.last_words()}"
+            for cid, _ in remaining:
+                results[cid].reason = f"not run: the harness's child failed: {child.last_words()}"
+                results[cid].step = "crash"
             break
-    return [results[c.id] for c in case.candidates]
 
 
 def _timing_from(data: Any) -> timing.Timing:
@@ -375,19 +411,17 @@ def _timing_from(data: Any) -> timing.Timing:
                          int(data.get("runs", 0)), str(data.get("note", "")))
 
 
-def _flush_bytes(bundle: Bundle) -> int:
+def flush_bytes(profile_name: str) -> int:
     """The profile's L2 size, or the running GPU's if it reports a larger one."""
-    profile = device_numbers(bundle.profile).l2_bytes or 0
+    profile = device_numbers(profile_name).l2_bytes or 0
     running = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0))
     return max(profile, running, 1 << 20)
 
 
 def decide(result: CaseResult, options: Options) -> None:
     """The case's timing method, winner and verdict from its measured callables."""
-    timed = [m for m in (*result.baselines, *result.candidates) if m.correct and m.timing]
-    graphs = [m.timing.graph_ms for m in timed if m.timing and m.timing.graph_ms is not None]
-    result.method = ("cpu" if options.device == "cpu" else
-                     "graph" if graphs and min(graphs) < timing.GRAPH_BELOW_MS else "events")
+    result.method = timing.method([m.timing for m in (*result.baselines, *result.candidates)
+                                   if m.correct], options.device)
     correct = [c for c in result.candidates if c.correct and c.timing]
     if not correct:
         result.verdict = "no correct candidate"
@@ -403,15 +437,19 @@ def decide(result: CaseResult, options: Options) -> None:
         result.verdict = "accepted"
 
 
+def cpu_skip(dtype: str) -> str:
+    """The verdict of a case of `dtype` (not f32) on the CPU interpreter."""
+    return (f"skipped: a {dtype} case needs a GPU (Triton's CPU interpreter computes bf16 "
+            "tl.dot wrongly); write the bundle in f32 to check it on the CPU")
+
+
 def run_case(bundle: Bundle, case: Case, options: Options, numbers: DeviceNumbers,
              scratch: Path) -> CaseResult:
     """Check and time one case (see the module doc)."""
     start = time.monotonic()
     result = CaseResult(case, floor_ms=numbers.floor_ms(case.flops, case.bytes))
     if options.device == "cpu" and case.dtype != "f32":
-        result.verdict = (f"skipped: a {case.dtype} case needs a GPU (Triton's CPU interpreter "
-                          "computes bf16 tl.dot wrongly); write the bundle in f32 to check it "
-                          "on the CPU")
+        result.verdict = cpu_skip(case.dtype)
         result.candidates = [Measured(c.id, reason=NOT_RUN, kwargs=dict(c.kwargs))
                              for c in case.candidates]
         return result
@@ -421,7 +459,8 @@ def run_case(bundle: Bundle, case: Case, options: Options, numbers: DeviceNumber
     want = [w.float() for w in (out if isinstance(out, tuple) else (out,))]
     inputs_path = scratch / "inputs.pt"
     torch.save(cpu_inputs, inputs_path)
-    flush = (timing.flush_buffer(_flush_bytes(bundle)) if options.device == "cuda" else None)
+    flush = (timing.flush_buffer(flush_bytes(bundle.profile)) if options.device == "cuda"
+             else None)
     result.baselines = run_baselines(case, inputs, want, options, flush)
     del flush
     result.candidates = run_candidates(bundle, case, inputs_path, want, options, scratch)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import torch
@@ -107,3 +107,19 @@ def time_callable(fn: Callable[[], object], repeats: int,
                   flush: torch.Tensor | None) -> Timing:
     """`time_gpu` when a flush buffer is given (CUDA), else `time_cpu`."""
     return time_gpu(fn, repeats, flush) if flush is not None else time_cpu(fn, repeats)
+
+
+def method(timings: Iterable[Timing | None], device: str) -> str:
+    """How the callables of one comparison are reported: "cpu" on the interpreter, "graph" when
+    one of them has a CUDA-graph figure under `GRAPH_BELOW_MS`, else "events"."""
+    graphs = [t.graph_ms for t in timings if t is not None and t.graph_ms is not None]
+    return ("cpu" if device == "cpu" else
+            "graph" if graphs and min(graphs) < GRAPH_BELOW_MS else "events")
+
+
+def figure(timing: Timing | None, how: str) -> float | None:
+    """A timing's ms under the method `how` (the graph figure where it has one, else the
+    events'); None when it was not timed."""
+    if timing is None:
+        return None
+    return timing.graph_ms if how == "graph" and timing.graph_ms is not None else timing.events_ms
