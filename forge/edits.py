@@ -1,0 +1,88 @@
+"""Edits of launch calls and kernel signatures shared by the stages (spans, never re-printing)."""
+
+from __future__ import annotations
+
+import ast
+
+from axon.forge.source import Edit, KernelFile, node_span
+
+__all__ = ["add_param", "dot_block_roles", "drop_keyword", "keyword_node", "set_keyword",
+           "triton_alias"]
+
+
+def _items(call: ast.Call) -> list[ast.expr]:
+    return sorted([*call.args, *(k.value for k in call.keywords)],
+                  key=lambda e: (e.lineno, e.col_offset))
+
+
+def keyword_node(call: ast.Call, name: str) -> ast.keyword | None:
+    """The keyword `name=` of `call`, if given."""
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def set_keyword(file: KernelFile, call: ast.Call, name: str, value: str) -> Edit:
+    """Give `call` the keyword `name=value`, replacing its value where it is already given."""
+    given = keyword_node(call, name)
+    if given is not None:
+        return Edit(*node_span(file, given.value), value)
+    end = node_span(file, _items(call)[-1])[1]
+    return Edit(end, end, f", {name}={value}")
+
+
+def drop_keyword(file: KernelFile, call: ast.Call, name: str) -> Edit | None:
+    """Remove `name=...` from `call` with the comma before it (None where it is not given)."""
+    given = keyword_node(call, name)
+    if given is None:
+        return None
+    items = _items(call)
+    index = next(k for k, e in enumerate(items) if e is given.value)
+    start = node_span(file, items[index - 1])[1] if index else node_span(file, given)[0]
+    end = node_span(file, given.value)[1]
+    if not index:
+        rest = file.source[end:]
+        end += len(rest) - len(rest.lstrip(" ,\n"))
+    return Edit(start, end, "")
+
+
+def add_param(file: KernelFile, kernel: str, text: str) -> Edit:
+    """Insert `, text` after the kernel's last positional parameter (and its default)."""
+    node = file.kernel_node(kernel)
+    params = [*node.args.posonlyargs, *node.args.args]
+    end = node_span(file, params[-1])[1]
+    if node.args.defaults:
+        end = max(end, node_span(file, node.args.defaults[-1])[1])
+    return Edit(end, end, f", {text}")
+
+
+def triton_alias(file: KernelFile, full: str) -> str | None:
+    """The name the module imports `full` (`triton`, `triton.language`) as."""
+    return next((a for a, f in file.module.aliases.items() if f == full), None)
+
+
+def dot_block_roles(file: KernelFile, kernel: str) -> dict[str, str]:
+    """`block_k`: the constexpr stepping a `for` loop that holds the kernel's `tl.dot`;
+    `block_m`, `block_n`: the dims of the `tl.zeros((BM, BN), ...)` the dot accumulates into
+    (roles the KB's tiles are given for); only the roles found."""
+    node = file.kernel_node(kernel)
+    constexprs = {p.name for p in file.kernel(kernel).params if p.constexpr}
+    roles: dict[str, str] = {}
+    for loop in ast.walk(node):
+        if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) \
+                and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range" \
+                and len(loop.iter.args) == 3 and isinstance(loop.iter.args[2], ast.Name) \
+                and loop.iter.args[2].id in constexprs \
+                and any(isinstance(c, ast.Call) and file.module.qualified(c.func) ==
+                        "triton.language.dot" for c in ast.walk(loop)):
+            roles["block_k"] = loop.iter.args[2].id
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) \
+                and file.module.qualified(stmt.value.func) == "triton.language.zeros" \
+                and stmt.value.args and isinstance(stmt.value.args[0], ast.Tuple) \
+                and len(stmt.value.args[0].elts) == 2 \
+                and all(isinstance(e, ast.Name) and e.id in constexprs
+                        for e in stmt.value.args[0].elts):
+            m, n = stmt.value.args[0].elts
+            assert isinstance(m, ast.Name) and isinstance(n, ast.Name)
+            roles.setdefault("block_m", m.id)
+            roles.setdefault("block_n", n.id)
+    return roles
