@@ -32,7 +32,9 @@ class GridBlock:
 
 def size_block_pairs(kernel: JitKernel) -> dict[str, set[str]]:
     """Each runtime parameter a mask compares a block's lanes against, with the constexprs whose
-    `tl.arange(0, B)` those lanes come from (`offs = pid * B + tl.arange(0, B)`, `offs < N`)."""
+    `tl.arange(0, B)` those lanes come from (`offs = pid * B + tl.arange(0, B)`, `offs < N`),
+    or a block pointer's shape dim, with its block_shape dim (`shape=(M, K)`,
+    `block_shape=(BLOCK_M, BLOCK_K)`)."""
     constexprs = {p.name for p in kernel.params if p.constexpr}
     runtime = {p.name for p in kernel.params if not p.constexpr}
     blocks_of: dict[str, set[str]] = {}
@@ -51,6 +53,15 @@ def size_block_pairs(kernel: JitKernel) -> dict[str, set[str]]:
             found = _aranges(node.left, constexprs, blocks_of)
             if found:
                 pairs.setdefault(node.comparators[0].id, set()).update(found)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "make_block_ptr":
+            given = {k.arg: k.value for k in node.keywords}
+            shape, block = given.get("shape"), given.get("block_shape")
+            if isinstance(shape, ast.Tuple) and isinstance(block, ast.Tuple):
+                for size, tile in zip(shape.elts, block.elts, strict=False):
+                    if isinstance(size, ast.Name) and size.id in runtime \
+                            and isinstance(tile, ast.Name) and tile.id in constexprs:
+                        pairs.setdefault(size.id, set()).add(tile.id)
     return pairs
 
 

@@ -13,7 +13,8 @@ The tuned parameters are the dot kernel's block constexprs whose roles the text 
 the kernel takes them, and `num_warps` / `num_stages`; the configurations are the KB's
 `autotune_grid` for the device, at most `options.max_configs`. The tuned keywords leave every
 launch, and the grid becomes `lambda META: ...` with each `triton.cdiv(X, 64)` the launch's
-blocks explain (`grid.grid_blocks`) reading `META[...]`. The key is the size parameters the
+blocks explain (`grid.grid_blocks`) reading `META[...]` (META holds every argument, a block
+left at the launch too). The key is the size parameters the
 kernel's masks compare block lanes against.
 
 Legality: every configuration runs the same kernel with other constexprs and the grid computed
@@ -85,10 +86,6 @@ class AutotuneStage:
                 if site.arg(param) is not None and not any(k.arg == param
                                                             for k in call.keywords):
                     return f"{param} is passed positionally at {site.loc[0]}:{site.loc[1]}"
-            for block in found:
-                if block.block not in tuned:
-                    return (f"the grid reads {block.block}, which the KB's grid does not tune "
-                            f"for `{name}`")
         return None
 
     def _tuned_params(self, file: KernelFile, kernel: str) -> dict[str, str]:
