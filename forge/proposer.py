@@ -73,7 +73,7 @@ def load_proposer(spec: str) -> Proposer:
             raise ProposerError(f"proposer {spec!r}: {module_name!r} has no attribute "
                                 f"{attr!r} (missing {part!r})")
         target = getattr(target, part)
-    if not isinstance(target, Proposer) and callable(target):
+    if isinstance(target, type) or (not isinstance(target, Proposer) and callable(target)):
         try:
             target = target()
         except Exception as err:  # a user's constructor: report it, do not crash the driver
