@@ -127,15 +127,15 @@ class KernelFile:
 
 def node_span(file: KernelFile, node: ast.AST) -> tuple[int, int]:
     """The character span of `node` in the file's text."""
-    lineno, col = getattr(node, "lineno"), getattr(node, "col_offset")
-    end_lineno, end_col = getattr(node, "end_lineno"), getattr(node, "end_col_offset")
+    lineno, col = node.lineno, node.col_offset
+    end_lineno, end_col = node.end_lineno, node.end_col_offset
     return file.offset(lineno, col), file.offset(end_lineno, end_col)
 
 
 def statement_span(file: KernelFile, node: ast.stmt) -> tuple[int, int]:
     """The span of whole lines holding statement `node` (its indentation and newline too)."""
     start = file.line_starts[node.lineno - 1]
-    end_line = getattr(node, "end_lineno") or node.lineno
+    end_line = node.end_lineno or node.lineno
     end = file.line_starts[end_line] if end_line < len(file.line_starts) else len(file.source)
     return start, end
 

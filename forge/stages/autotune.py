@@ -1,12 +1,16 @@
 """The `autotune` stage: a kernel wrapped in `@triton.autotune` over the KB's grid.
 
-    grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))          @triton.autotune(configs=[
-    kernel[grid](..., BLOCK_M=64, BLOCK_N=64, BLOCK_K=32,         triton.Config({'BLOCK_M': 128, ...},
-                 num_warps=4)                                                   num_warps=32, ...), ...],
-                                                               key=['M', 'N', 'K'])
-                                                           ...
-                                                           grid = lambda META: (triton.cdiv(M, META['BLOCK_M']), ...)
-                                                           kernel[grid](...)
+    grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
+    kernel[grid](..., BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_warps=4)
+
+becomes
+
+    @triton.autotune(configs=[
+        triton.Config({'BLOCK_M': 256, ...}, num_warps=32, num_stages=2), ...],
+        key=['M', 'N', 'K'])
+    ...
+    grid = lambda META: (triton.cdiv(M, META['BLOCK_M']), triton.cdiv(N, META['BLOCK_N']))
+    kernel[grid](...)
 
 The tuned parameters are the dot kernel's block constexprs whose roles the text shows
 (`edits.dot_block_roles`: the KB's tiles are given per role), `GROUP_SIZE_M` and `grf_mode` where

@@ -41,8 +41,15 @@ from dataclasses import dataclass
 
 from axon.dialects.form.intexpr import IntExpr
 from axon.forge.edits import triton_alias
-from axon.forge.source import Edit, KernelFile, apply_edits, fresh_name, indent_of, \
-    node_span, statement_span
+from axon.forge.source import (
+    Edit,
+    KernelFile,
+    apply_edits,
+    fresh_name,
+    indent_of,
+    node_span,
+    statement_span,
+)
 from axon.forge.stages.analysis import KernelSummary, analyse_file
 from axon.forge.stages.base import Applicability, Proposal
 from axon.targets.xe_triton.kb import Device
@@ -80,17 +87,23 @@ def _terms(node: ast.expr, op: type) -> list[ast.expr]:
     return [node]
 
 
+def _full(node: ast.expr) -> bool:
+    return isinstance(node, ast.Slice) and node.lower is None and node.upper is None \
+        and node.step is None
+
+
+def _none(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
 def _broadcast(node: ast.expr) -> tuple[str, int] | None:
     """`R[:, None]` -> (R, 0); `C[None, :]` -> (C, 1)."""
     if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
             and isinstance(node.slice, ast.Tuple) and len(node.slice.elts) == 2:
         a, b = node.slice.elts
-        full = (lambda e: isinstance(e, ast.Slice) and e.lower is None and e.upper is None
-                and e.step is None)
-        none = (lambda e: isinstance(e, ast.Constant) and e.value is None)
-        if full(a) and none(b):
+        if _full(a) and _none(b):
             return node.value.id, 0
-        if none(a) and full(b):
+        if _none(a) and _full(b):
             return node.value.id, 1
     return None
 

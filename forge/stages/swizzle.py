@@ -32,8 +32,15 @@ from dataclasses import dataclass, field
 import z3
 
 from axon.forge.grid import GridBlock, grid_blocks, grid_expr
-from axon.forge.source import Edit, KernelFile, apply_edits, fresh_name, indent_of, node_span, \
-    statement_span
+from axon.forge.source import (
+    Edit,
+    KernelFile,
+    apply_edits,
+    fresh_name,
+    indent_of,
+    node_span,
+    statement_span,
+)
 from axon.forge.stages.analysis import KernelSummary, analyse_file
 from axon.forge.stages.base import Applicability, Proposal
 from axon.forge.stages.facts import ForgeOptions, kernel_facts
