@@ -5,9 +5,11 @@ Per kernel: whether it raises to `xt` (or where and why not), its launch sites, 
 parameters with their literal launch values, the launches' `num_warps`, its `tl.dot`s (and
 operands cast to float32 before one), the program-id axes it reads and the launches' grid
 ranks, whether it uses atomics, and the KB's kind for it (a heuristic: dots, then the names
-"softmax"/"norm", then reductions). The frontend's analysis reads the file with each
-`.to(P.dtype.element_ty)` as `.to(tl.float32)` (`analysable`): it does not read `.dtype` yet,
-and no access depends on a cast's dtype; "raises to xt" is said of that reading.
+"softmax"/"norm", then reductions), and the parameters its loads and stores address from (the
+frontend's bases, or `pointer_bases` from the text where the analysis stops). The frontend's
+analysis reads the file with each `.to(P.dtype.element_ty)` as `.to(tl.float32)` (`analysable`):
+it does not read `.dtype` yet, and no access depends on a cast's dtype; "raises to xt" is said
+of that reading.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class KernelSummary:
     kind: str
     analysis: KernelAnalysis | None = None
     analysis_error: str = ""
+    loads: frozenset[str] = frozenset()
+    stores: frozenset[str] = frozenset()
 
     def lines(self) -> list[str]:
         """The report lines of this kernel."""
@@ -163,6 +167,66 @@ def analysable(file: KernelFile) -> TritonModule:
     return parse_triton_source(apply_edits(file.source, edits), file.filename)
 
 
+def pointer_bases(file: KernelFile, kernel: str) -> tuple[set[str], set[str]]:
+    """The parameters a kernel's loads and its stores address from, read from the text where
+    the frontend's analysis does not reach (a swizzled kernel's `tl.minimum`): the names among
+    the terms of a pointer's `+` chain, followed through the kernel's assignments, block
+    pointers' `base=`, `tl.advance` and the pointer hints (other calls give integers: aranges,
+    program ids); a pointer loaded from memory or picked by `tl.where` counts as every parameter
+    (then a placeholder is in both sets), so an unread pointer refuses rather than passes."""
+    node = file.kernel_node(kernel)
+    params = {p.name for p in file.kernel(kernel).params if not p.constexpr}
+    assigned: dict[str, list[ast.expr]] = {}
+    for stmt in ast.walk(node):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name):
+            assigned.setdefault(stmt.targets[0].id, []).append(stmt.value)
+        elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            assigned.setdefault(stmt.target.id, []).append(stmt.value)
+
+    def bases(expr: ast.expr, seen: set[str]) -> set[str | None]:
+        out: set[str | None] = set()
+        stack = [expr]
+        while stack:
+            term = stack.pop()
+            if isinstance(term, ast.BinOp) and isinstance(term.op, ast.Add):
+                stack += [term.left, term.right]
+            elif isinstance(term, ast.Name) and term.id in params:
+                out.add(term.id)
+            elif isinstance(term, ast.Name) and term.id in assigned:
+                if term.id not in seen:
+                    seen.add(term.id)
+                    for value in assigned[term.id]:
+                        out |= bases(value, seen)
+            elif isinstance(term, ast.Subscript):
+                stack.append(term.value)
+            elif isinstance(term, ast.Call) and isinstance(term.func, ast.Attribute):
+                given = {k.arg: k.value for k in term.keywords}
+                if term.func.attr in ("make_block_ptr", "advance", "multiple_of",
+                                      "max_contiguous"):
+                    base = given.get("base") or (term.args[0] if term.args else None)
+                    if base is None:
+                        out.add(None)
+                    else:
+                        stack.append(base)
+                elif term.func.attr in ("load", "where"):
+                    out.add(None)  # a pointer read from memory or chosen: not followed
+        return out
+
+    loads: set[str | None] = set()
+    stores: set[str | None] = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call) and call.args:
+            which = file.module.qualified(call.func)
+            if which == "triton.language.load":
+                loads |= bases(call.args[0], set())
+            elif which == "triton.language.store":
+                stores |= bases(call.args[0], set())
+    unknown = {"a pointer the text does not show"} if None in loads | stores else set()
+    return ({b for b in loads if b is not None} | unknown,
+            {b for b in stores if b is not None} | unknown)
+
+
 def summarize(file: KernelFile, kernel: JitKernel,
               readable: TritonModule | None = None) -> KernelSummary:
     """The summary of one kernel of `file`."""
@@ -189,6 +253,8 @@ def summarize(file: KernelFile, kernel: JitKernel,
         tuple(len(s.grid_dims) if s.grid_dims else None for s in launches),
         any(n.startswith("triton.language.atomic_") for n in names),
         _kind(kernel.name, dots, tuple(axes), reductions))
+    loads, stores = pointer_bases(file, kernel.name)
+    summary.loads, summary.stores = frozenset(loads), frozenset(stores)
     readable = readable or analysable(file)
     read_kernel = readable.kernels[kernel.name]
     try:
@@ -198,6 +264,11 @@ def summarize(file: KernelFile, kernel: JitKernel,
         summary.analysis_error = f"{err.line}:{err.column}: {err.message}"
         summary.raise_note = f"the analysis stops at {summary.analysis_error}"
         return summary
+    unplaced = "a pointer the analysis does not place"
+    summary.loads = frozenset(a.base or unplaced for a in summary.analysis.accesses
+                              if a.kind == "load")
+    summary.stores = frozenset(a.base or unplaced for a in summary.analysis.accesses
+                               if a.kind == "store")
     try:
         raise_kernel(summary.analysis)
         summary.raises_xt = True

@@ -63,11 +63,7 @@ class AutotuneStage:
             return f"kernel `{name}` is autotuned already"
         if file.error is not None or triton_alias(file, "triton") is None:
             return "the file does not `import triton`"
-        if summary.analysis is None:
-            return f"kernel `{name}` is not analysed ({summary.analysis_error})"
-        loaded = {a.base for a in summary.analysis.accesses if a.kind == "load"}
-        stored = {a.base for a in summary.analysis.accesses if a.kind == "store"}
-        both = sorted(b for b in loaded & stored if b)
+        both = sorted(summary.loads & summary.stores)
         if both or summary.atomics:
             what = "uses atomics" if summary.atomics else "loads and stores " + ", ".join(both)
             return f"kernel `{name}` {what}: a rerun per configuration would read its own output"
@@ -126,7 +122,9 @@ class AutotuneStage:
         out: list[dict[str, int | str]] = []
         for config in autotune_grid(profile, kernel_facts(summary, self.options), limit=64):
             entry = _entry(config, axes)
-            if entry and entry not in out:
+            # every configuration sets the same names: a launch keyword dropped for one is
+            # dropped for all
+            if entry and entry not in out and (not out or entry.keys() == out[0].keys()):
                 out.append(entry)
             if len(out) == self.options.max_configs:
                 break

@@ -193,13 +193,10 @@ class SwizzleStage:
             return f"kernel `{name}` uses atomics (programs communicate)"
         if 0 not in summary.program_axes or 1 not in summary.program_axes:
             return f"kernel `{name}` is launched on a 1-D grid"
-        if summary.analysis is not None:
-            loaded = {a.base for a in summary.analysis.accesses if a.kind == "load"}
-            stored = {a.base for a in summary.analysis.accesses if a.kind == "store"}
-            if loaded & stored - {None}:
-                return (f"kernel `{name}` loads and stores "
-                        f"{', '.join(sorted(b for b in loaded & stored if b))} (programs may "
-                        "communicate)")
+        if summary.loads & summary.stores:
+            return (f"kernel `{name}` loads and stores "
+                    f"{', '.join(sorted(summary.loads & summary.stores))} (programs may "
+                    "communicate)")
         node = file.kernel_node(name)
         if node.args.defaults or node.args.kw_defaults or node.args.kwonlyargs:
             return f"kernel `{name}` has parameters with defaults or keyword-only ones"

@@ -62,15 +62,16 @@ def test_driver_runs_the_plan_on_a_gemm(checked: Callable[[str, str], forge.Chec
     result = optimize_kernel_file(path_of("01_gemm_bias_relu"), B70,
                                   interpreter_check("01_gemm_bias_relu", checked), said.append,
                                   ForgeOptions(max_proposals=2, max_configs=2))
-    assert result.applied() == ["block_pointers", "swizzle", "xe_tuning"]
+    assert result.applied() == ["block_pointers", "swizzle", "xe_tuning", "autotune"]
     assert said == result.report_lines() and len(said) == 6
     assert said[1].startswith("dtype: skipped: ")
     assert said[2].startswith("block_pointers: applied (1 proposal(s)): ")
     assert said[4].startswith("xe_tuning: applied (2 proposal(s)): ")
-    # autotune after the swizzle: the frontend's analysis does not read the remap yet
-    assert said[5].startswith("autotune: skipped: autotune: not applicable: kernel "
-                              "`linear_bias_relu_kernel` is not analysed")
-    assert "tl.make_block_ptr" in result.source and "GROUP_SIZE_M=4" in result.source
+    # autotune after the swizzle and the tuning: the grid reads both blocks from META
+    assert said[5].startswith("autotune: applied (1 proposal(s)): ")
+    assert "tl.make_block_ptr" in result.source and "tl.minimum(" in result.source
+    assert "grid = lambda META: (triton.cdiv(M, META['BLOCK_M']) * triton.cdiv(N, " \
+        "META['BLOCK_N']),)" in result.source
     assert checked("01_gemm_bias_relu", result.source).passed
 
 

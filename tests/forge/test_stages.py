@@ -177,3 +177,12 @@ def test_autotune_not_applicable_says_why() -> None:
     why = AutotuneStage().applies(KernelFile(text)).why
     assert why == ("autotune: not applicable: grid `(triton.cdiv(M, 64), triton.cdiv(N, 64) * "
                    "2)`: the literal 2 is no block the launch binds")
+
+
+def test_autotune_refuses_a_kernel_that_reads_its_output() -> None:
+    """The autotuner reruns the kernel per configuration on the same buffers."""
+    text = kernel_file("16_softmax").source.replace("tl.store(y_ptr + row * stride_ym",
+                                                    "tl.store(x_ptr + row * stride_xm")
+    assert AutotuneStage().applies(KernelFile(text)).why == (
+        "autotune: not applicable: kernel `softmax_kernel` loads and stores x_ptr: a rerun per "
+        "configuration would read its own output")
