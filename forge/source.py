@@ -18,7 +18,12 @@ from pathlib import Path
 from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.parse import JitKernel, LaunchSite, TritonModule, parse_triton_source
 
-__all__ = ["Edit", "KernelFile", "apply_edits", "fresh_name", "node_span", "statement_span"]
+__all__ = ["Edit", "KernelFile", "Positioned", "apply_edits", "fresh_name", "indent_of", "node_span",
+           "statement_span"]
+
+
+#: the nodes that carry positions
+Positioned = ast.expr | ast.stmt | ast.arg | ast.keyword
 
 
 @dataclass(frozen=True)
@@ -119,17 +124,17 @@ class KernelFile:
                     best = node
         return best
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: Positioned) -> str:
         """The exact source text of `node`."""
         start, end = node_span(self, node)
         return self.source[start:end]
 
 
-def node_span(file: KernelFile, node: ast.AST) -> tuple[int, int]:
+def node_span(file: KernelFile, node: Positioned) -> tuple[int, int]:
     """The character span of `node` in the file's text."""
-    lineno, col = node.lineno, node.col_offset
-    end_lineno, end_col = node.end_lineno, node.end_col_offset
-    return file.offset(lineno, col), file.offset(end_lineno, end_col)
+    end_lineno = node.end_lineno if node.end_lineno is not None else node.lineno
+    end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+    return file.offset(node.lineno, node.col_offset), file.offset(end_lineno, end_col)
 
 
 def statement_span(file: KernelFile, node: ast.stmt) -> tuple[int, int]:

@@ -199,12 +199,12 @@ class BlockPointersStage:
             loop = parent
         made = []
         for axis in (0, 1):
-            index, stride = axes[axis]
-            got = self._axis(file, kernel, index, loop, constexprs, assigns)
+            index_name, stride = axes[axis]
+            got = self._axis(file, kernel, index_name, loop, constexprs, assigns)
             if got is None:
                 return None
             origin, block, step = got
-            made.append(_Axis(index, bounds[axis], stride, origin, block, step))
+            made.append(_Axis(index_name, bounds[axis], stride, origin, block, step))
         if all(a.step is None for a in made):
             loop = None
         target = "out"
