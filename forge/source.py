@@ -18,8 +18,8 @@ from pathlib import Path
 from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.parse import JitKernel, LaunchSite, TritonModule, parse_triton_source
 
-__all__ = ["Edit", "KernelFile", "Positioned", "apply_edits", "fresh_name", "indent_of", "node_span",
-           "statement_span"]
+__all__ = ["Edit", "KernelFile", "Positioned", "apply_edits", "fresh_name", "indent_of",
+           "node_span", "statement_span"]
 
 
 #: the nodes that carry positions
