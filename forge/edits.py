@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 
+from axon.forge.grid import program_blocks
 from axon.forge.source import Edit, KernelFile, node_span
 
 __all__ = ["add_param", "dot_block_roles", "drop_keyword", "keyword_node", "set_keyword",
@@ -60,20 +61,35 @@ def triton_alias(file: KernelFile, full: str) -> str | None:
 
 
 def dot_block_roles(file: KernelFile, kernel: str) -> dict[str, str]:
-    """`block_k`: the constexpr stepping a `for` loop that holds the kernel's `tl.dot`;
-    `block_m`, `block_n`: the dims of the `tl.zeros((BM, BN), ...)` the dot accumulates into
-    (roles the KB's tiles are given for); only the roles found."""
+    """The kernel's block constexprs by the roles the KB's tiles are given for (only the roles
+    found). A GEMM (one `tl.dot`): `block_k` steps the `for` loop holding the dot, `block_m` and
+    `block_n` are the dims of the `tl.zeros((BM, BN), ...)` accumulator. Attention (two dots or
+    more: its accumulator is BLOCK_M x HEAD_DIM, no GEMM tile): `block_n` steps the loop over
+    keys holding the dots, `block_m` is the block program id 0 multiplies."""
     node = file.kernel_node(kernel)
+    dots = [c for c in ast.walk(node) if isinstance(c, ast.Call)
+            and file.module.qualified(c.func) == "triton.language.dot"]
     constexprs = {p.name for p in file.kernel(kernel).params if p.constexpr}
-    roles: dict[str, str] = {}
+    step = None
     for loop in ast.walk(node):
         if isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) \
                 and isinstance(loop.iter.func, ast.Name) and loop.iter.func.id == "range" \
                 and len(loop.iter.args) == 3 and isinstance(loop.iter.args[2], ast.Name) \
                 and loop.iter.args[2].id in constexprs \
-                and any(isinstance(c, ast.Call) and file.module.qualified(c.func) ==
-                        "triton.language.dot" for c in ast.walk(loop)):
-            roles["block_k"] = loop.iter.args[2].id
+                and any(any(c is d for d in dots) for c in ast.walk(loop)):
+            step = loop.iter.args[2].id
+    roles: dict[str, str] = {}
+    if len(dots) >= 2:
+        rows = program_blocks(file.kernel(kernel), 0)
+        if len(rows) == 1:
+            roles["block_m"] = next(iter(rows))
+        if step is not None and step not in rows:
+            roles["block_n"] = step
+        return roles
+    if not dots:
+        return roles
+    if step is not None:
+        roles["block_k"] = step
     for stmt in ast.walk(node):
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) \
                 and file.module.qualified(stmt.value.func) == "triton.language.zeros" \

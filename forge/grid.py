@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from axon.forge.source import KernelFile
 from axon.frontend.triton.parse import JitKernel, LaunchSite
 
-__all__ = ["GridBlock", "grid_blocks", "grid_expr", "size_block_pairs"]
+__all__ = ["GridBlock", "grid_blocks", "grid_expr", "program_blocks", "size_block_pairs"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,27 @@ def size_block_pairs(kernel: JitKernel) -> dict[str, set[str]]:
     return pairs
 
 
+def program_blocks(kernel: JitKernel, axis: int) -> set[str]:
+    """The constexprs B of `offs = P * B + tl.arange(0, B)` with P assigned `tl.program_id(axis)`
+    (a name's spelling only: the kernel's own `tl` alias is not resolved here)."""
+    pids = {n.targets[0].id for n in ast.walk(kernel.node)
+            if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "program_id"
+            and n.value.args and isinstance(n.value.args[0], ast.Constant)
+            and n.value.args[0].value == axis}
+    constexprs = {p.name for p in kernel.params if p.constexpr}
+    found: set[str] = set()
+    for node in ast.walk(kernel.node):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            names = [e.id for e in (node.left, node.right) if isinstance(e, ast.Name)]
+            if len(names) == 2 and names[0] in pids and names[1] in constexprs:
+                found.add(names[1])
+            elif len(names) == 2 and names[1] in pids and names[0] in constexprs:
+                found.add(names[0])
+    return found
+
+
 def _aranges(expr: ast.expr, constexprs: set[str], blocks_of: dict[str, set[str]]) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(expr):
@@ -99,10 +120,15 @@ def grid_blocks(file: KernelFile, site: LaunchSite, expr: ast.expr
                 ) -> tuple[list[GridBlock], str | None]:
     """Every `triton.cdiv(X, B)` of the grid `expr` read as `tl.cdiv(size, block)` of the
     kernel, or why one cannot be: X must be the text the launch binds to a size parameter,
-    that parameter paired with exactly one block constexpr by the kernel's masks, and B that
-    block's launch value."""
+    that parameter paired with exactly one block constexpr by the kernel's masks (where several
+    are, the one the grid dim's program id multiplies), and B that block's launch value."""
     kernel = file.kernel(site.kernel)
     pairs = size_block_pairs(kernel)
+    dims: dict[int, int] = {}
+    if isinstance(expr, ast.Tuple):
+        for axis, dim in enumerate(expr.elts):
+            if isinstance(dim, ast.Call):
+                dims[id(dim)] = axis
     by_text = {text: name for name, text in site.args}
     found: list[GridBlock] = []
     for node in ast.walk(expr):
@@ -115,6 +141,9 @@ def grid_blocks(file: KernelFile, site: LaunchSite, expr: ast.expr
             return [], (f"grid dim `{file.segment(node)}`: `{size_text}` is no argument of the "
                         f"launch of {site.kernel}")
         blocks = pairs.get(size, set())
+        if len(blocks) > 1 and dims.get(id(node)) is not None:
+            # the block the grid dim's own program id multiplies (`pid_m * BLOCK_M + ...`)
+            blocks = blocks & program_blocks(kernel, dims[id(node)])
         if len(blocks) != 1:
             why = "no" if not blocks else f"{len(blocks)} ({', '.join(sorted(blocks))})"
             return [], (f"grid dim `{file.segment(node)}`: {why} block constexprs of "

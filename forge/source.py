@@ -152,7 +152,8 @@ def indent_of(file: KernelFile, node: ast.stmt) -> str:
 
 
 def apply_edits(source: str, edits: Iterable[Edit]) -> str:
-    """`source` with every edit applied; edits must not overlap (ValueError when they do)."""
+    """`source` with every edit applied; edits must not overlap (ValueError when they do), and
+    insertions at one place land in the order given."""
     ordered = sorted(edits, key=lambda e: (e.start, e.end))
     for before, after in zip(ordered, ordered[1:], strict=False):
         if after.start < before.end:

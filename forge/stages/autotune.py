@@ -76,7 +76,8 @@ class AutotuneStage:
             found, why = grid_blocks(file, site, expr)
             if why:
                 return why
-            explained = {id(b.literal) for b in found}
+            explained = {id(b.literal) for b in found} | {  # an index: `x.shape[0]`
+                id(n.slice) for n in ast.walk(expr) if isinstance(n, ast.Subscript)}
             for node in ast.walk(expr):
                 if isinstance(node, ast.Constant) and isinstance(node.value, int) \
                         and node.value != 1 and id(node) not in explained:
@@ -89,8 +90,11 @@ class AutotuneStage:
         return None
 
     def _tuned_params(self, file: KernelFile, kernel: str) -> dict[str, str]:
-        """KB axis -> the kernel parameter it sets."""
-        out = {axis: param for axis, param in dot_block_roles(file, kernel).items()}
+        """Kernel parameter -> the KB axis that sets it (a block only where every launch gives
+        it a literal: a size-dependent block such as `HEAD_DIM=D` is the user's to keep)."""
+        sites = file.kernel_launches(kernel)
+        out = {axis: param for axis, param in dot_block_roles(file, kernel).items()
+               if all(isinstance(site.literal(param), int) for site in sites)}
         jit = file.kernel(kernel)
         for axis, param in (("group_size_m", "GROUP_SIZE_M"), ("grf_mode", "grf_mode")):
             if jit.param(param) is not None:

@@ -143,7 +143,9 @@ class BlockPointersStage:
                               constexprs, assigns, parents)
             if got is not None:
                 found.append(got)
-        return found
+        # in program order: the edits inserting at one place (a loop's end is the next
+        # statement's start) land in the order they are made
+        return sorted(found, key=lambda a: (a.call.lineno, a.call.col_offset))
 
     def _match(self, file: KernelFile, kernel: ast.FunctionDef, call: ast.Call, store: bool,
                strides: tuple[IntExpr, ...], runtime: set[str], constexprs: set[str],

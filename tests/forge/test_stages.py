@@ -119,7 +119,8 @@ def test_dtype_keeps_the_loaded_dtype_for_the_dot(checked: Checked) -> None:
         "tl.float32")
 
 
-@pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale", "02_gemm_gelu"])
+@pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale", "02_gemm_gelu",
+                                  "05_gemm_swiglu"])
 def test_block_pointers_keep_the_outputs(name: str, checked: Checked) -> None:
     file = kernel_file(name)
     (proposal,) = BlockPointersStage().propose(file, B70)
@@ -186,3 +187,28 @@ def test_autotune_refuses_a_kernel_that_reads_its_output() -> None:
     assert AutotuneStage().applies(KernelFile(text)).why == (
         "autotune: not applicable: kernel `softmax_kernel` loads and stores x_ptr: a rerun per "
         "configuration would read its own output")
+
+
+def test_attention_tiles_come_from_the_kbs_flash_attention_grid(checked: Checked) -> None:
+    """An attention kernel's BLOCK_M (program id 0's block) and BLOCK_N (the key loop's step)
+    take the KB's flash-attention tiles; HEAD_DIM=D, no literal, stays the user's."""
+    file = kernel_file("19_attention")
+    (tuned,) = XeTuningStage(ForgeOptions(max_proposals=1)).propose(file, B70)
+    assert "BLOCK_M=128, BLOCK_N=64, HEAD_DIM=D" in tuned.source
+    assert "triton.cdiv(L, 128)" in tuned.source
+    assert checked("19_attention", tuned.source).passed
+    (autotuned,) = AutotuneStage(ForgeOptions(max_configs=1)).propose(file, B70)
+    assert "triton.Config({'BLOCK_M': 128, 'BLOCK_N': 64}, num_warps=8, num_stages=2)" in \
+        autotuned.source
+    assert "grid = lambda META: (triton.cdiv(L, META['BLOCK_M']), B * H)" in autotuned.source
+    assert "HEAD_DIM=D)" in autotuned.source
+    assert checked("19_attention", autotuned.source).passed
+    assert SwizzleStage().applies(file).why == (
+        "swizzle: not applicable: grid dim `B * H` is not `triton.cdiv(size, block)` of "
+        "attention_kernel's parameters")
+
+
+def test_autotune_reads_a_grid_indexed_by_a_shape() -> None:
+    """`(x.shape[0],)`: the 0 is an index, not a block the grid should read from META."""
+    (proposal,) = AutotuneStage(SMALL).propose(kernel_file("18_causal_masked_softmax"), B70)
+    assert "causal_softmax_kernel[lambda META: (x.shape[0],)](" in proposal.source
