@@ -7,8 +7,8 @@ import ast
 from axon.forge.grid import program_blocks
 from axon.forge.source import Edit, KernelFile, node_span
 
-__all__ = ["add_param", "dot_block_roles", "drop_keyword", "keyword_node", "set_keyword",
-           "triton_alias"]
+__all__ = ["LINE_WIDTH", "add_param", "dot_block_roles", "drop_keyword", "keyword_node",
+           "set_keyword", "triton_alias", "wrapped_call"]
 
 
 def _items(call: ast.Call) -> list[ast.expr]:
@@ -45,14 +45,44 @@ def drop_keyword(file: KernelFile, call: ast.Call, name: str) -> Edit | None:
     return Edit(start, end, "")
 
 
+#: the line length the inserted code keeps to where it can
+LINE_WIDTH = 100
+
+
 def add_param(file: KernelFile, kernel: str, text: str) -> Edit:
-    """Insert `, text` after the kernel's last positional parameter (and its default)."""
+    """Insert `, text` after the kernel's last positional parameter (and its default), on a
+    new line aligned with the first parameter where the line would pass LINE_WIDTH."""
     node = file.kernel_node(kernel)
     params = [*node.args.posonlyargs, *node.args.args]
     end = node_span(file, params[-1])[1]
     if node.args.defaults:
         end = max(end, node_span(file, node.args.defaults[-1])[1])
-    return Edit(end, end, f", {text}")
+    line_start = file.source.rfind("\n", 0, end) + 1
+    line_end = file.source.find("\n", end)
+    line_end = len(file.source) if line_end < 0 else line_end
+    if line_end - line_start + len(text) + 2 <= LINE_WIDTH:
+        return Edit(end, end, f", {text}")
+    first = node_span(file, params[0])[0]
+    column = first - (file.source.rfind("\n", 0, first) + 1)
+    return Edit(end, end, f",\n{' ' * column}{text}")
+
+
+def wrapped_call(indent: str, head: str, args: list[str]) -> str:
+    """`head(args...)` on one line after `indent` where it fits LINE_WIDTH, else the
+    arguments packed on continuation lines indented four more."""
+    one = f"{indent}{head}({', '.join(args)})"
+    if len(one) <= LINE_WIDTH:
+        return one
+    inner = indent + "    "
+    lines, current = [f"{indent}{head}("], inner
+    for k, arg in enumerate(args):
+        piece = arg + ("," if k < len(args) - 1 else ")")
+        if current != inner and len(current) + 1 + len(piece) > LINE_WIDTH:
+            lines.append(current)
+            current = inner
+        current += ("" if current == inner else " ") + piece
+    lines.append(current)
+    return "\n".join(lines)
 
 
 def triton_alias(file: KernelFile, full: str) -> str | None:

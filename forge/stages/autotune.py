@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import ast
 
-from axon.forge.edits import dot_block_roles, drop_keyword, triton_alias
+from axon.forge.edits import dot_block_roles, drop_keyword, triton_alias, wrapped_call
 from axon.forge.grid import grid_blocks, grid_expr, size_block_pairs
 from axon.forge.source import Edit, KernelFile, apply_edits, indent_of, node_span
 from axon.forge.stages.analysis import KernelSummary, analyse_file
@@ -155,8 +155,9 @@ class AutotuneStage:
         lines = [f"{indent}@{triton}.autotune(configs=["]
         for entry in configs:
             kwargs = ", ".join(f"{k!r}: {v!r}" for k, v in entry.items() if k not in _OPTIONS)
-            options = "".join(f", {k}={entry[k]}" for k in _OPTIONS if k in entry)
-            lines.append(f"{indent}    {triton}.Config({{{kwargs}}}{options}),")
+            options = [f"{k}={entry[k]}" for k in _OPTIONS if k in entry]
+            lines.append(wrapped_call(f"{indent}    ", f"{triton}.Config",
+                                      [f"{{{kwargs}}}", *options]) + ",")
         lines.append(f"{indent}], key={keys!r})")
         first = min(node.decorator_list, key=lambda d: d.lineno)
         start = file.line_starts[first.lineno - 1]

@@ -40,7 +40,7 @@ import ast
 from dataclasses import dataclass
 
 from axon.dialects.form.intexpr import IntExpr
-from axon.forge.edits import triton_alias
+from axon.forge.edits import triton_alias, wrapped_call
 from axon.forge.source import (
     Edit,
     KernelFile,
@@ -294,13 +294,15 @@ class BlockPointersStage:
                 name = fresh_name(f"{access.target}_block_ptr", taken)
                 taken.add(name)
                 a0, a1 = access.axes
-                make = (f"{name} = {tl}.make_block_ptr(base={access.base}, shape=({a0.bound}, "
-                        f"{a1.bound}), strides=({a0.stride}, {a1.stride}), offsets=("
-                        f"{a0.origin}, {a1.origin}), block_shape=({a0.block}, {a1.block}), "
-                        "order=(1, 0))")
                 anchor = access.loop or access.statement
+                indent = indent_of(kernel_file, anchor)
+                make = wrapped_call(indent, f"{name} = {tl}.make_block_ptr", [
+                    f"base={access.base}", f"shape=({a0.bound}, {a1.bound})",
+                    f"strides=({a0.stride}, {a1.stride})",
+                    f"offsets=({a0.origin}, {a1.origin})",
+                    f"block_shape=({a0.block}, {a1.block})", "order=(1, 0)"])
                 start = statement_span(kernel_file, anchor)[0]
-                edits.append(Edit(start, start, f"{indent_of(kernel_file, anchor)}{make}\n"))
+                edits.append(Edit(start, start, f"{make}\n"))
                 if access.store_value is None:
                     text = (f'{tl}.load({name}, boundary_check=(0, 1), '
                             'padding_option="zero")')

@@ -20,8 +20,10 @@ GROUP_SIZE_M >= 1, that the remap statements as written (parsed back from the te
 inserts) send every linear id in range into the old grid, injectively (a map of a finite set
 into one of the same size that is injective is onto), with every divisor positive and every
 dividend nonnegative (so Triton's truncating `//` and `%` agree with z3's); unknown is not
-proved, and the stage then proposes nothing. A third grid axis (the batch of 06_bmm_scale) is
-kept as the third dim, the second becoming 1.
+proved, and the stage then proposes nothing. A third grid axis (the batch of 06_bmm_scale)
+becomes the second, the one the remap frees (the KB's `xpu_tiles_on_grid_axis_0`: tiles on axis
+0, the batch on axis 1): every `tl.program_id(2)` reads `tl.program_id(1)`, whose grid dim is
+now the old third one, and nothing else read axis 1 (the remap replaced the one read of it).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 
 import z3
 
+from axon.forge.edits import add_param
 from axon.forge.grid import GridBlock, grid_blocks, grid_expr
 from axon.forge.source import (
     Edit,
@@ -306,18 +309,21 @@ class SwizzleStage:
         if not proof.proved:
             return []
         node = file.kernel_node(plan.kernel)
-        last_arg = (node.args.args or node.args.posonlyargs)[-1]
         tl = names["tl"]
         proposals = []
         for group in groups[:self.options.max_proposals]:
             edits = [Edit(*statement_span(file, first), remap),
                      Edit(*statement_span(file, second), ""),
-                     Edit(node_span(file, last_arg)[1], node_span(file, last_arg)[1],
-                          f", GROUP_SIZE_M: {tl}.constexpr")]
+                     add_param(file, plan.kernel, f"GROUP_SIZE_M: {tl}.constexpr")]
+            # the third axis (a batch) moves to the second, which the remap freed
+            edits += [Edit(*node_span(file, c.args[0]), "1") for c in ast.walk(node)
+                      if isinstance(c, ast.Call) and file.module.qualified(c.func) ==
+                      "triton.language.program_id" and c.args
+                      and isinstance(c.args[0], ast.Constant) and c.args[0].value == 2]
             for site in plan.sites:
                 dims = [file.segment(e) for e in site.grid.elts]
                 grid = f"({dims[0]} * {dims[1]},)" if len(dims) == 2 else \
-                    f"({dims[0]} * {dims[1]}, 1, {dims[2]})"
+                    f"({dims[0]} * {dims[1]}, {dims[2]})"
                 edits.append(Edit(*node_span(file, site.grid), grid))
                 last = max([*site.call.args, *(k.value for k in site.call.keywords)],
                            key=lambda e: (e.end_lineno, e.end_col_offset))
