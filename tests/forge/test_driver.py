@@ -147,3 +147,12 @@ def test_load_proposer_errors_say_what_failed(spec: str, message: str) -> None:
     with pytest.raises(ProposerError) as err:
         load_proposer(spec)
     assert str(err.value).startswith(message)
+
+
+def test_a_file_that_does_not_parse_skips_every_stage_with_the_located_error() -> None:
+    broken = "import triton\nimport triton.language as tl\n@triton.jit\ndef k(x:\n"
+    result = optimize_source(broken, "bad.py", B70, lambda current, proposal: CheckOutcome(
+        True, "syntax", "unreachable"))
+    assert not result.changed
+    assert [r.status for r in result.records] == ["skipped"] * 6
+    assert all("bad.py:4:" in r.why for r in result.records), result.report_lines()
