@@ -8,7 +8,8 @@ from the launch's constexprs; NVIDIA's Triton rejects an unknown launch keyword,
 parameter is no unknown keyword: the emitter does the same, `targets/xe_triton/emit.py`), and,
 for a dot kernel whose block roles (`edits.dot_block_roles`) and grid (`grid.grid_blocks`) the
 text shows, the KB's preferred tile: the launch's block literals and the grid's divisors change
-together. A config whose blocks cannot be placed keeps the user's blocks.
+together; a kernel the swizzle gave `GROUP_SIZE_M` takes the KB's group. A config whose blocks
+cannot be placed keeps the user's blocks.
 
 Legality: warps, stages and the GRF mode change how a program is compiled, not what it
 computes. New block sizes change each program's tile, and the grid is recomputed from the same
@@ -101,6 +102,7 @@ class XeTuningStage:
         configs = autotune_grid(profile, kernel_facts(summary, self.options),
                                 limit=self.options.max_proposals * 4)
         has_grf = kernel_file.kernel(summary.name).param("grf_mode") is not None
+        has_group = kernel_file.kernel(summary.name).param("GROUP_SIZE_M") is not None
         tl = next(a for a, f in kernel_file.module.aliases.items() if f == "triton.language")
         proposals: list[Proposal] = []
         seen: set[str] = set()
@@ -114,6 +116,7 @@ class XeTuningStage:
                                       ("block_m", "block_n", "block_k")
                                       if getattr(config, r) is not None))
             grf = config.grf_mode if config.grf_mode not in (None, "default") else None
+            group = config.group_size_m if has_group else None
             if grf is not None and not has_grf:
                 edits.append(add_param(kernel_file, summary.name,
                                        f'grf_mode: {tl}.constexpr = "default"'))
@@ -126,9 +129,12 @@ class XeTuningStage:
                                              str(config.num_stages)))
                 if grf is not None:
                     edits.append(set_keyword(kernel_file, call, "grf_mode", f'"{grf}"'))
+                if group is not None:
+                    edits.append(set_keyword(kernel_file, call, "GROUP_SIZE_M", str(group)))
             parts += [f"{k} {v}" for k, v in (("num_warps", config.num_warps),
                                               ("num_stages", config.num_stages),
-                                              ("grf_mode", grf)) if v is not None]
+                                              ("grf_mode", grf), ("GROUP_SIZE_M", group))
+                      if v is not None]
             source = apply_edits(kernel_file.source, edits)
             if source in seen or source == kernel_file.source:
                 continue
