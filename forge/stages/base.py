@@ -8,7 +8,7 @@ from typing import Protocol
 from axon.forge.source import KernelFile
 from axon.targets.xe_triton.kb import Device
 
-__all__ = ["Applicability", "Proposal", "Stage", "StageError"]
+__all__ = ["Applicability", "Proposal", "Stage"]
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,6 @@ class Proposal:
     stage: str
     description: str
     source: str
-
-
-class StageError(ValueError):
-    """A stage asked to propose on a file it does not apply to."""
 
 
 class Stage(Protocol):
