@@ -1,0 +1,86 @@
+"""The order Forge's Triton-level stages run in, and which have work on a file.
+
+`DEPENDENCIES` names, for each registered stage, the stages that must run before it:
+
+- `analysis` first: every stage reads its report;
+- `dtype` before `block_pointers`, the swizzle and the tuning: the operand dtype changes the
+  tile a tuned config is for;
+- `block_pointers` before `swizzle`: the frontend's access analysis reads `pid * BLOCK + lane`
+  offsets, and the swizzle's remap (`%`, `tl.minimum`) would hide them;
+- `swizzle` and `block_pointers` before `xe_tuning`: the tuning is for the code that runs;
+- `autotune` last: it takes the launch settings the earlier stages fixed away from the launches
+  and hands them to its configurations.
+
+Only stages that exist are registered (the algorithmic, fusion and persistent rewrites of
+issue 14 are not built at the Triton level). `make_plan` sorts the given stages by these
+dependencies (ties in registration order) and asks each whether it applies to the file as
+given; the driver asks again before each stage, on the file the earlier stages left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from axon.forge.source import KernelFile
+from axon.forge.stages import Stage, builtin_stages
+
+__all__ = ["DEPENDENCIES", "PlanError", "PlanStep", "make_plan", "order_stages"]
+
+DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "analysis": (),
+    "dtype": ("analysis",),
+    "block_pointers": ("analysis", "dtype"),
+    "swizzle": ("analysis", "dtype", "block_pointers"),
+    "xe_tuning": ("analysis", "dtype", "block_pointers", "swizzle"),
+    "autotune": ("analysis", "dtype", "block_pointers", "swizzle", "xe_tuning"),
+}
+
+
+class PlanError(ValueError):
+    """Stages whose dependencies cannot be ordered, or an unknown stage."""
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One stage of the plan: whether it applies to the file, and why (not)."""
+
+    stage: Stage
+    applies: bool
+    why: str
+
+    def line(self) -> str:
+        """`name: applies/skipped: why`."""
+        verdict = "applies" if self.applies else "skipped"
+        return f"{self.stage.name}: {verdict}: {self.why}"
+
+
+def order_stages(stages: Sequence[Stage]) -> list[Stage]:
+    """`stages` sorted so every stage follows those it depends on (of the given ones); a stage
+    with no entry in DEPENDENCIES (a plugged one) keeps its place after the registered ones."""
+    known = [s for s in stages if s.name in DEPENDENCIES]
+    names = {s.name for s in known}
+    if len(names) != len(known):
+        raise PlanError("a stage is given twice")
+    ordered: list[Stage] = []
+    done: set[str] = set()
+    pending = list(known)
+    while pending:
+        ready = [s for s in pending if set(DEPENDENCIES[s.name]) & names <= done]
+        if not ready:
+            raise PlanError("the stages' dependencies form a cycle: "
+                            + ", ".join(s.name for s in pending))
+        ordered.append(ready[0])
+        done.add(ready[0].name)
+        pending.remove(ready[0])
+    return ordered + [s for s in stages if s.name not in DEPENDENCIES]
+
+
+def make_plan(kernel_file: KernelFile, stages: Sequence[Stage] | None = None) -> list[PlanStep]:
+    """The ordered stages (the built-in ones by default), each with whether it applies to
+    `kernel_file` and why (not)."""
+    plan = []
+    for stage in order_stages(list(stages) if stages is not None else builtin_stages()):
+        verdict = stage.applies(kernel_file)
+        plan.append(PlanStep(stage, verdict.applies, verdict.why))
+    return plan

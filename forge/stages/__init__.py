@@ -1,0 +1,33 @@
+"""The Triton-level stages of Forge, each in its own file (name <-> file <-> test):
+
+    analysis        stages/analysis.py        report per kernel (what the planner reads)
+    dtype           stages/dtype.py           tl.dot on the loaded dtype, not float32 casts
+    block_pointers  stages/block_pointers.py  masked 2-D accesses -> tl.make_block_ptr
+    swizzle         stages/swizzle.py         grouped program order (z3-proved bijection)
+    xe_tuning       stages/xe_tuning.py       num_warps / num_stages / grf_mode / tiles from the KB
+    autotune        stages/autotune.py        @triton.autotune over the KB's grid
+
+Each has `name`, `applies(kernel_file) -> Applicability` and `propose(kernel_file, profile) ->
+list[Proposal]`; `builtin_stages()` gives one of each, in no particular order (planner.py orders).
+"""
+
+from __future__ import annotations
+
+from axon.forge.stages.analysis import AnalysisReport, AnalysisStage, analyse_file
+from axon.forge.stages.autotune import AutotuneStage
+from axon.forge.stages.base import Applicability, Proposal, Stage
+from axon.forge.stages.block_pointers import BlockPointersStage
+from axon.forge.stages.dtype import DtypeStage
+from axon.forge.stages.facts import ForgeOptions
+from axon.forge.stages.swizzle import SwizzleStage, prove_bijection
+from axon.forge.stages.xe_tuning import XeTuningStage
+
+__all__ = ["AnalysisReport", "AnalysisStage", "Applicability", "AutotuneStage",
+           "BlockPointersStage", "DtypeStage", "ForgeOptions", "Proposal", "Stage",
+           "SwizzleStage", "XeTuningStage", "analyse_file", "builtin_stages", "prove_bijection"]
+
+
+def builtin_stages(options: ForgeOptions | None = None) -> list[Stage]:
+    """One instance of every built-in stage."""
+    return [AnalysisStage(), DtypeStage(), BlockPointersStage(), SwizzleStage(options),
+            XeTuningStage(options), AutotuneStage(options)]

@@ -1,0 +1,217 @@
+"""Each Triton-level stage of Forge rewrites problem-set kernels into modules that still agree
+with the problem's Model (CPU interpreter, float32), and says why where it does not apply."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+import torch
+
+from axon.benchmarks.forge import problem_set as forge
+from axon.forge.source import KernelFile
+from axon.forge.stages import (
+    AnalysisStage,
+    AutotuneStage,
+    BlockPointersStage,
+    DtypeStage,
+    ForgeOptions,
+    SwizzleStage,
+    XeTuningStage,
+    analyse_file,
+    prove_bijection,
+)
+from axon.forge.stages.swizzle import SWIZZLE_TEMPLATE
+from axon.targets.xe_triton.kb import load_device
+
+B70 = load_device("b70")
+H200 = load_device("h200")
+SMALL = ForgeOptions(max_proposals=2, max_configs=2)
+
+Checked = Callable[[str, str], forge.CheckResult]
+
+
+def kernel_file(name: str) -> KernelFile:
+    return KernelFile.read(forge.PROBLEMS[name].kernel_path)
+
+
+def test_analysis_reports_each_kernel() -> None:
+    """The report names dots, casts, blocks, warps, grids and whether each kernel raises."""
+    report = analyse_file(kernel_file("02_gemm_gelu"))
+    linear, gelu = report.kernels["linear_kernel"], report.kernels["gelu_kernel"]
+    assert (linear.kind, linear.dots, linear.program_axes) == ("matmul", 1, (0, 1))
+    assert linear.block_params == {"BLOCK_M": (64,), "BLOCK_N": (64,), "BLOCK_K": (32,)}
+    assert [c.operand for c in linear.dot_casts] == ["x.to(tl.float32)", "w.to(tl.float32)"]
+    assert linear.raises_xt and not linear.atomics and linear.num_warps == (None,)
+    assert (gelu.kind, gelu.dots, gelu.grid_ranks) == ("elementwise", 0, (1,))
+    text = "\n".join(report.lines())
+    assert "float32 casts of loaded operands: x.to(tl.float32) at 28:23" in text
+    assert "grid (name, rank 2) (triton.cdiv(M, 64), triton.cdiv(N, 64))" in text
+    softmax = analyse_file(kernel_file("16_softmax")).kernels["softmax_kernel"]
+    assert softmax.num_warps == ("4",) and softmax.kind == "softmax"
+    assert AnalysisStage().propose(kernel_file("16_softmax"), B70) == []
+    broken = KernelFile("import triton\n@triton.jit\ndef k(x:\n", "bad.py")
+    verdict = AnalysisStage().applies(broken)
+    assert not verdict.applies and "bad.py:3" in verdict.why
+
+
+@pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale"])
+def test_swizzle_keeps_the_outputs(name: str, checked: Checked) -> None:
+    file = kernel_file(name)
+    assert SwizzleStage(SMALL).applies(file).applies
+    proposals = SwizzleStage(SMALL).propose(file, B70)
+    assert len(proposals) == 1 and "GROUP_SIZE_M=4" in proposals[0].description
+    assert "remap proved" in proposals[0].description
+    text = proposals[0].source
+    assert "pid_n = (pid % num_pid_in_group) // group_size_m" in text
+    assert "triton.cdiv(M, 64) * triton.cdiv(N, 64)" in text
+    if name == "06_bmm_scale":  # the batch moves to axis 1
+        assert "(triton.cdiv(M, 64) * triton.cdiv(N, 64), B)" in text
+        assert "pid_b = tl.program_id(1)" in text
+    assert '"""' in text.split("def ")[1]  # the kernel's docstring survives the span edits
+    assert checked(name, text).passed
+    # NVIDIA's KB groups by 8
+    assert "GROUP_SIZE_M=8" in SwizzleStage(SMALL).propose(file, H200)[0].source
+
+
+def test_swizzle_not_applicable_says_why() -> None:
+    assert SwizzleStage().applies(kernel_file("16_softmax")).why == (
+        "swizzle: not applicable: kernel `softmax_kernel` has no tl.dot")
+    one_d = kernel_file("01_gemm_bias_relu").source.replace(
+        "pid_n = tl.program_id(1)", "pid_n = 0")
+    assert SwizzleStage().applies(KernelFile(one_d)).why == (
+        "swizzle: not applicable: kernel `linear_bias_relu_kernel` is launched on a 1-D grid")
+
+
+def test_swizzle_remap_is_proved_and_a_wrong_one_refuted() -> None:
+    """z3 proves the template a bijection; without the min() for the last group it is not,
+    and the counterexample shows a program outside the grid or two on one point."""
+    names = {"pid": "pid", "num_pid_m": "nm", "num_pid_n": "nn", "num_pid_in_group": "g",
+             "group_id": "gid", "first_pid_m": "f", "group_size_m": "gs", "pid_m": "pm",
+             "pid_n": "pn", "GROUP": "G", "tl": "tl", "M": "M", "N": "N", "BLOCK_M": "BM",
+             "BLOCK_N": "BN"}
+    good = "\n".join(line.format(**names) for line in SWIZZLE_TEMPLATE)
+    proof = prove_bijection(good, "pid", "nm", "nn", "G", "pm", "pn")
+    assert proof.proved, proof.detail
+    wrong = good.replace("gs = tl.minimum(nm - f, G)", "gs = G")
+    refuted = prove_bijection(wrong, "pid", "nm", "nn", "G", "pm", "pn")
+    assert not refuted.proved and refuted.detail.startswith("refuted: ")
+    ex = refuted.counterexample
+    outside = not (0 <= ex["pm(pid_a)"] < ex["Mb"] and 0 <= ex["pn(pid_a)"] < ex["Nb"])
+    clash = ex["pid_a"] != ex["pid_b"] and (ex["pm(pid_a)"], ex["pn(pid_a)"]) == (
+        ex["pm(pid_b)"], ex["pn(pid_b)"])
+    assert outside or clash
+    # the stage proposes nothing it cannot prove
+    planted = tuple(line.replace("{tl}.minimum({num_pid_m} - {first_pid_m}, {GROUP})",
+                                 "{GROUP}") for line in SWIZZLE_TEMPLATE)
+    assert SwizzleStage(template=planted).propose(kernel_file("01_gemm_bias_relu"), B70) == []
+    swapped = good.replace("pn = (pid % g) // gs", "pn = (pid % g) % gs")
+    assert not prove_bijection(swapped, "pid", "nm", "nn", "G", "pm", "pn").proved
+
+
+def test_dtype_keeps_the_loaded_dtype_for_the_dot(checked: Checked) -> None:
+    file = kernel_file("02_gemm_gelu")
+    assert DtypeStage().applies(file).applies
+    (proposal,) = DtypeStage().propose(file, B70)
+    assert "acc += tl.dot(x, w)" in proposal.source and "changes rounding" in \
+        proposal.description
+    assert checked("02_gemm_gelu", proposal.source).passed
+    assert DtypeStage().applies(kernel_file("01_gemm_bias_relu")).why == (
+        "dtype: not applicable: no tl.dot takes both operands as loaded values cast to "
+        "tl.float32")
+
+
+@pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale", "02_gemm_gelu",
+                                  "05_gemm_swiglu"])
+def test_block_pointers_keep_the_outputs(name: str, checked: Checked) -> None:
+    file = kernel_file(name)
+    (proposal,) = BlockPointersStage().propose(file, B70)
+    text = proposal.source
+    assert text.count("tl.make_block_ptr(") == 3 and text.count("tl.advance(") == 2
+    assert 'boundary_check=(0, 1), padding_option="zero"' in text
+    assert checked(name, text).passed
+
+
+def test_block_pointers_not_applicable_on_row_kernels() -> None:
+    verdict = BlockPointersStage().applies(kernel_file("16_softmax"))
+    assert not verdict.applies and verdict.why.startswith("block_pointers: not applicable: ")
+
+
+@pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale", "16_softmax"])
+def test_xe_tuning_proposals_keep_the_outputs(name: str, checked: Checked) -> None:
+    file = kernel_file(name)
+    proposals = XeTuningStage(SMALL).propose(file, B70)
+    assert len(proposals) == 2
+    for proposal in proposals:
+        text = proposal.source
+        if name != "16_softmax":  # a dot kernel: the KB's tile, grf_mode a constexpr
+            assert 'grf_mode: tl.constexpr = "default"' in text and "BLOCK_M=256" in text
+            assert "triton.cdiv(M, 256)" in text
+        assert "num_warps=" in text
+        assert checked(name, text).passed, proposal.description
+    nvidia = XeTuningStage(SMALL).propose(file, H200)
+    assert nvidia and all("grf_mode" not in p.source for p in nvidia)
+
+
+@pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale", "16_softmax"])
+def test_autotune_every_config_keeps_the_outputs(
+        name: str, loaded: Callable[[str], ModuleType], checked: Checked) -> None:
+    file = kernel_file(name)
+    (proposal,) = AutotuneStage(SMALL).propose(file, B70)
+    text = proposal.source
+    assert "@triton.autotune(configs=[" in text and "grid = lambda META:" in text or \
+        name == "16_softmax"
+    assert "num_warps=4)" not in text.split("class ModelNew")[1]
+    assert checked(name, text).passed  # two configurations timed by the test double
+    module = loaded(text)
+    tuner = next(v for v in vars(module).values() if type(v).__name__ == "Autotuner")
+    configs = list(tuner.configs)
+    assert len(configs) == 2
+    for config in configs:  # each configuration alone
+        tuner.configs = [config]
+        tuner.cache.clear()
+        assert forge.check(name, forge.PROBLEMS[name].small_sizes, dtype=torch.float32,
+                           kernel=module).passed, config
+
+
+def test_autotune_not_applicable_says_why() -> None:
+    text = kernel_file("01_gemm_bias_relu").source.replace(
+        "triton.cdiv(N, 64))", "triton.cdiv(N, 64) * 2)")
+    why = AutotuneStage().applies(KernelFile(text)).why
+    assert why == ("autotune: not applicable: grid `(triton.cdiv(M, 64), triton.cdiv(N, 64) * "
+                   "2)`: the literal 2 is no block the launch binds")
+
+
+def test_autotune_refuses_a_kernel_that_reads_its_output() -> None:
+    """The autotuner reruns the kernel per configuration on the same buffers."""
+    text = kernel_file("16_softmax").source.replace("tl.store(y_ptr + row * stride_ym",
+                                                    "tl.store(x_ptr + row * stride_xm")
+    assert AutotuneStage().applies(KernelFile(text)).why == (
+        "autotune: not applicable: kernel `softmax_kernel` loads and stores x_ptr: a rerun per "
+        "configuration would read its own output")
+
+
+def test_attention_tiles_come_from_the_kbs_flash_attention_grid(checked: Checked) -> None:
+    """An attention kernel's BLOCK_M (program id 0's block) and BLOCK_N (the key loop's step)
+    take the KB's flash-attention tiles; HEAD_DIM=D, no literal, stays the user's."""
+    file = kernel_file("19_attention")
+    (tuned,) = XeTuningStage(ForgeOptions(max_proposals=1)).propose(file, B70)
+    assert "BLOCK_M=128, BLOCK_N=64, HEAD_DIM=D" in tuned.source
+    assert "triton.cdiv(L, 128)" in tuned.source
+    assert checked("19_attention", tuned.source).passed
+    (autotuned,) = AutotuneStage(ForgeOptions(max_configs=1)).propose(file, B70)
+    assert "triton.Config({'BLOCK_M': 128, 'BLOCK_N': 64}, num_warps=8, num_stages=2)" in \
+        autotuned.source
+    assert "grid = lambda META: (triton.cdiv(L, META['BLOCK_M']), B * H)" in autotuned.source
+    assert "HEAD_DIM=D)" in autotuned.source
+    assert checked("19_attention", autotuned.source).passed
+    assert SwizzleStage().applies(file).why == (
+        "swizzle: not applicable: grid dim `B * H` is not `triton.cdiv(size, block)` of "
+        "attention_kernel's parameters")
+
+
+def test_autotune_reads_a_grid_indexed_by_a_shape() -> None:
+    """`(x.shape[0],)`: the 0 is an index, not a block the grid should read from META."""
+    (proposal,) = AutotuneStage(SMALL).propose(kernel_file("18_causal_masked_softmax"), B70)
+    assert "causal_softmax_kernel[lambda META: (x.shape[0],)](" in proposal.source
