@@ -60,6 +60,8 @@ TL_DTYPES = {"f32": "tl.float32", "f16": "tl.float16", "bf16": "tl.bfloat16", "i
 TORCH_DTYPES = {"f32": "torch.float32", "f16": "torch.float16", "bf16": "torch.bfloat16",
                 "i32": "torch.int32", "i1": "torch.bool"}
 #: scalar functions that are one Triton call
+#: the largest integer power printed as a product (larger ones through exp and log)
+MAX_POWER_PRODUCT = 8
 _CALLS = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "rsqrt": "tl.rsqrt",
           "sigmoid": "tl.sigmoid", "erf": "tl.erf", "abs": "tl.abs", "max": "tl.maximum",
           "min": "tl.minimum", "select": "tl.where"}
@@ -1029,6 +1031,10 @@ class _ScalarPrinter:
                 return f"tl.sqrt({x})"
             if p == -1.0:
                 return f"(1.0 / {x})"
+            if p.is_integer() and 0 < abs(p) <= MAX_POWER_PRODUCT:
+                # an integer power by products: exp(p * log(x)) is NaN for x < 0
+                product = " * ".join([f"({x})"] * int(abs(p)))
+                return f"({product})" if p > 0 else f"(1.0 / ({product}))"
             return f"tl.exp({p!r} * tl.log({x}))"
         raise NotSupported(f"the scalar function '{fn}' in Triton")
 
