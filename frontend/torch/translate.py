@@ -61,8 +61,9 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
                       renamed: Mapping[str, str] | None = None) -> CapturedProblem:
     """The `ax` module of an exported program: one `func.func` whose inputs are the program's
     parameters and buffers, then its user inputs; the size symbols in `fixed` are replaced by
-    their values, those in `renamed` by the symbols it names. TorchFrontendError listing every unsupported operator (each at its `forward`
-    line) or the first shape it cannot translate."""
+    their values, those in `renamed` by the symbols it names. TorchFrontendError listing every
+    unsupported operator (each at its `forward` line) or the first shape it cannot
+    translate."""
     graph = program.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     specs = program.graph_signature.input_specs
