@@ -9,6 +9,8 @@ cheaper equivalent (and, with other pipelines, any `axon-opt` pass on it).
     axon gemm_sum_scale -p propagate -o out.mlir   # an axon-opt pipeline, the result to a file
     axon matmul --target xe_triton --profile h200 --sizes M=4096,K=4096 -o kernel.py
                                # a checked Triton kernel (targets/xe_triton/command.py)
+    axon forge problem.py --from torch -o kernel.py
+                               # a PyTorch problem or Triton kernel file made faster (forge/)
 
 Benchmark programs are looked up at run time in the installed package
 (`axon/benchmarks/programs/*.py`), so a new program file needs no change here. A step longer than
@@ -240,8 +242,13 @@ def _check_output(output: str | None, program: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point (`axon`)."""
+    """Console entry point (`axon`); `axon forge ...` is Forge's command (`forge/command.py`)."""
     args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["forge"]:
+        from axon.forge.command import main as forge_main
+
+        forge_main(args[1:])
+        return
     exit_on_user_error("axon", lambda: run(args), debug="--debug" in args)
 
 

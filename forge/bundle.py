@@ -1,0 +1,236 @@
+"""The Forge problems as one bundle for `axon-bench`: each problem's Model, the user's Triton
+kernel and Axon's candidates from the torch path, for a GPU machine to check and time.
+
+    python -m axon.forge.bundle --problems all --profile h200 -o BUNDLE
+    axon-bench --run BUNDLE --json forge.json           # on the GPU machine
+
+Each problem of `benchmarks/forge/` is forged at its benchmark sizes (`torch_path.forge_problem`:
+capture, proved tilings, the KB's launches, cascade steps 1-3 on every candidate), and the kept
+candidates' float32 twins are checked against the problem's Model by the frozen harness on
+Triton's CPU interpreter at the problem's small sizes (`harness.forge_run.check_against_original`,
+in a child process, every tamper check on). A candidate that fails is left out with the reason;
+a problem with none left is reported as skipped. The bundle holds per case `problem.py`,
+`input.py` (the user's kernel) and `axon_<n>.py` (Axon's, bf16 as the problem runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from axon.benchmarks.forge.problem_set import DTYPE_NAMES, PROBLEMS, load_problem
+from axon.forge.torch_path import ForgeError, TorchForgeOptions, forge_problem
+from axon.forge.triton_path import forge_kernel
+from axon.selection.executor import EXECUTORS, Executor, make_executor
+from axon.targets.xe_triton.harness import forge_bundle as harness
+from axon.targets.xe_triton.harness.forge_run import check_against_original
+from axon.targets.xe_triton.kb import load_device
+from axon.tools.user_errors import ArgumentParser, UsageError, exit_on_user_error
+from axon.tools.version import axon_version
+
+#: candidates written per problem
+KEEP = 3
+#: the Forge paths a bundle's candidates come from
+PATHS = ("torch", "triton")
+#: seconds one CPU check may take
+CHECK_TIMEOUT_S = 600.0
+
+
+@dataclass
+class BundleReport:
+    """What building the bundle did: cases written, candidates left out (and why), problems
+    skipped (and why)."""
+
+    cases: list[harness.ForgeCase] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def forge_case(name: str, profile: str, executor: Executor, keep: int, max_candidates: int,
+               report: BundleReport, log: Callable[[str], None] = print,
+               paths: Sequence[str] = PATHS) -> None:
+    """Forge problem `name` on `paths`, check the candidates on the CPU, add the case."""
+    problem = PROBLEMS[name]
+    candidates: list[harness.ForgeCandidate] = []
+    if "torch" in paths:
+        candidates += _torch_candidates(name, profile, executor, keep, max_candidates, report,
+                                        log)
+    if "triton" in paths:
+        candidates += _triton_candidates(name, profile, report, log)
+    if not candidates:
+        report.skipped.append((name, "no candidate on " + " or ".join(paths)))
+        return
+    report.files[f"{name}/problem.py"] = problem.problem_path.read_text()
+    report.files[f"{name}/input.py"] = problem.kernel_path.read_text()
+    dtype = DTYPE_NAMES[load_problem(name).dtype]
+    report.cases.append(harness.ForgeCase(
+        name, f"{name}/problem.py", {}, dtype, problem.atol_scale, f"{name}/input.py",
+        tuple(candidates)))
+    log(f"{name}: {len(candidates)} candidate(s) written")
+
+
+def _triton_candidates(name: str, profile: str, report: BundleReport,
+                       log: Callable[[str], None]) -> list[harness.ForgeCandidate]:
+    """The user's kernel through the Triton-level stages (CPU cascade), when any applied."""
+    problem = PROBLEMS[name]
+    with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
+        result, checked = forge_kernel(problem.kernel_path, problem.problem_path,
+                                       load_device(profile), [problem.small_sizes], gpu=False,
+                                       scratch=Path(scratch), atol_scale=problem.atol_scale)
+    applied = result.applied()
+    log(f"{name}: triton path: {', '.join(applied) or 'no stage'} applied, {checked} "
+        "proposal(s) checked")
+    if not result.changed:
+        report.dropped.append((f"{name}/stages", "no stage applied: "
+                                                 + "; ".join(result.report_lines())))
+        return []
+    relative = f"{name}/stages.py"
+    report.files[relative] = result.source
+    return [harness.ForgeCandidate("stages", relative, "the user's kernel after "
+                                   + ", ".join(applied))]
+
+
+def _torch_candidates(name: str, profile: str, executor: Executor, keep: int,
+                      max_candidates: int, report: BundleReport,
+                      log: Callable[[str], None]) -> list[harness.ForgeCandidate]:
+    """The problem through Axon's pipeline, each kept candidate's twin checked on the CPU."""
+    problem = PROBLEMS[name]
+    options = TorchForgeOptions(profile=profile, keep=keep, max_candidates=max_candidates,
+                                time_on_gpu=False)
+    try:
+        forged = forge_problem(problem.problem_path, options, executor, say=lambda line: None)
+    except ForgeError as err:
+        report.dropped.append((f"{name}/torch", str(err)))
+        log(f"{name}: torch path: {err}")
+        return []
+    small = {**problem.small_sizes,
+             **{k: v for k, v in forged.captured.fixed.items() if k in problem.small_sizes}}
+    candidates = []
+    with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
+        for n, module in enumerate(forged.modules):
+            twin = Path(scratch) / f"twin_{n}.py"
+            twin.write_text(module.twin_text)
+            verdict = check_against_original(problem.problem_path, None, twin, sizes=[small],
+                                             dtype="f32", atol_scale=problem.atol_scale,
+                                             device="cpu", timeout_s=CHECK_TIMEOUT_S)
+            if not verdict.passed:
+                report.dropped.append((f"{name}/{module.id}", f"{verdict.step}: "
+                                                              f"{verdict.reason}"))
+                log(f"{name}: {module.id}: left out: {verdict.step}: {verdict.reason}")
+                continue
+            relative = f"{name}/axon_{len(candidates)}.py"
+            report.files[relative] = module.text
+            candidates.append(harness.ForgeCandidate(
+                f"axon_{len(candidates)}", relative,
+                f"{module.tiling} ({module.launch}), modeled {module.modeled_ms:.4f} ms"))
+    return candidates
+
+
+def merge_bundles(sources: Sequence[Path], target: Path) -> Path:
+    """One bundle under `target` of the cases of `sources` (a torch-path and a triton-path
+    bundle of the same problems): a case in several keeps its first problem and input kernel
+    and gets every source's candidates (ids must differ). UsageError for a clash."""
+    read = [harness.read_forge_bundle(s) for s in sources]
+    if not read:
+        raise UsageError("--merge: no bundle given")
+    cases: dict[str, harness.ForgeCase] = {}
+    files: dict[str, str] = {}
+    for bundle in read:
+        if bundle.profile != read[0].profile:
+            raise UsageError(f"{bundle.root}: profile {bundle.profile}, but {read[0].root} "
+                             f"has {read[0].profile}")
+        for case in bundle.cases:
+            for c in case.candidates:
+                files[c.module] = bundle.path(c.module).read_text()
+            first = cases.get(case.case)
+            if first is None:
+                cases[case.case] = case
+                for relative in (case.problem, case.input_kernel):
+                    if relative is not None:
+                        files[relative] = bundle.path(relative).read_text()
+                continue
+            clash = {c.id for c in first.candidates} & {c.id for c in case.candidates}
+            if clash:
+                raise UsageError(f"{bundle.root}: case {case.case} repeats candidate(s) "
+                                 f"{', '.join(sorted(clash))}")
+            cases[case.case] = dataclasses.replace(
+                first, candidates=first.candidates + case.candidates)
+    merged = harness.ForgeBundle(target, read[0].profile, read[0].seed, axon_version(),
+                                 tuple(cases.values()))
+    return harness.write_forge_bundle(merged, files)
+
+
+def _parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m axon.forge.bundle",
+                       description="Forge the problems of benchmarks/forge into a bundle for "
+                                   "axon-bench (runs each problem's Python).")
+    p.add_argument("--problems", default="all",
+                   help="problem names, comma-separated, or 'all' (default)")
+    p.add_argument("--profile", default="h200", help="the KB device (default h200)")
+    p.add_argument("--merge", type=Path, nargs="+", metavar="BUNDLE",
+                   help="merge these bundles into -o instead of forging")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
+                   help="the bundle directory (must not hold a bundle)")
+    p.add_argument("--keep", type=int, default=KEEP, help="candidates per problem")
+    p.add_argument("--max-candidates", type=int, default=8,
+                   help="candidates checked per problem by the selection's cascade")
+    p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--paths", default=",".join(PATHS),
+                   help="the Forge paths whose candidates are written: torch (Axon's pipeline "
+                        "on the captured problem), triton (the user's kernel through the "
+                        "Triton-level stages), or both (default)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Build the bundle; a summary on stderr. Exit status 1 for a user error."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    exit_on_user_error("forge-bundle", lambda: _run(_parser().parse_args(args)),
+                       debug="--debug" in args)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> None:
+    names = list(PROBLEMS) if args.problems == "all" else args.problems.split(",")
+    unknown = [n for n in names if n not in PROBLEMS]
+    if unknown:
+        raise UsageError(f"--problems: unknown {', '.join(unknown)}; known: "
+                         f"{', '.join(PROBLEMS)}")
+    paths = [p for p in args.paths.split(",") if p]
+    if not paths or set(paths) - set(PATHS):
+        raise UsageError(f"--paths '{args.paths}': expected torch, triton or both")
+    if (args.output / harness.MANIFEST).exists():
+        raise UsageError(f"{args.output}: holds a bundle already")
+    if args.merge:
+        path = merge_bundles(args.merge, args.output)
+        print(f"forge-bundle: wrote {path}", file=sys.stderr)
+        return
+    start = time.perf_counter()
+    report = BundleReport()
+    executor = make_executor(args.executor)
+    try:
+        for name in names:
+            forge_case(name, args.profile, executor, args.keep, args.max_candidates, report,
+                       lambda line: print(f"forge-bundle: {line}", file=sys.stderr, flush=True),
+                       paths)
+    finally:
+        executor.close()
+    bundle = harness.ForgeBundle(args.output, args.profile, 0, axon_version(),
+                                 tuple(report.cases))
+    path = harness.write_forge_bundle(bundle, report.files)
+    print(f"forge-bundle: wrote {path}: {len(report.cases)} cases, "
+          f"{sum(len(c.candidates) for c in report.cases)} candidates, "
+          f"{len(report.dropped)} left out, {len(report.skipped)} problems skipped "
+          f"({', '.join(n for n, _ in report.skipped) or 'none'}); "
+          f"{time.perf_counter() - start:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

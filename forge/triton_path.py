@@ -1,0 +1,68 @@
+"""Forge's Triton path: a user's kernel file (a `ModelNew` launching Triton kernels) rewritten
+stage by stage, every proposal admitted only through the cascade against the original.
+
+    result = forge_kernel(kernel, problem, load_device("b70"), sizes, gpu=False, scratch=dir)
+    result.source, result.report_lines()
+
+The stages and their order are `forge/stages/` and `forge/planner.py`; the check of each proposal
+is `forge/cascade.py` (syntax, structure against the KB, the frozen harness against the original
+kernel and the problem's reference, the GPU's timing). Without a GPU the autotune stage is not
+applied: its module picks a configuration by timing each on the device, which Triton's CPU
+interpreter cannot do, and the cascade could check only what it would pick.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from axon.forge.cascade import ForgeCascade
+from axon.forge.driver import ForgeResult, optimize_source
+from axon.forge.source import KernelFile
+from axon.forge.stages import Applicability, Proposal, Stage, builtin_stages
+from axon.targets.xe_triton.kb import Device
+
+#: stages whose choice is made by timing on the device
+TIMED_STAGES = frozenset({"autotune"})
+
+
+@dataclass(frozen=True)
+class Untimed:
+    """A stage that picks by timing, on a machine without a GPU: it does not apply, saying why."""
+
+    stage: Stage
+
+    @property
+    def name(self) -> str:
+        """The wrapped stage's name (the planner orders by it)."""
+        return self.stage.name
+
+    def applies(self, kernel_file: KernelFile) -> Applicability:
+        """Never: see the class docstring."""
+        return Applicability(False, f"{self.name}: not applied: choosing among its "
+                                    "configurations needs a GPU's timer (Triton's CPU "
+                                    "interpreter has none)")
+
+    def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
+        """Nothing."""
+        return []
+
+
+def stages_for(gpu: bool) -> list[Stage]:
+    """The built-in stages, those that pick by timing wrapped in `Untimed` without a GPU."""
+    return [s if gpu or s.name not in TIMED_STAGES else Untimed(s) for s in builtin_stages()]
+
+
+def forge_kernel(kernel: Path, problem: Path, device: Device,
+                 sizes: Sequence[Mapping[str, int]], *, gpu: bool, scratch: Path,
+                 atol_scale: float = 1.0,
+                 say: Callable[[str], None] = lambda line: None) -> tuple[ForgeResult, int]:
+    """The plan run on `kernel` with every proposal through the cascade against the original
+    file (the harness runs modules from files under `scratch`); the result and the number of
+    proposals checked."""
+    cascade = ForgeCascade(kernel, problem, device, list(sizes), scratch, gpu=gpu,
+                           atol_scale=atol_scale)
+    result = optimize_source(kernel.read_text(encoding="utf-8"), str(kernel), device, cascade,
+                             say, stages_for(gpu))
+    return result, cascade.checked

@@ -1,0 +1,99 @@
+"""The Forge cascade on the Triton path: each proposal in order, syntax, structure against the KB
+(nothing a stage brings in outside the portable API, launches and autotune configs the device
+runs), correctness against the ORIGINAL kernel and the problem's reference by the frozen harness;
+the Triton path end to end keeps only what passes, and `axon forge` writes it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from axon.benchmarks.forge.problem_set import PROBLEMS
+from axon.forge.cascade import ForgeCascade, structure_error, syntax_error
+from axon.forge.triton_path import forge_kernel
+from axon.targets.xe_triton.kb import load_device
+
+NAME = "24_scale_tanh_residual"
+KERNEL = PROBLEMS[NAME].kernel_path
+PROBLEM = PROBLEMS[NAME].problem_path
+
+
+def test_syntax_and_structure_steps() -> None:
+    original = KERNEL.read_text()
+    assert syntax_error(original, "k.py") is None
+    assert "line" in (syntax_error(original.replace("def ", "def def ", 1), "k.py") or "")
+    h200, b70 = load_device("h200"), load_device("b70")
+    assert structure_error(original, "k.py", h200, original) is None
+    # a launch a device does not run, and a stage bringing in a non-portable tl API
+    bad_warps = original.replace("BLOCK_SIZE=1024)", "BLOCK_SIZE=1024, num_warps=3)")
+    assert bad_warps != original
+    assert "num_warps=3 is not one h200 runs" in (structure_error(bad_warps, "k.py", h200,
+                                                                   original) or "")
+    brought = original.replace("tl.sigmoid(", "tl.inline_asm_elementwise(", 1)
+    assert "tl.inline_asm_elementwise is not a Triton 3.6 API" in (
+        structure_error(brought, "k.py", b70, original) or "")
+    config = ("import triton\nconfigs = [triton.Config({'BLOCK_SIZE': 96}, num_warps=4)]\n")
+    assert "BLOCK_SIZE=96 is not a power of two" in (
+        structure_error(original + config, "k.py", h200, original) or "")
+
+
+def test_cascade_checks_against_the_original(tmp_path: Path) -> None:
+    """An honest rewrite passes; one that changes the result is caught at correctness, one that
+    patches the timer at the harness's static check."""
+    original = KERNEL.read_text()
+    cascade = ForgeCascade(KERNEL, PROBLEM, load_device("h200"), [PROBLEMS[NAME].small_sizes],
+                           tmp_path)
+    same = original.replace("BLOCK_SIZE=1024)", "BLOCK_SIZE=1024, num_warps=8)")
+    assert same != original
+    passed = cascade(original, same)
+    assert passed.passed, passed
+    wrong = original.replace("tl.sigmoid(", "tl.exp(", 1)
+    assert wrong != original
+    outcome = cascade(original, wrong)
+    assert not outcome.passed and outcome.step == "correctness"
+    assert "against the original" in outcome.reason or "reference" in outcome.reason
+    hack = original + "\nimport time\ntime.perf_counter = lambda: 0.0\n"
+    outcome = cascade(original, hack)
+    assert not outcome.passed and outcome.step in ("tamper", "correctness"), outcome
+    assert cascade.checked == 3
+
+
+def test_triton_path_keeps_only_checked_stages(tmp_path: Path) -> None:
+    """On a GEMM kernel the stages apply in the planner's order, each through the cascade; the
+    autotune stage is not applied without a GPU and says why; the result still matches."""
+    name = "01_gemm_bias_relu"
+    result, checked = forge_kernel(PROBLEMS[name].kernel_path, PROBLEMS[name].problem_path,
+                                   load_device("h200"), [PROBLEMS[name].small_sizes], gpu=False,
+                                   scratch=tmp_path)
+    assert result.applied() == ["block_pointers", "swizzle", "xe_tuning"]
+    assert checked >= 3
+    lines = "\n".join(result.report_lines())
+    assert "autotune: skipped: autotune: not applied: choosing among its configurations needs " \
+           "a GPU's timer" in lines
+    assert "tl.make_block_ptr" in result.source and "GROUP_SIZE_M" in result.source
+    final = ForgeCascade(PROBLEMS[name].kernel_path, PROBLEMS[name].problem_path,
+                         load_device("h200"), [PROBLEMS[name].small_sizes], tmp_path)
+    assert final(result.original, result.source).passed
+
+
+def _axon(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.run([sys.executable, "-m", "axon.tools.axon_main", "forge", *args],
+                          capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_command_on_a_kernel_file(tmp_path: Path) -> None:
+    out = tmp_path / "opt.py"
+    done = _axon(str(KERNEL), "--problem", str(PROBLEM), "--profile", "b70", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "xe_tuning: applied" in done.stderr
+    assert "class ModelNew" in out.read_text() and out.read_text() != KERNEL.read_text()
+    no_inputs = _axon(str(KERNEL), "--profile", "b70")
+    assert no_inputs.returncode == 1
+    assert "no get_inputs(); give the problem the kernel solves with --problem" in \
+        no_inputs.stderr
+    unknown = _axon(str(KERNEL), "--problem", str(PROBLEM), "--profile", "nope")
+    assert unknown.returncode == 1 and "unknown profile 'nope'" in unknown.stderr
+    assert "Traceback" not in no_inputs.stderr + unknown.stderr

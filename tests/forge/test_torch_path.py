@@ -1,0 +1,123 @@
+"""Forge's torch path: a KernelBench-format problem becomes a drop-in `ModelNew` module whose
+forward is Axon's proved and selected Triton kernel; the frozen harness (a child process) finds
+it equal to the problem's Model on Triton's CPU interpreter; `axon forge` writes it, never over
+its input, and refuses what it cannot do with one diagnostic."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from axon.benchmarks.forge.problem_set import PROBLEMS
+from axon.forge.torch_path import (
+    ForgeError,
+    TorchForgeOptions,
+    check_sizes,
+    forge_problem,
+    load,
+)
+from axon.selection.executor import make_executor
+from axon.targets.xe_triton.harness.forge_run import check_against_original
+
+OPTIONS = TorchForgeOptions(max_candidates=3, keep=2, time_on_gpu=False)
+
+
+def _forge(name: str) -> tuple[Path, object]:
+    executor = make_executor("local")
+    try:
+        return PROBLEMS[name].problem_path, forge_problem(
+            PROBLEMS[name].problem_path, OPTIONS, executor, say=lambda line: None)
+    finally:
+        executor.close()
+
+
+@pytest.mark.parametrize("name", ["12_rmsnorm", "06_bmm_scale"])
+def test_forged_module_is_a_drop_in_that_matches_model(name: str, tmp_path: Path) -> None:
+    """The module holds the problem's source, the kernel and `class ModelNew(Model)` whose
+    forward passes the model's parameters by name; its float32 twin matches Model at the
+    problem's small sizes (06 names a size `k`, the tiler's own index: renamed on capture)."""
+    path, forged = _forge(name)
+    assert forged.modules, "no module written"
+    best = forged.best
+    tree = ast.parse(best.text)
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    assert {"Model", "ModelNew"} <= set(classes)
+    assert [ast.unparse(b) for b in classes["ModelNew"].bases] == ["Model"]
+    assert best.text.startswith(path.read_text().rstrip())
+    assert f"def {best.host}(" in best.text
+    if name == "06_bmm_scale":
+        assert forged.captured.renamed == {"k": "k_size"}
+    twin = tmp_path / "twin.py"
+    twin.write_text(best.twin_text)
+    verdict = check_against_original(path, None, twin, sizes=[PROBLEMS[name].small_sizes],
+                                     dtype="f32", device="cpu")
+    assert verdict.passed, verdict.reason
+    # a kernel that drops the weight is told apart by the same check
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text(best.twin_text.replace("self.get_parameter('weight')",
+                                            "torch.ones_like(self.get_parameter('weight'))")
+                     if name == "12_rmsnorm" else
+                     best.twin_text.replace("return " + best.host + "(",
+                                            "return 2.0 * " + best.host + "("))
+    assert wrong.read_text() != twin.read_text()
+    verdict = check_against_original(path, None, wrong, sizes=[PROBLEMS[name].small_sizes],
+                                     dtype="f32", device="cpu")
+    assert not verdict.passed and verdict.step in ("correctness", "tamper"), verdict
+
+
+def test_check_sizes_keep_what_the_problem_needs() -> None:
+    """Small odd sizes where Model runs at them; halved sizes where it does not (GQA's query
+    heads must stay a multiple of its kv heads); fixed sizes keep their values."""
+    rms = load(PROBLEMS["12_rmsnorm"].problem_path, TorchForgeOptions())
+    assert check_sizes(rms, {}) == {"batch_size": 33, "dim": 65}
+    gqa = load(PROBLEMS["21_gqa_attention"].problem_path, TorchForgeOptions())
+    sizes = check_sizes(gqa, {"head_dim": 128})
+    assert sizes["head_dim"] == 128
+    assert sizes["num_q_heads"] % sizes["num_kv_heads"] == 0
+    assert max(v for k, v in sizes.items() if k != "head_dim") <= 96
+
+
+def test_missing_file_and_unknown_dtype_are_user_errors(tmp_path: Path) -> None:
+    with pytest.raises(ForgeError, match="no such file"):
+        load(tmp_path / "nope.py", TorchForgeOptions())
+    with pytest.raises(ForgeError, match="expected one of"):
+        load(PROBLEMS["12_rmsnorm"].problem_path, TorchForgeOptions(dtype="f64"))
+
+
+def _axon(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.run([sys.executable, "-m", "axon.tools.axon_main", "forge", *args],
+                          capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_command_writes_a_checked_module_and_never_its_input(tmp_path: Path) -> None:
+    problem = tmp_path / "rmsnorm.py"
+    problem.write_text(PROBLEMS["12_rmsnorm"].problem_path.read_text())
+    out = tmp_path / "rmsnorm_opt.py"
+    done = _axon(str(problem), "--from", "torch", "-o", str(out), "--max-candidates", "2")
+    assert done.returncode == 0, done.stderr
+    assert "class ModelNew(Model):" in out.read_text()
+    assert "checked against Model at batch_size=33, dim=65" in done.stderr
+    assert "timing skipped: no GPU" in done.stderr
+    before = problem.read_text()
+    same = _axon(str(problem), "--from", "torch", "-o", str(problem))
+    assert same.returncode == 1 and "never overwrites its input" in same.stderr
+    assert problem.read_text() == before
+    missing = _axon(str(tmp_path / "nope.py"), "--from", "torch")
+    assert missing.returncode == 1 and "no such file" in missing.stderr
+    assert "Traceback" not in same.stderr + missing.stderr
+
+
+def test_command_refuses_what_does_not_tile_with_one_diagnostic(tmp_path: Path) -> None:
+    """Self-attention names one size for the query rows and the key loop: no tiling of it is
+    proved yet, and the command says so (exit 1, no traceback)."""
+    done = _axon(str(PROBLEMS["19_attention"].problem_path), "--from", "torch",
+                 "--max-candidates", "2", "--quiet")
+    assert done.returncode == 1
+    assert "19_attention.py" in done.stderr and "no candidate emits" in done.stderr
+    assert "Traceback" not in done.stderr
