@@ -204,7 +204,9 @@ def test_the_harness_imports_nothing_else_of_axon() -> None:
                     path.name, module)
     # and, imported for real, it loads no other Axon module nor Axon's other dependencies
     code = ("import sys, axon.tools.axon_bench, axon.targets.xe_triton.harness.run, "
-            "axon.targets.xe_triton.harness.report, axon.targets.xe_triton.harness.child\n"
+            "axon.targets.xe_triton.harness.report, axon.targets.xe_triton.harness.child, "
+            "axon.targets.xe_triton.harness.forge_report, "
+            "axon.targets.xe_triton.harness.forge_child\n"
             "bad = sorted(m for m in sys.modules if (m.startswith('axon.') and not m.startswith("
             "'axon.targets.xe_triton.harness') and m not in ('axon.tools', 'axon.targets', "
             "'axon.targets.xe_triton', 'axon.tools.axon_bench')) or m.split('.')[0] in "

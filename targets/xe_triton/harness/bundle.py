@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,18 +113,24 @@ class Bundle:
 
 def read_bundle(root: Path) -> Bundle:
     """Read and check `root/manifest.json`; BundleError at the first mistake."""
+    path, data = read_manifest(root)
+    return _Reader(path).bundle(data, root)
+
+
+def read_manifest(root: Path) -> tuple[Path, Any]:
+    """The manifest's path and its JSON value; BundleError when there is none or it is not
+    JSON."""
     path = root / MANIFEST
     if not root.is_dir():
         raise BundleError(f"{root}: not a directory (expected a bundle holding {MANIFEST})")
     if not path.is_file():
         raise BundleError(f"{path}: no such file (a bundle holds {MANIFEST})")
     try:
-        data = json.loads(path.read_text())
+        return path, json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise BundleError(f"{path}:{e.lineno}:{e.colno}: error: invalid JSON: {e.msg}") from None
     except UnicodeDecodeError as e:
         raise BundleError(f"{path}: error: not UTF-8 text ({e.reason})") from None
-    return _Reader(path).bundle(data, root)
 
 
 def write_bundle(bundle: Bundle, modules: dict[str, str]) -> Path:
@@ -182,11 +189,18 @@ class _Reader:
         return value
 
     def bundle(self, data: Any, root: Path) -> Bundle:
+        profile, seed, axon_version, cases_json = self.header(data, FORMAT)
+        cases = self.named(cases_json, "cases", "case", lambda c, where: self.case(c, where, root))
+        return Bundle(root, profile, seed, axon_version, tuple(cases))
+
+    def header(self, data: Any, fmt: str) -> tuple[str, int, str, list[Any]]:
+        """The manifest's format (must be `fmt`) and version checked; its profile, seed, Axon
+        version and cases (a list, not empty)."""
         if not isinstance(data, dict):
             raise self.error("", f"expected a JSON object, got {_show(data)}")
-        fmt = self.get(data, "format", "", str)
-        if fmt != FORMAT:
-            raise self.error("format", f"expected '{FORMAT}', got '{fmt}'")
+        found = self.get(data, "format", "", str)
+        if found != fmt:
+            raise self.error("format", f"expected '{fmt}', got '{found}'")
         version = self.get(data, "version", "", int)
         if version != VERSION:
             raise self.error("version", f"this harness reads version {VERSION}, got {version}")
@@ -196,14 +210,20 @@ class _Reader:
         cases_json = self.get(data, "cases", "", list, what="a list of cases")
         if not cases_json:
             raise self.error("cases", "the bundle has no cases")
-        cases, seen = [], set()
-        for i, case_json in enumerate(cases_json):
-            case = self.case(case_json, f"cases[{i}]", root)
-            if case.case in seen:
-                raise self.error(f"cases[{i}].case", f"'{case.case}' is named twice")
-            seen.add(case.case)
-            cases.append(case)
-        return Bundle(root, profile, seed, axon_version, tuple(cases))
+        return profile, seed, axon_version, cases_json
+
+    def named(self, items: list[Any], where: str, key: str,
+              parse: Callable[[Any, str], Any]) -> list[Any]:
+        """Each item of `items` parsed at `where[i]`; an error where two share their `key`."""
+        found, seen = [], set()
+        for i, item in enumerate(items):
+            value = parse(item, f"{where}[{i}]")
+            name = getattr(value, key)
+            if name in seen:
+                raise self.error(f"{where}[{i}].{key}", f"'{name}' is named twice")
+            seen.add(name)
+            found.append(value)
+        return found
 
     def case(self, data: Any, where: str, root: Path) -> Case:
         if not isinstance(data, dict):
@@ -226,13 +246,8 @@ class _Reader:
         inputs = self.tensors(data, "inputs", where, named=True)
         outputs = self.tensors(data, "outputs", where, named=False)
         candidates_json = self.get(data, "candidates", where, list, what="a list of candidates")
-        candidates, seen = [], set()
-        for j, cand_json in enumerate(candidates_json):
-            candidate = self.candidate(cand_json, f"{where}.candidates[{j}]", root)
-            if candidate.id in seen:
-                raise self.error(f"{where}.candidates[{j}].id", f"'{candidate.id}' is named twice")
-            seen.add(candidate.id)
-            candidates.append(candidate)
+        candidates = self.named(candidates_json, f"{where}.candidates", "id",
+                                lambda c, here: self.candidate(c, here, root))
         key = self.get(data, "key", where, str, "")
         return Case(name, program, tier, sizes, dtype,
                     (float(tolerance[0]), float(tolerance[1])), flops, nbytes, inputs, outputs,
@@ -289,16 +304,27 @@ class _Reader:
             raise self.error(where, f"a uniform init needs low < high, got [{low}, {high})")
         return Init(str(kind), low, high, scale)
 
+    def file(self, data: dict[str, Any], key: str, where: str, root: Path,
+             optional: bool = False) -> str | None:
+        """A `.py` path inside the bundle that exists (None for an optional null)."""
+        kinds: tuple[type, ...] = (str, type(None)) if optional else (str,)
+        value = self.get(data, key, where, kinds, None if optional else ...,
+                         "a path or null" if optional else "")
+        if value is None:
+            return None
+        relative = Path(value)
+        if relative.is_absolute() or ".." in relative.parts or relative.suffix != ".py":
+            raise self.error(f"{where}.{key}", f"'{value}' is not a .py path inside the bundle")
+        if not (root / relative).is_file():
+            raise self.error(f"{where}.{key}", f"'{value}': no such file in the bundle")
+        return str(value)
+
     def candidate(self, data: Any, where: str, root: Path) -> Candidate:
         if not isinstance(data, dict):
             raise self.error(where, f"expected a candidate object, got {_show(data)}")
         cid = self.ident(data, "id", where)
-        module = self.get(data, "module", where, str)
-        relative = Path(module)
-        if relative.is_absolute() or ".." in relative.parts or relative.suffix != ".py":
-            raise self.error(f"{where}.module", f"'{module}' is not a .py path inside the bundle")
-        if not (root / relative).is_file():
-            raise self.error(f"{where}.module", f"'{module}': no such file in the bundle")
+        module = self.file(data, "module", where, root)
+        assert module is not None
         function = self.get(data, "function", where, str)
         if not _KWARG.match(function):
             raise self.error(f"{where}.function", f"'{function}' is not a Python name")

@@ -42,14 +42,8 @@ def _run_functions(job: dict[str, Any], session: Any) -> int:
 
     for candidate in job["candidates"]:
         cid = candidate["id"]
-        session.send("start", cid)
-        try:
-            module = sessions.load_module(candidate["path"],
-                                          f"axon_candidate_{len(sys.modules)}")
-            function = getattr(module, candidate["function"])
-        except BaseException as e:  # noqa: BLE001 (any failure of a candidate is its verdict)
-            return int(session.fail(cid, f"import failed: {sessions.short(e)}"))
-        if session.tampered(cid, "on import"):
+        function = session.load(cid, candidate["path"], candidate["function"])
+        if function is None:
             return sessions.TAINTED
         kwargs = candidate["kwargs"]
         clones = [t.clone() for t in pristine]

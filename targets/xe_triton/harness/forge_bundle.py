@@ -31,7 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from axon.targets.xe_triton.harness.bundle import MANIFEST, BundleError, _Reader, _show
+from axon.targets.xe_triton.harness.bundle import (
+    MANIFEST,
+    _Reader,
+    _show,
+    read_manifest,
+)
 
 FORMAT = "axon-forge-bundle"
 VERSION = 1
@@ -87,17 +92,7 @@ def bundle_format(root: Path) -> str | None:
 
 def read_forge_bundle(root: Path) -> ForgeBundle:
     """Read and check `root/manifest.json`; BundleError at the first mistake."""
-    path = root / MANIFEST
-    if not root.is_dir():
-        raise BundleError(f"{root}: not a directory (expected a bundle holding {MANIFEST})")
-    if not path.is_file():
-        raise BundleError(f"{path}: no such file (a bundle holds {MANIFEST})")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise BundleError(f"{path}:{e.lineno}:{e.colno}: error: invalid JSON: {e.msg}") from None
-    except UnicodeDecodeError as e:
-        raise BundleError(f"{path}: error: not UTF-8 text ({e.reason})") from None
+    path, data = read_manifest(root)
     return _ForgeReader(path).forge_bundle(data, root)
 
 
@@ -125,43 +120,18 @@ class _ForgeReader(_Reader):
     """`bundle.py`'s reader with the Forge bundle's fields."""
 
     def forge_bundle(self, data: Any, root: Path) -> ForgeBundle:
-        if not isinstance(data, dict):
-            raise self.error("", f"expected a JSON object, got {_show(data)}")
-        fmt = self.get(data, "format", "", str)
-        if fmt != FORMAT:
-            raise self.error("format", f"expected '{FORMAT}', got '{fmt}'")
-        version = self.get(data, "version", "", int)
-        if version != VERSION:
-            raise self.error("version", f"this harness reads version {VERSION}, got {version}")
-        profile = self.get(data, "profile", "", str)
-        seed = self.get(data, "seed", "", int)
-        axon_version = self.get(data, "axon_version", "", str, "unknown")
-        cases_json = self.get(data, "cases", "", list, what="a list of cases")
-        if not cases_json:
-            raise self.error("cases", "the bundle has no cases")
-        cases, seen = [], set()
-        for i, case_json in enumerate(cases_json):
-            case = self.forge_case(case_json, f"cases[{i}]", root)
-            if case.case in seen:
-                raise self.error(f"cases[{i}].case", f"'{case.case}' is named twice")
-            seen.add(case.case)
-            cases.append(case)
+        profile, seed, axon_version, cases_json = self.header(data, FORMAT)
+        cases = self.named(cases_json, "cases", "case",
+                           lambda c, where: self.forge_case(c, where, root))
         return ForgeBundle(root, profile, seed, axon_version, tuple(cases))
 
-    def file(self, data: dict[str, Any], key: str, where: str, root: Path,
-             optional: bool = False) -> str | None:
-        """A `.py` path inside the bundle that exists (None for an optional null)."""
-        kinds: tuple[type, ...] = (str, type(None)) if optional else (str,)
-        value = self.get(data, key, where, kinds, None if optional else ...,
-                         "a path or null" if optional else "")
-        if value is None:
-            return None
-        relative = Path(value)
-        if relative.is_absolute() or ".." in relative.parts or relative.suffix != ".py":
-            raise self.error(f"{where}.{key}", f"'{value}' is not a .py path inside the bundle")
-        if not (root / relative).is_file():
-            raise self.error(f"{where}.{key}", f"'{value}': no such file in the bundle")
-        return str(value)
+    def forge_candidate(self, data: Any, where: str, root: Path) -> ForgeCandidate:
+        if not isinstance(data, dict):
+            raise self.error(where, f"expected a candidate object, got {_show(data)}")
+        cid = self.ident(data, "id", where)
+        module = self.file(data, "module", where, root)
+        assert module is not None
+        return ForgeCandidate(cid, module, self.get(data, "note", where, str, ""))
 
     def forge_case(self, data: Any, where: str, root: Path) -> ForgeCase:
         if not isinstance(data, dict):
@@ -178,18 +148,7 @@ class _ForgeReader(_Reader):
             raise self.error(f"{where}.atol_scale", f"expected a number > 0, got {atol_scale}")
         input_kernel = self.file(data, "input_kernel", where, root, optional=True)
         candidates_json = self.get(data, "candidates", where, list, what="a list of candidates")
-        candidates, seen = [], set()
-        for j, cand_json in enumerate(candidates_json):
-            here = f"{where}.candidates[{j}]"
-            if not isinstance(cand_json, dict):
-                raise self.error(here, f"expected a candidate object, got {_show(cand_json)}")
-            cid = self.ident(cand_json, "id", here)
-            if cid in seen:
-                raise self.error(f"{here}.id", f"'{cid}' is named twice")
-            seen.add(cid)
-            module = self.file(cand_json, "module", here, root)
-            assert module is not None
-            candidates.append(ForgeCandidate(cid, module,
-                                             self.get(cand_json, "note", here, str, "")))
+        candidates = self.named(candidates_json, f"{where}.candidates", "id",
+                                lambda c, here: self.forge_candidate(c, here, root))
         return ForgeCase(name, problem, sizes, dtype, atol_scale, input_kernel,
                          tuple(candidates))

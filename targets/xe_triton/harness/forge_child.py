@@ -22,7 +22,6 @@ fresh one for the modules left); one whose results were refused leaves it to the
 from __future__ import annotations
 
 import functools
-import sys
 import threading
 from typing import Any
 
@@ -110,14 +109,8 @@ def run_modules(job: dict[str, Any], session: sessions.Session) -> int:
                          for x in run["inputs"]]
     for candidate in job["candidates"]:
         cid = candidate["id"]
-        session.send("start", cid)
-        try:
-            module = sessions.load_module(candidate["path"],
-                                          f"axon_forge_module_{len(sys.modules)}")
-            model_new = module.ModelNew
-        except BaseException as e:  # noqa: BLE001 (any failure of a candidate is its verdict)
-            return session.fail(cid, f"import failed: {sessions.short(e)}")
-        if session.tampered(cid, "on import"):
+        model_new = session.load(cid, candidate["path"], "ModelNew")
+        if model_new is None:
             return sessions.TAINTED
         first: torch.nn.Module | None = None
         buffers: dict[tuple[Any, ...], list[Any]] = {}

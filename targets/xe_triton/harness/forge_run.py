@@ -269,14 +269,11 @@ def check_against_original(problem: Path, original: Path | None, candidate: Path
                             max_abs_error_vs_original=got.error_vs_original, notes=tuple(notes))
     original_timing = reference.measured.timing if reference is not None else None
     how, slower = performance_verdict(m.timing, original_timing, where, runs[0].label)
-    common = {"max_abs_error": m.max_abs_error, "candidate_ms": timing.figure(m.timing, how),
-              "original_ms": timing.figure(original_timing, how),
-              "max_abs_error_vs_original": got.error_vs_original, "method": how}
     if how == "cpu":
         notes.append(CPU_NOTE)
-    if slower:
-        return ForgeVerdict(False, "performance", slower, notes=tuple(notes), **common)
-    return ForgeVerdict(True, "", "", notes=tuple(notes), **common)
+    return ForgeVerdict(not slower, "performance" if slower else "", slower, m.max_abs_error,
+                        timing.figure(m.timing, how), timing.figure(original_timing, how),
+                        got.error_vs_original, how, tuple(notes))
 
 
 def performance_verdict(candidate: timing.Timing | None, original: timing.Timing | None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ def table(result: BenchResult) -> str:
     return "\n".join(lines)
 
 
-def columns(header: tuple[str, ...], rows: list[tuple[str, ...]],
+def columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]],
             left: tuple[int, ...]) -> list[str]:
     """The header, a rule and the rows, in columns (those in `left` left-aligned, the others
     right-aligned)."""

@@ -78,6 +78,21 @@ class Session:
         """One frame without payloads."""
         wire.send(self.fd, {"event": event, "candidate": candidate, **fields})
 
+    def load(self, candidate: str, path: str, attribute: str) -> Any:
+        """Send `start`, import the module at `path` and return its `attribute`; None (after a
+        `failed` or `rejected` frame) when the import fails or patches what the guard
+        watches."""
+        self.send("start", candidate)
+        try:
+            module = load_module(path, f"axon_candidate_{len(sys.modules)}")
+            found = getattr(module, attribute)
+            if found is None:
+                raise TypeError(f"{attribute} is None")
+        except BaseException as e:  # noqa: BLE001 (any failure of a candidate is its verdict)
+            self.fail(candidate, f"import failed: {short(e)}")
+            return None
+        return None if self.tampered(candidate, "on import") else found
+
     def reject(self, candidate: str, step: str, reason: str) -> int:
         """Report a rejection; TAINTED (the child stops)."""
         self.send("rejected", candidate, step=step, reason=reason)
