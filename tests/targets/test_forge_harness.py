@@ -308,6 +308,19 @@ def test_l_a_wrong_shape_or_dtype_is_caught(tricks: dict[str, Checked], name: st
     assert step == "correctness" and why.endswith(reason)
 
 
+def test_a_kernel_that_stops_working_once_timed_is_caught_after_the_timing(
+        tmp_path: Path) -> None:
+    warm = planted(tmp_path, "warm", prelude="CALLS = [0]", forward="""
+        CALLS[0] += 1
+        if CALLS[0] > 2:
+            return torch.empty_like(x)
+        return launch(x, residual, self.scale)""")
+    verdict = check24(warm, time=True, repeats=1)
+    assert verdict.step == "correctness"
+    assert verdict.reason.startswith("wrong against the float32 reference at seed 0, sizes "
+                                     "batch_size=33 dim=1100, after timing: result 0[")
+
+
 def test_a_candidate_off_the_original_but_near_the_reference_is_caught(tmp_path: Path) -> None:
     up = planted(tmp_path, "up", forward="return launch(x, residual, self.scale, factor=1.000015)")
     down = planted(tmp_path, "down",

@@ -14,9 +14,11 @@ parameter. The results go to the parent raw with the torch compute ops the call 
 parent answers. Every run uses the same process, and a run whose inputs have the shapes of an
 earlier run's gets the earlier run's input tensors with its own values copied in, so a result
 cached by shape or by data pointer on the first run is wrong on the second. After the last
-run, `timing` (of the first run's model and inputs) or `checked`. A module that crashed, patched
-something or left a thread running or the stream changed ends the process (the parent starts a
-fresh one for the modules left); one whose results were refused leaves it to the next module.
+run, `checked`; or, when timing, `timing` (of the first run's model and inputs) after one more
+checked call of the timed model on the timed tensors (run index: the number of runs). A module
+that crashed, patched something, left a thread running or changed the stream ends the process
+(the parent starts a fresh one for the modules left); one whose results were refused leaves it
+to the next module.
 """
 
 from __future__ import annotations
@@ -98,76 +100,92 @@ def _forward(model: torch.nn.Module, *inputs: Any) -> Any:
         return model(*inputs)
 
 
+#: a checked call's outcomes: the parent accepted the results, refused them (the process is fit
+#: for the next module), or the process must end
+ACCEPTED, REFUSED, TAINTED = "accepted", "refused", "tainted"
+
+
+def _checked_call(session: sessions.Session, cid: str, model: torch.nn.Module,
+                  pristine: list[Any], clones: list[Any], run: int) -> str:
+    """Call `model` on `clones` (holding `pristine`'s values) with its compute ops recorded,
+    check what the call did, send the results as run `run` and return the parent's verdict."""
+    threads = threading.active_count()
+    stream = torch.cuda.current_stream() if session.device == "cuda" else None
+    recorder = ComputeOps()
+    try:
+        with recorder:
+            out = _forward(model, *clones)
+        session.sync()
+    except BaseException as e:  # noqa: BLE001 (any failure of a candidate is its verdict)
+        session.fail(cid, f"crashed: {sessions.short(e)}")
+        return TAINTED
+    if session.tampered(cid, "when called"):
+        return TAINTED
+    reason, taints = _dynamic_check(out, model, pristine, clones, threads, stream)
+    if reason:
+        session.send("rejected", cid, step="tamper", reason=reason)
+        return TAINTED if taints else REFUSED
+    results = list(out) if isinstance(out, (tuple, list)) else [out]
+    try:
+        payloads = [wire.tensor_payload(r) for r in results]
+    except wire.WireError as e:
+        session.send("rejected", cid, step="correctness", reason=str(e))
+        return REFUSED
+    verdict = session.outputs(cid, payloads, run=run, ops=sorted(recorder.ops))
+    return ACCEPTED if verdict.get("ok") else REFUSED
+
+
+def _check_runs(session: sessions.Session, cid: str, model_new: Any, runs: list[Any],
+                dtype: torch.dtype) -> tuple[str, torch.nn.Module | None]:
+    """Every run's checked call in turn; the outcome and the first run's model."""
+    buffers: dict[tuple[Any, ...], list[Any]] = {}
+    first: torch.nn.Module | None = None
+    for k, run in enumerate(runs):
+        try:
+            model = model_new(*run["init"])
+        except BaseException as e:  # noqa: BLE001
+            session.fail(cid, f"ModelNew(*get_init_inputs()) failed: {sessions.short(e)}")
+            return TAINTED, None
+        mismatch = _state_mismatch(model, run["state"])
+        if mismatch:
+            # the process is as it was: the next module may run in it
+            session.send("rejected", cid, step="correctness",
+                         reason=f"its state dict does not match the problem's: {mismatch}")
+            return REFUSED, None
+        model.load_state_dict(run["state"], strict=True)
+        model = model.to(device=session.device, dtype=dtype)
+        outcome = _checked_call(session, cid, model, run["inputs"],
+                                _fill(buffers, run["inputs"]), k)
+        if outcome != ACCEPTED:
+            return outcome, None
+        if first is None:
+            first = model
+    return ACCEPTED, first
+
+
 def run_modules(job: dict[str, Any], session: sessions.Session) -> int:
     """Check (and time) each module of `job` (see the module doc); 0, or TAINTED when a module
     disqualified the process."""
     dtype = TORCH_DTYPES[job["dtype"]]
-    device = session.device
     runs = [torch.load(path, weights_only=True) for path in job["runs"]]
     for run in runs:
-        run["inputs"] = [x.to(device) if isinstance(x, torch.Tensor) else x
+        run["inputs"] = [x.to(session.device) if isinstance(x, torch.Tensor) else x
                          for x in run["inputs"]]
     for candidate in job["candidates"]:
         cid = candidate["id"]
         model_new = session.load(cid, candidate["path"], "ModelNew")
         if model_new is None:
             return sessions.TAINTED
-        first: torch.nn.Module | None = None
-        buffers: dict[tuple[Any, ...], list[Any]] = {}
-        passed = True
-        for k, run in enumerate(runs):
-            try:
-                model = model_new(*run["init"])
-            except BaseException as e:  # noqa: BLE001
-                return session.fail(cid, f"ModelNew(*get_init_inputs()) failed: "
-                                         f"{sessions.short(e)}")
-            mismatch = _state_mismatch(model, run["state"])
-            if mismatch:
-                # the process is as it was: the next module may run in it
-                session.send("rejected", cid, step="correctness",
-                             reason=f"its state dict does not match the problem's: {mismatch}")
-                passed = False
-                break
-            model.load_state_dict(run["state"], strict=True)
-            model = model.to(device=device, dtype=dtype)
-            clones = _fill(buffers, run["inputs"])
-            threads = threading.active_count()
-            stream = torch.cuda.current_stream() if device == "cuda" else None
-            recorder = ComputeOps()
-            try:
-                with recorder:
-                    out = _forward(model, *clones)
-                session.sync()
-            except BaseException as e:  # noqa: BLE001
-                return session.fail(cid, f"crashed: {sessions.short(e)}")
-            if session.tampered(cid, "when called"):
-                return sessions.TAINTED
-            reason, taints = _dynamic_check(out, model, run["inputs"], clones, threads, stream)
-            if reason and taints:
-                return session.reject(cid, "tamper", reason)
-            if reason:
-                session.send("rejected", cid, step="tamper", reason=reason)
-                passed = False
-                break
-            results = list(out) if isinstance(out, (tuple, list)) else [out]
-            try:
-                payloads = [wire.tensor_payload(r) for r in results]
-            except wire.WireError as e:
-                session.send("rejected", cid, step="correctness", reason=str(e))
-                passed = False
-                break
-            if not session.outputs(cid, payloads, run=k, ops=sorted(recorder.ops)).get("ok"):
-                passed = False
-                break
-            if first is None:
-                first = model
-        if not passed:
+        outcome, model = _check_runs(session, cid, model_new, runs, dtype)
+        if outcome == TAINTED:
+            return sessions.TAINTED
+        if outcome == REFUSED or model is None:
             continue
-        if not job.get("time") or first is None:
+        if not job.get("time"):
             session.send("checked", cid)
             continue
-        model = first
-        inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in runs[0]["inputs"]]
+        pristine = runs[0]["inputs"]
+        inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in pristine]
         threads = threading.active_count()
         try:
             figures = timing.time_callable(functools.partial(_forward, model, *inputs),
@@ -178,11 +196,20 @@ def run_modules(job: dict[str, Any], session: sessions.Session) -> int:
             return sessions.TAINTED
         if threading.active_count() != threads:
             return session.reject(cid, "tamper", "a thread started while it was timed")
-        changed = _changed_input(runs[0]["inputs"], inputs)
+        changed = _changed_input(pristine, inputs)
         if changed is not None:
             return session.reject(cid, "tamper",
                                   f"modified its input: input {changed} changed while timed")
-        session.send("timing", cid, timing=figures.as_json())
+        # the model after all its timed calls, checked once more on the first run's inputs in
+        # the tensors it was timed on: a kernel that stops working once warm is wrong here
+        for buffer, x in zip(inputs, pristine, strict=True):
+            if isinstance(x, torch.Tensor):
+                buffer.copy_(x)
+        outcome = _checked_call(session, cid, model, pristine, inputs, len(runs))
+        if outcome == TAINTED:
+            return sessions.TAINTED
+        if outcome == ACCEPTED:
+            session.send("timing", cid, timing=figures.as_json())
     return 0
 
 
