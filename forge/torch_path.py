@@ -134,7 +134,7 @@ def load(path: Path, options: TorchForgeOptions) -> LoadedProblem:
 def capture(problem: LoadedProblem) -> CapturedProblem:
     """`problem`'s forward in `ax`, its size symbols clear of the tiler's names."""
     try:
-        captured = capture_problem(problem, reserved=RESERVED_NAMES)
+        captured = capture_problem(problem, reserved=RESERVED_NAMES, distinct=True)
     except TorchFrontendError as err:
         raise ForgeError(str(err)) from None
     constants = [name for kind, name in captured.sources if kind == "constant"]

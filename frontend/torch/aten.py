@@ -264,6 +264,7 @@ def _layer_norm(ctx: SizeContext, x: Any, normalized_shape: Sequence[int], weigh
         ctx.broadcast(y, weight)
         y = bx.multiply(y, weight)
     if bias is not None:
+        ctx.broadcast(y, bias)
         y = bx.add(y, bias)
     return y
 
@@ -360,6 +361,11 @@ def _attention(ctx: SizeContext, q: Any, k: Any, v: Any, attn_mask: Any = None,
         raise Unsupported("an attention mask, dropout or enable_gqa")
     q, k, v = _tensor(q), _tensor(k), _tensor(v)
     _matmul(ctx, q, _transpose_last(k))
+    # the scores' key dim is v's rows; their leading dims v's
+    ctx.unify(k.shape[-2], v.shape[-2])
+    for dk, dv in zip(reversed(k.shape[:-2]), reversed(v.shape[:-2]), strict=False):
+        if dk != IntExpr.const(1) and dv != IntExpr.const(1):
+            ctx.unify(dk, dv)
     return bx.attention(q, k, v, scale=scale, causal=bool(is_causal))
 
 

@@ -287,7 +287,8 @@ def node_location(path: Path, stack_trace: str | None) -> int | None:
 
 
 def capture_problem(problem: LoadedProblem, function_name: str = "forward",
-                    generalize: bool = True, reserved: Collection[str] = ()) -> CapturedProblem:
+                    generalize: bool = True, reserved: Collection[str] = (),
+                    distinct: bool = False) -> CapturedProblem:
     """Export `problem`'s forward and translate it into a module of one `func.func`; its inputs
     are the parameters and buffers, then the user inputs, in the dtypes of the tensors.
 
@@ -297,7 +298,8 @@ def capture_problem(problem: LoadedProblem, function_name: str = "forward",
     same, that size is fixed at its captured value (as are `D<k>` sizes, which no global moves
     alone, and sizes the problem cannot be moved in). A size symbol in `reserved` (names a
     later stage gives its own values, such as the tiler's loop indices) is renamed
-    `<name>_size` (`CapturedProblem.renamed`)."""
+    `<name>_size` (`CapturedProblem.renamed`). With `distinct`, inputs share a size only where
+    the graph requires it (`translate_program`)."""
     from axon.frontend.torch.translate import translate_program
 
     program = export_problem(problem)
@@ -312,9 +314,9 @@ def capture_problem(problem: LoadedProblem, function_name: str = "forward",
                 new += "_"
             renamed[name] = new
             taken.add(new)
-    if not fixed and not renamed:
+    if not fixed and not renamed and not distinct:
         return captured
-    return translate_program(problem, program, function_name, fixed, renamed)
+    return translate_program(problem, program, function_name, fixed, renamed, distinct)
 
 
 def _fixed_sizes(problem: LoadedProblem, captured: CapturedProblem,

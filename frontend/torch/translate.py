@@ -4,7 +4,7 @@ node the `ax` ops of its handler in `aten.ATEN`; what has no handler is listed, 
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -58,10 +58,14 @@ def _unsupported_message(node: torch.fx.Node) -> str:
 def translate_program(problem: LoadedProblem, program: torch.export.ExportedProgram,
                       function_name: str = "forward",
                       fixed: Mapping[str, int] | None = None,
-                      renamed: Mapping[str, str] | None = None) -> CapturedProblem:
+                      renamed: Mapping[str, str] | None = None,
+                      distinct: bool = False) -> CapturedProblem:
     """The `ax` module of an exported program: one `func.func` whose inputs are the program's
     parameters and buffers, then its user inputs; the size symbols in `fixed` are replaced by
-    their values, those in `renamed` by the symbols it names. TorchFrontendError listing every
+    their values, those in `renamed` by the symbols it names. With `distinct`, a size symbol
+    is a new one in each input after the first that has it (`seq_len_k`), and only the
+    equalities torch's graph requires join them again (`SizeContext.unify`): self-attention's
+    key length apart from its query length. TorchFrontendError listing every
     unsupported operator (each at its `forward` line) or the first shape it cannot
     translate."""
     graph = program.graph
@@ -125,13 +129,20 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
     dims = [[d.substitute({old: IntExpr.sym(new) for old, new in renamed.items()}) for d in row]
             for row in dims]
     sizes = {renamed.get(k, k): v for k, v in sizes.items() if k not in fixed}
+    derived: dict[str, str] = {}
+    if distinct:
+        dims = _distinct_dims(dims, names, sizes, derived)
     for _ in range(len(sizes) + 1):
         try:
             fn = _build(problem, graph, placeholders, dims, dtypes, names, sizes, function_name)
             break
         except Substitute as sub:
-            dims = [[d.substitute({sub.symbol: sub.expr}) for d in row] for row in dims]
-            del sizes[sub.symbol]
+            symbol, expr = sub.symbol, sub.expr
+            other = expr.as_symbol
+            if other is not None and other in derived and symbol not in derived:
+                symbol, expr = other, IntExpr.sym(symbol)  # the problem's own name stays
+            dims = [[d.substitute({symbol: expr}) for d in row] for row in dims]
+            del sizes[symbol]
     else:  # a guard: each substitution removes a symbol, so a build ends the loop first
         raise TorchFrontendError([f"{problem.path}: error: the input sizes do not settle"])
     _erase_unused(fn)
@@ -145,6 +156,27 @@ def translate_program(problem: LoadedProblem, program: torch.export.ExportedProg
                                                         else 0, kv[0])))
     return CapturedProblem(module, fn, names, arrays, parameters, ranked, fixed, sources,
                            renamed)
+
+
+def _distinct_dims(dims: list[list[IntExpr]], names: Sequence[str], sizes: dict[str, int],
+                   derived: dict[str, str]) -> list[list[IntExpr]]:
+    """`dims` with each symbol that an earlier input has renamed `<symbol>_<input>` (added to
+    `sizes` at the same value, and to `derived` with the symbol it came from)."""
+    seen: set[str] = set()
+    out = []
+    for row, name in zip(dims, names, strict=True):
+        symbols = {s for d in row for s in d.symbols()}
+        fresh = {}
+        for symbol in sorted(symbols & seen):
+            new = f"{symbol}_{name}"
+            while new in sizes:
+                new += "_"
+            fresh[symbol] = IntExpr.sym(new)
+            sizes[new] = sizes[symbol]
+            derived[new] = symbol
+        seen |= symbols
+        out.append([d.substitute(fresh) for d in row] if fresh else row)
+    return out
 
 
 def _erase_unused(fn: Any) -> None:

@@ -114,10 +114,10 @@ def test_command_writes_a_checked_module_and_never_its_input(tmp_path: Path) -> 
 
 
 def test_command_refuses_what_does_not_tile_with_one_diagnostic(tmp_path: Path) -> None:
-    """Self-attention names one size for the query rows and the key loop: no tiling of it is
-    proved yet, and the command says so (exit 1, no traceback)."""
-    done = _axon(str(PROBLEMS["19_attention"].problem_path), "--from", "torch",
+    """Causal attention's mask (iota compares) has no proved tiling yet, and the command says
+    so (exit 1, no traceback)."""
+    done = _axon(str(PROBLEMS["20_causal_attention"].problem_path), "--from", "torch",
                  "--max-candidates", "2", "--quiet")
     assert done.returncode == 1
-    assert "19_attention.py" in done.stderr and "no candidate emits" in done.stderr
+    assert "20_causal_attention.py" in done.stderr and "no candidate emits" in done.stderr
     assert "Traceback" not in done.stderr

@@ -115,6 +115,27 @@ def test_reserved_size_symbols_are_renamed() -> None:
     _close(got, _reference(problem), "06_bmm_scale")
 
 
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_distinct_sizes_join_only_where_the_graph_requires(name: str) -> None:
+    """With `distinct`, inputs share a size only where torch's graph equates them: every
+    problem still matches Model; self-attention's key length and value head dim stand apart
+    from the query's, the rest keep the problem's own names."""
+    problem = load_problem_file(PROBLEMS[name].problem_path, PROBLEMS[name].small_sizes,
+                                torch.float32)
+    captured = capture_problem(problem, distinct=True)
+    (got,) = run_function(captured.function, captured.example_inputs)
+    _close(got, _reference(problem), name)
+    plain = capture_problem(problem)
+    apart = set(captured.sizes) - set(plain.sizes)
+    if name in ("19_attention", "20_causal_attention"):
+        assert apart == {"seq_len_v", "head_dim_v"}
+    elif name == "21_gqa_attention":
+        assert apart == {"seq_len_v"}
+    else:
+        assert apart == set(), apart
+        assert print_ir(captured.module) == print_ir(plain.module)
+
+
 def test_attention_shape_probe_leaves_no_dead_ops() -> None:
     """The attention handler's `q @ k^T` probe (it lets a size equation surface) is erased:
     the function holds the two matmuls of attention only."""
