@@ -112,7 +112,7 @@ def _torch_candidates(name: str, profile: str, executor: Executor, keep: int,
         return []
     small = {**problem.small_sizes,
              **{k: v for k, v in forged.captured.fixed.items() if k in problem.small_sizes}}
-    candidates = []
+    candidates: list[harness.ForgeCandidate] = []
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         for n, module in enumerate(forged.modules):
             twin = Path(scratch) / f"twin_{n}.py"

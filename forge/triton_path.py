@@ -14,7 +14,6 @@ interpreter cannot do, and the cascade could check only what it would pick.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from axon.forge.cascade import ForgeCascade
@@ -27,16 +26,13 @@ from axon.targets.xe_triton.kb import Device
 TIMED_STAGES = frozenset({"autotune"})
 
 
-@dataclass(frozen=True)
 class Untimed:
-    """A stage that picks by timing, on a machine without a GPU: it does not apply, saying why."""
+    """A stage that picks by timing, on a machine without a GPU: it does not apply, saying why.
+    It keeps the wrapped stage's name (the planner orders by it)."""
 
-    stage: Stage
-
-    @property
-    def name(self) -> str:
-        """The wrapped stage's name (the planner orders by it)."""
-        return self.stage.name
+    def __init__(self, stage: Stage) -> None:
+        self.stage = stage
+        self.name = stage.name
 
     def applies(self, kernel_file: KernelFile) -> Applicability:
         """Never: see the class docstring."""

@@ -17,6 +17,7 @@ from axon.benchmarks.forge.problem_set import PROBLEMS
 from axon.forge.torch_path import (
     ForgeError,
     TorchForgeOptions,
+    TorchForgeResult,
     check_sizes,
     forge_problem,
     load,
@@ -27,7 +28,7 @@ from axon.targets.xe_triton.harness.forge_run import check_against_original
 OPTIONS = TorchForgeOptions(max_candidates=3, keep=2, time_on_gpu=False)
 
 
-def _forge(name: str) -> tuple[Path, object]:
+def _forge(name: str) -> tuple[Path, TorchForgeResult]:
     executor = make_executor("local")
     try:
         return PROBLEMS[name].problem_path, forge_problem(
