@@ -163,7 +163,7 @@ def merge_bundles(sources: Sequence[Path], target: Path) -> Path:
             cases[case.case] = dataclasses.replace(
                 first, candidates=first.candidates + case.candidates)
     merged = harness.ForgeBundle(target, read[0].profile, read[0].seed, axon_version(),
-                                 tuple(cases.values()))
+                                 tuple(cases[name] for name in sorted(cases)))
     return harness.write_forge_bundle(merged, files)
 
 

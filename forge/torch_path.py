@@ -202,7 +202,8 @@ def forge_problem(path: Path, options: TorchForgeOptions, executor: Executor,
     captured = capture(problem)
     func = captured.function
     sizes = dict(captured.sizes)
-    dtype = next((k for k, v in DTYPES.items() if v == problem.dtype), "f32")
+    runs_in = problem.dtype or getattr(problem.module, "dtype", torch.float32)
+    dtype = next((k for k, v in DTYPES.items() if v == runs_in), "f32")
     fixed = ", ".join(f"{k}={v}" for k, v in captured.fixed.items())
     say(f"{path.name}: captured {captured.summary()}")
     if fixed:

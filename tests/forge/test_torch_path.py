@@ -51,6 +51,7 @@ def test_forged_module_is_a_drop_in_that_matches_model(name: str, tmp_path: Path
     assert [ast.unparse(b) for b in classes["ModelNew"].bases] == ["Model"]
     assert best.text.startswith(path.read_text().rstrip())
     assert f"def {best.host}(" in best.text
+    assert forged.dtype == "bf16"  # the problem's `dtype` global, no override given
     if name == "06_bmm_scale":
         assert forged.captured.renamed == {"k": "k_size"}
     twin = tmp_path / "twin.py"
