@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -56,3 +58,15 @@ def loaded(tmp_path: Path) -> Callable[[str], ModuleType]:
 def checked(tmp_path: Path) -> Callable[[str, str], forge.CheckResult]:
     """check_text bound to the test's temporary folder."""
     return lambda name, source: check_text(name, source, tmp_path)
+
+
+def _axon_forge(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.run([sys.executable, "-m", "axon.tools.axon_main", "forge", *args],
+                          capture_output=True, text=True, timeout=600, env=env)
+
+
+@pytest.fixture
+def axon_forge() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`axon forge ARGS...` in a child process (Triton's CPU interpreter), its output captured."""
+    return _axon_forge

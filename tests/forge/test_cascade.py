@@ -5,9 +5,8 @@ the Triton path end to end keeps only what passes, and `axon forge` writes it.""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from axon.benchmarks.forge.problem_set import PROBLEMS
@@ -18,6 +17,8 @@ from axon.targets.xe_triton.kb import load_device
 NAME = "24_scale_tanh_residual"
 KERNEL = PROBLEMS[NAME].kernel_path
 PROBLEM = PROBLEMS[NAME].problem_path
+#: `axon forge ARGS...` in a child process (the `axon_forge` fixture of conftest.py)
+Forge = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def test_syntax_and_structure_steps() -> None:
@@ -78,22 +79,16 @@ def test_triton_path_keeps_only_checked_stages(tmp_path: Path) -> None:
     assert final(result.original, result.source).passed
 
 
-def _axon(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    return subprocess.run([sys.executable, "-m", "axon.tools.axon_main", "forge", *args],
-                          capture_output=True, text=True, timeout=600, env=env)
-
-
-def test_command_on_a_kernel_file(tmp_path: Path) -> None:
+def test_command_on_a_kernel_file(tmp_path: Path, axon_forge: Forge) -> None:
     out = tmp_path / "opt.py"
-    done = _axon(str(KERNEL), "--problem", str(PROBLEM), "--profile", "b70", "-o", str(out))
+    done = axon_forge(str(KERNEL), "--problem", str(PROBLEM), "--profile", "b70", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert "xe_tuning: applied" in done.stderr
     assert "class ModelNew" in out.read_text() and out.read_text() != KERNEL.read_text()
-    no_inputs = _axon(str(KERNEL), "--profile", "b70")
+    no_inputs = axon_forge(str(KERNEL), "--profile", "b70")
     assert no_inputs.returncode == 1
     assert "no get_inputs(); give the problem the kernel solves with --problem" in \
         no_inputs.stderr
-    unknown = _axon(str(KERNEL), "--problem", str(PROBLEM), "--profile", "nope")
+    unknown = axon_forge(str(KERNEL), "--problem", str(PROBLEM), "--profile", "nope")
     assert unknown.returncode == 1 and "unknown profile 'nope'" in unknown.stderr
     assert "Traceback" not in no_inputs.stderr + unknown.stderr

@@ -6,9 +6,8 @@ its input, and refuses what it cannot do with one diagnostic."""
 from __future__ import annotations
 
 import ast
-import os
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,8 @@ from axon.selection.executor import make_executor
 from axon.targets.xe_triton.harness.forge_run import check_against_original
 
 OPTIONS = TorchForgeOptions(max_candidates=3, keep=2, time_on_gpu=False)
+#: `axon forge ARGS...` in a child process (the `axon_forge` fixture of conftest.py)
+Forge = Callable[..., subprocess.CompletedProcess[str]]
 
 
 def _forge(name: str) -> tuple[Path, TorchForgeResult]:
@@ -91,34 +92,29 @@ def test_missing_file_and_unknown_dtype_are_user_errors(tmp_path: Path) -> None:
         load(PROBLEMS["12_rmsnorm"].problem_path, TorchForgeOptions(dtype="f64"))
 
 
-def _axon(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    return subprocess.run([sys.executable, "-m", "axon.tools.axon_main", "forge", *args],
-                          capture_output=True, text=True, timeout=600, env=env)
-
-
-def test_command_writes_a_checked_module_and_never_its_input(tmp_path: Path) -> None:
+def test_command_writes_a_checked_module_and_never_its_input(tmp_path: Path,
+                                                             axon_forge: Forge) -> None:
     problem = tmp_path / "rmsnorm.py"
     problem.write_text(PROBLEMS["12_rmsnorm"].problem_path.read_text())
     out = tmp_path / "rmsnorm_opt.py"
-    done = _axon(str(problem), "--from", "torch", "-o", str(out), "--max-candidates", "2")
+    done = axon_forge(str(problem), "--from", "torch", "-o", str(out), "--max-candidates", "2")
     assert done.returncode == 0, done.stderr
     assert "class ModelNew(Model):" in out.read_text()
     assert "checked against Model at batch_size=33, dim=65" in done.stderr
     assert "timing skipped: no GPU" in done.stderr
     before = problem.read_text()
-    same = _axon(str(problem), "--from", "torch", "-o", str(problem))
+    same = axon_forge(str(problem), "--from", "torch", "-o", str(problem))
     assert same.returncode == 1 and "never overwrites its input" in same.stderr
     assert problem.read_text() == before
-    missing = _axon(str(tmp_path / "nope.py"), "--from", "torch")
+    missing = axon_forge(str(tmp_path / "nope.py"), "--from", "torch")
     assert missing.returncode == 1 and "no such file" in missing.stderr
     assert "Traceback" not in same.stderr + missing.stderr
 
 
-def test_command_refuses_what_does_not_tile_with_one_diagnostic(tmp_path: Path) -> None:
+def test_command_refuses_what_does_not_tile_with_one_diagnostic(axon_forge: Forge) -> None:
     """Causal attention's mask (iota compares) has no proved tiling yet, and the command says
     so (exit 1, no traceback)."""
-    done = _axon(str(PROBLEMS["20_causal_attention"].problem_path), "--from", "torch",
+    done = axon_forge(str(PROBLEMS["20_causal_attention"].problem_path), "--from", "torch",
                  "--max-candidates", "2", "--quiet")
     assert done.returncode == 1
     assert "20_causal_attention.py" in done.stderr and "no candidate emits" in done.stderr
