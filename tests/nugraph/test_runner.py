@@ -65,7 +65,7 @@ def test_the_proof_count_stops_the_run_at_the_same_candidate_every_time() -> Non
 
 def test_default_moves_in_proposal_order() -> None:
     assert [m.name for m in default_moves()] == ["fuse", "hoist", "split", "sink", "factor",
-                                                 "push", "merge"]
+                                                 "distribute", "push", "merge"]
 
 
 def test_one_move_alone_runs_through_the_same_admission() -> None:
