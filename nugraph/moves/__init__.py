@@ -1,9 +1,10 @@
 """The moves propagation proposes candidates with, one file per move (see `base.Move`).
 
 At a producer/consumer pair (`sites.PairSite`), in this order: `fuse`, `hoist`, `split`, `sink`,
-`factor`, `distribute` reshape the composed generic forms (`candidates.Composition`); `push` moves the consumer
-op into the producer's operands. At a group of e-nodes (`sites.GroupSite`): `merge` factors a
-common operand. Every candidate is admitted only on a proof (`admission.admit`).
+`factor`, `distribute` reshape the composed generic forms (`candidates.Composition`); `push`
+moves the consumer op into the producer's operands. At a group of e-nodes (`sites.GroupSite`):
+`merge` factors a common operand. Every candidate is admitted only on a proof
+(`admission.admit`).
 """
 
 from __future__ import annotations
@@ -27,5 +28,5 @@ def default_moves() -> list[Move]:  # type: ignore[type-arg]
             PushMove(), MergeMove()]
 
 
-__all__ = ["DistributeMove", "FactorMove", "FuseMove", "GroupSite", "HoistMove", "MergeMove", "Move", "PairSite",
-           "PushMove", "SinkMove", "SplitMove", "default_moves"]
+__all__ = ["DistributeMove", "FactorMove", "FuseMove", "GroupSite", "HoistMove", "MergeMove",
+           "Move", "PairSite", "PushMove", "SinkMove", "SplitMove", "default_moves"]

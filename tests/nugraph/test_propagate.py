@@ -124,6 +124,22 @@ def test_gemm_sum_scale_becomes_a_matrix_vector_product() -> None:
     assert "ax.sum %w" in text and "!ax.tensor<[M, N], bf16>" not in text
 
 
+def test_a_row_sum_of_a_biased_linear_layer_becomes_a_matrix_vector_product() -> None:
+    """`distribute` (sum_n (a + b) -> sum_n a + sum_n b) lets `split` see the GEMM alone: the
+    row sum of `x @ w.T + b` becomes `x @ rowsum(w) + sum(b)`, each step proved."""
+    source = ("def f(x: f32[M, K], w: f32[N, K], b: f32[N]):\n"
+              "    return sum(x @ transpose(w, (1, 0)) + b, axis=1)\n")
+    s = session(source, sizes={"M": 2048, "K": 4096, "N": 4096})
+    best = s.best()
+    assert best.cost < s.input_cost() / 3
+    text = str(s.export(best))
+    assert "!ax.tensor<[M, N], f32>" not in text and "ax.sum %w" in text
+    matvec = function("def f(x: f32[M, K], w: f32[N, K], b: f32[N]):\n"
+                      "    return x @ sum(w, axis=0) + sum(b)\n")
+    chain = s.explain(function(source), matvec)
+    assert "distribute" in "\n".join(step.describe(s.graph) for step in chain)
+
+
 def test_explanations_chain_proofs() -> None:
     s = session(SUM_OF_MATMUL)
     rowsum = function("def f(x: f32[M, K], w: f32[K, N]):\n    return x @ sum(w, axis=1)\n")
