@@ -1,16 +1,20 @@
 """The Forge problems as one bundle for `axon-bench`: each problem's Model, the user's Triton
-kernel and Axon's candidates from the torch path, for a GPU machine to check and time.
+kernel and Axon's candidates from both Forge paths, for a GPU machine to check and time.
 
     python -m axon.forge.bundle --problems all --profile h200 -o BUNDLE
+    python -m axon.forge.bundle --merge BUNDLE_A BUNDLE_B -o BUNDLE
     axon-bench --run BUNDLE --json forge.json           # on the GPU machine
 
-Each problem of `benchmarks/forge/` is forged at its benchmark sizes (`torch_path.forge_problem`:
-capture, proved tilings, the KB's launches, cascade steps 1-3 on every candidate), and the kept
-candidates' float32 twins are checked against the problem's Model by the frozen harness on
-Triton's CPU interpreter at the problem's small sizes (`harness.forge_run.check_against_original`,
-in a child process, every tamper check on). A candidate that fails is left out with the reason;
-a problem with none left is reported as skipped. The bundle holds per case `problem.py`,
-`input.py` (the user's kernel) and `axon_<n>.py` (Axon's, bf16 as the problem runs).
+The torch path (`torch_path.forge_problem`: capture, proved tilings, the KB's launches, cascade
+steps 1-3 on every candidate) forges each problem of `benchmarks/forge/` at its benchmark sizes;
+the kept candidates' float32 twins are checked against the problem's Model by the frozen harness
+on Triton's CPU interpreter at the problem's small sizes (`harness.forge_run.
+check_against_original`, in a child process, every tamper check on), and one that fails is left
+out with the reason. The Triton path (`triton_path.forge_kernel`) rewrites the user's kernel
+through the stages, each proposal through the cascade on the CPU (so untimed: its first passing
+proposal is kept). A problem with no candidate left is reported as skipped. The bundle holds per
+case `problem.py`, `input.py` (the user's kernel), `axon_<n>.py` (the torch path, in the
+problem's dtype) and `stages.py` (the Triton path).
 """
 
 from __future__ import annotations
@@ -182,6 +186,7 @@ def _parser() -> ArgumentParser:
     p.add_argument("--max-candidates", type=int, default=8,
                    help="candidates checked per problem by the selection's cascade")
     p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--debug", action="store_true", help="a traceback for an internal error")
     p.add_argument("--paths", default=",".join(PATHS),
                    help="the Forge paths whose candidates are written: torch (Axon's pipeline "
                         "on the captured problem), triton (the user's kernel through the "

@@ -28,11 +28,13 @@ from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.parse import TritonModule, parse_triton_source
 from axon.targets.xe_triton.cascade import PORTABLE_TL
 from axon.targets.xe_triton.harness.forge_run import check_against_original
-from axon.targets.xe_triton.kb import Device
+from axon.targets.xe_triton.kb import Config, Device, KernelFacts, config_error
 
 #: `tl` dtype names (attributes, not calls)
 _DTYPES = frozenset({"float32", "float16", "bfloat16", "float64", "int1", "int8", "int16",
                      "int32", "int64", "uint8", "uint32", "uint64", "dtype"})
+#: what the launch check asks of a kernel: no dot, so only the launch options are judged
+_LAUNCH_ONLY = KernelFacts(kind="elementwise")
 #: launch keywords that are not block sizes
 _OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg", "grf_mode", "warp_size"})
 
@@ -57,14 +59,19 @@ def _literal(text: str) -> object:
 
 
 def _settings_error(device: Device, settings: Mapping[str, object], where: str) -> str | None:
-    warps = device.launch.num_warps
-    if "num_warps" in settings and warps is not None and settings["num_warps"] not in \
-            warps.values:
-        return (f"{where}: num_warps={settings['num_warps']} is not one {device.name} runs "
-                f"({', '.join(map(str, warps.values))})")
-    modes = [m.mode for m in device.grf_modes()]
-    if "grf_mode" in settings and modes and settings["grf_mode"] not in [*modes, "default"]:
-        return f"{where}: grf_mode={settings['grf_mode']!r} is not one of {', '.join(modes)}"
+    """Why `device` cannot launch with `settings`: the KB's rule for the launch options
+    (`config_error`: the device's warps, sub-group sizes, work-group size, GRF modes and their
+    warp caps), then a `BLOCK*` size that is not a power of two (the KB knows no user's names)."""
+    def count(name: str) -> int | None:
+        value = settings.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    grf = settings.get("grf_mode")
+    config = Config(num_warps=count("num_warps"), warp_size=count("warp_size"),
+                    grf_mode=None if grf is None else str(grf))
+    why = config_error(device, _LAUNCH_ONLY, config)
+    if why:
+        return f"{where}: {device.name}: {why}"
     for name, value in settings.items():
         if name not in _OPTIONS and isinstance(value, int) and not isinstance(value, bool) and (
                 value < 1 or value & (value - 1)) and name.upper() == name and "BLOCK" in name:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from axon.targets.xe_triton.kb import device_names
 from axon.tools.user_errors import ArgumentParser, UsageError, exit_on_user_error
 
 TOOL = "axon forge"
@@ -51,12 +52,13 @@ def _parser() -> ArgumentParser:
     p.add_argument("-o", "--output", type=Path, metavar="OUT",
                    help="write the module to OUT (default: stdout); never FILE")
     p.add_argument("--size", action="append", default=[], metavar="NAME=VALUE",
-                   help="set a size global of the problem (repeatable)")
+                   help="--from torch: set a size global of the problem (repeatable)")
     p.add_argument("--check-sizes", default="", metavar="NAME=VALUE,...",
                    help="the sizes the CPU check runs at (default: small sizes found by "
                         "trying the problem's Model)")
     p.add_argument("--dtype", choices=("f32", "bf16", "f16"),
-                   help="the dtype the problem runs in (default: its `dtype` global)")
+                   help="--from torch: the dtype the problem runs in (default: its `dtype` "
+                        "global)")
     p.add_argument("--max-candidates", type=int, default=12, metavar="N",
                    help="candidates the selection checks at most (--from torch)")
     p.add_argument("--executor", default="local", choices=("local", "ray"))
@@ -114,6 +116,12 @@ def run(args: argparse.Namespace) -> None:
             print(f"{TOOL}: {line}", file=sys.stderr, flush=True)
 
     kind = args.source or _source_kind(path)
+    if args.profile not in device_names():
+        raise UsageError(f"--profile: unknown profile '{args.profile}'; known: "
+                         f"{', '.join(device_names())}")
+    if kind == "triton" and (args.size or args.dtype):
+        raise UsageError("--size and --dtype apply to --from torch; the Triton path runs the "
+                         "problem as written (--check-sizes sets the check's sizes)")
     if not _cuda():
         # Triton reads this when first imported: the checks run on its CPU interpreter
         os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -181,11 +189,8 @@ def _forge_torch(path: Path, args: argparse.Namespace, say: Callable[[str], None
 def _forge_triton(path: Path, args: argparse.Namespace, say: Callable[[str], None]) -> str:
     from axon.forge.torch_path import TorchForgeOptions, check_sizes, load
     from axon.forge.triton_path import forge_kernel
-    from axon.targets.xe_triton.kb import device_names, load_device
+    from axon.targets.xe_triton.kb import load_device
 
-    if args.profile not in device_names():
-        raise UsageError(f"--profile: unknown profile '{args.profile}'; known: "
-                         f"{', '.join(device_names())}")
     problem_path = args.problem or path
     if not problem_path.is_file():
         raise UsageError(f"--problem: cannot open '{problem_path}': no such file")
@@ -196,8 +201,7 @@ def _forge_triton(path: Path, args: argparse.Namespace, say: Callable[[str], Non
     given = _pairs([s for s in args.check_sizes.split(",") if s], "--check-sizes")
     say(f"{path}: --from triton on {args.profile}; inputs and reference from {problem_path} "
         "(imports it: runs its Python)")
-    options = TorchForgeOptions(sizes=_pairs(args.size, "--size"), dtype=args.dtype)
-    sizes = given or check_sizes(load(problem_path, options), {})
+    sizes = given or check_sizes(load(problem_path, TorchForgeOptions()), {})
     cuda = _cuda()
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         result, checked = forge_kernel(path, problem_path, device, [sizes], gpu=cuda,

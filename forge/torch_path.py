@@ -25,13 +25,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from axon.frontend.torch.capture import (
+    FLOAT_DTYPES,
     CapturedProblem,
     LoadedProblem,
     TorchFrontendError,
@@ -43,7 +44,6 @@ from axon.selection.executor import Executor
 from axon.targets.xe_triton.bundle import kept_candidates
 from axon.targets.xe_triton.emit import EmittedModule
 from axon.targets.xe_triton.select import (
-    Candidate,
     Selection,
     SelectionError,
     SelectOptions,
@@ -52,8 +52,6 @@ from axon.targets.xe_triton.select import (
 from axon.tiling.kernels import RESERVED_NAMES
 from axon.tools.user_errors import UsageError
 
-#: the `dtype` names a problem may run in
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 #: sizes the check tries first, in the order of the problem's size globals: small, and no
 #: multiple of any block (a remainder in every tiled dim)
 CHECK_SIZES = (33, 65, 130, 37, 71, 131)
@@ -122,9 +120,10 @@ def load(path: Path, options: TorchForgeOptions) -> LoadedProblem:
     ForgeError for a missing file, an unknown dtype, or the frontend's located errors."""
     if not path.is_file():
         raise ForgeError(f"cannot open '{path}': no such file")
-    if options.dtype is not None and options.dtype not in DTYPES:
-        raise ForgeError(f"--dtype {options.dtype}: expected one of {', '.join(DTYPES)}")
-    dtype = DTYPES[options.dtype] if options.dtype else None
+    if options.dtype is not None and options.dtype not in FLOAT_DTYPES:
+        raise ForgeError(f"--dtype {options.dtype}: expected one of "
+                         f"{', '.join(FLOAT_DTYPES)}")
+    dtype = FLOAT_DTYPES[options.dtype] if options.dtype else None
     try:
         return load_problem_file(path, options.sizes, dtype)
     except TorchFrontendError as err:
@@ -189,11 +188,6 @@ def model_new_source(problem_source: str, captured: CapturedProblem, emitted: Em
     return problem_source.rstrip() + "\n" + "\n".join(body)
 
 
-def _launch(candidate: Candidate) -> str:
-    return " + ".join(" ".join(f"{k}={v}" for k, v in c.kwargs.items())
-                      for c in (candidate.stages or (candidate,)))
-
-
 def forge_problem(path: Path, options: TorchForgeOptions, executor: Executor,
                   say: Say) -> TorchForgeResult:
     """Capture the problem at `path`, select its kernel and write the kept candidates as
@@ -203,7 +197,7 @@ def forge_problem(path: Path, options: TorchForgeOptions, executor: Executor,
     func = captured.function
     sizes = dict(captured.sizes)
     runs_in = problem.dtype or getattr(problem.module, "dtype", torch.float32)
-    dtype = next((k for k, v in DTYPES.items() if v == runs_in), "f32")
+    dtype = next((k for k, v in FLOAT_DTYPES.items() if v == runs_in), "f32")
     fixed = ", ".join(f"{k}={v}" for k, v in captured.fixed.items())
     say(f"{path.name}: captured {captured.summary()}")
     if fixed:
@@ -220,30 +214,27 @@ def forge_problem(path: Path, options: TorchForgeOptions, executor: Executor,
     if not passed:
         reasons = "; ".join(f"{k}: {v}" for k, v in selection.tally().first_reasons.items())
         raise ForgeError(f"{path}: no candidate passed the cascade ({reasons})")
-    chosen = selection.chosen
-    kept = kept_candidates(passed, options.keep)
-    if chosen is not None and chosen in passed and chosen not in kept:
-        kept = [chosen, *kept[:-1]]
-    elif chosen is not None and chosen in kept:
-        kept = [chosen, *(c for c in kept if c is not chosen)]
+    # the selection's choice first (on a GPU: the fastest measured), then the runners-up
+    chosen = [c for c in [selection.chosen] if c is not None]
+    kept = [*chosen, *(c for c in kept_candidates(passed, options.keep)
+                       if c not in chosen)][:max(options.keep, 1)]
     source = path.read_text()
     shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
     modules = []
     for candidate in kept:
         emitted = selection.emitted[candidate.id]
-        note = (f"{candidate.tiling} of @{candidate.variant} ({_launch(candidate)}), selected "
+        note = (f"{candidate.tiling} of @{candidate.variant} ({candidate.launch()}), selected "
                 f"for {options.profile} at {shown}")
         text = model_new_source(source, captured, emitted, candidate.kwargs, note)
         twin = model_new_source(source, captured, dataclasses.replace(
             emitted, text=selection.twins[candidate.id]), candidate.kwargs,
             note + "; every tensor in float32")
         modules.append(ForgedModule(candidate.id, text, twin, emitted.name, candidate.tiling,
-                                    candidate.modeled_ms, _launch(candidate)))
+                                    candidate.modeled_ms, candidate.launch()))
     return TorchForgeResult(path, captured, selection, modules, sizes, dtype)
 
 
-def check_sizes(problem: LoadedProblem, fixed: Mapping[str, int],
-                tries: Sequence[Mapping[str, int]] | None = None) -> dict[str, int]:
+def check_sizes(problem: LoadedProblem, fixed: Mapping[str, int]) -> dict[str, int]:
     """Size globals small enough for Triton's CPU interpreter at which `problem`'s Model runs:
     first each size above `SMALL_SIZE` set to one of `CHECK_SIZES` (remainders everywhere),
     then each halved until at most `CHECK_MAX` (keeps ratios such as query heads over kv
@@ -258,7 +249,7 @@ def check_sizes(problem: LoadedProblem, fixed: Mapping[str, int],
         while v > CHECK_MAX and v % 2 == 0:
             v //= 2
         halved[n] = v
-    for sizes in (tries or (odd, halved)):
+    for sizes in (odd, halved):
         chosen = {**globals_, **sizes, **{k: v for k, v in fixed.items() if k in globals_}}
         if _model_runs(problem, chosen):
             return chosen

@@ -51,6 +51,9 @@ _loaded = itertools.count()
 TORCH_DTYPES: dict[torch.dtype, str] = {
     torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
     torch.int32: "i32", torch.bool: "i1"}
+#: the float dtypes a problem may run in, by their `ax` names (`--dtype`)
+FLOAT_DTYPES: dict[str, torch.dtype] = {
+    name: t for t, name in TORCH_DTYPES.items() if t.is_floating_point}
 
 
 class TorchFrontendError(Exception):

@@ -6,12 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-import torch
-
-from axon.frontend.torch.capture import TorchFrontendError, capture_problem, load_problem_file
+from axon.frontend.torch.capture import (
+    FLOAT_DTYPES,
+    TorchFrontendError,
+    capture_problem,
+    load_problem_file,
+)
 from axon.tools.embed import print_ir
-
-_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def _size(text: str) -> tuple[str, int]:
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--output", type=Path, help="write the module here, not stdout")
     parser.add_argument("--size", type=_size, action="append", default=[], metavar="NAME=VALUE",
                         help="replace a size global of the problem before building it")
-    parser.add_argument("--dtype", choices=sorted(_DTYPES),
+    parser.add_argument("--dtype", choices=sorted(FLOAT_DTYPES),
                         help="replace the problem's dtype global")
     args = parser.parse_args(argv)
     if not args.problem.is_file():
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         problem = load_problem_file(args.problem, dict(args.size),
-                                    _DTYPES[args.dtype] if args.dtype else None)
+                                    FLOAT_DTYPES[args.dtype] if args.dtype else None)
         captured = capture_problem(problem)
     except TorchFrontendError as err:
         print(err, file=sys.stderr)

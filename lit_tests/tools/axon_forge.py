@@ -5,6 +5,8 @@
 # RUN: not axon forge %s --from triton --profile h100 2>&1 | filecheck %s --check-prefix=PROFILE
 # RUN: not axon forge %s --from torch --size rows=x 2>&1 | filecheck %s --check-prefix=SIZE
 # RUN: not axon forge %s --from fortran 2>&1 | filecheck %s --check-prefix=FROM
+# RUN: not axon forge %s --from torch --profile h100 2>&1 | filecheck %s --check-prefix=PROFILE
+# RUN: not axon forge %s --from triton --dtype bf16 2>&1 | filecheck %s --check-prefix=TRITON-DTYPE
 
 # SAME: axon forge: error: -o {{.*}}axon_forge.py: is the input file; Forge never overwrites its input
 # SAME-NOT: Traceback
@@ -12,6 +14,7 @@
 # PROFILE: axon forge: error: --profile: unknown profile 'h100'; known: a770, b580, b60, b70, h200, max1550
 # SIZE: axon forge: error: --size 'rows=x': expected NAME=INTEGER
 # FROM: axon forge: error: argument --from: invalid choice: 'fortran'
+# TRITON-DTYPE: axon forge: error: --size and --dtype apply to --from torch; the Triton path runs the problem as written
 
 import torch
 import torch.nn as nn

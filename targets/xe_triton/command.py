@@ -127,8 +127,7 @@ def emit_kernel(module: ModuleOp, filename: str, options: TargetOptions,
         say(summary)
         reasons = "; ".join(f"{step}: {why}" for step, why in tally.first_reasons.items())
         raise TargetError(f"{filename}: @{name}: no candidate passed the cascade ({reasons})")
-    launch = " + ".join(" ".join(f"{k}={v}" for k, v in c.kwargs.items())
-                        for c in (chosen.stages or (chosen,)))
+    launch = chosen.launch()
     if verdict.measured_ms is not None:
         timed = f"{verdict.measured_ms:.4f} ms measured"
         if verdict.baseline_ms is not None:

@@ -135,6 +135,11 @@ class Candidate:
     """Values of sizes its kernel has and the program does not (a split loop's combine: the
     stretch count `NS`, the heads as one size)."""
 
+    def launch(self) -> str:
+        """Its launch keywords as text, a staged candidate's launches joined by ` + `."""
+        return " + ".join(" ".join(f"{k}={v}" for k, v in c.kwargs.items())
+                          for c in (self.stages or (self,)))
+
 
 @dataclass
 class Selection:

@@ -30,8 +30,13 @@ def test_syntax_and_structure_steps() -> None:
     # a launch a device does not run, and a stage bringing in a non-portable tl API
     bad_warps = original.replace("BLOCK_SIZE=1024)", "BLOCK_SIZE=1024, num_warps=3)")
     assert bad_warps != original
-    assert "num_warps=3 is not one h200 runs" in (structure_error(bad_warps, "k.py", h200,
-                                                                   original) or "")
+    assert "h200: num_warps 3 is not one of (1, 2, 4, 8, 16, 32)" in (
+        structure_error(bad_warps, "k.py", h200, original) or "")
+    # the KB's launch rule, GRF modes included: Intel's mode on NVIDIA, a mode's warp cap
+    nvidia_grf = original.replace("BLOCK_SIZE=1024)", "BLOCK_SIZE=1024, grf_mode='256')")
+    assert "grf_mode 256 is Intel's" in (structure_error(nvidia_grf, "k.py", h200, original)
+                                          or "")
+    assert structure_error(nvidia_grf, "k.py", b70, original) is None
     brought = original.replace("tl.sigmoid(", "tl.inline_asm_elementwise(", 1)
     assert "tl.inline_asm_elementwise is not a Triton 3.6 API" in (
         structure_error(brought, "k.py", b70, original) or "")

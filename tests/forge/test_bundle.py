@@ -1,0 +1,59 @@
+"""The Forge bundle builder: a problem forged on both paths becomes one case whose candidates the
+harness's reader reads back (the torch path's in the problem's dtype, the Triton path's rewrite of
+the user's kernel); bundles merge by case; mistakes are user errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from axon.benchmarks.forge.problem_set import PROBLEMS
+from axon.forge.bundle import BundleReport, forge_case, main, merge_bundles
+from axon.selection.executor import make_executor
+from axon.targets.xe_triton.harness import forge_bundle as harness
+from axon.tools.user_errors import UsageError
+from axon.tools.version import axon_version
+
+NAME = "24_scale_tanh_residual"
+
+
+def _bundle(root: Path, paths: tuple[str, ...]) -> harness.ForgeBundle:
+    report = BundleReport()
+    executor = make_executor("local")
+    try:
+        forge_case(NAME, "h200", executor, keep=1, max_candidates=2, report=report,
+                   log=lambda line: None, paths=paths)
+    finally:
+        executor.close()
+    assert report.skipped == []
+    bundle = harness.ForgeBundle(root, "h200", 0, axon_version(), tuple(report.cases))
+    harness.write_forge_bundle(bundle, report.files)
+    return harness.read_forge_bundle(root)
+
+
+def test_both_paths_make_one_case_and_bundles_merge(tmp_path: Path) -> None:
+    torch_only = _bundle(tmp_path / "torch", ("torch",))
+    triton_only = _bundle(tmp_path / "triton", ("triton",))
+    (case,) = torch_only.cases
+    assert case.dtype == "f32" and case.atol_scale == PROBLEMS[NAME].atol_scale
+    assert [c.id for c in case.candidates] == ["axon_0"]
+    assert "class ModelNew(Model):" in torch_only.path(case.candidates[0].module).read_text()
+    assert torch_only.path(case.input_kernel or "").read_text() == \
+        PROBLEMS[NAME].kernel_path.read_text()
+    (stages,) = triton_only.cases[0].candidates
+    assert stages.id == "stages" and "xe_tuning" in stages.note
+    merged = harness.read_forge_bundle(merge_bundles(
+        [tmp_path / "torch", tmp_path / "triton"], tmp_path / "merged").parent)
+    assert [c.id for c in merged.cases[0].candidates] == ["axon_0", "stages"]
+    with pytest.raises(UsageError, match="repeats candidate"):
+        merge_bundles([tmp_path / "torch", tmp_path / "torch"], tmp_path / "twice")
+
+
+def test_command_mistakes_are_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    for argv, message in ((["--problems", "99_nope", "-o", str(tmp_path)], "unknown 99_nope"),
+                          (["--paths", "cuda", "-o", str(tmp_path)], "expected torch, triton")):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 1 and message in capsys.readouterr().err
