@@ -11,9 +11,9 @@ The run stops when an iteration joins no two classes (saturated, unless the sche
 a ban: then the bans are lifted and the run goes on) or a limit of the `Budget` is reached; the
 `Report` says which and keeps one `Iteration` per iteration. The limits that bound the work are
 counts (iterations, e-nodes, candidates taken to the prover), so a run they stop repeats
-exactly; the clock is a safety net, read before every move proposes at a site and before every
-proof, whose own safety net never outlasts it, so a run stops on time whether it proves much or
-nothing at all.
+exactly; the clock is a safety net, read while the sites are listed, before every move
+proposes at a site and before every proof, whose own safety net never outlasts it, so a run
+stops on time whether it proves much or nothing at all.
 
     runner = Runner(g, Budget(max_iterations=8, max_nodes=3000, max_proofs=500))
     report = runner.run()
@@ -24,7 +24,7 @@ nothing at all.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,6 +49,8 @@ from axon.verifier.budget import SEARCH_BUDGET
 SATURATED = "saturated"
 ITERATION_LIMIT = "iteration limit"
 PROOF_LIMIT = "proof limit"
+#: sites listed between two reads of the clock (listing a graph of thousands of e-nodes is work)
+CLOCK_EVERY = 256
 
 __all__ = ["ITERATION_LIMIT", "NODE_LIMIT", "PROOF_LIMIT", "SATURATED", "TIME_LIMIT",
            "BackoffScheduler",
@@ -313,7 +315,8 @@ class Runner:
                     if moves:
                         since = None if self._banned else self._marks.get(kind)
                         self._marks[kind] = Mark.of(g)
-                        for site in list(kind.find_all(g, self._fenced, since)):
+                        for site in self._listed(kind.find_all(g, self._fenced, since),
+                                                 limits):
                             self._visit(site, moves, record, prover, limits)
                     g.rebuild()
                 self._close(record, start)
@@ -328,6 +331,17 @@ class Runner:
             self._close(report.history[-1], start)
             report.finish(str(stop))
         return report
+
+    @staticmethod
+    def _listed(sites: Iterator[Any], limits: Limits) -> list[Any]:
+        """The sites of one kind, listed before any is visited (visits change the graph), with
+        the clock read every `CLOCK_EVERY` sites: listing a large graph is work too."""
+        listed = []
+        for site in sites:
+            listed.append(site)
+            if len(listed) % CLOCK_EVERY == 0 and limits.out_of_time():
+                raise _Stop(TIME_LIMIT)
+        return listed
 
     def _visit(self, site: Any, moves: list[Move], record: Iteration,  # type: ignore[type-arg]
                prover: Prover, limits: Limits) -> None:
