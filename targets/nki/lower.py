@@ -39,6 +39,7 @@ from axon.dialects import nki
 from axon.dialects.ax import (
     AbsOp,
     AddOp,
+    BroadcastToOp,
     ConstantOp,
     CumsumOp,
     DivOp,
@@ -266,7 +267,8 @@ def _row_factors(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue, s
             shape = _type(left).shape
             a, b = left.owner.operands
             pairs = ((a, b), (b, a)) if isinstance(left.owner, MulOp) else ((a, b),)
-            columns = [(t, c) for t, c in pairs if _type(t).shape == shape
+            columns = [(t, c) for t, c in ((t, _broadcast_column(c)) for t, c in pairs)
+                       if _type(t).shape == shape
                        and _is_row(_type(c)) and _type(c).shape[0] == shape[0]
                        and not _inside(loop, c)]
             if columns:
@@ -281,6 +283,18 @@ def _row_factors(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue, s
                 break
             left = rows[0]
     return found
+
+
+def _broadcast_column(value: SSAValue) -> SSAValue:
+    """The `[P, 1]` column `value` broadcasts along the free dim (`broadcast_to(c, [P, F])`),
+    else `value` itself."""
+    owner = value.owner
+    if isinstance(owner, BroadcastToOp):
+        (column,) = owner.operands
+        t, tc = _type(value), _type(column)
+        if t.rank == 2 and tc.shape == (t.shape[0], IntExpr.const(1)):
+            return column
+    return value
 
 
 def _inside(loop: ForOp, value: SSAValue) -> bool:
@@ -304,6 +318,10 @@ class _Lowering:
     #: products `tile * column` feeding a loop's accumulated matmul, the column defined before
     #: the loop: lowered to the tile, the column applied to the loop's sum (`row_factor`)
     unscaled: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: `broadcast_to` of a `[P, 1]` column over the free dim whose every use is an
+    #: elementwise op of two tiles: lowered to nothing, the op reads the column by
+    #: `tensor_scalar` (`lower_binary`)
+    broadcast_columns: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
@@ -411,6 +429,8 @@ class _Lowering:
             return self.lower_cumsum(op, target)
         if isinstance(op, GenericOp):
             return self.lower_generic(op, target)
+        if isinstance(op, BroadcastToOp):
+            return self.lower_broadcast(op, target)
         raise Refused(f"'{op.name}' has no NKI lowering yet")
 
     def tile(self, value: SSAValue) -> SSAValue:
@@ -441,6 +461,13 @@ class _Lowering:
             if other in self.constants and _type(tile).shape == result.shape:
                 return self.by_constant(op, self.tile(tile), alu,
                                         self.constants[other], reverse, target)
+        for tile, other, reverse in ((a, b, False), (b, a, True)):
+            if other in self.broadcast_columns and tile not in self.broadcast_columns \
+                    and _type(tile).shape == result.shape:
+                # x alu broadcast_to(c): the column broadcast along the free dim
+                return self.add(target, nki.TensorScalarOp.make(
+                    [self.tile(tile), self.column(self.broadcast_columns[other], target)],
+                    op0=alu, reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
         if ta.shape == tb.shape == result.shape:
             x, y = self.tile(a), self.tile(b)
             # a PSUM accumulator plus a product in PSUM stays there (the emitter folds it into
@@ -538,6 +565,52 @@ class _Lowering:
             [], value=1.0, shape=[IntExpr.const(1), result.shape[0]], dtype=dtype,
             buffer="sbuf"))
         return self.add(target, nki.NcMatmulOp.make([ones, one_partition], buffer="psum"))
+
+    def lower_broadcast(self, op: BroadcastToOp, target: Block) -> SSAValue:
+        """`broadcast_to` of a `[P, 1]` column over the free dim, or of a row (`[F]` or
+        `[1, F]`) over the partitions, to a `[P, F]` tile:
+
+        - a column whose every use is an elementwise op with a `[P, F]` tile: nothing; the
+          op reads the column by `tensor_scalar` (`lower_binary`); a loop's
+          `acc + (x * broadcast(c)) @ w` with `c` made before the loop scales the loop's sum
+          once (`_row_factors`);
+        - any other column: a ones tile `[P, F]` times the column (`tensor_scalar`; `1 * c`
+          is `c` exactly in fp32);
+        - a row: `nc_matmul` of a ones column `[1, P]` by the row as one partition, into
+          PSUM (as `broadcast_row`; each element one exact product)."""
+        (x,) = op.operands
+        result = op.results[0]
+        tr, tx = _type(result), _type(x)
+        if x in self.constants:
+            raise Refused(f"'{op.name}' of a scalar constant (only a [P, 1] column or a row "
+                          "[F] / [1, F] broadcast to a [P, F] tile lowers)")
+        partitions, free = tr.shape
+        if tx.rank == 2 and tx.shape == (partitions, IntExpr.const(1)):
+            if result.uses and all(
+                    type(u.operation) in _ALU and any(
+                        v is not result and _type(v).shape == tr.shape
+                        and v not in self.constants for v in u.operation.operands)
+                    for u in result.uses):
+                self.broadcast_columns[result] = x
+                return self.values[x]
+            ones = self.add(target, nki.MemsetOp.make(
+                [], value=1.0, shape=[partitions, free], dtype=COMPUTE_DTYPE, buffer="sbuf"))
+            return self.add(target, nki.TensorScalarOp.make(
+                [ones, self.column(x, target)], op0="multiply", buffer="sbuf",
+                dtype=COMPUTE_DTYPE))
+        if tx.rank == 1 and tx.shape[0] == free:
+            return self.broadcast_row(x, tr, target)
+        if tx.rank == 2 and tx.shape == (IntExpr.const(1), free):
+            row = self.tile(x)
+            if _buffer(row) != "sbuf":
+                row = self.add(target, nki.TensorCopyOp.make([row], buffer="sbuf",
+                                                             dtype=COMPUTE_DTYPE))
+            ones = self.add(target, nki.MemsetOp.make(
+                [], value=1.0, shape=[IntExpr.const(1), partitions], dtype=_type(row).dtype,
+                buffer="sbuf"))
+            return self.add(target, nki.NcMatmulOp.make([ones, row], buffer="psum"))
+        raise Refused(f"'{op.name}' of {tx} to {tr} (a [P, 1] column over the free dim or a "
+                      "row [F] / [1, F] over the partitions)")
 
     def lower_generic(self, op: GenericOp, target: Block) -> SSAValue:
         """The `ax.generic` forms tiled kernels contain (a multipass tiling's statistics):

@@ -36,7 +36,7 @@ import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from axon.dialects.ax import MatmulOp, TensorType
+from axon.dialects.ax import BroadcastToOp, MatmulOp, TensorType
 from axon.dialects.ax.creation import ConstantOp
 from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.interpreter import run_function
@@ -170,26 +170,45 @@ class OpKernel:
     operands: tuple[SSAValue, ...]
 
 
+def _view(value: SSAValue) -> bool:
+    """`value` is a broadcast read by its users in place (a view, as eager NumPy's and
+    PyTorch's `broadcast_to` / `expand` are), not a kernel of its own: a one-op function of
+    it alone would return a tensor whose broadcast sizes none of its inputs binds."""
+    return isinstance(value.owner, BroadcastToOp) and bool(value.uses) \
+        and not any(isinstance(u.operation, ReturnOp) for u in value.uses)
+
+
 def op_functions(func: FuncOp) -> list[OpKernel]:
-    """One function per op of `func`'s body that is neither a constant nor the return."""
+    """One function per op of `func`'s body that is neither a constant, a broadcast read in
+    place (`_view`: cloned into each reader with the constants) nor the return."""
     kernels = []
     body = list(func.body.block.ops)
     for index, op in enumerate(body):
-        if isinstance(op, (ConstantOp, ReturnOp)):
+        if isinstance(op, (ConstantOp, ReturnOp)) or any(_view(r) for r in op.results):
             continue
         operands: list[SSAValue] = []
-        for value in op.operands:
-            if not isinstance(value.owner, ConstantOp) and value not in operands:
+        cloned: list[SSAValue] = []  # the constants and views the op reads, inputs first
+        work = list(op.operands)
+        while work:
+            value = work.pop(0)
+            if isinstance(value.owner, ConstantOp) or _view(value):
+                if value not in cloned:
+                    cloned.insert(0, value)
+                    if _view(value):
+                        work.extend(value.owner.operands)
+            elif value not in operands:
                 operands.append(value)
         name = f"{func.sym_name.data}_{index}_{op.name.split('.')[-1]}"
         one = FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
         mapping: dict[SSAValue, SSAValue] = dict(zip(operands, one.body.block.args,
                                                      strict=True))
-        for value in op.operands:
-            if isinstance(value.owner, ConstantOp) and value not in mapping:
-                constant = value.owner.clone()
-                one.body.block.add_op(constant)
-                mapping[value] = constant.results[0]
+        for value in cloned:
+            if value not in mapping:
+                owner = value.owner
+                assert isinstance(owner, Operation)
+                copy = owner.clone(value_mapper=mapping)
+                one.body.block.add_op(copy)
+                mapping[value] = copy.results[0]
         clone = op.clone(value_mapper=mapping)
         one.body.block.add_ops([clone, ReturnOp(*clone.results)])
         kernels.append(OpKernel(op, one, tuple(operands)))

@@ -1,0 +1,211 @@
+"""The NKI lowering of the suite programs that had no NKI kernel: `ax.broadcast_to`
+(reduce_broadcast_mul), rank-1 per-row tiles (gemm_sum_scale), rank-3 tiles (rope). Each
+lowering is proved equal to its tiled kernel, emitted and run on the simulator against the
+reference interpreter at three shapes with partial tiles; planted wrong lowerings are
+refuted."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, SSAValue
+
+from axon.benchmarks.suite import PROGRAMS, make_inputs
+from axon.dialects import nki
+from axon.dialects.ax import BroadcastToOp
+from axon.dialects.tile import KernelOp
+from axon.interpreter import run_function
+from axon.targets.nki import lower
+from axon.targets.nki.emit import emit_nki
+from axon.targets.nki.lower import Refused, lower_and_prove, lower_function
+from axon.targets.nki.select import op_functions
+from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
+from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.profiles import load_profile
+from axon.tiling.kernels import tile_function, tilings
+from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.tools.embed import parse_source
+
+
+def parse(source: str, name: str = "f") -> FuncOp:
+    (func,) = (op for op in parse_source(source, f"{name}.py").ops if isinstance(op, FuncOp))
+    return func
+
+
+def program(name: str) -> FuncOp:
+    return parse(PROGRAMS[name].source, name)
+
+
+def trn2_kernel(func: FuncOp, kind: str) -> FuncOp:
+    """The `kind` tiling of `func` with Trn2's limits assumed."""
+    (tiling,) = [t for t in tilings(func) if t.kind == kind]
+    profile = load_profile("trn2")
+    kernel = tile_function(func, tiling, *tile_spaces(profile))
+    (op,) = (o for o in kernel.body.block.ops if isinstance(o, KernelOp))
+    op.assume_also(kernel_constraints(profile, op))
+    return kernel
+
+
+def simulate_text(text: str, name: str, tmp_path: Path, inputs: list[np.ndarray]) -> np.ndarray:
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimulationWarning)
+        return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+
+
+def check_runs(func: FuncOp, kind: str, tiles: dict[str, int], shapes: list[dict[str, int]],
+               tmp_path: Path, name: str | None = None, inputs_of=None) -> None:  # type: ignore[no-untyped-def]
+    """`func`'s `kind` tiling lowers, is proved, and runs on the simulator like the reference
+    interpreter at each of `shapes` (for suite program `name`: its inputs, numpy reference and
+    tolerance; else `inputs_of`'s inputs, the interpreter and bf16's tolerance)."""
+    if name is not None:
+        inputs_of = suite_inputs(name)
+    lowered = lower_and_prove(trn2_kernel(func, kind))
+    assert len(lowered.proof_id) == 16
+    module = emit_nki(lowered.func, tiles)
+    for sizes in shapes:
+        inputs = inputs_of(sizes)
+        out = simulate_text(module.text, module.name, tmp_path, inputs)
+        if name is None:
+            (expected,) = run_function(func, inputs, sizes)
+        else:  # the fused kernel rounds once, as the numpy reference does (the benchmark's check)
+            expected = np.asarray(PROGRAMS[name].reference(*inputs))
+        assert out.shape == expected.shape and out.dtype == ml_dtypes.bfloat16
+        rtol, atol = (1e-2, 1e-2) if name is None else PROGRAMS[name].tolerance_at(
+            {s: sizes[s] for s in PROGRAMS[name].symbols})
+        np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64),
+                                   rtol=rtol, atol=atol, err_msg=f"{kind} {sizes}")
+
+
+def suite_inputs(name: str):  # type: ignore[no-untyped-def]
+    return lambda sizes: make_inputs(PROGRAMS[name], {s: sizes[s] for s in
+                                                      PROGRAMS[name].symbols})
+
+
+def random_inputs(func: FuncOp):  # type: ignore[no-untyped-def]
+    def inputs(sizes: dict[str, int]) -> list[np.ndarray]:
+        rng = np.random.default_rng(1)
+        out = []
+        for arg in func.body.block.args:
+            shape = [int(d.evaluate(sizes)) for d in arg.type.shape]  # type: ignore[attr-defined]
+            out.append(rng.standard_normal(shape).astype(ml_dtypes.bfloat16))
+        return out
+    return inputs
+
+
+# ---- broadcast_to --------------------------------------------------------------------------------
+
+#: remainders of every tile (several K blocks), all ones, several full tiles
+MATMUL_SHAPES = [{"M": 130, "N": 77, "K": 200}, {"M": 1, "N": 1, "K": 1},
+                 {"M": 300, "N": 512, "K": 256}]
+
+
+@pytest.mark.parametrize(("kind", "tiles"), [("rows_k", {"BM": 128, "BK": 64}),
+                                             ("blocks_k", {"BM": 128, "BN": 128, "BK": 64})])
+def test_reduce_broadcast_mul_lowers_is_proved_and_runs(kind: str, tiles: dict[str, int],
+                                                        tmp_path: Path) -> None:
+    func = program("reduce_broadcast_mul")
+    lowered = lower_function(trn2_kernel(func, kind))
+    assert not any(isinstance(op, BroadcastToOp) for op in lowered.walk())
+    # the row sum scales the K loop's sum once, on its way out of PSUM: no [P, F] broadcast
+    assert not any(isinstance(op, nki.MemsetOp) and op.value.value.data == 1.0
+                   for op in lowered.walk())
+    check_runs(func, kind, tiles, MATMUL_SHAPES, tmp_path,
+               "reduce_broadcast_mul")
+
+
+def test_a_broadcast_column_is_read_by_tensor_scalar(tmp_path: Path) -> None:
+    func = program("reduce_broadcast_mul")
+    lowered = lower_function(trn2_kernel(func, "rows"))
+    (scale,) = [op for op in lowered.walk() if isinstance(op, nki.TensorScalarOp)]
+    assert scale.attrs()["op0"] == "multiply"
+    assert isinstance(scale.operands[1].owner, nki.TensorReduceOp)  # the row sum itself
+    check_runs(func, "rows", {"BM": 128}, [{"M": 130, "N": 77, "K": 100},
+                                           {"M": 1, "N": 1, "K": 1},
+                                           {"M": 256, "N": 512, "K": 128}], tmp_path,
+               "reduce_broadcast_mul")
+
+
+ROW_SHAPES = [{"M": 130, "N": 77}, {"M": 1, "N": 1}, {"M": 300, "N": 512}]
+
+BROADCASTS = [
+    # a column read by an activation: ones * column, a [P, F] tile of its own
+    ("def f(a: bf16[M, 1], x: bf16[M, N]):\n    return exp(broadcast_to(a, [M, N])) * x\n",
+     nki.TensorScalarOp),
+    # a column on the left of a difference: tensor_scalar reversed
+    ("def f(a: bf16[M, 1], x: bf16[M, N]):\n    return broadcast_to(a, [M, N]) - x\n",
+     nki.TensorScalarOp),
+    # a row [N] and a row [1, N] over the partitions: a ones column times the row
+    ("def f(b: bf16[N], x: bf16[M, N]):\n    return exp(broadcast_to(b, [M, N])) + x\n",
+     nki.NcMatmulOp),
+    ("def f(b: bf16[1, N], x: bf16[M, N]):\n    return exp(broadcast_to(b, [M, N])) + x\n",
+     nki.NcMatmulOp),
+]
+
+
+@pytest.mark.parametrize(("source", "instruction"), BROADCASTS)
+@pytest.mark.parametrize(("kind", "tiles"), [("rows", {"BM": 128}),
+                                             ("blocks", {"BM": 128, "BN": 64})])
+def test_a_broadcast_lowers_is_proved_and_runs(source: str, instruction: type, kind: str,
+                                               tiles: dict[str, int], tmp_path: Path) -> None:
+    func = parse(source)
+    lowered = lower_function(trn2_kernel(func, kind))
+    assert any(isinstance(op, instruction) for op in lowered.walk())
+    check_runs(func, kind, tiles, ROW_SHAPES, tmp_path, inputs_of=random_inputs(func))
+
+
+def _ones_plus_column(self: lower._Lowering, op: BroadcastToOp, target: Block) -> SSAValue:
+    """A planted wrong lowering: the column added to a ones tile (c + 1, not c)."""
+    (x,) = op.operands
+    t = op.results[0].type
+    ones = self.add(target, nki.MemsetOp.make(
+        [], value=1.0, shape=list(t.shape), dtype="f32", buffer="sbuf"))  # type: ignore[attr-defined]
+    return self.add(target, nki.TensorScalarOp.make(
+        [ones, self.column(x, target)], op0="add", buffer="sbuf", dtype="f32"))
+
+
+def _column_as_divisor(self: lower._Lowering, op: BroadcastToOp, target: Block) -> SSAValue:
+    """A planted wrong lowering: a ones tile divided by the column (1 / c, not c)."""
+    (x,) = op.operands
+    ones = self.add(target, nki.MemsetOp.make(
+        [], value=1.0, shape=list(op.results[0].type.shape),  # type: ignore[attr-defined]
+        dtype="f32", buffer="sbuf"))
+    return self.add(target, nki.TensorScalarOp.make(
+        [ones, self.column(x, target)], op0="divide", buffer="sbuf", dtype="f32"))
+
+
+@pytest.mark.parametrize("planted", [_ones_plus_column, _column_as_divisor])
+def test_a_wrong_broadcast_lowering_is_refuted(planted: object,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = trn2_kernel(program("reduce_broadcast_mul"), "rows")
+    monkeypatch.setattr(lower._Lowering, "lower_broadcast", planted)
+    with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
+        lower_and_prove(kernel)
+    monkeypatch.undo()
+    assert lower_and_prove(kernel).proof_id
+
+
+def test_a_broadcast_it_cannot_place_is_refused() -> None:
+    # a [1, 1] tile to [P, F]: neither a column over the free dim nor a row of F
+    func = parse("def f(a: bf16[1, 1], x: bf16[M, N]):\n"
+                 "    return exp(broadcast_to(a, [M, N])) + x\n")
+    with pytest.raises(Refused, match="'ax.broadcast_to' of .* \\(a \\[P, 1\\] column"):
+        lower_function(trn2_kernel(func, "rows"))
+
+
+def test_the_naive_chain_reads_a_broadcast_in_place() -> None:
+    # a broadcast is no kernel of its own (its sizes bound by no input of its own): each
+    # reader's function clones it, as it does constants
+    kernels = op_functions(program("reduce_broadcast_mul"))
+    assert [k.op.name for k in kernels] == ["ax.sum", "ax.mul", "ax.matmul"]
+    product = kernels[1].func
+    assert [str(a.type) for a in product.body.block.args] == ["bf16[M, K]", "bf16[M, 1]"]
+    assert any(isinstance(op, BroadcastToOp) for op in product.walk())
+    for k in kernels:
+        lower_and_prove(trn2_kernel(k.func, "rows"))
