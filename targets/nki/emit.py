@@ -142,7 +142,10 @@ def _dtype(name: str) -> str:
 
 
 def _held_shape(t: TensorType) -> list[IntExpr]:
-    """The on-chip shape of a tile: a one-dim `[F]` is one partition `[1, F]`."""
+    """The on-chip shape of a tile: a one-dim `[F]` is one partition `[1, F]`, a scalar
+    `[1, 1]`."""
+    if t.rank == 0:
+        return [IntExpr.const(1), IntExpr.const(1)]
     return [IntExpr.const(1), *t.shape] if t.rank == 1 else list(t.shape)
 
 
@@ -182,7 +185,8 @@ class _Printer:
         for param, t in zip(params, inputs, strict=True):
             dims = [d.as_symbol if d.as_symbol is not None and d.as_symbol not in bound
                     else f"_{param}_{k}" for k, d in enumerate(t.shape)]
-            self.line(1, f"{', '.join(dims)}{',' if len(dims) == 1 else ''} = {param}.shape")
+            if dims:  # a scalar input has no dims to bind
+                self.line(1, f"{', '.join(dims)}{',' if len(dims) == 1 else ''} = {param}.shape")
             for k, (d, held) in enumerate(zip(t.shape, dims, strict=True)):
                 if held.startswith("_"):
                     self.line(1, f"assert {held} == {python(d)}, \"{self.name}: {param} dim "
@@ -336,7 +340,7 @@ class _Printer:
                     self.line(depth, f"nisa.tensor_copy(dst={self.names[arg]}, "
                                      f"src={self.names[value]})")
         elif isinstance(op, LoadOp):
-            if _transposed_on_load(op) is None:
+            if _transposed_on_load(op) is None and _column_of_load(op) is None:
                 self.load(op, depth)
         elif isinstance(op, FullOp):
             name = self.allocate(op.result, depth, op.space.data)
@@ -453,6 +457,8 @@ class _Printer:
         if t.rank == 1:
             inside = ["0:1", *inside]
         src = f"{self.names[op.source]}[{', '.join(slices)}]"
+        if t.rank == 0:  # a scalar: the one element as [1, 1]
+            inside, src = ["0:1", "0:1"], f"{self.names[op.source]}.reshape((1, 1))"
         if transposed is not None:
             first, second = reversed(inside)
             self.line(depth, f"nisa.dma_transpose(dst={name}[{first}, {index}{second}], "
@@ -468,10 +474,27 @@ class _Printer:
         out = self.kernel.output_types()[k]
         extents, slices = self.region(depth, op.offset_exprs(), list(t.shape), out.shape)
         inside = [f"0:{e}" for e in extents]
-        if t.rank == 1:
+        if _column_store(op.value):  # a [P] block held as the column [P, 1]
+            inside = [*inside, "0:1"]
+        elif t.rank == 1:
             inside = ["0:1", *inside]
         self.line(depth, f"nisa.dma_copy(dst=out{k}[{', '.join(slices)}], "
                          f"src={self.names[op.value]}[{', '.join(inside)}])")
+
+    def load_column(self, load: LoadOp, copy: nki.NkiOp, depth: int) -> None:
+        """A rank-1 block `[P]` of per-row values, loaded straight into the column `[P, 1]`
+        that `copy` (the lowering's DMA reshape) makes of it: one DMA of P elements, one per
+        partition (a DMA needs only equal element counts)."""
+        t = _type(load.result)
+        name = self.allocate(copy.results[0], depth, "sbuf")
+        offsets = [IntExpr.lift(o.data) for o in load.offsets.data]
+        (extent,), (window,) = self.region(depth, offsets, list(t.shape), _type(load.source).shape)
+        if extent != python(t.shape[0]):
+            self.line(depth, f"if {extent} < {python(t.shape[0])}:")
+            self.line(depth + 1, f"nisa.memset(dst={name}, "
+                                 f"value={_fill(load.pad.value.data, t.dtype)})")
+        self.line(depth, f"nisa.dma_copy(dst={name}[0:{extent}, 0:1], "
+                         f"src={self.names[load.source]}[{window}])")
 
     # ---- instructions ---------------------------------------------------------------------------
     def instruction(self, op: nki.NkiOp, depth: int) -> None:
@@ -490,8 +513,15 @@ class _Printer:
             free = python(_type(ones.results[0]).shape[1])
             self.line(depth, f"nisa.memset(dst={dst}, value=float({free}))")
             return
+        load = _column_load(op)
+        if load is not None:
+            self.load_column(load, op, depth)
+            return
         operands = [self.names[v] for v in op.operands]
         attrs = op.attrs()
+        if _column_store(result):
+            self.names[result] = operands[0]  # the store reads the column itself
+            return
         if isinstance(op, nki.DmaCopyOp) and "shape" in attrs:
             source = _type(op.operands[0])
             if _held_shape(source) != _held_shape(_type(result)):
@@ -635,6 +665,38 @@ class _Printer:
             if attrs.get(f"reverse{k}"):
                 parts.append(f"reverse{k}=True")
         return f"nisa.tensor_scalar({', '.join(parts)}{tail})"
+
+
+def _column_load(op: Operation) -> LoadOp | None:
+    """The rank-1 load `op` (a DMA reshape `[P]` -> `[P, 1]` on chip) reads, where the
+    reshape is that load's only use: the load is printed into the column directly."""
+    if not (isinstance(op, nki.DmaCopyOp) and op.buffer_name() == "sbuf"):
+        return None
+    load = op.operands[0].owner
+    t = _type(op.results[0])
+    if isinstance(load, LoadOp) and load.result.has_one_use() \
+            and _type(load.result).rank == 1 and t.rank == 2 \
+            and t.shape == (_type(load.result).shape[0], IntExpr.const(1)):
+        return load
+    return None
+
+
+def _column_of_load(load: LoadOp) -> Operation | None:
+    """The DMA reshape into a column that prints `load` (`_column_load`), if any."""
+    if not load.result.has_one_use():
+        return None
+    user = next(iter(load.result.uses)).operation
+    return user if _column_load(user) is load else None
+
+
+def _column_store(value: SSAValue) -> bool:
+    """`value` is a DMA reshape of a column `[P, 1]` into the rank-1 `[P]` in HBM, read only
+    by stores: each store reads the column."""
+    owner = value.owner
+    return (isinstance(owner, nki.DmaCopyOp) and owner.buffer_name() == "hbm"
+            and _type(value).rank == 1 and _type(owner.operands[0]).rank == 2
+            and _type(owner.operands[0]).shape[1] == IntExpr.const(1)
+            and all(isinstance(u.operation, StoreOp) for u in value.uses))
 
 
 def _broadcast_row(op: Operation) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Operation] | None:

@@ -235,6 +235,17 @@ def _zero_past_bounds(value: SSAValue) -> bool:
         return _zero_past_bounds(owner.operands[0])
     if isinstance(owner, (AddOp, SubOp)):
         return all(_type(v).shape == shape and _zero_past_bounds(v) for v in owner.operands)
+    if isinstance(owner, MatmulOp):  # a column of a @ b is zero where b's column is
+        return _zero_past_bounds(owner.operands[1])
+    if isinstance(owner, ForOp) and isinstance(value, OpResult):  # 0 + sum of such terms
+        init = owner.inits[value.index].owner
+        end = owner.body.block.last_op
+        assert isinstance(end, YieldOp)
+        step = end.values[value.index].owner
+        arg = owner.body.block.args[value.index]
+        return (isinstance(init, FullOp) and init.value.value.data == 0.0
+                and isinstance(step, AddOp) and arg in step.operands
+                and all(v is arg or _zero_past_bounds(v) for v in step.operands))
     return False
 
 
@@ -304,6 +315,53 @@ def _inside(loop: ForOp, value: SSAValue) -> bool:
     return op is not None and loop.is_ancestor(op)
 
 
+def _row_reduction(op: Operation) -> bool:
+    """`op` reduces each row of a `[P, F]` tile to one value, dropping the reduced dim (a
+    rank-1 `[P]` result: `sum(x, axis=-1)`, or its blocked `ax.generic` form)."""
+    if len(op.results) != 1 or _type(op.results[0]).rank != 1 or len(op.operands) != 1:
+        return False
+    x = _type(op.operands[0])
+    if x.rank != 2 or x.shape[0] != _type(op.results[0]).shape[0]:
+        return False
+    if type(op) in _REDUCE:
+        return [int(a) for a in op.attrs().get("axes", ())] == [1]  # type: ignore[attr-defined]
+    return isinstance(op, GenericOp)
+
+
+def _per_row_values(kernel: KernelOp) -> set[SSAValue]:
+    """The rank-1 tiles of `kernel` that hold one value per row of its `[P, F]` tiles (a row
+    reduction without keepdims, elementwise ops of such values, constants and scalars, a
+    loop's values carrying them, a rank-1 load combined with them): the lowering holds each
+    as a `[P, 1]` column, partition dim first, as NKI tiles are. A rank-1 tile read by an op
+    with a rank-2 result (a weight row `[F]`) is not one."""
+    ops = [op for op in kernel.walk() if op is not kernel]
+    found: set[SSAValue] = set()
+
+    def elementwise(op: Operation) -> bool:
+        return (type(op) in _ALU or type(op) in _ACTIVATION or isinstance(op, NegOp)) \
+            and len(op.results) == 1 and _type(op.results[0]).rank == 1 \
+            and not any(_type(u.operation.results[0]).rank == 2 for u in op.results[0].uses
+                        if u.operation.results)
+
+    changed = True
+    while changed:
+        before = len(found)
+        for op in ops:
+            if _row_reduction(op) or elementwise(op):
+                found.add(op.results[0])
+            if elementwise(op):
+                found.update(v for v in op.operands if _type(v).rank == 1)
+            if isinstance(op, ForOp):
+                end = op.body.block.last_op
+                assert isinstance(end, YieldOp)
+                for values in zip(op.inits, op.body.block.args, op.results, end.values,
+                                  strict=True):
+                    if any(v in found for v in values):
+                        found.update(values)
+        changed = len(found) != before
+    return found
+
+
 @dataclass
 class _Lowering:
     kernel: KernelOp
@@ -322,9 +380,15 @@ class _Lowering:
     #: elementwise op of two tiles: lowered to nothing, the op reads the column by
     #: `tensor_scalar` (`lower_binary`)
     broadcast_columns: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: rank-1 `[P]` tiles of per-row values, each lowered to a `[P, 1]` column
+    #: (`_per_row_values`)
+    per_row: set[SSAValue] = field(default_factory=set)
+    #: a loaded scalar (rank 0) broadcast over P partitions, by the scalar and P
+    scalar_columns: dict[tuple[SSAValue, IntExpr], SSAValue] = field(default_factory=dict)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
+        self.per_row = _per_row_values(self.kernel)
         body = Block(arg_types=[a.type for a in src.args])
         self.values.update(zip(src.args, body.args, strict=True))
         work = [(src, body)]
@@ -365,6 +429,15 @@ class _Lowering:
             new = op.clone()
             new.operands = [self.values[op.source]]  # type: ignore[assignment]
             self.values[op.result] = self.add(target, new)
+            if op.result in self.per_row:  # one value per partition: [P] -> [P, 1] by the DMA
+                self.values[op.result] = self.add(target, nki.DmaCopyOp.make(
+                    [new.results[0]], buffer="sbuf",
+                    shape=[_type(op.result).shape[0], IntExpr.const(1)]))
+        elif isinstance(op, FullOp) and op.result in self.per_row:
+            t = _type(op.result)
+            self.values[op.result] = self.add(target, FullOp.make(
+                [], value=op.value.value.data, shape=[t.shape[0], IntExpr.const(1)],
+                dtype=COMPUTE_DTYPE, space=op.space.data))
         elif isinstance(op, FullOp):
             t = _type(op.result)
             # a loop's accumulator is written by fp32 instructions: it starts in fp32 too
@@ -382,6 +455,9 @@ class _Lowering:
             if _type(value).dtype != out.dtype or _buffer(value) != "sbuf":
                 value = self.add(target, nki.TensorCopyOp.make(
                     [value], buffer="sbuf", dtype=out.dtype))
+            if op.value in self.per_row:  # the column [P, 1] as the rank-1 block [P]
+                value = self.add(target, nki.DmaCopyOp.make(
+                    [value], buffer="hbm", shape=list(_type(op.value).shape)))
             target.add_op(StoreOp(value, op.result.value.data, op.offset_exprs()))
         elif isinstance(op, ConstantOp) and _type(op.results[0]).rank == 0:
             self.constants[op.results[0]] = op.value.value.data
@@ -406,6 +482,8 @@ class _Lowering:
     # ---- compute --------------------------------------------------------------------------------
     def lower_compute(self, op: Operation, target: Block) -> SSAValue:
         result = _type(op.results[0])
+        if op.results[0] in self.per_row:
+            return self.lower_per_row(op, target)
         if result.rank != 2:
             raise Refused(f"'{op.name}' gives a rank-{result.rank} tile {result} (NKI tiles "
                           "here are [partitions, free])")
@@ -566,6 +644,67 @@ class _Lowering:
             buffer="sbuf"))
         return self.add(target, nki.NcMatmulOp.make([ones, one_partition], buffer="psum"))
 
+    def lower_per_row(self, op: Operation, target: Block) -> SSAValue:
+        """An op whose rank-1 result `[P]` holds one value per row (`_per_row_values`), on
+        `[P, 1]` columns: a row reduction -> `tensor_reduce` kept as `[P, 1]` (its `ax.generic`
+        form as `lower_generic` reads it); an elementwise op of columns, constants and loaded
+        scalars (each broadcast over the partitions: `scalar_column`) -> `tensor_tensor`,
+        `tensor_scalar` or `activation` of the columns."""
+        if type(op) in _REDUCE:
+            return self.lower_reduce(op, _REDUCE[type(op)], target)
+        if isinstance(op, GenericOp):
+            return self.lower_generic(op, target)
+        partitions = _type(op.results[0]).shape[0]
+        if type(op) in _ACTIVATION:
+            return self.add(target, nki.ActivationOp.make(
+                [self.per_row_column(op.operands[0], partitions, target)],
+                func=_ACTIVATION[type(op)], buffer="sbuf", dtype=COMPUTE_DTYPE))
+        if isinstance(op, NegOp):
+            return self.add(target, nki.TensorScalarOp.make(
+                [self.per_row_column(op.operands[0], partitions, target)], op0="multiply",
+                scalar0=-1.0, buffer="sbuf", dtype=COMPUTE_DTYPE))
+        if type(op) not in _ALU:
+            raise Refused(f"'{op.name}' of per-row values [P] has no NKI lowering yet")
+        alu = _ALU[type(op)]
+        a, b = op.operands
+        for tile, other, reverse in ((a, b, False), (b, a, True)):
+            if other in self.constants:
+                return self.by_constant(op, self.per_row_column(tile, partitions, target), alu,
+                                        self.constants[other], reverse, target)
+        x, y = (self.per_row_column(v, partitions, target) for v in (a, b))
+        if _buffer(x) == _buffer(y) == "psum":
+            y = self.add(target, nki.TensorCopyOp.make([y], buffer="sbuf",
+                                                       dtype=COMPUTE_DTYPE))
+        return self.add(target, nki.TensorTensorOp.make(
+            [x, y], op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+    def per_row_column(self, value: SSAValue, partitions: IntExpr, target: Block
+                       ) -> SSAValue:
+        """The `[P, 1]` column of a per-row value, or of a loaded scalar (`scalar_column`)."""
+        t = _type(value)
+        if t.rank == 0 and isinstance(value.owner, LoadOp):
+            return self.scalar_column(value, partitions, target)
+        if value not in self.per_row:
+            raise Refused(f"a {t} tile read as one value per row (a [P, 1] column)")
+        return self.values[value]
+
+    def scalar_column(self, value: SSAValue, partitions: IntExpr, target: Block) -> SSAValue:
+        """A loaded scalar on each of `partitions` partitions, fp32 in SBUF: the scalar as one
+        partition `[1, 1]`, `nc_matmul` of a ones column `[1, P]` by it (as `broadcast_row`),
+        copied out of PSUM; made once per scalar and P."""
+        key = (value, partitions)
+        if key not in self.scalar_columns:
+            lowered = self.values[value]
+            one = self.add(target, nki.DmaCopyOp.make(
+                [lowered], buffer="sbuf", shape=[IntExpr.const(1), IntExpr.const(1)]))
+            ones = self.add(target, nki.MemsetOp.make(
+                [], value=1.0, shape=[IntExpr.const(1), partitions], dtype=_type(lowered).dtype,
+                buffer="sbuf"))
+            product = self.add(target, nki.NcMatmulOp.make([ones, one], buffer="psum"))
+            self.scalar_columns[key] = self.add(target, nki.TensorCopyOp.make(
+                [product], buffer="sbuf", dtype=COMPUTE_DTYPE))
+        return self.scalar_columns[key]
+
     def lower_broadcast(self, op: BroadcastToOp, target: Block) -> SSAValue:
         """`broadcast_to` of a `[P, 1]` column over the free dim, or of a row (`[F]` or
         `[1, F]`) over the partitions, to a `[P, F]` tile:
@@ -683,14 +822,17 @@ class _Lowering:
         reduce = {"add": "add", "max": "maximum", "min": "minimum"}.get(str(form.reduction))
         if reduce is None:
             return f"a '{form.reduction}' reduction has no NKI lowering"
-        if len(op.operands) != 1 or len(form.parallel) != 2 or len(form.reduced) != 1:
+        # kept as [P, 1], or one value per row [P] (held as that column: `per_row`)
+        dropped = op.results[0] in self.per_row and len(form.parallel) == 1
+        if len(op.operands) != 1 or len(form.parallel) != 2 - dropped or len(form.reduced) != 1:
             return ("only a row reduction of one [P, F] tile over its free dim lowers (one "
                     "operand, two parallel dims, one reduced)")
         (x_src,) = op.operands
         tx = _type(x_src)
-        d0, d1 = form.parallel
+        d0 = form.parallel[0]
         (r0,) = form.reduced
-        if not (tx.rank == 2 and d1.upper == IntExpr.const(1) and d0.upper == tx.shape[0]
+        if not (tx.rank == 2 and (dropped or form.parallel[1].upper == IntExpr.const(1))
+                and d0.upper == tx.shape[0]
                 and r0.lower == IntExpr.const(0) and r0.upper == tx.shape[1]):
             return (f"the reduction over {r0} of a {tx} tile is not a whole row kept as "
                     "[P, 1]")
@@ -722,7 +864,8 @@ class _Lowering:
         (x,) = op.operands
         result = _type(op.results[0])
         axes = [int(a) for a in op.attrs().get("axes", ())]  # type: ignore[attr-defined]
-        if axes != [1] or not op.attrs().get("keepdims"):  # type: ignore[attr-defined]
+        kept = bool(op.attrs().get("keepdims")) or op.results[0] in self.per_row  # type: ignore[attr-defined]
+        if axes != [1] or not kept:
             raise Refused(f"'{op.name}' over axes {axes} (a row reduction over the last dim "
                           "of a [P, F] tile, keepdims)")
         tile = self.tile(x)
@@ -734,7 +877,7 @@ class _Lowering:
             [], value=1.0, shape=list(_type(tile).shape), dtype=COMPUTE_DTYPE, buffer="sbuf"))
         count = self.add(target, nki.TensorReduceOp.make(
             [ones], op="add", axes=(1,), keepdims=True, buffer="sbuf", dtype=COMPUTE_DTYPE))
-        assert result.shape == _type(total).shape
+        assert result.shape == _type(total).shape or op.results[0] in self.per_row
         return self.add(target, nki.TensorTensorOp.make(
             [total, count], op="divide", buffer="sbuf", dtype=COMPUTE_DTYPE))
 

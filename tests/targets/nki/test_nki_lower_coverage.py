@@ -6,6 +6,7 @@ refuted."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
@@ -209,3 +210,97 @@ def test_the_naive_chain_reads_a_broadcast_in_place() -> None:
     assert any(isinstance(op, BroadcastToOp) for op in product.walk())
     for k in kernels:
         lower_and_prove(trn2_kernel(k.func, "rows"))
+
+
+# ---- rank-1 per-row tiles ----------------------------------------------------------------------
+
+#: gemm_sum_scale's tilings: (kind, which of that kind, tile sizes)
+GEMM_SUM_SCALE = [("rows", 0, {"BM": 128}), ("rows_k", 0, {"BM": 128, "BK": 64}),
+                  ("rows_k", 1, {"BM": 128, "BK": 64}),
+                  ("rows_k_nested", 0, {"BM": 128, "BK": 64, "BL": 32})]
+#: remainders of every tile, all ones, several full tiles (K <= 128: the rows tilings' x tile)
+SUM_SHAPES = [{"M": 130, "K": 77, "N": 200}, {"M": 1, "K": 1, "N": 1},
+              {"M": 300, "K": 128, "N": 512}]
+
+
+def nth_kernel(func: FuncOp, kind: str, nth: int) -> FuncOp:
+    tiling = [t for t in tilings(func) if t.kind == kind][nth]
+    profile = load_profile("trn2")
+    kernel = tile_function(func, tiling, *tile_spaces(profile))
+    (op,) = (o for o in kernel.body.block.ops if isinstance(o, KernelOp))
+    op.assume_also(kernel_constraints(profile, op))
+    return kernel
+
+
+@pytest.mark.parametrize(("kind", "nth", "tiles"), GEMM_SUM_SCALE)
+def test_gemm_sum_scale_holds_its_row_sums_as_columns(kind: str, nth: int,
+                                                      tiles: dict[str, int],
+                                                      tmp_path: Path) -> None:
+    func = program("gemm_sum_scale")
+    kernel = nth_kernel(func, kind, nth)
+    lowered = lower_and_prove(kernel)
+    # every on-chip value is a [P, F] tile; the rank-1 result leaves as the column [BM, 1]
+    for op in lowered.func.walk():
+        if isinstance(op, nki.NkiOp) and op.buffer_name() != "hbm":
+            assert op.results[0].type.rank == 2  # type: ignore[attr-defined]
+    (store,) = [op for op in lowered.func.walk() if isinstance(op, nki.DmaCopyOp)
+                and op.buffer_name() == "hbm"]
+    assert str(store.operands[0].type) == "bf16[BM, 1]"
+    module = emit_nki(lowered.func, tiles)
+    assert "src=in2.reshape((1, 1))" in module.text  # the scalar s
+    for sizes in SUM_SHAPES:
+        inputs = make_inputs(PROGRAMS["gemm_sum_scale"], sizes)
+        out = simulate_text(module.text, module.name, tmp_path, inputs)
+        want = np.asarray(PROGRAMS["gemm_sum_scale"].reference(*inputs))
+        assert out.shape == want.shape == (sizes["M"],)
+        rtol, atol = PROGRAMS["gemm_sum_scale"].tolerance_at(sizes)
+        np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64),
+                                   rtol=rtol, atol=atol, err_msg=f"{kind} {sizes}")
+
+
+def test_a_rank_one_load_is_read_into_a_column(tmp_path: Path) -> None:
+    # the naive chain's `sum(...) * s`: a [BM] block of per-row values times a scalar input
+    (mul,) = [k.func for k in op_functions(program("gemm_sum_scale")) if k.op.name == "ax.mul"]
+    lowered = lower_and_prove(trn2_kernel(mul, "rows"))
+    copies = [op for op in lowered.func.walk() if isinstance(op, nki.DmaCopyOp)]
+    assert [str(op.results[0].type) for op in copies] == [
+        "bf16[BM, 1]", "bf16[1, 1]", "bf16[BM]"]
+    module = emit_nki(lowered.func, {"BM": 128})
+    # the [BM] block straight into the column, one element per partition, and back out
+    assert re.search(r"nisa\.dma_copy\(dst=t\d+\[0:(n\d+), 0:1\], src=in0\[BM\*i:BM\*i \+ \1\]\)",
+                     module.text)
+    assert re.search(r"nisa\.dma_copy\(dst=out0\[BM\*i:BM\*i \+ (n\d+)\], src=t\d+\[0:\1, 0:1\]\)",
+                     module.text)
+    for sizes in ({"M": 130}, {"M": 1}, {"M": 384}):
+        rng = np.random.default_rng(3)
+        inputs = [rng.standard_normal(sizes["M"]).astype(ml_dtypes.bfloat16),
+                  np.asarray(rng.standard_normal(), dtype=ml_dtypes.bfloat16)]
+        out = simulate_text(module.text, module.name, tmp_path, inputs)
+        (expected,) = run_function(mul, inputs, sizes)
+        np.testing.assert_array_equal(out, expected)  # one rounding of one product
+
+
+def _ones_for_the_scalar(self: lower._Lowering, value: SSAValue, partitions: object,
+                         target: Block) -> SSAValue:
+    """A planted wrong lowering: the scalar input read as 1."""
+    return self.add(target, nki.MemsetOp.make([], value=1.0, shape=[partitions, "1"],
+                                              dtype="f32", buffer="sbuf"))
+
+
+def _row_max(self: lower._Lowering, op: object, reduce: str, target: Block) -> SSAValue:
+    """A planted wrong lowering: the per-row sum taken as a max."""
+    (x,) = op.operands  # type: ignore[attr-defined]
+    return self.add(target, nki.TensorReduceOp.make(
+        [self.tile(x)], op="maximum", axes=(1,), keepdims=True, buffer="sbuf", dtype="f32"))
+
+
+@pytest.mark.parametrize(("method", "planted"), [("scalar_column", _ones_for_the_scalar),
+                                                 ("lower_reduce", _row_max)])
+def test_a_wrong_per_row_lowering_is_refuted(method: str, planted: object,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = trn2_kernel(program("gemm_sum_scale"), "rows")
+    monkeypatch.setattr(lower._Lowering, method, planted)
+    with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
+        lower_and_prove(kernel)
+    monkeypatch.undo()
+    assert lower_and_prove(kernel).proof_id
