@@ -29,17 +29,28 @@ from axon.dialects.nki.compute import (
     TensorTensorOp,
     TensorTensorScanOp,
 )
-from axon.dialects.nki.movement import DmaCopyOp, DmaTransposeOp, IotaOp, MemsetOp, TensorCopyOp
+from axon.dialects.nki.movement import (
+    AccessOp,
+    DmaCopyOp,
+    DmaTransposeOp,
+    IotaOp,
+    MemsetOp,
+    TensorCopyOp,
+)
 from axon.dialects.nki.tensor_engine import NcMatmulOp, NcTransposeOp
 
 ALL_OPS: tuple[type[NkiOp], ...] = (
     DmaCopyOp, DmaTransposeOp, TensorCopyOp, MemsetOp, IotaOp, NcMatmulOp, NcTransposeOp,
     TensorTensorOp, TensorScalarOp, ActivationOp, ActivationReduceOp, TensorReduceOp,
     TensorTensorScanOp, SelectOp, AffineSelectOp, ExponentialOp, BnStatsOp, BnAggrOp)
-Nki = Dialect("nki", list(ALL_OPS), [])
+#: access patterns: views the instructions read, no instruction of their own (so no
+#: conformance case: they run nothing)
+ACCESS_OPS: tuple[type[NkiOp], ...] = (AccessOp,)
+Nki = Dialect("nki", [*ALL_OPS, *ACCESS_OPS], [])
 register_dialect(Nki)
 
-__all__ = ["ACTIVATIONS", "ALL_OPS", "ALU_OPS", "BUFFERS", "ENGINES", "ActivationOp",
+__all__ = ["ACCESS_OPS", "ACTIVATIONS", "ALL_OPS", "ALU_OPS", "BUFFERS", "ENGINES", "AccessOp",
+           "ActivationOp",
            "ActivationReduceOp", "AffineSelectOp", "BnAggrOp", "BnStatsOp", "DmaCopyOp",
            "DmaTransposeOp",
            "ExponentialOp", "IotaOp",

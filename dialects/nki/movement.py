@@ -32,8 +32,11 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
+from axon.dialects.ax import BroadcastToOp as AxBroadcastToOp
+from axon.dialects.ax import ConcatOp as AxConcatOp
 from axon.dialects.ax import ConstantOp, TensorType
 from axon.dialects.ax import ReshapeOp as AxReshapeOp
+from axon.dialects.ax import SliceOp as AxSliceOp
 from axon.dialects.ax.shapes import ShapeError, product
 from axon.dialects.form.dtypes import DTYPES, round_to
 from axon.dialects.form.generic_form import GenericForm, LoopDim
@@ -244,3 +247,74 @@ def affine_index(par: Sequence[LoopDim], attrs: Mapping[str, Any]) -> IntExpr:
     for dim, step in zip(par[1:], steps, strict=True):
         index = index + IntExpr.sym(dim.name) * int(step)
     return index
+
+
+@irdl_op_definition
+class AccessOp(NkiOp):
+    """An access pattern on chip, not an instruction: a tile read through a view of other
+    tiles, partition dim kept (reference/nki.md 2.1-2.2: every partition uses the same free
+    access pattern, up to four free dims of a size and a stride each). `layout` names the
+    structural `ax` op whose meaning it has, with that op's properties:
+
+    - `slice` (`start`, `stop`, `step`): a strided view of the free dims (rope's interleaved
+      pairs, free stride 2), read in place by the instructions;
+    - `reshape` (`shape`): the free dims split or merged, row-major (a view of a contiguous
+      tile);
+    - `broadcast_to` (`shape`): free dims of size 1 stretched (stride 0): a DMA from HBM of
+      the tile's load with a zero stride, where the emitter can (`emit.py`);
+    - `concat` (`axis`, a free dim): one tile whose windows along `axis` its operands fill
+      (each producer writes its window in place, or one DMA per operand).
+
+    Being the `ax` op's own form, it is proved like any lowering; the emitter prints the view,
+    or refuses one it cannot print.
+    """
+
+    name = "nki.access"
+    #: the `ax` op each layout means
+    LAYOUTS: ClassVar[dict[str, type]] = {"slice": AxSliceOp, "reshape": AxReshapeOp,
+                                          "broadcast_to": AxBroadcastToOp,
+                                          "concat": AxConcatOp}
+    #: one source, or a concatenation's up to eight
+    ROLES: ClassVar[tuple[str, ...]] = ("src", *("[src]",) * 7)
+    DST_BUFFERS: ClassVar[tuple[str, ...]] = ("sbuf",)
+    ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("dma",)
+    OPERAND_BUFFERS: ClassVar[dict[str, tuple[str, ...]]] = {}
+    ATTRS: ClassVar[dict[str, str]] = {"layout": "text", "shape": "dims", "start": "dims",
+                                       "stop": "dims", "step": "dims", "axis": "int",
+                                       "buffer": "text"}
+    inputs = var_operand_def(TensorType)
+    layout = prop_def(StringAttr)
+    shape = opt_prop_def(ArrayAttr[StringAttr])
+    start = opt_prop_def(ArrayAttr[StringAttr])
+    stop = opt_prop_def(ArrayAttr[StringAttr])
+    step = opt_prop_def(ArrayAttr[StringAttr])
+    axis = opt_prop_def(IntegerAttr[I64])
+    buffer = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), HasGenericForm())
+
+    @classmethod
+    def instruction(cls, operand_types: Sequence[TensorType],
+                    attrs: Mapping[str, Any]) -> Semantics:
+        layout = str(attrs.get("layout"))
+        if layout not in cls.LAYOUTS:
+            raise ShapeError(f"layout '{layout}' is not one of {', '.join(cls.LAYOUTS)}")
+        if not operand_types or (layout != "concat" and len(operand_types) != 1):
+            raise ShapeError(f"a {layout} access takes "
+                             f"{'operands' if layout == 'concat' else 'one operand'}, got "
+                             f"{len(operand_types)}")
+        props = {k: v for k, v in attrs.items() if k not in ("layout", "buffer") and v is not None}
+        meaning = cls.LAYOUTS[layout].semantics(operand_types, props)
+        out = meaning.result_type
+        assert isinstance(out, TensorType)
+        for t in operand_types:
+            if t.rank < 2 or out.rank < 2 or t.shape[0] != out.shape[0]:
+                raise ShapeError(f"a {layout} access keeps the partition dim: {t} to {out}")
+        if layout == "concat" and int(props.get("axis", 0)) % out.rank == 0:
+            raise ShapeError("a concat access joins along a free dim, not the partitions")
+        if layout == "slice":
+            first = [IntExpr.lift(d) for d in props.get("start", ())][:1]
+            steps = [IntExpr.lift(d) for d in props.get("step", ())][:1]
+            if first != [IntExpr.const(0)] or steps != [IntExpr.const(1)]:
+                raise ShapeError("a slice access keeps every partition (start 0, step 1)")
+        return meaning

@@ -168,6 +168,8 @@ class _Printer:
     engines: dict[Operation, str] = field(default_factory=dict)
     #: the loads read from their streaming buffers while the grid is printed (`_stream_load`)
     streamed: set[Operation] = field(default_factory=set)
+    #: instruction results written in place into a window of a concatenation (`_windows`)
+    windows: dict[SSAValue, tuple[nki.AccessOp, int]] = field(default_factory=dict)
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -182,17 +184,26 @@ class _Printer:
         self.line(0, "@nki.jit")
         self.line(0, f"def {self.name}({', '.join(params)}):")
         bound: set[str] = set()
+        checks = []  # after every binding: a dim may name a size a later input binds
         for param, t in zip(params, inputs, strict=True):
             dims = [d.as_symbol if d.as_symbol is not None and d.as_symbol not in bound
                     else f"_{param}_{k}" for k, d in enumerate(t.shape)]
             if dims:  # a scalar input has no dims to bind
                 self.line(1, f"{', '.join(dims)}{',' if len(dims) == 1 else ''} = {param}.shape")
             for k, (d, held) in enumerate(zip(t.shape, dims, strict=True)):
+                solved = _solve_dim(d, bound)
+                if held.startswith("_") and solved is not None:  # 2*D2: D2 from the dim
+                    symbol, a, b = solved
+                    self.line(1, f"{symbol} = ({held} - {b}) // {a}" if b else
+                              f"{symbol} = {held} // {a}")
+                    bound.add(symbol)
                 if held.startswith("_"):
-                    self.line(1, f"assert {held} == {python(d)}, \"{self.name}: {param} dim "
-                                 f"{k} must be {d}\"")
+                    checks.append(f"assert {held} == {python(d)}, \"{self.name}: {param} "
+                                  f"dim {k} must be {d}\"")
                 elif d.as_symbol is not None:
                     bound.add(d.as_symbol)
+        for check in checks:
+            self.line(1, check)
         for p in self.kernel.param_names():
             self.line(1, f"{p} = {int(tile_sizes[p])}")
         for text in self.kernel.assumptions():
@@ -206,6 +217,7 @@ class _Printer:
         for arg, param in zip(body.args, params, strict=True):
             self.names[arg] = param
         self.hoisted = _grid_invariant(self.kernel)
+        self.windows = _windows(self.kernel)
         self.engines = _balance_engines(self.kernel, self.hoisted)
         for inst in self.kernel.walk():
             count = _count_of_ones(inst)
@@ -340,7 +352,8 @@ class _Printer:
                     self.line(depth, f"nisa.tensor_copy(dst={self.names[arg]}, "
                                      f"src={self.names[value]})")
         elif isinstance(op, LoadOp):
-            if _transposed_on_load(op) is None and _column_of_load(op) is None:
+            if _transposed_on_load(op) is None and _column_of_load(op) is None \
+                    and _stretched_load(op) is None:
                 self.load(op, depth)
         elif isinstance(op, FullOp):
             name = self.allocate(op.result, depth, op.space.data)
@@ -481,6 +494,107 @@ class _Printer:
         self.line(depth, f"nisa.dma_copy(dst=out{k}[{', '.join(slices)}], "
                          f"src={self.names[op.value]}[{', '.join(inside)}])")
 
+    def access(self, op: nki.AccessOp, depth: int) -> None:
+        """An access pattern: a view named by its expression (a strided slice, a reshape), a
+        stride-0 DMA from HBM (a loaded tile stretched over a size-1 free dim), or a tile of
+        windows (a concatenation) whose operands were written in place or are copied in."""
+        result = op.results[0]
+        layout = op.layout.data
+        attrs = op.attrs()
+        src = self.names.get(op.operands[0], "")
+        if layout == "reshape":
+            placed = [r for r in op.results[0].uses if isinstance(r.operation, nki.AccessOp)
+                      and op.operands[0] in self.windows]
+            self.names[result] = "" if placed else \
+                f"{src}.reshape({_tuple(list(_type(result).shape))})"
+            self.buffers[self.names[result]] = "sbuf"
+        elif layout == "slice":
+            parts = []
+            for start, stop, step in zip(attrs["start"], attrs["stop"], attrs["step"],
+                                         strict=True):
+                text = f"{python(IntExpr.lift(start))}:{python(IntExpr.lift(stop))}"
+                step_text = python(IntExpr.lift(step))
+                parts.append(text if step_text == "1" else f"{text}:{step_text}")
+            self.names[result] = f"{src}[{', '.join(parts)}]"
+            self.buffers[self.names[result]] = self.buffers.get(src, "sbuf")
+        elif layout == "broadcast_to":
+            load = _stretched_source(op)
+            if load is not None:
+                self.stretched_load(load, op, depth)
+            else:
+                self.stretched_copies(op, src, depth)
+        elif layout == "concat":
+            name = self.allocate(result, depth, "sbuf")
+            axis = int(attrs["axis"]) % _type(result).rank
+            at = 0
+            for k, value in enumerate(op.operands):
+                width = _type(value).shape[axis]
+                source = value.owner.operands[0] \
+                    if isinstance(value.owner, nki.AccessOp) else value
+                if self.windows.get(source) == (op, k):
+                    at += 1
+                    continue  # its instruction wrote the window
+                window = [":"] * _type(result).rank
+                window[axis] = f"{at}:{at} + {python(width)}" if at else f"0:{python(width)}"
+                self.line(depth, f"nisa.tensor_copy(dst={name}[{', '.join(window)}], "
+                                 f"src={self.names[value]})")
+                if not width.is_const:
+                    raise Refused("'nki.access' concatenation of a tile of symbolic width")
+                at += width.value
+        else:
+            raise Refused(f"'nki.access' layout '{layout}' is not printed by the NKI emitter")
+
+    def stretched_copies(self, op: nki.AccessOp, src: str, depth: int) -> None:
+        """A tile on chip stretched over its one size-1 free dim: one engine copy per index
+        of that dim (a loop), each of the tile's one slice."""
+        t, out = _type(op.operands[0]), _type(op.results[0])
+        stretched = [k for k in range(1, t.rank) if t.shape[k] != out.shape[k]]
+        if len(stretched) != 1:
+            raise Refused(f"'nki.access' broadcast of {t} to {out} on chip (one stretched "
+                          "free dim is printed)")
+        (k,) = stretched
+        name = self.allocate(op.results[0], depth, "sbuf")
+        index = self.fresh("h")
+        dst = [":"] * t.rank
+        dst[k] = index
+        read = [":"] * t.rank
+        read[k] = "0"
+        self.line(depth, f"for {index} in nl.affine_range({python(out.shape[k])}):")
+        self.line(depth + 1, f"nisa.tensor_copy(dst={name}[{', '.join(dst)}], "
+                             f"src={src}[{', '.join(read)}])")
+
+    def window(self, value: SSAValue, depth: int) -> str:
+        """The window of a concatenation's tile that the instruction making `value` writes:
+        the tile allocated here, then indexed at the operand's place along the axis."""
+        concat, k = self.windows[value]
+        name = self.allocate(concat.results[0], depth, "sbuf")
+        index = [":"] * _type(concat.results[0]).rank
+        index[int(concat.attrs()["axis"]) % len(index)] = str(k)
+        return f"{name}[{', '.join(index)}]"
+
+    def stretched_load(self, load: LoadOp, op: nki.AccessOp, depth: int) -> None:
+        """A loaded block `[P, F]` of an HBM `[R, C]`, reshaped to `[P, 1, F]` and stretched
+        to `[P, H, F]`: one DMA from HBM with the stride 0 over H (the hand-written rope's
+        cos/sin over the heads), rows past R padded as the load pads them."""
+        t = _type(load.result)
+        source = _type(load.source)
+        name = self.allocate(op.results[0], depth, "sbuf")
+        heads = _type(op.results[0]).shape[1]
+        offsets = [IntExpr.lift(o.data) for o in load.offsets.data]
+        (rows, *_), _ = self.region(depth, offsets, list(t.shape), source.shape)
+        if rows != python(t.shape[0]):
+            self.line(depth, f"if {rows} < {python(t.shape[0])}:")
+            self.line(depth + 1, f"nisa.memset(dst={name}, "
+                                 f"value={_fill(load.pad.value.data, t.dtype)})")
+        row = IntExpr.const(1)
+        for d in source.shape[1:]:
+            row = row * d
+        pitch, start = python(row), python(offsets[0] * row)
+        free = python(t.shape[-1])
+        self.line(depth, f"nisa.dma_copy(dst={name}[0:{rows}, 0:{python(heads)}, 0:{free}], "
+                         f"src={self.names[load.source]}.ap(pattern=[[{pitch}, {rows}], "
+                         f"[0, {python(heads)}], [1, {free}]], offset={start}))")
+
     def load_column(self, load: LoadOp, copy: nki.NkiOp, depth: int) -> None:
         """A rank-1 block `[P]` of per-row values, loaded straight into the column `[P, 1]`
         that `copy` (the lowering's DMA reshape) makes of it: one DMA of P elements, one per
@@ -498,6 +612,9 @@ class _Printer:
 
     # ---- instructions ---------------------------------------------------------------------------
     def instruction(self, op: nki.NkiOp, depth: int) -> None:
+        if isinstance(op, nki.AccessOp):
+            self.access(op, depth)
+            return
         if isinstance(op, nki.DmaTransposeOp) and isinstance(op.operands[0].owner, LoadOp) \
                 and _transposed_on_load(op.operands[0].owner) is op:
             self.load(op.operands[0].owner, depth, transposed=op)
@@ -531,6 +648,8 @@ class _Printer:
         if isinstance(op, nki.NcMatmulOp) and len(operands) == 3:
             self.accumulate(op, operands, depth)
             return
+        if result in self.windows and result not in self.names:
+            self.names[result] = self.window(result, depth)
         dst = self.names[result] if op in self.in_place \
             else self.allocate(result, depth, op.buffer_name())
         engine = attrs.get("engine") or self.engines.get(op)
@@ -665,6 +784,83 @@ class _Printer:
             if attrs.get(f"reverse{k}"):
                 parts.append(f"reverse{k}=True")
         return f"nisa.tensor_scalar({', '.join(parts)}{tail})"
+
+
+def _solve_dim(dim: IntExpr, bound: set[str]) -> tuple[str, int, int] | None:
+    """`(S, a, b)` where `dim` is `a*S + b` (a > 0) of one size `S` not yet bound: an input's
+    dim that gives S (the checks that follow assert the rest)."""
+    free = dim.symbols() - bound
+    if len(free) != 1 or dim.symbols() != free:
+        return None
+    (symbol,) = free
+    b = dim.evaluate({symbol: 0})
+    a = dim.evaluate({symbol: 1}) - b
+    if a < 1 or IntExpr.sym(symbol) * a + b != dim:
+        return None
+    return symbol, a, b
+
+
+def _stretched_source(op: nki.AccessOp) -> LoadOp | None:
+    """The load of a `broadcast_to` access `[P, 1, F]` -> `[P, H, F]` whose tile is a loaded
+    block of whole rows of an input (`[P, F]` of a 2-D input reshaped to `[P, 1, F]`, or
+    `[P, 1, F]` of a 3-D one), each used only on this way: printed as one stride-0 DMA from
+    HBM (`stretched_load`)."""
+    value = op.operands[0]
+    out = _type(op.results[0])
+    if not (value.has_one_use() and out.rank == 3 and _type(value).shape[1] == IntExpr.const(1)):
+        return None
+    owner = value.owner
+    if isinstance(owner, nki.AccessOp) and owner.layout.data == "reshape" \
+            and _type(owner.operands[0]).rank == 2 and owner.operands[0].has_one_use():
+        value = owner.operands[0]
+        owner = value.owner
+    if not isinstance(owner, LoadOp) or not value.has_one_use():
+        return None
+    t, source = _type(value), _type(owner.source)
+    offsets = [IntExpr.lift(o.data) for o in owner.offsets.data]
+    if t.rank != source.rank or any(o != IntExpr.const(0) for o in offsets[1:]) \
+            or list(t.shape[1:]) != list(source.shape[1:]):
+        return None
+    return owner
+
+
+def _stretched_load(load: LoadOp) -> nki.AccessOp | None:
+    """The broadcast access that prints `load` (`_stretched_source`), if any."""
+    value = load.result
+    for _ in range(2):  # the load's only use, or that of its reshape
+        if not value.has_one_use():
+            return None
+        user = next(iter(value.uses)).operation
+        if isinstance(user, nki.AccessOp) and user.layout.data == "broadcast_to":
+            return user if _stretched_source(user) is load else None
+        if not isinstance(user, nki.AccessOp):
+            return None
+        value = user.results[0]
+    return None
+
+
+def _windows(kernel: KernelOp) -> dict[SSAValue, tuple[nki.AccessOp, int]]:
+    """Instruction results that write their window of a concatenation in place: an operand
+    of a `concat` access that is a reshape adding the size-1 concatenated dim to an
+    instruction's result, both used only on this way (rope's pairs written interleaved)."""
+    found: dict[SSAValue, tuple[nki.AccessOp, int]] = {}
+    for op in kernel.walk():
+        if not (isinstance(op, nki.AccessOp) and op.layout.data == "concat"):
+            continue
+        axis = int(op.attrs()["axis"]) % _type(op.results[0]).rank
+        for k, value in enumerate(op.operands):
+            reshape = value.owner
+            if not (isinstance(reshape, nki.AccessOp) and reshape.layout.data == "reshape"
+                    and value.has_one_use()):
+                continue
+            made = reshape.operands[0]
+            t = _type(made)
+            expected = [*t.shape[:axis], IntExpr.const(1), *t.shape[axis:]]
+            if isinstance(made.owner, nki.NkiOp) and not isinstance(made.owner, nki.AccessOp) \
+                    and made.has_one_use() and list(_type(value).shape) == expected \
+                    and made.owner.buffer_name() == "sbuf":
+                found[made] = (op, k)
+    return found
 
 
 def _column_load(op: Operation) -> LoadOp | None:

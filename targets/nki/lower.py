@@ -40,6 +40,7 @@ from axon.dialects.ax import (
     AbsOp,
     AddOp,
     BroadcastToOp,
+    ConcatOp,
     ConstantOp,
     CumsumOp,
     DivOp,
@@ -58,9 +59,11 @@ from axon.dialects.ax import (
     ReduceMaxOp,
     ReduceMinOp,
     ReluOp,
+    ReshapeOp,
     RsqrtOp,
     SigmoidOp,
     SiluOp,
+    SliceOp,
     SqrtOp,
     SquareOp,
     SubOp,
@@ -385,6 +388,10 @@ class _Lowering:
     per_row: set[SSAValue] = field(default_factory=set)
     #: a loaded scalar (rank 0) broadcast over P partitions, by the scalar and P
     scalar_columns: dict[tuple[SSAValue, IntExpr], SSAValue] = field(default_factory=dict)
+    #: a tile of more than one free dim stretched over size-1 dims (`nki.access`), by the
+    #: tile and the shape
+    stretched: dict[tuple[SSAValue, tuple[IntExpr, ...]], SSAValue] = field(
+        default_factory=dict)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
@@ -484,7 +491,11 @@ class _Lowering:
         result = _type(op.results[0])
         if op.results[0] in self.per_row:
             return self.lower_per_row(op, target)
-        if result.rank != 2:
+        if isinstance(op, (SliceOp, ReshapeOp, ConcatOp)) or (
+                isinstance(op, BroadcastToOp) and result.rank > 2):
+            return self.lower_access(op, target)
+        elementwise = type(op) in _ACTIVATION or type(op) in _ALU or isinstance(op, NegOp)
+        if result.rank != 2 and not (elementwise and result.rank > 2):
             raise Refused(f"'{op.name}' gives a rank-{result.rank} tile {result} (NKI tiles "
                           "here are [partitions, free])")
         if type(op) in _ACTIVATION:
@@ -516,7 +527,7 @@ class _Lowering:
         if value in self.constants:
             raise Refused("a scalar constant used as a tile")
         lowered = self.values[value]
-        if _type(lowered).rank != 2:
+        if _type(lowered).rank < 2:
             raise Refused(f"a rank-{_type(lowered).rank} tile {_type(lowered)} used as a "
                           "[partitions, free] tile")
         return lowered
@@ -546,6 +557,12 @@ class _Lowering:
                 return self.add(target, nki.TensorScalarOp.make(
                     [self.tile(tile), self.column(self.broadcast_columns[other], target)],
                     op0=alu, reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
+        if result.rank > 2 and ta.rank == tb.rank == result.rank \
+                and (ta.shape != result.shape or tb.shape != result.shape):
+            # numpy's broadcast between tiles: the smaller stretched by a stride-0 access
+            x, y = (self.stretch(v, result, target) for v in (a, b))
+            return self.add(target, nki.TensorTensorOp.make(
+                [x, y], op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
         if ta.shape == tb.shape == result.shape:
             x, y = self.tile(a), self.tile(b)
             # a PSUM accumulator plus a product in PSUM stays there (the emitter folds it into
@@ -704,6 +721,34 @@ class _Lowering:
             self.scalar_columns[key] = self.add(target, nki.TensorCopyOp.make(
                 [product], buffer="sbuf", dtype=COMPUTE_DTYPE))
         return self.scalar_columns[key]
+
+    def lower_access(self, op: Operation, target: Block) -> SSAValue:
+        """A structural op of tiles that keeps the partition dim (a strided slice of the free
+        dims, a reshape of them, a broadcast over size-1 free dims, a concatenation along a
+        free dim) -> `nki.access` of the same meaning: a view the instructions read in place
+        (rope's interleaved pairs at free stride 2) or a tile filled in windows."""
+        attrs = dict(op.attrs())  # type: ignore[attr-defined]
+        layout = {SliceOp: "slice", ReshapeOp: "reshape", BroadcastToOp: "broadcast_to",
+                  ConcatOp: "concat"}[type(op)]
+        operands = [self.tile(v) for v in op.operands]
+        try:
+            made = nki.AccessOp.make(operands, layout=layout, buffer="sbuf", **attrs)
+        except ShapeError as err:
+            raise Refused(f"'{op.name}' of {', '.join(str(_type(v)) for v in op.operands)}: "
+                          f"{err}") from None
+        return self.add(target, made)
+
+    def stretch(self, value: SSAValue, result: TensorType, target: Block) -> SSAValue:
+        """`value`'s tile stretched over its size-1 dims to `result`'s shape (itself where it
+        has that shape): a `broadcast_to` access, made once per tile and shape."""
+        x = self.tile(value)
+        if _type(x).shape == result.shape:
+            return x
+        key = (value, tuple(result.shape))
+        if key not in self.stretched:
+            self.stretched[key] = self.add(target, nki.AccessOp.make(
+                [x], layout="broadcast_to", shape=list(result.shape), buffer="sbuf"))
+        return self.stretched[key]
 
     def lower_broadcast(self, op: BroadcastToOp, target: Block) -> SSAValue:
         """`broadcast_to` of a `[P, 1]` column over the free dim, or of a row (`[F]` or

@@ -304,3 +304,91 @@ def test_a_wrong_per_row_lowering_is_refuted(method: str, planted: object,
         lower_and_prove(kernel)
     monkeypatch.undo()
     assert lower_and_prove(kernel).proof_id
+
+
+# ---- tiles of more than one free dim (rope) -----------------------------------------------------
+
+#: remainders of the row tile, all ones, two whole tiles of 64-wide heads
+ROPE_SHAPES = [{"T": 130, "H": 3, "D2": 5}, {"T": 1, "H": 1, "D2": 1},
+               {"T": 256, "H": 4, "D2": 64}]
+
+
+def test_rope_reads_its_pairs_in_place_and_is_proved(tmp_path: Path) -> None:
+    func = program("rope")
+    lowered = lower_and_prove(trn2_kernel(func, "rows"))
+    layouts = [op.layout.data for op in lowered.func.walk() if isinstance(op, nki.AccessOp)]
+    assert layouts.count("slice") == 2 and layouts.count("broadcast_to") == 2
+    assert "concat" in layouts
+    module = emit_nki(lowered.func, {"BM": 128})
+    text = module.text
+    # x read in place at free stride 2; cos and sin over the heads by a stride-0 DMA from HBM;
+    # out_even and out_odd written into their windows of the interleaved tile
+    assert "0:2*D2 - 1:2]" in text and "1:2*D2:2]" in text
+    assert re.search(r"src=in1\.ap\(pattern=\[\[D2, n\d+\], \[0, H\], \[1, D2\]\]", text)
+    assert "op=nl.subtract" in text and re.search(r"dst=t\d+\[:, :, :, 0\], .*nl\.subtract", text)
+    assert re.search(r"dst=t\d+\[:, :, :, 1\], .*nl\.add", text)
+    assert text.count("nisa.dma_copy(") == 4  # x, cos, sin in; the result out
+    for sizes in ROPE_SHAPES:
+        inputs = make_inputs(PROGRAMS["rope"], sizes)
+        out = simulate_text(text, module.name, tmp_path, inputs)
+        want = np.asarray(PROGRAMS["rope"].reference(*inputs))
+        assert out.shape == want.shape
+        rtol, atol = PROGRAMS["rope"].tolerance_at(sizes)
+        np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64),
+                                   rtol=rtol, atol=atol, err_msg=f"rope {sizes}")
+
+
+def _odd_for_even(self: lower._Lowering, op: object, target: Block) -> SSAValue:
+    """A planted wrong lowering: every strided slice starts at 1 (the odd elements)."""
+    attrs = dict(op.attrs())  # type: ignore[attr-defined]
+    if "start" in attrs:
+        attrs["start"] = [*attrs["start"][:-1], "1"]
+        attrs["stop"] = [*attrs["stop"][:-1], "2*D2"]
+    return self.add(target, nki.AccessOp.make(
+        [self.tile(v) for v in op.operands], buffer="sbuf",  # type: ignore[attr-defined]
+        layout={"ax.slice": "slice", "ax.reshape": "reshape", "ax.concat": "concat",
+                "ax.broadcast_to": "broadcast_to"}[op.name], **attrs))  # type: ignore[attr-defined]
+
+
+def _pairs_swapped(self: lower._Lowering, op: object, target: Block) -> SSAValue:
+    """A planted wrong lowering: the concatenation's operands in the other order."""
+    operands = [self.tile(v) for v in op.operands]  # type: ignore[attr-defined]
+    name = op.name  # type: ignore[attr-defined]
+    if name == "ax.concat":
+        operands.reverse()
+    return self.add(target, nki.AccessOp.make(
+        operands, buffer="sbuf", layout=name.removeprefix("ax."), **dict(op.attrs())))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("planted", [_odd_for_even, _pairs_swapped])
+def test_a_wrong_access_is_refuted(planted: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = trn2_kernel(program("rope"), "rows")
+    monkeypatch.setattr(lower._Lowering, "lower_access", planted)
+    with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
+        lower_and_prove(kernel)
+    monkeypatch.undo()
+    assert lower_and_prove(kernel).proof_id
+
+
+def test_an_access_across_partitions_is_refused() -> None:
+    # a reshape that moves elements between partitions is no access pattern
+    func = parse("def f(x: bf16[M, N]):\n    return exp(reshape(x, [N, M]))\n")
+    with pytest.raises(Refused, match="a reshape access keeps the partition dim"):
+        lower_function(trn2_kernel(func, "rows"))
+
+
+def test_the_naive_rope_chain_runs_each_op(tmp_path: Path) -> None:
+    # rope's one-op kernels (slices, reshapes, products by a [T, 1, D2] input stretched over
+    # the heads, the concatenation): each lowers, is proved and runs like the interpreter
+    kernels = op_functions(program("rope"))
+    sizes = {"T": 130, "H": 3, "D2": 5}
+    for k in kernels:
+        kind = next(t.kind for t in tilings(k.func))
+        lowered = lower_and_prove(trn2_kernel(k.func, kind))
+        kernel = next(op for op in lowered.func.walk() if isinstance(op, KernelOp))
+        tiles = {p: 128 if p == "BM" else 4 for p in kernel.param_names()}
+        module = emit_nki(lowered.func, tiles)
+        inputs = random_inputs(k.func)(sizes)
+        out = simulate_text(module.text, module.name, tmp_path, inputs)
+        (expected,) = run_function(k.func, inputs, sizes)
+        np.testing.assert_array_equal(out, expected, err_msg=k.func.sym_name.data)
