@@ -14,8 +14,10 @@
 // CHECK-NEXT: %[[S1:.*]] = nki.access %{{.*}} {layout = "reshape", shape = ["BM", "1", "D2"], buffer = "sbuf"}
 // CHECK-NEXT: %[[C:.*]] = nki.access %[[C1]] {layout = "broadcast_to", shape = ["BM", "H", "D2"], buffer = "sbuf"} : (!ax.tensor<[BM, 1, D2], bf16>) -> !ax.tensor<[BM, H, D2], bf16>
 // CHECK-NEXT: nki.tensor_tensor %[[EVEN]], %[[C]] {op = "multiply", buffer = "sbuf", dtype = f32} : (!ax.tensor<[BM, H, D2], bf16>, !ax.tensor<[BM, H, D2], bf16>) -> !ax.tensor<[BM, H, D2], f32>
-// CHECK: nki.access %{{.*}}, %{{.*}} {layout = "concat", axis = 3 : i64, buffer = "sbuf"} : (!ax.tensor<[BM, H, D2, 1], f32>, !ax.tensor<[BM, H, D2, 1], f32>) -> !ax.tensor<[BM, H, D2, 2], f32>
-// CHECK-NEXT: nki.access %{{.*}} {layout = "reshape", shape = ["BM", "H", "2*D2"], buffer = "sbuf"}
+// CHECK: nki.tensor_tensor %{{.*}}, %{{.*}} {op = "subtract", buffer = "sbuf", dtype = bf16}
+// CHECK: nki.access %{{.*}}, %{{.*}} {layout = "concat", axis = 3 : i64, buffer = "sbuf"} : (!ax.tensor<[BM, H, D2, 1], bf16>, !ax.tensor<[BM, H, D2, 1], bf16>) -> !ax.tensor<[BM, H, D2, 2], bf16>
+// CHECK-NEXT: %[[OUT:.*]] = nki.access %{{.*}} {layout = "reshape", shape = ["BM", "H", "2*D2"], buffer = "sbuf"}
+// CHECK-NEXT: tile.store %[[OUT]]
 // CHECK-NOT: ax.slice
 // CHECK-NOT: ax.concat
 func.func @rope_rows(%0: !ax.tensor<[T, H, 2*D2], bf16>, %1: !ax.tensor<[T, D2], bf16>, %2: !ax.tensor<[T, D2], bf16>) -> !ax.tensor<[T, H, 2*D2], bf16> {

@@ -459,6 +459,8 @@ class _Lowering:
             value = self.values[op.value]
             if op.value.has_one_use() and _type(value).dtype != out.dtype:
                 value = self.rounded_in_place(value, out.dtype)
+            if op.value.has_one_use() and _type(value).dtype != out.dtype:
+                value = self.rounded_through_accesses(value, out.dtype) or value
             if _type(value).dtype != out.dtype or _buffer(value) != "sbuf":
                 value = self.add(target, nki.TensorCopyOp.make(
                     [value], buffer="sbuf", dtype=out.dtype))
@@ -485,6 +487,48 @@ class _Lowering:
         block.insert_op_before(new, owner)
         block.erase_op(owner)
         return new.results[0]
+
+    def rounded_through_accesses(self, value: SSAValue, dtype: str) -> SSAValue | None:
+        """`value`, a reshape or concatenation access of instructions made only for it (rope's
+        interleaved pairs), rebuilt with those instructions writing `dtype` (one rounding
+        each, no copy of the whole); None where one of them cannot (`rounded_in_place`'s
+        rule)."""
+
+        def access(owner: object) -> bool:
+            return isinstance(owner, nki.AccessOp) and owner.layout.data in ("reshape", "concat")
+
+        def roundable(v: SSAValue) -> bool:
+            owner = v.owner
+            if not (isinstance(owner, nki.NkiOp) and (v.has_one_use() or not v.uses)):
+                return False
+            if access(owner):
+                return all(roundable(u) for u in owner.operands)
+            return not isinstance(owner, nki.AccessOp) and owner.buffer_name() == "sbuf" \
+                and "dtype" in type(owner).ATTRS
+
+        old: list[Operation] = []
+
+        def rebuilt(v: SSAValue) -> SSAValue:
+            owner = v.owner
+            assert isinstance(owner, nki.NkiOp)
+            if access(owner):
+                new = nki.AccessOp.make([rebuilt(u) for u in owner.operands], **owner.attrs())
+            else:
+                new = type(owner).make(list(owner.operands), **{**owner.attrs(), "dtype": dtype})
+            block = owner.parent_block()
+            assert block is not None
+            block.insert_op_before(new, owner)
+            old.append(owner)
+            return new.results[0]
+
+        if not roundable(value):
+            return None
+        made = rebuilt(value)
+        for owner in reversed(old):  # the outermost first: each has no use left
+            block = owner.parent_block()
+            assert block is not None
+            block.erase_op(owner)
+        return made
 
     # ---- compute --------------------------------------------------------------------------------
     def lower_compute(self, op: Operation, target: Block) -> SSAValue:
