@@ -185,23 +185,32 @@ class _Printer:
         self.line(0, f"def {self.name}({', '.join(params)}):")
         bound: set[str] = set()
         checks = []  # after every binding: a dim may name a size a later input binds
+        unsolved: list[tuple[IntExpr, str]] = []
         for param, t in zip(params, inputs, strict=True):
             dims = [d.as_symbol if d.as_symbol is not None and d.as_symbol not in bound
                     else f"_{param}_{k}" for k, d in enumerate(t.shape)]
             if dims:  # a scalar input has no dims to bind
                 self.line(1, f"{', '.join(dims)}{',' if len(dims) == 1 else ''} = {param}.shape")
             for k, (d, held) in enumerate(zip(t.shape, dims, strict=True)):
-                solved = _solve_dim(d, bound)
-                if held.startswith("_") and solved is not None:  # 2*D2: D2 from the dim
-                    symbol, a, b = solved
-                    self.line(1, f"{symbol} = ({held} - {b}) // {a}" if b else
-                              f"{symbol} = {held} // {a}")
-                    bound.add(symbol)
                 if held.startswith("_"):
+                    unsolved.append((d, held))
                     checks.append(f"assert {held} == {python(d)}, \"{self.name}: {param} "
                                   f"dim {k} must be {d}\"")
                 elif d.as_symbol is not None:
                     bound.add(d.as_symbol)
+        while True:  # 2*D2, HKV*G: the one size not bound yet from the dim
+            solved = next(((d, held, s) for d, held in unsolved
+                           if (s := _solve_dim(d, bound)) is not None), None)
+            if solved is None:
+                break
+            d, held, (symbol, a, b) = solved
+            self.line(1, f"{symbol} = ({held} - ({python(b)})) // ({python(a)})"
+                      if b != IntExpr.const(0) else f"{symbol} = {held} // ({python(a)})")
+            bound.add(symbol)
+        unknown = sorted({s for d, _ in unsolved for s in d.symbols()} - bound)
+        if unknown:
+            raise Refused(f"the kernel's inputs do not give the sizes {', '.join(unknown)} "
+                          f"apart (dims {', '.join(str(d) for d, _ in unsolved)})")
         for check in checks:
             self.line(1, check)
         for p in self.kernel.param_names():
@@ -786,16 +795,18 @@ class _Printer:
         return f"nisa.tensor_scalar({', '.join(parts)}{tail})"
 
 
-def _solve_dim(dim: IntExpr, bound: set[str]) -> tuple[str, int, int] | None:
-    """`(S, a, b)` where `dim` is `a*S + b` (a > 0) of one size `S` not yet bound: an input's
-    dim that gives S (the checks that follow assert the rest)."""
+def _solve_dim(dim: IntExpr, bound: set[str]) -> tuple[str, IntExpr, IntExpr] | None:
+    """`(S, a, b)` where `dim` is `a*S + b` of one size `S` not yet bound, `a` and `b` of
+    bound sizes (`2*D2`, `HKV*G`): an input's dim that gives S (the checks that follow assert
+    the rest)."""
     free = dim.symbols() - bound
-    if len(free) != 1 or dim.symbols() != free:
+    if len(free) != 1:
         return None
     (symbol,) = free
-    b = dim.evaluate({symbol: 0})
-    a = dim.evaluate({symbol: 1}) - b
-    if a < 1 or IntExpr.sym(symbol) * a + b != dim:
+    b = dim.substitute({symbol: 0})
+    a = dim.substitute({symbol: 1}) - b
+    if a.symbols() & free or b.symbols() & free or IntExpr.sym(symbol) * a + b != dim \
+            or (a.is_const and a.value < 1):
         return None
     return symbol, a, b
 

@@ -392,3 +392,13 @@ def test_the_naive_rope_chain_runs_each_op(tmp_path: Path) -> None:
         out = simulate_text(module.text, module.name, tmp_path, inputs)
         (expected,) = run_function(k.func, inputs, sizes)
         np.testing.assert_array_equal(out, expected, err_msg=k.func.sym_name.data)
+
+
+def test_sizes_no_input_gives_apart_are_refused_when_emitted() -> None:
+    # qknorm_gqa's q * q: its [1, 1, BM, D] tiles lower, but the kernel's inputs give only
+    # the product HKV*G, not G (which the grid needs): a diagnostic, not a NameError at run
+    func = parse("def f(q: bf16[B, HKV*G, S, D]):\n    return q * q\n")
+    lowered = lower_and_prove(trn2_kernel(func, "batched_rows"))
+    kernel = next(op for op in lowered.func.walk() if isinstance(op, KernelOp))
+    with pytest.raises(Refused, match="do not give the sizes G, HKV apart .dims G\\*HKV"):
+        emit_nki(lowered.func, dict.fromkeys(kernel.param_names(), 4))
