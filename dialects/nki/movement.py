@@ -37,6 +37,7 @@ from axon.dialects.ax import ConcatOp as AxConcatOp
 from axon.dialects.ax import ConstantOp, TensorType
 from axon.dialects.ax import ReshapeOp as AxReshapeOp
 from axon.dialects.ax import SliceOp as AxSliceOp
+from axon.dialects.ax.op_base import TensorOp
 from axon.dialects.ax.shapes import ShapeError, product
 from axon.dialects.form.dtypes import DTYPES, round_to
 from axon.dialects.form.generic_form import GenericForm, LoopDim
@@ -271,7 +272,7 @@ class AccessOp(NkiOp):
 
     name = "nki.access"
     #: the `ax` op each layout means
-    LAYOUTS: ClassVar[dict[str, type]] = {"slice": AxSliceOp, "reshape": AxReshapeOp,
+    LAYOUTS: ClassVar[dict[str, type[TensorOp]]] = {"slice": AxSliceOp, "reshape": AxReshapeOp,
                                           "broadcast_to": AxBroadcastToOp,
                                           "concat": AxConcatOp}
     #: one source, or a concatenation's up to eight

@@ -837,7 +837,7 @@ def _stretched_source(op: nki.AccessOp) -> LoadOp | None:
 
 def _stretched_load(load: LoadOp) -> nki.AccessOp | None:
     """The broadcast access that prints `load` (`_stretched_source`), if any."""
-    value = load.result
+    value: SSAValue = load.result
     for _ in range(2):  # the load's only use, or that of its reshape
         if not value.has_one_use():
             return None

@@ -772,8 +772,10 @@ class _Lowering:
         free dim) -> `nki.access` of the same meaning: a view the instructions read in place
         (rope's interleaved pairs at free stride 2) or a tile filled in windows."""
         attrs = dict(op.attrs())  # type: ignore[attr-defined]
-        layout = {SliceOp: "slice", ReshapeOp: "reshape", BroadcastToOp: "broadcast_to",
-                  ConcatOp: "concat"}[type(op)]
+        layouts: dict[type[Operation], str] = {SliceOp: "slice", ReshapeOp: "reshape",
+                                               BroadcastToOp: "broadcast_to",
+                                               ConcatOp: "concat"}
+        layout = layouts[type(op)]
         operands = [self.tile(v) for v in op.operands]
         try:
             made = nki.AccessOp.make(operands, layout=layout, buffer="sbuf", **attrs)

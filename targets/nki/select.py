@@ -194,8 +194,9 @@ def op_functions(func: FuncOp) -> list[OpKernel]:
             if isinstance(value.owner, ConstantOp) or _view(value):
                 if value not in cloned:
                     cloned.insert(0, value)
-                    if _view(value):
-                        work.extend(value.owner.operands)
+                    owner = value.owner
+                    if _view(value) and isinstance(owner, Operation):
+                        work.extend(owner.operands)
             elif value not in operands:
                 operands.append(value)
         name = f"{func.sym_name.data}_{index}_{op.name.split('.')[-1]}"
