@@ -14,7 +14,8 @@ out with the reason. The Triton path (`triton_path.forge_kernel`) rewrites the u
 through the stages, each proposal through the cascade on the CPU (so untimed: its first passing
 proposal is kept). A problem with no candidate left is reported as skipped. The bundle holds per
 case `problem.py`, `input.py` (the user's kernel), `axon_<n>.py` (the torch path, in the
-problem's dtype) and `stages.py` (the Triton path).
+problem's dtype) and `stages.py` (the Triton path after every stage it applied), `stages_<n>.py`
+(after its first n).
 """
 
 from __future__ import annotations
@@ -82,7 +83,11 @@ def forge_case(name: str, profile: str, executor: Executor, keep: int, max_candi
 
 def _triton_candidates(name: str, profile: str, report: BundleReport,
                        log: Callable[[str], None]) -> list[harness.ForgeCandidate]:
-    """The user's kernel through the Triton-level stages (CPU cascade), when any applied."""
+    """The user's kernel through the Triton-level stages (CPU cascade), when any applied: the
+    text after the last applied stage (`stages`) and after each earlier one (`stages_<n>`, the
+    first n applied). Each passed the cascade against the original when its stage applied; on
+    the CPU no stage is timed, so the GPU's timing of the prefixes is where a stage that made
+    the kernel slower is rolled back (what `axon forge` does on a GPU stage by stage)."""
     problem = PROBLEMS[name]
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         result, checked = forge_kernel(problem.kernel_path, problem.problem_path,
@@ -95,10 +100,14 @@ def _triton_candidates(name: str, profile: str, report: BundleReport,
         report.dropped.append((f"{name}/stages", "no stage applied: "
                                                  + "; ".join(result.report_lines())))
         return []
-    relative = f"{name}/stages.py"
-    report.files[relative] = result.source
-    return [harness.ForgeCandidate("stages", relative, "the user's kernel after "
-                                   + ", ".join(applied))]
+    candidates: list[harness.ForgeCandidate] = []
+    for n, (_, text) in enumerate(result.snapshots, start=1):
+        ident = "stages" if n == len(result.snapshots) else f"stages_{n}"
+        relative = f"{name}/{ident}.py"
+        report.files[relative] = text
+        candidates.append(harness.ForgeCandidate(
+            ident, relative, "the user's kernel after " + ", ".join(applied[:n])))
+    return candidates[-1:] + candidates[:-1]
 
 
 def _torch_candidates(name: str, profile: str, executor: Executor, keep: int,
