@@ -92,7 +92,8 @@ def _triton_candidates(name: str, profile: str, report: BundleReport,
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         result, checked = forge_kernel(problem.kernel_path, problem.problem_path,
                                        load_device(profile), [problem.small_sizes], gpu=False,
-                                       scratch=Path(scratch), atol_scale=problem.atol_scale)
+                                       scratch=Path(scratch), atol_scale=problem.atol_scale,
+                                       gpu_later=True)
     applied = result.applied()
     log(f"{name}: triton path: {', '.join(applied) or 'no stage'} applied, {checked} "
         "proposal(s) checked")

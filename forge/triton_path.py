@@ -8,7 +8,8 @@ The stages and their order are `forge/stages/` and `forge/planner.py`; the check
 is `forge/cascade.py` (syntax, structure against the KB, the frozen harness against the original
 kernel and the problem's reference, the GPU's timing). Without a GPU the autotune stage is not
 applied: its module picks a configuration by timing each on the device, which Triton's CPU
-interpreter cannot do, and the cascade could check only what it would pick.
+interpreter cannot do, and the cascade could check only what it would pick. For a module bound
+for a GPU (`gpu_later`, the bundle) it applies with every configuration checked alone first.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from axon.forge.cascade import ForgeCascade
-from axon.forge.driver import ForgeResult, optimize_source
+from axon.forge.driver import Checker, ForgeResult, optimize_source
 from axon.forge.source import KernelFile
 from axon.forge.stages import Applicability, Proposal, Stage, builtin_stages
+from axon.forge.stages.autotune import AutotuneStage
 from axon.targets.xe_triton.kb import Device
 
 #: stages whose choice is made by timing on the device
@@ -45,20 +47,61 @@ class Untimed:
         return []
 
 
-def stages_for(gpu: bool) -> list[Stage]:
-    """The built-in stages, those that pick by timing wrapped in `Untimed` without a GPU."""
-    return [s if gpu or s.name not in TIMED_STAGES else Untimed(s) for s in builtin_stages()]
+class EachConfigChecked:
+    """The autotune stage on a machine without a GPU, for a module a GPU will run later (the
+    bundle): each configuration of the grid is checked alone first (the rewrite over that one
+    configuration: an autotuner with one choice runs it), and the rewrite over the whole grid is
+    proposed only when every one passed, so whatever the GPU's autotuner picks was checked. The
+    first configuration that fails is proposed instead, for the driver's check to reject with
+    its reason."""
+
+    def __init__(self, stage: AutotuneStage, check: Checker) -> None:
+        self.stage = stage
+        self.check = check
+        self.name = stage.name
+
+    def applies(self, kernel_file: KernelFile) -> Applicability:
+        """Where the autotune stage applies."""
+        return self.stage.applies(kernel_file)
+
+    def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
+        """The grid's rewrite once each configuration passed alone; else the first failing."""
+        split = self.stage.propose_split(kernel_file, profile)
+        if split is None:
+            return []
+        whole, singles = split
+        for single in singles:
+            if not self.check(kernel_file.source, single.source).passed:
+                return [single]
+        return [Proposal(whole.stage, f"{whole.description}; each configuration checked alone "
+                                      "(the GPU's autotuner picks among them)", whole.source)]
+
+
+def stages_for(gpu: bool, check: Checker | None = None) -> list[Stage]:
+    """The built-in stages; without a GPU, those that pick by timing wrapped in `Untimed`, or,
+    given `check` (the module will run on a GPU later), the autotune stage with each of its
+    configurations checked alone."""
+    out: list[Stage] = []
+    for stage in builtin_stages():
+        if gpu or stage.name not in TIMED_STAGES:
+            out.append(stage)
+        elif check is not None and isinstance(stage, AutotuneStage):
+            out.append(EachConfigChecked(stage, check))
+        else:
+            out.append(Untimed(stage))
+    return out
 
 
 def forge_kernel(kernel: Path, problem: Path, device: Device,
                  sizes: Sequence[Mapping[str, int]], *, gpu: bool, scratch: Path,
-                 atol_scale: float = 1.0,
+                 atol_scale: float = 1.0, gpu_later: bool = False,
                  say: Callable[[str], None] = lambda line: None) -> tuple[ForgeResult, int]:
     """The plan run on `kernel` with every proposal through the cascade against the original
     file (the harness runs modules from files under `scratch`); the result and the number of
-    proposals checked."""
+    proposals checked. `gpu_later`: without a GPU now, the module is for one (the autotune stage
+    applies with each configuration checked alone)."""
     cascade = ForgeCascade(kernel, problem, device, list(sizes), scratch, gpu=gpu,
                            atol_scale=atol_scale)
     result = optimize_source(kernel.read_text(encoding="utf-8"), str(kernel), device, cascade,
-                             say, stages_for(gpu))
+                             say, stages_for(gpu, cascade if gpu_later else None))
     return result, cascade.checked

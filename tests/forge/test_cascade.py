@@ -11,7 +11,11 @@ from pathlib import Path
 
 from axon.benchmarks.forge.problem_set import PROBLEMS
 from axon.forge.cascade import ForgeCascade, structure_error, syntax_error
-from axon.forge.triton_path import forge_kernel
+from axon.forge.driver import CheckOutcome, optimize_source
+from axon.forge.source import KernelFile
+from axon.forge.stages.autotune import AutotuneStage
+from axon.forge.stages.facts import ForgeOptions
+from axon.forge.triton_path import EachConfigChecked, forge_kernel
 from axon.targets.xe_triton.kb import load_device
 
 NAME = "24_scale_tanh_residual"
@@ -97,3 +101,36 @@ def test_command_on_a_kernel_file(tmp_path: Path, axon_forge: Forge) -> None:
     unknown = axon_forge(str(KERNEL), "--problem", str(PROBLEM), "--profile", "nope")
     assert unknown.returncode == 1 and "unknown profile 'nope'" in unknown.stderr
     assert "Traceback" not in no_inputs.stderr + unknown.stderr
+
+
+def test_autotune_for_a_gpu_later_checks_every_configuration(tmp_path: Path) -> None:
+    """Bound for a GPU (the bundle), the autotune stage applies on the CPU only after each of its
+    configurations passed the cascade alone; a configuration the check rejects stops it, with
+    that configuration's failure as the reason."""
+    name = "01_gemm_bias_relu"
+    problem = PROBLEMS[name]
+    device = load_device("h200")
+    cascade = ForgeCascade(problem.kernel_path, problem.problem_path, device,
+                           [problem.small_sizes], tmp_path)
+    source = problem.kernel_path.read_text(encoding="utf-8")
+    stage = AutotuneStage(ForgeOptions(max_configs=2))
+    split = stage.propose_split(KernelFile(source, name), device)
+    assert split is not None
+    whole, singles = split
+    assert len(singles) == 2 and all(s.source.count("triton.Config(") == 1 for s in singles)
+    assert whole.source.count("triton.Config(") == 2
+    (proposal,) = EachConfigChecked(stage, cascade).propose(KernelFile(source, name), device)
+    assert proposal.source == whole.source and "each configuration checked alone" in \
+        proposal.description
+    assert cascade.checked == 2
+
+    def reject_second(current: str, proposal: str) -> CheckOutcome:
+        bad = proposal == singles[1].source
+        return CheckOutcome(not bad, "correctness", "max error 2.0" if bad else "ok")
+
+    (failing,) = EachConfigChecked(stage, reject_second).propose(KernelFile(source, name), device)
+    assert failing.source == singles[1].source
+    result = optimize_source(source, name, device, reject_second,
+                             stages=[EachConfigChecked(stage, reject_second)])
+    (record,) = result.records
+    assert record.status == "rolled back" and "max error 2.0" in record.why
