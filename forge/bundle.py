@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from axon.benchmarks.forge.problem_set import DTYPE_NAMES, PROBLEMS, load_problem
+from axon.forge.stages.facts import ForgeOptions
 from axon.forge.torch_path import ForgeError, TorchForgeOptions, forge_problem
 from axon.forge.triton_path import forge_kernel
 from axon.selection.executor import EXECUTORS, Executor, make_executor
@@ -43,6 +44,8 @@ from axon.tools.version import axon_version
 KEEP = 3
 #: the Forge paths a bundle's candidates come from
 PATHS = ("torch", "triton")
+#: configurations of the autotune stage's grid (each checked alone on the CPU)
+AUTOTUNE_CONFIGS = 4
 #: seconds one CPU check may take
 CHECK_TIMEOUT_S = 600.0
 
@@ -93,7 +96,8 @@ def _triton_candidates(name: str, profile: str, report: BundleReport,
         result, checked = forge_kernel(problem.kernel_path, problem.problem_path,
                                        load_device(profile), [problem.small_sizes], gpu=False,
                                        scratch=Path(scratch), atol_scale=problem.atol_scale,
-                                       gpu_later=True)
+                                       gpu_later=True,
+                                       options=ForgeOptions(max_configs=AUTOTUNE_CONFIGS))
     applied = result.applied()
     log(f"{name}: triton path: {', '.join(applied) or 'no stage'} applied, {checked} "
         "proposal(s) checked")

@@ -18,10 +18,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from axon.forge.cascade import ForgeCascade
-from axon.forge.driver import Checker, ForgeResult, optimize_source
+from axon.forge.driver import ForgeResult, optimize_source
 from axon.forge.source import KernelFile
 from axon.forge.stages import Applicability, Proposal, Stage, builtin_stages
 from axon.forge.stages.autotune import AutotuneStage
+from axon.forge.stages.facts import ForgeOptions
 from axon.targets.xe_triton.kb import Device
 
 #: stages whose choice is made by timing on the device
@@ -49,15 +50,14 @@ class Untimed:
 
 class EachConfigChecked:
     """The autotune stage on a machine without a GPU, for a module a GPU will run later (the
-    bundle): each configuration of the grid is checked alone first (the rewrite over that one
-    configuration: an autotuner with one choice runs it), and the rewrite over the whole grid is
-    proposed only when every one passed, so whatever the GPU's autotuner picks was checked. The
-    first configuration that fails is proposed instead, for the driver's check to reject with
-    its reason."""
+    bundle): its proposal over the KB's grid is vouched for to the cascade by the same rewrite
+    over each configuration alone (`ForgeCascade.vouch`), so the cascade checks every
+    configuration the GPU's autotuner may pick; one that fails rolls the stage back with its
+    reason."""
 
-    def __init__(self, stage: AutotuneStage, check: Checker) -> None:
+    def __init__(self, stage: AutotuneStage, cascade: ForgeCascade) -> None:
         self.stage = stage
-        self.check = check
+        self.cascade = cascade
         self.name = stage.name
 
     def applies(self, kernel_file: KernelFile) -> Applicability:
@@ -65,28 +65,27 @@ class EachConfigChecked:
         return self.stage.applies(kernel_file)
 
     def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
-        """The grid's rewrite once each configuration passed alone; else the first failing."""
+        """The grid's rewrite, vouched for by its configurations alone."""
         split = self.stage.propose_split(kernel_file, profile)
         if split is None:
             return []
         whole, singles = split
-        for single in singles:
-            if not self.check(kernel_file.source, single.source).passed:
-                return [single]
+        self.cascade.vouch(whole.source, [s.source for s in singles])
         return [Proposal(whole.stage, f"{whole.description}; each configuration checked alone "
                                       "(the GPU's autotuner picks among them)", whole.source)]
 
 
-def stages_for(gpu: bool, check: Checker | None = None) -> list[Stage]:
+def stages_for(gpu: bool, cascade: ForgeCascade | None = None,
+               options: ForgeOptions | None = None) -> list[Stage]:
     """The built-in stages; without a GPU, those that pick by timing wrapped in `Untimed`, or,
-    given `check` (the module will run on a GPU later), the autotune stage with each of its
+    given `cascade` (the module will run on a GPU later), the autotune stage with each of its
     configurations checked alone."""
     out: list[Stage] = []
-    for stage in builtin_stages():
+    for stage in builtin_stages(options):
         if gpu or stage.name not in TIMED_STAGES:
             out.append(stage)
-        elif check is not None and isinstance(stage, AutotuneStage):
-            out.append(EachConfigChecked(stage, check))
+        elif cascade is not None and isinstance(stage, AutotuneStage):
+            out.append(EachConfigChecked(stage, cascade))
         else:
             out.append(Untimed(stage))
     return out
@@ -95,13 +94,14 @@ def stages_for(gpu: bool, check: Checker | None = None) -> list[Stage]:
 def forge_kernel(kernel: Path, problem: Path, device: Device,
                  sizes: Sequence[Mapping[str, int]], *, gpu: bool, scratch: Path,
                  atol_scale: float = 1.0, gpu_later: bool = False,
+                 options: ForgeOptions | None = None,
                  say: Callable[[str], None] = lambda line: None) -> tuple[ForgeResult, int]:
     """The plan run on `kernel` with every proposal through the cascade against the original
     file (the harness runs modules from files under `scratch`); the result and the number of
     proposals checked. `gpu_later`: without a GPU now, the module is for one (the autotune stage
-    applies with each configuration checked alone)."""
+    applies with each configuration checked alone); `options` bound the stages' proposals."""
     cascade = ForgeCascade(kernel, problem, device, list(sizes), scratch, gpu=gpu,
                            atol_scale=atol_scale)
     result = optimize_source(kernel.read_text(encoding="utf-8"), str(kernel), device, cascade,
-                             say, stages_for(gpu, cascade if gpu_later else None))
+                             say, stages_for(gpu, cascade if gpu_later else None, options))
     return result, cascade.checked

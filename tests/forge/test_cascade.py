@@ -11,7 +11,7 @@ from pathlib import Path
 
 from axon.benchmarks.forge.problem_set import PROBLEMS
 from axon.forge.cascade import ForgeCascade, structure_error, syntax_error
-from axon.forge.driver import CheckOutcome, optimize_source
+from axon.forge.driver import optimize_source
 from axon.forge.source import KernelFile
 from axon.forge.stages.autotune import AutotuneStage
 from axon.forge.stages.facts import ForgeOptions
@@ -104,9 +104,9 @@ def test_command_on_a_kernel_file(tmp_path: Path, axon_forge: Forge) -> None:
 
 
 def test_autotune_for_a_gpu_later_checks_every_configuration(tmp_path: Path) -> None:
-    """Bound for a GPU (the bundle), the autotune stage applies on the CPU only after each of its
-    configurations passed the cascade alone; a configuration the check rejects stops it, with
-    that configuration's failure as the reason."""
+    """Bound for a GPU (the bundle), the autotune stage applies on the CPU through the cascade
+    checking each of its configurations alone (the CPU interpreter has no timer for the tuner
+    to pick by); a wrong configuration among them fails the whole with its number."""
     name = "01_gemm_bias_relu"
     problem = PROBLEMS[name]
     device = load_device("h200")
@@ -119,18 +119,17 @@ def test_autotune_for_a_gpu_later_checks_every_configuration(tmp_path: Path) -> 
     whole, singles = split
     assert len(singles) == 2 and all(s.source.count("triton.Config(") == 1 for s in singles)
     assert whole.source.count("triton.Config(") == 2
-    (proposal,) = EachConfigChecked(stage, cascade).propose(KernelFile(source, name), device)
-    assert proposal.source == whole.source and "each configuration checked alone" in \
-        proposal.description
-    assert cascade.checked == 2
-
-    def reject_second(current: str, proposal: str) -> CheckOutcome:
-        bad = proposal == singles[1].source
-        return CheckOutcome(not bad, "correctness", "max error 2.0" if bad else "ok")
-
-    (failing,) = EachConfigChecked(stage, reject_second).propose(KernelFile(source, name), device)
-    assert failing.source == singles[1].source
-    result = optimize_source(source, name, device, reject_second,
-                             stages=[EachConfigChecked(stage, reject_second)])
+    result = optimize_source(source, name, device, cascade,
+                             stages=[EachConfigChecked(stage, cascade)])
     (record,) = result.records
-    assert record.status == "rolled back" and "max error 2.0" in record.why
+    assert record.status == "applied" and "each configuration checked alone" in record.why
+    (_, outcome), = record.outcomes
+    assert outcome.passed and "each of its 2 configurations alone matches" in outcome.reason
+    assert result.source == whole.source
+    # a planted wrong configuration (the ReLU dropped from its module) fails the whole
+    relu = "tl.maximum(acc, 0.0)"
+    assert relu in singles[1].source
+    cascade.vouch(whole.source, [singles[0].source, singles[1].source.replace(relu, "acc")])
+    outcome = cascade(source, whole.source)
+    assert not outcome.passed and outcome.step == "correctness"
+    assert outcome.reason.startswith("configuration 2 of 2 alone: ")
