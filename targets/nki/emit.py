@@ -217,16 +217,34 @@ class _Printer:
             if inst in self.hoisted:
                 self.op(inst, 1, hoisting=True)
         plans = _stream_loads(self.kernel, self.hoisted, tile_sizes)
-        hoist = _hoist_plan(self.kernel, self.hoisted)
+        once: _Hoist | None = _hoist_for(self.kernel, self.hoisted, None)
+        if once is not None and _hoist_work(once) == 0:
+            once = None
+        hoist = _hoist_plan(self.kernel, self.hoisted | (once.ops() if once else set()))
+        # the first that fits of: every value's hoisted ops, then the load left in the grid
+        # naming the other ids read once per their values (`grid_hoisting`); the streamed loads
+        # (`grid_streaming`); one value's hoisted ops at a time; the plain grid. Where the
+        # streamed load is among the hoisted ops (read once per value of its id there too),
+        # one value's hoisted ops at a time come before the streamed loads: the same loads, the
+        # hoisted ops computed once
+        keyword = "if"
+        first = hoist is not None and plans is not None and plans[0].load in hoist.ops()
         if hoist is not None:
-            # the load left in the grid naming the other ids, read once per their values
             stream = _stream_loads(self.kernel, self.hoisted | hoist.ops(), tile_sizes)
             others = set(self.kernel.program_names()) - {hoist.pid}
-            self.grid_hoisting(hoist, stream[0] if stream is not None
-                               and stream[0].uses == others else None, body)
+            if stream is not None and stream[0].uses == others:
+                self.grid_hoisting(hoist, once, stream[0], body, keyword)
+                keyword = "elif"
+            if first:
+                self.grid_hoisting(hoist, once, None, body, keyword)
+                keyword = "elif"
         if plans is not None:
-            self.grid_streaming(*plans, body, first=hoist is None)
-        elif hoist is not None:
+            self.grid_streaming(*plans, body, keyword)
+            keyword = "elif"
+        if hoist is not None and not first:
+            self.grid_hoisting(hoist, once, None, body, keyword)
+            keyword = "elif"
+        if keyword == "elif":
             self.line(1, "else:")
             self.grid(list(self.kernel.program_names()), body, 2)
         else:
@@ -249,7 +267,7 @@ class _Printer:
         self.block(body, depth)
 
     def grid_streaming(self, plan: _Stream, whole: _Stream | None, body: Block,
-                       first: bool = True) -> None:
+                       keyword: str = "if") -> None:
         """The grid with `plan.load` read once per value of the programs it depends on: those
         programs' loops outermost, then every block of the load over its loop's iterations into
         one SBUF buffer `[P, iterations, F]`, then the other programs' loops, whose loop reads
@@ -259,8 +277,9 @@ class _Printer:
         once. Each buffer counted twice (the next one is allocated while the last is held),
         the kernel takes the first of: both buffers where each is read more than once (more
         than one value of the programs its load does not name) and they take at most half of
-        SBUF's bytes per partition, `plan`'s alone where it does, the plain grid (a Python `if`
-        on the shapes, when traced)."""
+        SBUF's bytes per partition, `plan`'s alone where it does (a Python `if` on the shapes,
+        when traced; `keyword` is the first branch's `if` or `elif`, the branches before and
+        after, the plain grid last, the caller's)."""
         extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
         steps = python(plan.loop.extent_expr())
         choices = [[plan, whole], [plan]] if whole is not None else [[plan]]
@@ -272,8 +291,7 @@ class _Printer:
             # than one row block, x's where there is more than one column block
             reused = [" * ".join(_group(python(extents[p])) for p in names) + " > 1"
                       for names in ([p for p in extents if p not in x.uses] for x in streams)]
-            keyword = "if" if k == 0 and first else "elif"
-            self.line(1, f"{keyword} {' and '.join(reused)} and {need} <= "
+            self.line(1, f"{keyword if k == 0 else 'elif'} {' and '.join(reused)} and {need} <= "
                          "nl.tile_size.sbuf_fmax_bytes // 2:")
             depth = 2
             iv = plan.loop.iv.data
@@ -297,85 +315,92 @@ class _Printer:
                       depth)
             self.streamed = set()
             self.names, self.folded, self.in_place, self.buffers = saved
-        self.line(1, "else:")
-        self.grid(list(self.kernel.program_names()), body, 2)
 
-    def grid_hoisting(self, hoist: _Hoist, stream: _Stream | None, body: Block) -> None:
-        """The grid with `hoist`'s ops computed once per value of `hoist.pid` (`_hoist_plan`):
-        that id's values in groups of `G` blocks; per group, each block's hoisted ops (a loop
+    def grid_hoisting(self, hoist: _Hoist, once: _Hoist | None, stream: _Stream | None,
+                      body: Block, keyword: str) -> None:
+        """One branch of the grid with `hoist`'s ops computed once per value of `hoist.pid`
+        (`_hoist_plan`), the values the rest of the body reads written into SBUF buffers
+        `[P, values * iterations, F]` (`[P, values, F]` for those outside the loops; a loop
         partly hoisted runs its hoisted ops over all its iterations, `nl.affine_range`: they
-        read no carried value) writing the values the rest reads into one SBUF buffer each,
-        `[P, G * iterations, F]` (`[P, G, F]` outside the loops); then the other ids' loops,
-        with `stream`'s load (naming those ids) read into its buffer once per their values
-        (`grid_streaming`), and inside them the group's blocks running the rest of the body,
-        reading the hoisted values from the buffers. A hoisted load of the region an earlier
-        hoisted loop's load read at the same iteration reads that load's tiles, kept over its
-        loop in a buffer `[P, iterations, F]` of the block.
+        read no carried value), then the other ids' loops reading them.
+
+        With `stream` (a load left in the grid naming the other ids and not `hoist.pid`: w's
+        column block over the K steps): every value of `hoist.pid` is hoisted first, `pid`'s
+        loop outermost, then the other ids' loops, each reading `stream`'s blocks once into
+        its buffer (`grid_streaming`), then `pid`'s loop again running the rest. Without: one
+        value's buffers, `pid`'s loop outermost around its hoisted ops and the other ids'
+        loops. A hoisted load of the region an earlier hoisted loop's load read at the same
+        iteration reads that load's tiles, kept over its loop in a buffer `[P, iterations, F]`
+        of the value. With `once` (ops of the body's loops naming no program id: g's column of
+        each K step, transposed), those run first, once, into buffers `[P, iterations, F]`.
 
         Why it computes what the grid computes: the grid's programs are independent (any order
         of them, and any interleaving of one program's ops that keeps each op after what it
         reads, computes the same); a hoisted op reads only the inputs, values computed before
-        the grid and other hoisted ops, at offsets naming no id but `hoist.pid`, so it computes
-        the same tile in every program of one value of that id, and computing it once for them
-        all, before any of them reads it, changes no value; the inputs are not written by the
-        kernel (its results are other tensors), so two loads of one region read the same
-        values; no hoisted tile is written in place by an op of the grid (`_hoist_for`), so the
-        buffers hold what was computed until the group's last program has read them (each
-        group's buffers are its own).
+        the grid and other hoisted ops, at offsets naming no id but `hoist.pid` (`once`: none),
+        so it computes the same tile in every program of one value of that id, and computing
+        it once for them all, before any of them reads it, changes no value; the inputs are not
+        written by the kernel (its results are other tensors), so two loads of one region read
+        the same values; no hoisted tile is written in place by an op left in the grid
+        (`_hoist_for`), and each buffer's block is written once, so the buffers hold what was
+        computed until the last program has read them.
 
-        The kernel takes the first that fits of: the hoisted values with `stream`'s buffer, the
-        hoisted values alone; each where the other ids have more than one value (or a load is
-        shared) and where a group of one block and the other buffers, each counted twice as
-        `grid_streaming` counts them, take at most half of SBUF per partition; `G` is then as
-        many blocks as that half holds (at most the id's values). A Python `if` when traced,
-        the branches of `grid_streaming` and the plain grid after it."""
+        The branch is taken (a Python `if` when traced, `keyword` its `if` or `elif`) where its
+        buffers, each counted twice as `grid_streaming` counts them, take at most half of SBUF
+        per partition and, without `stream`, where the other ids have more than one value or a
+        load is shared (else nothing is computed twice)."""
         extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
         pid = hoist.pid
+        assert pid is not None
         others = [p for p in self.kernel.program_names() if p != pid]
         values = _group(python(extents[pid]))
-        per_block = " + ".join(self.kept_bytes(v, loop) for v, loop in hoist.kept) or "0"
-        shared = [self.stream_bytes(_Stream(self.loop_of(first), first, None, frozenset()),
+        per_value = " + ".join(self.kept_bytes(v, loop) for v, loop in hoist.kept) or "0"
+        fixed = [self.kept_bytes(v, loop) for v, loop in (once.kept if once else ())]
+        fixed += [self.stream_bytes(_Stream(self.loop_of(first), first, None, frozenset()),
                                     python(self.loop_of(first).extent_expr()), extents, False)
                   for first in dict.fromkeys(hoist.shared.values())]
-        half = "nl.tile_size.sbuf_fmax_bytes // 2"
-        reused = [] if hoist.shared else \
+        if stream is not None:
+            fixed.append(self.stream_bytes(stream, python(stream.loop.extent_expr()), extents,
+                                           False))
+        reused = [] if hoist.shared or stream is not None else \
             [" * ".join(_group(python(extents[p])) for p in others) + " > 1"]
-        for k, plan in enumerate([stream, None] if stream is not None else [None]):
-            saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
-            fixed = list(shared)
-            if plan is not None:
-                fixed.append(self.stream_bytes(plan, python(plan.loop.extent_expr()), extents,
-                                               False))
-            need = " + ".join([*fixed, f"({per_block})"])
-            self.line(1, f"{'if' if k == 0 else 'elif'} {' and '.join([*reused, need])} "
-                         f"<= {half}:")
-            size, group, block = self.fresh("G"), self.fresh("g"), self.fresh("b")
-            rest = " - ".join(fixed)
-            self.line(2, f"{size} = max(1, min({values}, ({half}{' - ' + rest if rest else ''})"
-                         f" // ({per_block})))")
-            self.line(2, f"for {group} in nl.affine_range(({values} + {size} - 1) // {size}):")
-            depth = 3
-            blocks = f"min({size}, {values} - {group} * {size})"
-            buffers = {v: self.kept_buffer(v, loop, size, depth) for v, loop in hoist.kept}
-            self.line(depth, f"for {block} in nl.affine_range({blocks}):")
-            self.line(depth + 1, f"{pid} = {group} * {size} + {block}")
-            self.hoisted_part(hoist, buffers, block, depth + 1)
-            for p in others:
-                self.line(depth, f"for {p} in nl.affine_range({python(extents[p])}):")
-                depth += 1
-            if plan is not None:
-                steps = python(plan.loop.extent_expr())
-                buf = self.stream_buffer(plan, _group(steps), depth)
-                self.line(depth, f"for {plan.loop.iv.data} in nl.affine_range({steps}):")
-                self.stream_into(plan, buf, plan.loop.iv.data, depth + 1)
-                self.streamed = {plan.load}
-            self.line(depth, f"for {block} in nl.affine_range({blocks}):")
-            self.line(depth + 1, f"{pid} = {group} * {size} + {block}")
-            self.per_block = {*hoist.top, *(x for ops in hoist.partial.values() for x in ops)}
-            self.block(body, depth + 1)
-            self.per_block, self.streamed = set(), set()
-            self.into, self.alias = {}, {}
-            self.names, self.folded, self.in_place, self.buffers = saved
+        count = f"{values} * " if stream is not None else ""
+        need = " + ".join([*fixed, f"{count}({per_value})"])
+        self.line(1, f"{keyword} {' and '.join([*reused, need])} <= "
+                     "nl.tile_size.sbuf_fmax_bytes // 2:")
+        saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
+        if once is not None:
+            before = {v: self.kept_buffer(v, loop, None, 2) for v, loop in once.kept}
+            self.hoisted_part(once, before, None, 2)
+        depth = 2
+        size = values if stream is not None else None
+        if stream is None:
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            depth += 1
+        buffers = {v: self.kept_buffer(v, loop, size, depth) for v, loop in hoist.kept}
+        if stream is not None:
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            self.hoisted_part(hoist, buffers, pid, depth + 1)
+        else:
+            self.hoisted_part(hoist, buffers, None, depth)
+        for p in others:
+            self.line(depth, f"for {p} in nl.affine_range({python(extents[p])}):")
+            depth += 1
+        if stream is not None:
+            steps = python(stream.loop.extent_expr())
+            buf = self.stream_buffer(stream, _group(steps), depth)
+            self.line(depth, f"for {stream.loop.iv.data} in nl.affine_range({steps}):")
+            self.stream_into(stream, buf, stream.loop.iv.data, depth + 1)
+            self.streamed = {stream.load}
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            depth += 1
+        self.per_block = {*hoist.top, *(x for ops in hoist.partial.values() for x in ops)}
+        if once is not None:
+            self.per_block.update(x for ops in once.partial.values() for x in ops)
+        self.block(body, depth)
+        self.per_block, self.streamed = set(), set()
+        self.into, self.alias = {}, {}
+        self.names, self.folded, self.in_place, self.buffers = saved
 
     def loop_of(self, op: Operation) -> ForOp:
         loop = op.parent_op()
@@ -390,25 +415,34 @@ class _Printer:
         return (f"2 * {count}{_group(python(_held_shape(t)[1]))} * "
                 f"{DTYPES[t.dtype].storage.itemsize}")
 
-    def kept_buffer(self, value: SSAValue, loop: ForOp | None, size: str, depth: int) -> str:
+    def kept_buffer(self, value: SSAValue, loop: ForOp | None, size: str | None, depth: int
+                    ) -> str:
+        """The buffer of a hoisted value: `[P, size * iterations, F]` (`[P, size, F]` outside
+        the loops; `[P, iterations, F]` without `size`: computed once)."""
         t = _type(value)
         rows, cols = (python(d) for d in _held_shape(t))
-        count = size if loop is None else f"{size} * {_group(python(loop.extent_expr()))}"
+        steps = "" if loop is None else _group(python(loop.extent_expr()))
+        count = (steps or "1") if size is None else size if loop is None else f"{size} * {steps}"
         buf = self.fresh("h")
         self.line(depth, f"{buf} = nl.ndarray(({rows}, {count}, {cols}), "
                          f"dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
         return buf
 
-    def hoisted_part(self, hoist: _Hoist, buffers: Mapping[SSAValue, str], block: str,
+    def hoisted_part(self, hoist: _Hoist, buffers: Mapping[SSAValue, str], block: str | None,
                      depth: int) -> None:
-        """One block's hoisted ops, each value the rest reads written into its buffer (by the
+        """The hoisted ops of the value `block` of their id (None: of one value, or the ops
+        computed once), each value the rest reads written into its buffer's block (by the
         instruction or load computing it where it can write SBUF, else copied there)."""
         copies: dict[ForOp | None, list[tuple[SSAValue, str]]] = {}
         for value, loop in hoist.kept:
             t = _type(value)
             rows, cols = (python(d) for d in _held_shape(t))
-            index = block if loop is None else \
-                f"{block} * {_group(python(loop.extent_expr()))} + {loop.iv.data}"
+            if loop is None:
+                index = block or "0"
+            elif block is None:
+                index = loop.iv.data
+            else:
+                index = f"{block} * {_group(python(loop.extent_expr()))} + {loop.iv.data}"
             name = f"{buffers[value]}[0:{rows}, {index}, 0:{cols}]"
             owner = value.owner
             load = owner.operands[0].owner if isinstance(owner, nki.DmaTransposeOp) else owner
@@ -439,10 +473,15 @@ class _Printer:
                                  f"nl.affine_range({python(op.extent_expr())}):")
                 for inner in hoist.partial[op]:
                     self.op(inner, depth + 1, hoisting=True)
-                for value, name in copies.get(op, []):
-                    self.line(depth + 1, f"nisa.tensor_copy(dst={name}, src={self.names[value]})")
-        for value, name in copies.get(None, []):
+                self.copy_kept(copies.get(op, []), depth + 1)
+        self.copy_kept(copies.get(None, []), depth)
+
+    def copy_kept(self, copies: list[tuple[SSAValue, str]], depth: int) -> None:
+        """Each hoisted value copied into its buffer's block, which then names it."""
+        for value, name in copies:
             self.line(depth, f"nisa.tensor_copy(dst={name}, src={self.names[value]})")
+            self.names[value] = name
+            self.buffers[name] = "sbuf"
 
     def writes_directly(self, op: Operation) -> bool:
         """Does the printed instruction computing `op`'s result write a dst the emitter names
@@ -1061,9 +1100,10 @@ def _stream_loads(kernel: KernelOp, hoisted: set[Operation], tile_sizes: Mapping
 @dataclass(frozen=True)
 class _Hoist:
     """The ops of a grid's body that name program id `pid` and no other (`_hoist_plan`),
-    computed once per value of `pid` rather than once per program."""
+    computed once per value of `pid` rather than once per program; with `pid` None, ops of
+    the body's loops that name no program id, computed once before the grid."""
 
-    pid: str
+    pid: str | None
     #: ops of the body (loops whole among them), in the body's order
     top: tuple[Operation, ...]
     #: loops of the body whose other ops name another id: their ops that do not, in order
@@ -1113,21 +1153,24 @@ def _hoist_work(plan: _Hoist) -> int:
     return work
 
 
-def _hoist_for(kernel: KernelOp, invariant: set[Operation], pid: str) -> _Hoist:
+def _hoist_for(kernel: KernelOp, invariant: set[Operation], pid: str | None) -> _Hoist:
     """The ops of the body computed from the inputs, the grid-invariant ops (`invariant`) and
     each other, at offsets naming no program id but `pid`: ops of the body, loops whole, and
     in a loop of the body whose extent names no program id, its ops that read neither the
     loop's carried values nor a value of the loop that does (each iteration's are then
     independent of the other iterations). None is a store; none writes or is written in
     place by an op left in the grid (a loop's carried value, a matmul's accumulation), none
-    is yielded by a loop left in the grid, and a constant tile is hoisted only with all its
-    uses: those ops are left in the grid, with every op reading them, until none is left."""
+    is yielded by a loop left in the grid, and a constant tile or a matmul (whose PSUM result
+    a loop's accumulation takes in place) is hoisted only with all its uses: those ops are
+    left in the grid, with every op reading them, until none is left.
+    With `pid` None, only ops inside the body's loops and no shared load (ops of the body
+    naming no id are `_grid_invariant`'s)."""
     body = kernel.body.block
     pids = set(kernel.program_names())
     others = pids - {pid}
     banned: set[Operation] = set()
     while True:
-        top, partial = _per_block(body, invariant, others, pids, banned)
+        top, partial = _per_block(body, invariant, others, pids, banned, pid is not None)
         chosen = {*top, *(x for ops in partial.values() for x in ops)}
         inside = {x for op in chosen for x in op.walk()}
         bad: set[Operation] = set()
@@ -1139,7 +1182,7 @@ def _hoist_for(kernel: KernelOp, invariant: set[Operation], pid: str) -> _Hoist:
                         continue
                     in_place = isinstance(user, (ForOp, YieldOp, StoreOp)) or (
                         isinstance(user, nki.NcMatmulOp) and use.index == 2)
-                    if in_place or isinstance(op, FullOp):
+                    if in_place or isinstance(op, (FullOp, nki.NcMatmulOp)):
                         bad.add(op)
         if not bad:
             break
@@ -1153,7 +1196,7 @@ def _hoist_for(kernel: KernelOp, invariant: set[Operation], pid: str) -> _Hoist:
                 kept.append((result, loop))
     keptset = {v for v, _ in kept}
     shared: dict[LoadOp, LoadOp] = {}
-    for later in [*top, *partial]:
+    for later in [*top, *partial] if pid is not None else []:
         if not isinstance(later, ForOp):
             continue
         for load in (later.body.block.ops if later in top else partial[later]):
@@ -1195,10 +1238,11 @@ def _earlier_load(body: Block, later: ForOp, load: LoadOp, top: set[Operation]
 
 
 def _per_block(body: Block, invariant: set[Operation], others: set[str], pids: set[str],
-               banned: set[Operation]) -> tuple[set[Operation], dict[ForOp, tuple[Operation, ...]]]:
-    """`_hoist_for`'s ops before its checks: the body's ops and whole loops, and the ops of
-    the other loops, computed from values hoisted or available before the grid, naming no id
-    in `others`; none in `banned`."""
+               banned: set[Operation], outside: bool
+               ) -> tuple[set[Operation], dict[ForOp, tuple[Operation, ...]]]:
+    """`_hoist_for`'s ops before its checks: the body's ops and whole loops (where `outside`),
+    and the ops of the other loops, computed from values hoisted or available before the
+    grid, naming no id in `others`; none in `banned`."""
     chosen: set[Operation] = set()
 
     def ready(value: SSAValue) -> bool:
@@ -1215,7 +1259,7 @@ def _per_block(body: Block, invariant: set[Operation], others: set[str], pids: s
             return False
         local: set[SSAValue] = set()
         for op in loop.walk():
-            if op in banned or isinstance(op, StoreOp):
+            if op in banned or op in invariant or isinstance(op, StoreOp):
                 return False
             if isinstance(op, ForOp) and op.extent_expr().symbols() & others:
                 return False
@@ -1244,7 +1288,7 @@ def _per_block(body: Block, invariant: set[Operation], others: set[str], pids: s
             ok = whole(op)
         else:
             ok = False
-        if ok:
+        if ok and outside:
             top.add(op)
             chosen.add(op)
             continue
@@ -1252,7 +1296,7 @@ def _per_block(body: Block, invariant: set[Operation], others: set[str], pids: s
             continue
         inner: list[Operation] = []
         for x in op.body.block.ops:
-            if x in banned:
+            if x in banned or x in invariant:
                 continue
             if isinstance(x, LoadOp):
                 ok = clean(x)
