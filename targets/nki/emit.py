@@ -45,6 +45,13 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
   stationary operand) is read whole before the grid (`_stream_loads`, `grid_streaming`: each
   where it is read more than once and the buffers take at most half of SBUF, else the plain
   grid, chosen when the kernel is traced);
+- the ops of the body that name one program id and not the others (rmsnorm_matmul's row
+  statistics and its x tiles transposed and scaled over the K steps name the row block, not
+  the column block) are computed once per value of that id into SBUF buffers, that id's loop
+  outermost, the other ids' loops inside reading them (`_hoist_plan`, `grid_hoisting`): every
+  value first and the other ids' load streamed where it all fits half of SBUF, else one value
+  at a time; a loop's ops naming no id (g's column per K step) once before; a second load of
+  a region a hoisted loop loaded is read from that loop's buffer;
 - a zero PSUM tile that only starts a loop's matmul accumulation is not filled: the first
   matmul of the fresh tile overwrites (`_matmul_accumulator`);
 - the row broadcast `ones.T @ row` of a row loaded from an input is the matmul into PSUM
@@ -230,7 +237,8 @@ class _Printer:
         keyword = "if"
         first = hoist is not None and plans is not None and plans[0].load in hoist.ops()
         if hoist is not None:
-            stream = _stream_loads(self.kernel, self.hoisted | hoist.ops(), tile_sizes)
+            stream = _stream_loads(self.kernel, self.hoisted | hoist.ops()
+                                   | (once.ops() if once else set()), tile_sizes)
             others = set(self.kernel.program_names()) - {hoist.pid}
             if stream is not None and stream[0].uses == others:
                 self.grid_hoisting(hoist, once, stream[0], body, keyword)
@@ -1187,8 +1195,9 @@ def _hoist_for(kernel: KernelOp, invariant: set[Operation], pid: str | None) -> 
         if not bad:
             break
         banned |= bad
+    ordered = [op for op in body.ops if op in top]  # the body's order, as printed
     kept: list[tuple[SSAValue, ForOp | None]] = []
-    for op in (*top, *(x for ops in partial.values() for x in ops)):
+    for op in (*ordered, *(x for ops in partial.values() for x in ops)):
         loop = None if op.parent_block() is body else op.parent_op()
         assert loop is None or isinstance(loop, ForOp)
         for result in op.results:
@@ -1196,8 +1205,8 @@ def _hoist_for(kernel: KernelOp, invariant: set[Operation], pid: str | None) -> 
                 kept.append((result, loop))
     keptset = {v for v, _ in kept}
     shared: dict[LoadOp, LoadOp] = {}
-    for later in [*top, *partial] if pid is not None else []:
-        if not isinstance(later, ForOp):
+    for later in body.ops if pid is not None else []:
+        if not (isinstance(later, ForOp) and (later in top or later in partial)):
             continue
         for load in (later.body.block.ops if later in top else partial[later]):
             if not isinstance(load, LoadOp) or load.result in keptset \
@@ -1206,7 +1215,7 @@ def _hoist_for(kernel: KernelOp, invariant: set[Operation], pid: str | None) -> 
             first = _earlier_load(body, later, load, top)
             if first is not None:
                 shared[load] = first
-    return _Hoist(pid, tuple(op for op in body.ops if op in top), partial, tuple(kept), shared)
+    return _Hoist(pid, tuple(ordered), partial, tuple(kept), shared)
 
 
 def _earlier_load(body: Block, later: ForOp, load: LoadOp, top: set[Operation]
