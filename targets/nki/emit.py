@@ -453,6 +453,7 @@ class _Printer:
                 index = f"{block} * {_group(python(loop.extent_expr()))} + {loop.iv.data}"
             name = f"{buffers[value]}[0:{rows}, {index}, 0:{cols}]"
             owner = value.owner
+            assert isinstance(owner, Operation)
             load = owner.operands[0].owner if isinstance(owner, nki.DmaTransposeOp) else owner
             if isinstance(load, LoadOp) and (load is owner or _transposed_on_load(load) is owner):
                 self.into[load] = (buffers[value], index, name)

@@ -22,7 +22,7 @@ from xdsl.dialects.func import FuncOp
 from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.dialects import nki
 from axon.dialects.form.dtypes import DTYPES
-from axon.dialects.tile import FullOp, LoadOp
+from axon.dialects.tile import ForOp, FullOp, LoadOp
 from axon.interpreter import run_function
 from axon.targets.nki import emit
 from axon.targets.nki.emit import emit_nki
@@ -287,7 +287,7 @@ def test_rmsnorm_matmul_normalizes_each_row_block_once(
     assert loads_of(trace, "nc_matmul") == rows * cols * steps
 
 
-def _w_load(plan: emit._Hoist) -> tuple[LoadOp, object]:
+def _w_load(plan: emit._Hoist) -> tuple[LoadOp, ForOp]:
     (loop,) = plan.partial
     (w,) = [op for op in loop.body.block.ops if isinstance(op, LoadOp)
             and _source_index(op) == 2]
@@ -308,8 +308,8 @@ def test_only_values_naming_the_row_block_alone_are_hoisted(
                                                        "NcTransposeOp", "TensorCopyOp"}
     # planted: w's block (it names the column block j) hoisted with the row block's values,
     # read once per row block with j = 0: every column block multiplies by the first one's w
-    planted = emit._Hoist(plan.pid, plan.top, {loop: (*plan.partial[loop], w)},  # type: ignore[dict-item]
-                          (*plan.kept, (w.result, loop)), plan.shared)  # type: ignore[arg-type]
+    planted = emit._Hoist(plan.pid, plan.top, {loop: (*plan.partial[loop], w)},
+                          (*plan.kept, (w.result, loop)), plan.shared)
     monkeypatch.setattr(emit, "_hoist_plan", lambda *args: planted)
     monkeypatch.setattr(emit, "_stream_loads", lambda *args: None)
     text = emit_nki(func, TILES).text.replace("    out0 = ", "    j = 0\n    out0 = ", 1)
