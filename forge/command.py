@@ -62,6 +62,9 @@ def _parser() -> ArgumentParser:
     p.add_argument("--max-candidates", type=int, default=12, metavar="N",
                    help="candidates the selection checks at most (--from torch)")
     p.add_argument("--executor", default="local", choices=("local", "ray"))
+    p.add_argument("--no-raise", action="store_true",
+                   help="--from triton: skip the raised path (kernels raised to ax with proof "
+                        "and replaced by Axon's selected kernels); only Triton-level stages")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--debug", action="store_true", help="a traceback for an internal error")
     return p
@@ -205,7 +208,8 @@ def _forge_triton(path: Path, args: argparse.Namespace, say: Callable[[str], Non
     cuda = _cuda()
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         result, checked = forge_kernel(path, problem_path, device, [sizes], gpu=cuda,
-                                       scratch=Path(scratch), say=say)
+                                       scratch=Path(scratch), say=say,
+                                       raised=not args.no_raise)
     applied = result.applied()
     say(f"{len(result.records)} stages: {len(applied)} applied "
         f"({', '.join(applied) or 'none'}); {checked} proposals through the cascade "

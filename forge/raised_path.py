@@ -200,6 +200,7 @@ def forge_raised(path: Path, problem: Path, device: Device,
     edits: list[Edit] = []
     emitted_texts: list[str] = []
     taken = set(re.findall(r"^(?:def|class)\s+(\w+)", file.source, re.M))
+    ours: set[str] = set()  # Axon's shared helpers (`_wide`, ...) may repeat across kernels
     for k in kernels:
         if k.raised is None:
             continue
@@ -223,7 +224,8 @@ def forge_raised(path: Path, problem: Path, device: Device,
         emitted = selection.emitted[chosen.id]
         text = emitted.text if gpu else selection.twins[chosen.id]
         names = set(re.findall(r"^def\s+(\w+)", text, re.M))
-        clash = sorted(names & taken)
+        hosts = {emitted.name, *(n for n in names if n.startswith(emitted.name))}
+        clash = sorted((names & taken) | (hosts & ours))
         if clash:
             result.notes.append(f"kernel {k.name}: the emitted module defines "
                                 f"{', '.join(clash)}, which the file defines too")
@@ -242,7 +244,7 @@ def forge_raised(path: Path, problem: Path, device: Device,
         except NotRaised as err:
             result.notes.append(f"kernel {k.name}: its launch is not replaced: {err}")
             continue
-        taken |= names
+        ours |= names
         emitted_texts.append(f"# ---- Axon: {k.name} raised to ax (proved), "
                              f"{chosen.tiling} ({chosen.launch()}) ----\n"
                              + _without_docstring(text).rstrip() + "\n")

@@ -49,7 +49,7 @@ from axon.dialects.form.syntax import parse_form
 from axon.tools.embed import parse_mlir
 from axon.verifier import ProofBudget, Proved, Verdict, prove_equivalent
 
-__all__ = ["NotRaised", "RaisedKernel", "raise_to_ax", "raise_to_tile"]
+__all__ = ["NotRaised", "RaisedKernel", "prove_raised", "raise_to_ax", "raise_to_tile"]
 
 ONE = IntExpr.const(1)
 ZERO = IntExpr.const(0)
@@ -312,13 +312,22 @@ class _Raise:
         if list(vt.shape) != extents:
             raise NotRaised("a store masked inside its block is raised by a later slice")
         roles = self.dims_of(offsets, list(vt.shape), t.shape, f"the store of result {k}")
-        if v.roles is None or v.implicit or tuple(v.roles) != roles:
+        def walked(rs: Sequence[Role]) -> list[Role]:
+            return [r for r in rs if r.kind != "one"]
+
+        if v.roles is None or walked((*v.implicit, *v.roles)) != walked(roles):
             raise NotRaised(f"the stored block's dims walk {v.roles} (+{v.implicit}), the store "
                             f"{roles}")
         if k in self.stored:
             raise NotRaised(f"result {k} is stored more than once")
         if v.ax is None:
             raise NotRaised("the stored value has no tensor-level counterpart")
+        whole = tuple(r.size for r in roles)
+        if v.whole != whole:  # unit dims only (the walked dims agree)
+            ax = self.fresh("a")
+            self.emit_ax(f"{ax} = ax.reshape {v.ax} {{shape = {_dims(whole)}}} : "
+                         f"({_ty(v.whole)}) -> {_ty(whole)}")
+            v = _Val(v.tile, v.shape, roles, ax=ax)
         self.stored[k] = v
         self.emit_tile(f"tile.store {v.tile} {{result = {k}, offsets = {_dims(offsets)}}} : "
                        f"{_ty(v.shape)}")
@@ -659,17 +668,24 @@ def raise_to_tile(func: FuncOp) -> tuple[str, str, list[str]]:
 def raise_to_ax(func: FuncOp, budget: ProofBudget | None = None) -> RaisedKernel:
     """`func`'s `xt` kernel raised to `tile` and `ax` and proved equal (module docstring);
     NotRaised with the reason (the raise's or the verdict's)."""
+    tile_text, ax_text, assume = raise_to_tile(func)
+    return prove_raised(func, tile_text, ax_text, assume, budget)
+
+
+def prove_raised(func: FuncOp, tile_text: str, ax_text: str, assumptions: list[str],
+                 budget: ProofBudget | None = None) -> RaisedKernel:
+    """The raised texts parsed and the `tile` kernel proved equal to the `ax` function by the
+    verifier (the tiling search's call and budget); NotRaised unless Proved."""
     from axon.tiling.search import SEARCH_BUDGET
 
-    tile_text, ax_text, assume = raise_to_tile(func)
     tile = _parse(tile_text, "tile")
     ax = _parse(ax_text, "ax")
     verdict = prove_equivalent(tile, ax, budget=budget or SEARCH_BUDGET)
     if not isinstance(verdict, Proved):
         raise NotRaised(f"the verifier did not prove the tile kernel equal to the ax function: "
                         f"{type(verdict).__name__}: {verdict}")
-    return RaisedKernel(func.sym_name.data, func, tile, ax, tile_text, ax_text, assume, verdict,
-                        verdict.seconds)
+    return RaisedKernel(func.sym_name.data, func, tile, ax, tile_text, ax_text,
+                        list(assumptions), verdict, verdict.seconds)
 
 
 def _parse(text: str, what: str) -> FuncOp:
