@@ -65,6 +65,8 @@ class KernelRaise:
     tensors: dict[str, tuple[list[str | None], list[IntExpr]]] = field(default_factory=dict)
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
+    scalars: list[str] = field(default_factory=list)
+    """Float parameters (`scale`, `eps`): inputs of one float32 element."""
 
     def line(self) -> str:
         """The report line."""
@@ -118,7 +120,9 @@ def raise_file(file: KernelFile) -> list[KernelRaise]:
             continue
         entry.tensors = {t.param: (list(t.strides), [s for s in t.sizes if s is not None])
                          for t in raising.tensors.values()}
-        entry.inputs = [t.param for t in raising.tensors.values() if t.loaded]
+        entry.inputs = [t.param for t in raising.tensors.values() if t.loaded] \
+            + raising.scalars
+        entry.scalars = list(raising.scalars)
         entry.outputs = [t.param for t in raising.tensors.values() if t.stored]
         try:
             entry.raised = raise_to_ax(func)
@@ -148,10 +152,13 @@ def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
     grid_names = {f"G{k}": f"({text})" for k, text in enumerate(site.grid_dims)}
 
     def view(param: str) -> str:
-        strides, sizes = kernel.tensors[param]
         pointer = site.arg(param)
         if pointer is None:
             raise NotRaised(f"the launch at line {site.loc[0]} does not bind {param}")
+        if param in kernel.scalars:
+            first = site.arg(kernel.outputs[0]) if kernel.outputs else None
+            return (f"torch.full((1,), {pointer}, dtype=torch.float32, device={first}.device)")
+        strides, sizes = kernel.tensors[param]
         size_texts = [_size_text(s, site, grid_names) for s in sizes]
         stride_texts = []
         for s in strides:

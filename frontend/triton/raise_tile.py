@@ -103,6 +103,7 @@ class _Val:
     dot: tuple[_Val, _Val, _Val] | None = None
     full: float | None = None
     carried: bool = False
+    folds: tuple[_Val, _Val] | None = None
 
     @property
     def whole(self) -> tuple[IntExpr, ...]:
@@ -156,6 +157,7 @@ class _Raise:
         self.outputs = kernel.output_types()
         self.values: dict[SSAValue, _Val] = {}
         self.loops: dict[str, IntExpr] = {}  # iv -> extent
+        self.parallel: set[str] = set()  # ivs of loops that carry nothing (passes writing)
         self.tile_lines: list[str] = []
         self.ax_lines: list[str] = []
         self.assume: list[str] = []
@@ -299,8 +301,8 @@ class _Raise:
                                           padded=padded, pad=other if padded else None)
 
     def store(self, op: xt.StoreOp) -> None:
-        if self.loops:
-            raise NotRaised("a store inside a loop (a pass writing blocks) is raised by a later "
+        if set(self.loops) - self.parallel:
+            raise NotRaised("a store inside a loop that carries values is raised by a later "
                             "slice")
         v = self.val(op.value)
         k = op.result.value.data
@@ -492,6 +494,15 @@ class _Raise:
                             "accumulator (a running max or sum of blocks): raised by a later "
                             "slice")
         acc, fresh = operands if operands[0].carried else operands[::-1]
+        if fresh.dot is None and fresh.roles is not None and not fresh.carried \
+                and any(r.kind == "loop" for r in fresh.roles):
+            # `acc += block`: lane by lane, the sum of the loop's blocks
+            name = self.fresh("t")
+            self.emit_tile(f"{name} = ax.add {operands[0].tile}, {operands[1].tile} : "
+                           f"({_ty(operands[0].shape)}, {_ty(operands[1].shape)}) -> "
+                           f"{_ty(acc.shape)}")
+            self.values[op.results[0]] = _Val(name, acc.shape, None, folds=(fresh, acc))
+            return
         if fresh.dot is None or fresh.dot[2].full != 0.0 or fresh.carried:
             raise NotRaised("a loop's carried value is added to something other than a "
                             "tl.dot: raised by a later slice")
@@ -508,26 +519,44 @@ class _Raise:
 
     def map_pad(self, form: GenericForm, operands: list[_Val],
                 roles: tuple[Role, ...]) -> tuple[bool, float | None]:
-        """Whether the map's block has a dim held whole, and its value at the lanes past it."""
+        """Whether the map's block has a dim held whole, and its value at the lanes past it:
+        the body evaluated with each operand spanning that dim at its pad and the others at
+        sample values, the math's integers at sample sizes with the lane past the dim's size;
+        a constant when every sample agrees, else None."""
         whole = [i for i, r in enumerate(roles) if r.kind == "whole"]
         if not whole:
             return False, None
-        names = {form.parallel[i].name for i in whole}
-        if any(s in names for e in _index_terms(form.body) for s in e.symbols()):
-            return True, None
+        names = {form.parallel[i].name: roles[i] for i in whole}
+        symbols = {n for e in _index_terms(form.body) for n in e.symbols()} - set(names)
         results = set()
-        for sample in SAMPLES:
-            def read(r: Read, sample: float = sample) -> float:
-                v = operands[r.operand]
-                spans = any(i.as_symbol in names for i in r.index)
-                if spans:
-                    return v.pad if v.pad is not None else math.nan
-                return sample
-            with np.errstate(all="ignore"):
-                out = float(evaluate(form.body, read, lambda e: math.nan))
-            if math.isnan(out):
-                return True, None
-            results.add(out)
+        for k, sample in enumerate(SAMPLES):
+            for past in (0, 1, 3):
+                env = {n: 5 + 7 * k + len(n) for n in symbols}
+                for n, r in names.items():
+                    size = r.size.evaluate(env) if r.size.symbols() <= set(env) else None
+                    if size is None:
+                        env.update({s: 5 + 7 * k for s in r.size.symbols() if s not in env})
+                        size = r.size.evaluate(env)
+                    env[n] = size + past
+
+                def read(r: Read, sample: float = sample) -> float:
+                    v = operands[r.operand]
+                    if any(i.as_symbol in names for i in r.index):
+                        return v.pad if v.pad is not None else math.nan
+                    return sample
+
+                def index(e: IntExpr, env: dict[str, int] = env) -> int | float:
+                    try:
+                        return e.evaluate(env)
+                    except (KeyError, ValueError, ZeroDivisionError):
+                        return math.nan
+
+                with np.errstate(all="ignore"):
+                    out = evaluate(form.body, read, index)
+                value = float(out)
+                if math.isnan(value):
+                    return True, None
+                results.add(value)
         return True, (results.pop() if len(results) == 1 else None)
 
     def reduce(self, op: xt.ReduceOp) -> None:
@@ -541,7 +570,9 @@ class _Raise:
         role = v.roles[axis]
         if IntExpr.lift(attrs["extent"]) != role.block:
             raise NotRaised("a reduction over part of a block is raised by a later slice")
-        if role.kind != "whole":
+        if role.kind == "folded" and kind != "add":
+            raise NotRaised(f"a {kind} of the lanes of a loop's sum of blocks")
+        if role.kind not in ("whole", "folded"):
             raise NotRaised(f"a reduction over a dim walked by {role.kind} {role.name}: "
                             "raised by a later slice")
         if v.padded and v.pad != IDENTITY[kind]:
@@ -615,8 +646,11 @@ class _Raise:
         for arg, name, init in zip(body.args, args, inits, strict=True):
             self.values[arg] = _Val(name, init.shape, None, carried=True)
         lhs = f"{', '.join(outs)} = " if outs else ""
+        kind = "" if inits else ', kind = "parallel"'
+        if not inits:
+            self.parallel.add(iv)
         self.emit_tile(f"{lhs}tile.for {', '.join(v.tile for v in inits)} {{iv = \"{iv}\", "
-                       f"extent = \"{extent}\"}} : ({', '.join(types)}) -> "
+                       f"extent = \"{extent}\"{kind}}} : ({', '.join(types)}) -> "
                        f"({', '.join(types)}) {{")
         self.emit_tile(f"^bb0({', '.join(f'{a}: {t}' for a, t in zip(args, types, strict=True))}"
                        "):")
@@ -629,8 +663,21 @@ class _Raise:
                        + (f" : {', '.join(types)}" if types else ""))
         self.emit_tile("}")
         del self.loops[iv]
+        self.parallel.discard(iv)
         for arg, out, y, init, result in zip(body.args, outs, yielded, inits, op.results,
                                              strict=True):
+            if y.folds is not None and y.folds[1] is self.values[arg]:
+                block = y.folds[0]
+                assert block.roles is not None
+                if init.full != 0.0:
+                    raise NotRaised(f"the loop over {iv} sums blocks from a start that is not 0")
+                if [r for r in block.roles if r.kind == "loop"] != \
+                        [r for r in block.roles if r.name == iv]:
+                    raise NotRaised(f"the loop over {iv} sums blocks of another loop")
+                roles = tuple(Role("folded", r.name, r.block, r.size) if r.kind == "loop" else r
+                              for r in block.roles)
+                self.values[result] = _Val(out, y.shape, roles, block.implicit, ax=block.ax)
+                continue
             if y.dot is None or y.dot[2] is not self.values[arg]:
                 raise NotRaised(f"the loop over {iv} carries a value that is not a tl.dot "
                                 "accumulator (a running max or sum of blocks): raised by a "

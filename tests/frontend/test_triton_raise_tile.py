@@ -41,6 +41,16 @@ def xt_of_text(text: str, kernel: str):
     # a row held whole (one block of next_power_of_2(N)): reductions over the dim
     ("17_log_softmax", "log_softmax_kernel", ["BLOCK_N >= N"], ["ax.reduce_max", "ax.sum"]),
     ("10_gemm_softmax", "softmax_kernel", ["BLOCK_N >= N"], ["ax.reduce_max", "ax.sum"]),
+    # a float parameter (scale, eps): an input of one element the math reads
+    ("24_scale_tanh_residual", "scale_kernel", [], ["ax.generic"]),
+    ("03_gemm_swish_scale", "linear_swish_scale_kernel", [], ["ax.matmul", "ax.generic"]),
+    ("12_rmsnorm", "rmsnorm_kernel", ["BLOCK_N >= N"], ["ax.sum"]),
+    # tl.where on the row's mask (the lanes past N are 0 where the sums read them)
+    ("13_add_layernorm", "layernorm_kernel", ["BLOCK_N >= N"], ["ax.sum"]),
+    # a loop summing blocks lane by lane, then the lanes: the sum over the dim
+    ("08_gemm_sum_scale", "row_sum_scale_kernel", [], ["ax.sum"]),
+    # ... and a second loop, carrying nothing, writing the row a block at a time (parallel)
+    ("15_l2_normalize", "l2_normalize_kernel", [], ["ax.sum"]),
 ])
 def test_a_kernel_family_raises_to_ax_with_proof(problem: str, kernel: str,
                                                  assumptions: list[str], ops: list[str]) -> None:
@@ -122,3 +132,19 @@ def test_a_row_sum_whose_padded_lanes_reach_the_sum_is_not_raised() -> None:
 def test_a_running_max_of_blocks_is_not_raised_with_the_reason() -> None:
     with pytest.raises(NotRaised, match="running max started at -inf"):
         raise_to_tile(xt_of("16_softmax", "softmax_kernel"))
+
+
+def test_a_pass_writing_blocks_is_a_parallel_loop_and_a_float_parameter_an_input() -> None:
+    raised = raise_to_ax(xt_of("15_l2_normalize", "l2_normalize_kernel"))
+    assert 'kind = "parallel"' in raised.tile_text
+    types = [str(t) for t in raised.ax.function_type.inputs.data]
+    assert types == ["f32[G0, N]", "f32[1]"]  # x, then eps
+
+
+def test_a_loop_sum_read_off_with_the_wrong_scale_is_refuted() -> None:
+    func = xt_of("08_gemm_sum_scale", "row_sum_scale_kernel")
+    tile, ax, assume = raise_to_tile(func)
+    wrong = ax.replace("* in1[0]", "* 2.0 * in1[0]")
+    assert wrong != ax
+    with pytest.raises(NotRaised, match="did not prove.*Refuted"):
+        prove_raised(func, tile, wrong, assume)
