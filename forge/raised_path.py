@@ -31,6 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xdsl.dialects.func import FuncOp
+
 from axon.dialects.form.intexpr import IntExpr
 from axon.forge.cascade import ForgeCascade
 from axon.forge.driver import CheckOutcome
@@ -194,11 +196,15 @@ def _launch_statements(file: KernelFile, kernel: str) -> list[ast.stmt]:
 def forge_raised(path: Path, problem: Path, device: Device,
                  sizes: Sequence[Mapping[str, int]], executor: Executor, *, gpu: bool,
                  scratch: Path, atol_scale: float = 1.0, max_candidates: int = 4,
-                 say: Say = lambda line: None) -> RaisedResult:
+                 fuse: bool = True, say: Say = lambda line: None) -> RaisedResult:
     """The raised path on the kernel file `path` (module docstring): each raised kernel's
     launches replaced by Axon's selected kernel, the module checked by the Forge cascade
-    against the original. Kernels that do not raise, or whose selection or replacement fails,
-    keep their launches, and the result says why."""
+    against the original. With `fuse`, a host function whose launches are all raised and
+    compose (`forge/fuse_raised.py`) is one `ax` program, selected once, its launches replaced
+    by one call. Kernels that do not raise, or whose selection or replacement fails, keep their
+    launches, and the result says why."""
+    from axon.forge.fuse_raised import fuse_host
+
     file = KernelFile.read(path)
     kernels = raise_file(file)
     result = RaisedResult(kernels, file.source, [])
@@ -208,53 +214,88 @@ def forge_raised(path: Path, problem: Path, device: Device,
     emitted_texts: list[str] = []
     taken = set(re.findall(r"^(?:def|class)\s+(\w+)", file.source, re.M))
     ours: set[str] = set()  # Axon's shared helpers (`_wide`, ...) may repeat across kernels
-    for k in kernels:
-        if k.raised is None:
-            continue
-        func = k.raised.ax
+
+    def select(func: FuncOp, name: str) -> tuple[str, str, object] | None:
+        """Axon's kernel for `func`: the host function's name, the module text, the chosen
+        candidate; None (with a note) where the selection or the names fail."""
         symbols = sorted({s for t in func.function_type.inputs.data
                           for d in t.shape for s in d.symbols()})  # type: ignore[attr-defined]
-        options = SelectOptions(profile=device.name,
-                                sizes={s: SIZE for s in symbols},
+        options = SelectOptions(profile=device.name, sizes={s: SIZE for s in symbols},
                                 max_candidates=max_candidates, time_on_gpu=gpu)
         try:
-            selection = select_kernel(func, options, executor, program=k.name,
-                                      report=lambda line, n=k.name: say(f"{n}: {line}"))
+            selection = select_kernel(func, options, executor, program=name,
+                                      report=lambda line: say(f"{name}: {line}"))
         except SelectionError as err:
-            result.notes.append(f"kernel {k.name}: the selection found no kernel: {err}")
-            continue
+            result.notes.append(f"{name}: the selection found no kernel: {err}")
+            return None
         chosen = selection.chosen or next(iter(selection.passed()), None)
         if chosen is None:
-            result.notes.append(f"kernel {k.name}: no selected candidate passed the target's "
-                                "cascade")
-            continue
+            result.notes.append(f"{name}: no selected candidate passed the target's cascade")
+            return None
         emitted = selection.emitted[chosen.id]
         text = emitted.text if gpu else selection.twins[chosen.id]
         names = set(re.findall(r"^def\s+(\w+)", text, re.M))
         hosts = {emitted.name, *(n for n in names if n.startswith(emitted.name))}
         clash = sorted((names & taken) | (hosts & ours))
         if clash:
-            result.notes.append(f"kernel {k.name}: the emitted module defines "
-                                f"{', '.join(clash)}, which the file defines too")
+            result.notes.append(f"{name}: the emitted module defines {', '.join(clash)}, "
+                                "which the file defines too")
+            return None
+        ours.update(names)
+        emitted_texts.append(f"# ---- Axon: {name} raised to ax (proved), {chosen.tiling} "
+                             f"({chosen.launch()}) ----\n"
+                             + _without_docstring(text).rstrip() + "\n")
+        return emitted.name, text, chosen
+
+    fused_kernels: set[str] = set()
+    if fuse:
+        for host in dict.fromkeys(s.host for s in file.module.launches):
+            try:
+                fused = fuse_host(file, kernels, host)
+            except NotRaised as err:
+                if len([s for s in file.module.launches if s.host == host]) > 1:
+                    result.notes.append(f"{host}(): the launches are not fused: {err}")
+                continue
+            say(f"{host}(): {', '.join(fused.kernels)} composed into one ax program")
+            picked = select(fused.ax, f"{host}_fused")
+            if picked is None:
+                continue
+            statements = [st for k in dict.fromkeys(fused.kernels)
+                          for st in _launch_statements(file, k)]
+            statements.sort(key=lambda st: st.lineno)
+            indent = indent_of(file, statements[-1])
+            keywords = "".join(f", {k}={v!r}" for k, v in picked[2].kwargs.items())
+            outs = [f"_axon_out{j}" for j in range(len(fused.outputs))]
+            lines = [f"{', '.join(outs)} = {picked[0]}({', '.join(fused.inputs)}{keywords})"]
+            lines += [f"{view}.copy_({o})" for view, o in zip(fused.outputs, outs,
+                                                              strict=True)]
+            text = "\n".join(indent + line for line in lines) + "\n"
+            for j, st in enumerate(statements):
+                begin, stop = statement_span(file, st)
+                # at the last launch: every input and output buffer exists by then
+                edits.append(Edit(begin, stop, text if j == len(statements) - 1 else ""))
+            fused_kernels.update(fused.kernels)
+            result.replaced.extend(fused.kernels)
+            result.notes.append(f"{host}(): {', '.join(fused.kernels)} fused into one ax "
+                                "program")
+    for k in kernels:
+        if k.raised is None or k.name in fused_kernels:
             continue
         try:
             sites = file.kernel_launches(k.name)
             statements = _launch_statements(file, k.name)
             if len(statements) != len(sites):
                 raise NotRaised("a launch that is not a statement of its own")
+            picked = select(k.raised.ax, k.name)
+            if picked is None:
+                continue
             for site, stmt in zip(sites, statements, strict=True):
-                start, end = statement_span(file, stmt)
-                if stmt.end_lineno is None:
-                    raise NotRaised("a launch without positions")
-                edits.append(Edit(start, end, launch_replacement(
-                    k, site, emitted.name, chosen.kwargs, indent_of(file, stmt))))
+                begin, stop = statement_span(file, stmt)
+                edits.append(Edit(begin, stop, launch_replacement(
+                    k, site, picked[0], picked[2].kwargs, indent_of(file, stmt))))
         except NotRaised as err:
             result.notes.append(f"kernel {k.name}: its launch is not replaced: {err}")
             continue
-        ours |= names
-        emitted_texts.append(f"# ---- Axon: {k.name} raised to ax (proved), "
-                             f"{chosen.tiling} ({chosen.launch()}) ----\n"
-                             + _without_docstring(text).rstrip() + "\n")
         result.replaced.append(k.name)
     if not result.replaced:
         return result

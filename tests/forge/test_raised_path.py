@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from axon.forge.fuse_raised import fuse_host
 from axon.forge.raised_path import forge_raised, raise_file
 from axon.forge.source import KernelFile
 from axon.forge.triton_path import forge_kernel
+from axon.frontend.triton.raise_tile import NotRaised
 from axon.selection.executor import make_executor
 from axon.targets.xe_triton.kb import load_device
 from axon.verifier import Proved
@@ -27,8 +31,8 @@ def test_each_launched_kernel_is_raised_or_says_why_not() -> None:
     row_max = raised["row_max_kernel"]
     assert row_max.raised is None and "running max started at -inf" in row_max.reason
     assert "not raised to ax" in row_max.line()
-    scale = raise_file(KernelFile.read(ROOT / "kernels" / "24_scale_tanh_residual.py"))[0]
-    assert scale.name == "scale_kernel" and scale.reason.startswith("the raise to xt stops at")
+    (cumsum,) = raise_file(KernelFile.read(ROOT / "kernels" / "23_cumsum.py"))
+    assert cumsum.raised is None and cumsum.reason.startswith("the raise to xt stops at 19:13")
 
 
 def test_the_raised_log_softmax_replaces_the_launch_and_matches_the_original(
@@ -48,7 +52,10 @@ def test_the_raised_log_softmax_replaces_the_launch_and_matches_the_original(
     assert "class ModelNew(nn.Module)" in result.source  # the user's module otherwise
 
 
-def test_the_triton_path_runs_the_raised_path_first(tmp_path: Path) -> None:
+def test_the_triton_path_runs_the_raised_path_first_and_fuses_the_chain(
+        tmp_path: Path) -> None:
+    """24's three elementwise kernels (scale, tanh, residual add) compose through their
+    buffers into one ax program, selected once: one Axon kernel replaces the three launches."""
     name = "24_scale_tanh_residual"
     result, checked = forge_kernel(ROOT / "kernels" / f"{name}.py",
                                    ROOT / "problems" / f"{name}.py", load_device("h200"),
@@ -56,7 +63,27 @@ def test_the_triton_path_runs_the_raised_path_first(tmp_path: Path) -> None:
                                    raised=True)
     first = result.records[0]
     assert first.stage == "raise" and first.status == "applied", first.line()
-    assert "kernel scale_kernel: not raised to ax" in first.why
-    assert "tanh_kernel, add_kernel replaced" in first.why
+    assert "forward(): scale_kernel, tanh_kernel, add_kernel fused into one ax program" \
+        in first.why
     assert checked >= 1
-    assert "tanh_kernel[" not in result.source and "scale_kernel[" in result.source
+    for kernel in ("scale_kernel[", "tanh_kernel[", "add_kernel["):
+        assert kernel not in result.source
+    assert "forward_fused" in result.source
+    assert "torch.full((1,), self.scale, dtype=torch.float32, device=y.device)" in result.source
+
+
+def test_launches_through_different_views_are_not_fused() -> None:
+    file = KernelFile.read(ROOT / "kernels" / "02_gemm_gelu.py")
+    with pytest.raises(NotRaised, match="gelu_kernel reads z through another view"):
+        fuse_host(file, raise_file(file), "forward")
+
+
+def test_the_fused_chain_is_one_function_of_the_external_buffers() -> None:
+    file = KernelFile.read(ROOT / "kernels" / "24_scale_tanh_residual.py")
+    fused = fuse_host(file, raise_file(file), "forward")
+    assert fused.kernels == ["scale_kernel", "tanh_kernel", "add_kernel"]
+    assert fused.inputs[0] == "torch.as_strided(x, (n,), (1,))"
+    assert fused.outputs == ["torch.as_strided(y, (n,), (1,))"]
+    assert [str(t) for t in fused.ax.function_type.inputs.data] == ["f32[n]", "f32[1]", "f32[n]"]
+    # the intermediates `scaled` and `squashed` are values inside it, not inputs
+    assert "scaled" not in fused.ax_text and "squashed" not in fused.ax_text
