@@ -63,10 +63,15 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
     by_name = {k.name: k for k in kernels}
     if len(sites) < 2:
         raise NotRaised(f"{host}() launches fewer than two kernels")
+    from axon.forge.raised_path import assumption_error
+
     for site in sites:
         k = by_name.get(site.kernel)
         if k is None or k.raised is None:
             raise NotRaised(f"{site.kernel} (launched in {host}()) is not raised")
+        why = assumption_error(k, site)
+        if why:
+            raise NotRaised(why)
     symbols: dict[str, str] = {}  # launch text -> composed symbol
 
     def symbol(text: str) -> str:

@@ -48,7 +48,8 @@ from axon.selection.executor import Executor
 from axon.targets.xe_triton.kb import Device
 from axon.targets.xe_triton.select import SelectionError, SelectOptions, select_kernel
 
-__all__ = ["KernelRaise", "RaisedResult", "forge_raised", "launch_replacement", "raise_file"]
+__all__ = ["KernelRaise", "RaisedResult", "assumption_error", "forge_raised",
+           "launch_replacement", "raise_file"]
 
 #: the size every symbol is priced at in the selection (the text has no sizes)
 SIZE = 4096
@@ -145,6 +146,24 @@ def _size_text(size: IntExpr, site: LaunchSite, grid_names: Mapping[str, str]) -
     if text is None:
         raise NotRaised(f"the launch at line {site.loc[0]} does not bind {name}")
     return text
+
+
+def assumption_error(kernel: KernelRaise, site: LaunchSite) -> str | None:
+    """Why the launch `site` may break an assumption of the raise (`B >= S`: a block holding a
+    dim whole covers it), or None: the launch must pass `B=triton.next_power_of_2(T)` where
+    `T` is the text it passes for the size `S` (or the grid's dim for `G<k>`)."""
+    assert kernel.raised is not None
+    grid = {f"G{k}": text for k, text in enumerate(site.grid_dims)}
+    for fact in kernel.raised.assumptions:
+        block, _, size = (part.strip() for part in fact.partition(">="))
+        given = (site.arg(block) or "").replace(" ", "")
+        size_text = (grid.get(size) or site.arg(size) or "?").replace(" ", "")
+        wanted = {f"triton.next_power_of_2({size_text})", f"triton.next_power_of_2(({size_text}))"}
+        if given not in wanted:
+            return (f"the raise assumes {fact} (the block holds the dim whole); the launch at "
+                    f"line {site.loc[0]} passes {block}={site.arg(block)!r}, not "
+                    f"triton.next_power_of_2({size_text})")
+    return None
 
 
 def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
@@ -286,6 +305,9 @@ def forge_raised(path: Path, problem: Path, device: Device,
             statements = _launch_statements(file, k.name)
             if len(statements) != len(sites):
                 raise NotRaised("a launch that is not a statement of its own")
+            why = next((w for w in (assumption_error(k, site) for site in sites) if w), None)
+            if why:
+                raise NotRaised(why)
             picked = select(k.raised.ax, k.name)
             if picked is None:
                 continue

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from axon.forge.fuse_raised import fuse_host
-from axon.forge.raised_path import forge_raised, raise_file
+from axon.forge.raised_path import assumption_error, forge_raised, raise_file
 from axon.forge.source import KernelFile
 from axon.forge.triton_path import forge_kernel
 from axon.frontend.triton.raise_tile import NotRaised
@@ -87,3 +87,18 @@ def test_the_fused_chain_is_one_function_of_the_external_buffers() -> None:
     assert [str(t) for t in fused.ax.function_type.inputs.data] == ["f32[n]", "f32[1]", "f32[n]"]
     # the intermediates `scaled` and `squashed` are values inside it, not inputs
     assert "scaled" not in fused.ax_text and "squashed" not in fused.ax_text
+
+
+def test_a_launch_that_may_break_the_raises_assumption_is_not_replaced() -> None:
+    """17's raise assumes BLOCK_N >= N (the row held whole): a launch passing
+    `triton.next_power_of_2(N)` keeps it; a literal block does not, and is said."""
+    text = (ROOT / "kernels" / "17_log_softmax.py").read_text()
+    (kernel,) = raise_file(KernelFile(text, "17.py"))
+    (site,) = KernelFile(text, "17.py").kernel_launches("log_softmax_kernel")
+    assert assumption_error(kernel, site) is None
+    literal = text.replace("BLOCK_N=triton.next_power_of_2(N)", "BLOCK_N=64")
+    (kernel,) = raise_file(KernelFile(literal, "17.py"))
+    (site,) = KernelFile(literal, "17.py").kernel_launches("log_softmax_kernel")
+    assert assumption_error(kernel, site) == (
+        "the raise assumes BLOCK_N >= N (the block holds the dim whole); the launch at line 32 "
+        "passes BLOCK_N='64', not triton.next_power_of_2(N)")
