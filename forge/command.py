@@ -10,8 +10,8 @@ file whose `ModelNew` launches Triton kernels: kernels that raise to `ax` with p
 by Axon's selected kernels, a host function's raised launches fused into one program
 (`raised_path.py`, `fuse_raised.py`; `--no-raise` skips this); then its text is rewritten stage
 by stage (`forge/stages/`, `forge/driver.py`), each stage's proposals admitted only through the
-cascade (`forge/cascade.py`); the inputs and the reference come from `--problem` (or the kernel file's
-own `get_inputs`/`get_init_inputs`/`Model`). Every written module is checked against the
+cascade (`forge/cascade.py`); the inputs and the reference come from `--problem` (or the kernel
+file's own `get_inputs`/`get_init_inputs`/`Model`). Every written module is checked against the
 problem's `Model` (and, on the Triton path, against the ORIGINAL kernel's outputs) by the frozen
 harness in a child process; on the CPU with Triton's interpreter in float32, on a GPU in the
 problem's dtype. The output is never the input file.
