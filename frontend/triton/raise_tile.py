@@ -33,7 +33,7 @@ a loop, a reduction across programs or loop blocks, blocks with lanes no tensor 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -437,19 +437,29 @@ class _Raise:
         for d, r in zip(form.parallel, out_roles, strict=True):
             if r.kind == "one" and d.upper != ONE:
                 raise NotRaised("a map's dim is read by no operand's dim")
-        for e in _index_terms(form.body):
-            for s in e.symbols():
-                if s in names and out_roles[names.index(s)].kind != "whole":
-                    raise NotRaised(f"the math reads the lane index {s} of a dim that is not "
-                                    "held whole")
-                if s in self.pids or s in self.loops:
-                    raise NotRaised(f"the math reads {s}; raised by a later slice")
         implicit: list[Role] = []
         for v in operands:
             for r in v.implicit:
                 if r not in implicit:
                     implicit.append(r)
         implicit.sort(key=lambda r: self.pids.index(r.name))
+        # the math's integers in whole coordinates: a block dim's lane d at B*x + d is the
+        # whole index minus B*x; a program's one index is the whole dim's index
+        place: dict[str, IntExpr] = {}
+        for n, r in zip(names, out_roles, strict=True):
+            if r.kind in ("pid", "loop") and r.block != ONE:
+                place[n] = IntExpr.sym(n) - r.block * IntExpr.sym(r.name)
+            elif r.kind == "pid":
+                place[r.name], place[n] = IntExpr.sym(n), ZERO
+            elif r.kind == "one":
+                place[n] = ZERO
+        for r in implicit:
+            place[r.name] = IntExpr.sym(f"p{self.pids.index(r.name)}")
+        for e in _index_terms(form.body):
+            stray = e.substitute(place).symbols() & (set(self.pids) | set(self.loops))
+            if stray:
+                raise NotRaised(f"the math reads {', '.join(sorted(stray))} other than as a "
+                                "block's place in its dim; raised by a later slice")
         tile_shape = tuple(r.tile for r in out_roles)
         tile_form = GenericForm(tuple(LoopDim(n, ZERO, s) for n, s in zip(names, tile_shape,
                                                                          strict=True)),
@@ -470,10 +480,12 @@ class _Raise:
             lead = tuple(IntExpr.sym(pnames[implicit.index(r)]) for r in v.implicit)
             return Read(read.operand, lead + read.index)
 
+        whole_body = _map_index_terms(map_reads(form.body, widen),
+                                      lambda e: e.substitute(place))
         whole_form = GenericForm(
             (*(LoopDim(p, ZERO, r.size) for p, r in zip(pnames, implicit, strict=True)),
              *(LoopDim(n, ZERO, r.size) for n, r in zip(names, out_roles, strict=True))),
-            map_reads(form.body, widen), len(operands))
+            whole_body, len(operands))
         if any(v.ax is None for v in operands):
             raise NotRaised("a map reads a value with no tensor-level counterpart")
         new.ax = self.fresh("a")
@@ -702,6 +714,15 @@ def _index_terms(expr: ScalarExpr) -> list[IntExpr]:
         elif isinstance(e, Call):
             stack.extend(e.args)
     return out
+
+
+def _map_index_terms(expr: ScalarExpr, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
+    """`expr` with `fn` applied to the integers the math uses as numbers (not to reads)."""
+    if isinstance(expr, Index):
+        return Index(fn(expr.expr))
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(_map_index_terms(a, fn) for a in expr.args), expr.param)
+    return expr
 
 
 def raise_to_tile(func: FuncOp) -> tuple[str, str, list[str]]:

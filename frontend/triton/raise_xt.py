@@ -457,11 +457,13 @@ class _Raising:
         sizes = {n for t in self.tensors.values() for d in t.sizes if d is not None
                  for n in d.symbols()}
         allowed = set(lanes) | sizes | set(self.constexprs) \
-            | set(self.analysis.program_ids.values())
+            | set(self.analysis.program_ids.values()) \
+            | {loop.iteration for loop in self.analysis.loops}
         stray = sorted(expr.symbols() - allowed)
         if stray:
             raise self.error(loc, f"an integer in the math reads {', '.join(stray)}; expected "
-                                  "lanes, program ids, sizes and constexprs only")
+                                  "lanes, program ids, loop iterations, sizes and constexprs "
+                                  "only")
         return expr.substitute(lanes)
 
     def condition(self, mask: MaskValue, names: list[str], loc: Loc) -> ScalarExpr:

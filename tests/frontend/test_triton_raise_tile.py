@@ -51,6 +51,8 @@ def xt_of_text(text: str, kernel: str):
     ("08_gemm_sum_scale", "row_sum_scale_kernel", [], ["ax.sum"]),
     # ... and a second loop, carrying nothing, writing the row a block at a time (parallel)
     ("15_l2_normalize", "l2_normalize_kernel", [], ["ax.sum"]),
+    # tl.where on a loop block's mask: `BLOCK_N*it + d0 < N` is the whole index's `d0 < N`
+    ("11_layernorm", "layernorm_kernel", [], ["ax.sum"]),
 ])
 def test_a_kernel_family_raises_to_ax_with_proof(problem: str, kernel: str,
                                                  assumptions: list[str], ops: list[str]) -> None:
@@ -148,3 +150,10 @@ def test_a_loop_sum_read_off_with_the_wrong_scale_is_refuted() -> None:
     assert wrong != ax
     with pytest.raises(NotRaised, match="did not prove.*Refuted"):
         prove_raised(func, tile, wrong, assume)
+
+
+def test_a_loop_blocks_mask_in_the_math_reads_off_in_whole_coordinates() -> None:
+    raised = raise_to_ax(xt_of("11_layernorm", "layernorm_kernel"))
+    assert "select((idx(BLOCK_N*n0_iter_1 + d0) < idx(N)), in0[d0], 0.0)" in raised.tile_text
+    assert "out[p0 < G0, d0 < N] = select((idx(d0) < idx(N)), in0[p0, d0], 0.0)" \
+        in raised.ax_text
