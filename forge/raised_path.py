@@ -91,6 +91,8 @@ class RaisedResult:
     replaced: list[str]
     outcome: CheckOutcome | None = None
     notes: list[str] = field(default_factory=list)
+    proposal: str = ""
+    """The module put to the cascade (kept when it failed, for the report)."""
 
     def report_lines(self) -> list[str]:
         """One line per kernel, then the notes."""
@@ -322,6 +324,7 @@ def forge_raised(path: Path, problem: Path, device: Device,
     if not result.replaced:
         return result
     proposal = apply_edits(file.source, edits).rstrip() + "\n\n\n" + "\n\n".join(emitted_texts)
+    result.proposal = proposal
     cascade = ForgeCascade(path, problem, device, list(sizes), scratch, gpu=gpu,
                            atol_scale=atol_scale)
     outcome = cascade(file.source, proposal)
