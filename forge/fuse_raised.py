@@ -143,10 +143,11 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
                 if key not in inputs:
                     inputs[key] = (f"%x{len(inputs)}", sub(type_text), view)
                 env[f"%in{index}"] = inputs[key][0]
+        def argument(m: re.Match[str], env: dict[str, str] = env) -> str:
+            return env[f"%in{m.group(1)}"]
+
         for line in body:
-            line = sub(line)
-            line = re.sub(r"%in(\d+)\b", lambda m, env=env: env[f"%in{m.group(1)}"], line)
-            lines.append(line)
+            lines.append(re.sub(r"%in(\d+)\b", argument, sub(line)))
         returned = re.findall(r"%a(\d+)", ret.split(":")[0])
         out_types = re.findall(r"!ax\.tensor<\[[^\]]*\], \w+>", ret.split(":", 1)[1])
         for param, number, type_text in zip(k.outputs, returned, out_types, strict=True):

@@ -46,7 +46,12 @@ from axon.frontend.triton.raise_xt import _Raising
 from axon.frontend.triton.report import launch_constexprs
 from axon.selection.executor import Executor
 from axon.targets.xe_triton.kb import Device
-from axon.targets.xe_triton.select import SelectionError, SelectOptions, select_kernel
+from axon.targets.xe_triton.select import (
+    Candidate,
+    SelectionError,
+    SelectOptions,
+    select_kernel,
+)
 
 __all__ = ["KernelRaise", "RaisedResult", "assumption_error", "forge_raised",
            "launch_replacement", "raise_file"]
@@ -236,7 +241,7 @@ def forge_raised(path: Path, problem: Path, device: Device,
     taken = set(re.findall(r"^(?:def|class)\s+(\w+)", file.source, re.M))
     ours: set[str] = set()  # Axon's shared helpers (`_wide`, ...) may repeat across kernels
 
-    def select(func: FuncOp, name: str) -> tuple[str, str, object] | None:
+    def select(func: FuncOp, name: str) -> tuple[str, str, Candidate] | None:
         """Axon's kernel for `func`: the host function's name, the module text, the chosen
         candidate; None (with a note) where the selection or the names fail."""
         symbols = sorted({s for t in func.function_type.inputs.data

@@ -412,12 +412,12 @@ class _Raise:
             self.accumulate(op, form, operands)
             return
         roles: list[Role | None] = [None] * len(names)
-        for r in form.reads():
-            v = operands[r.operand]
+        for read in form.reads():
+            v = operands[read.operand]
             if v.roles is None:
                 raise NotRaised("a map reads a block whose lanes no tensor dim gives (an "
                                 "accumulator's start)")
-            for j, index in enumerate(r.index):
+            for j, index in enumerate(read.index):
                 name = index.as_symbol
                 if name in names:
                     i = names.index(name)
