@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from axon.forge.cascade import ForgeCascade
-from axon.forge.driver import ForgeResult, optimize_source
+from axon.forge.driver import ForgeResult, StageRecord, optimize_source
 from axon.forge.source import KernelFile
 from axon.forge.stages import Applicability, Proposal, Stage, builtin_stages
 from axon.forge.stages.autotune import AutotuneStage
@@ -95,13 +95,42 @@ def forge_kernel(kernel: Path, problem: Path, device: Device,
                  sizes: Sequence[Mapping[str, int]], *, gpu: bool, scratch: Path,
                  atol_scale: float = 1.0, gpu_later: bool = False,
                  options: ForgeOptions | None = None,
-                 say: Callable[[str], None] = lambda line: None) -> tuple[ForgeResult, int]:
+                 say: Callable[[str], None] = lambda line: None,
+                 raised: bool = False) -> tuple[ForgeResult, int]:
     """The plan run on `kernel` with every proposal through the cascade against the original
     file (the harness runs modules from files under `scratch`); the result and the number of
     proposals checked. `gpu_later`: without a GPU now, the module is for one (the autotune stage
-    applies with each configuration checked alone); `options` bound the stages' proposals."""
+    applies with each configuration checked alone); `options` bound the stages' proposals.
+    With `raised`, the raised path runs first (`forge/raised_path.py`): kernels that raise to
+    `ax` with proof are replaced by Axon's selected kernels (the module through the same
+    cascade), and the stages then run on that module; its record is the first ("raise"), with
+    each kernel's line (why a kernel did not raise), and its text the first snapshot."""
+    original = kernel.read_text(encoding="utf-8")
+    start, checked = original, 0
+    record: StageRecord | None = None
+    if raised:
+        from axon.forge.raised_path import forge_raised
+        from axon.selection.executor import make_executor
+
+        executor = make_executor("local")
+        try:
+            outcome = forge_raised(kernel, problem, device, sizes, executor, gpu=gpu,
+                                   scratch=scratch, atol_scale=atol_scale, say=say)
+        finally:
+            executor.close()
+        checked += outcome.outcome is not None
+        start = outcome.source
+        record = StageRecord("raise", "applied" if outcome.replaced else "skipped",
+                             "; ".join(outcome.report_lines()),
+                             int(outcome.outcome is not None),
+                             (("raise", outcome.outcome),) if outcome.outcome else ())
     cascade = ForgeCascade(kernel, problem, device, list(sizes), scratch, gpu=gpu,
                            atol_scale=atol_scale)
-    result = optimize_source(kernel.read_text(encoding="utf-8"), str(kernel), device, cascade,
-                             say, stages_for(gpu, cascade if gpu_later else None, options))
-    return result, cascade.checked
+    result = optimize_source(start, str(kernel), device, cascade, say,
+                             stages_for(gpu, cascade if gpu_later else None, options))
+    result.original = original
+    if record is not None:
+        result.records.insert(0, record)
+        if record.status == "applied":
+            result.snapshots.insert(0, ("raise", start))
+    return result, cascade.checked + checked
