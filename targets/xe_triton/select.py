@@ -67,7 +67,7 @@ from axon.targets.xe_triton.staged import split_loop_module, staged_module
 from axon.tiling.concretize import concretize
 from axon.tiling.cost import KernelPlan
 from axon.tiling.search import TIME_LIMIT_S, Proposal, all_sizes, tile_program
-from axon.tiling.split import Split, cut_name, cut_points, split_function
+from axon.tiling.split import Split, cut_name, cut_points, intermediate_dtype, split_function
 from axon.tiling.split_loop import NotSplit, Stages, stages
 from axon.tools.embed import run_pipeline
 from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
@@ -368,7 +368,8 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
         name = func.sym_name.data
         for n, value in enumerate(cut_points(func, options.splits)):
             assert isinstance(value.type, TensorType)
-            least_ms = (2 * _elements(value.type, sizes) * DTYPES[value.type.dtype].storage.itemsize
+            itemsize = DTYPES[intermediate_dtype(value)].storage.itemsize
+            least_ms = (2 * _elements(value.type, sizes) * itemsize
                         / profile.roofline.bytes_per_s.value * 1e3)
             if least_ms > bound_ms:
                 skipped.append((f"@{name} cut at {cut_name(func, value)}",
@@ -392,6 +393,8 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
                                     key=lambda c: (c.modeled_ms, c.origin != "autotune")))
             producers, consumers = parts
             where = f"@{name} cut at {split.value}"
+            if split.widened:
+                where += f" (kept in {split.dtype}: {split.widened})"
             if not producers or not consumers:
                 skipped.append((where, "a stage has no proved kernel that fits"))
                 continue

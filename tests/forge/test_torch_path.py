@@ -6,6 +6,7 @@ its input, and refuses what it cannot do with one diagnostic."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -71,6 +72,53 @@ def test_forged_module_is_a_drop_in_that_matches_model(name: str, tmp_path: Path
     verdict = check_against_original(path, None, wrong, sizes=[PROBLEMS[name].small_sizes],
                                      dtype="f32", device="cpu")
     assert not verdict.passed and verdict.step in ("correctness", "tamper"), verdict
+
+
+#: 08's sizes at which its row sum of W rounded to bf16 is off the float32 reference (a row's
+#: result near zero is within atol 0.008 only when W's 2048-term row sums are not rounded)
+ROW_SUM_SIZES = {"batch_size": 8, "in_features": 256, "out_features": 2048}
+
+
+def test_gemm_sum_scale_keeps_its_row_sum_in_float32(tmp_path: Path) -> None:
+    """08 through `distribute`: `x @ rowsum(W) + sum(b)`, two launches. The row sum, a bf16
+    reduction feeding the mat-vec, is written in float32 (the selection report says so); each
+    kept candidate's float32 twin matches Model, and the staged module itself, in bf16 (its
+    kernels have no `tl.dot`, which the CPU interpreter gets wrong in bf16), matches the
+    float32 reference where the same module with the row sum rounded to bf16 does not."""
+    lines: list[str] = []
+    executor = make_executor("local")
+    path = PROBLEMS["08_gemm_sum_scale"].problem_path
+    try:
+        forged = forge_problem(path, OPTIONS, executor, say=lines.append)
+    finally:
+        executor.close()
+    assert any("cut at ax.sum#0 (kept in f32: a bf16 ax.sum result that feeds arithmetic)" in
+               line for line in lines), lines
+    staged = [m for m in forged.modules if "`t` is ax.sum#0 in memory, in f32" in m.text]
+    assert staged and forged.best in staged, [m.tiling for m in forged.modules]
+    for n, module in enumerate(forged.modules):
+        twin = tmp_path / f"twin{n}.py"
+        twin.write_text(module.twin_text)
+        verdict = check_against_original(path, None, twin,
+                                         sizes=[PROBLEMS["08_gemm_sum_scale"].small_sizes],
+                                         dtype="f32", device="cpu")
+        assert verdict.passed, (module.id, verdict.reason)
+    best = forged.best
+    assert "tl.dot" not in best.text
+    kept = tmp_path / "kept.py"
+    kept.write_text(best.text)
+    verdict = check_against_original(path, None, kept, sizes=[ROW_SUM_SIZES], dtype="bf16",
+                                     device="cpu")
+    assert verdict.passed, verdict.reason
+    rounded = tmp_path / "rounded.py"
+    call = re.search(r"^    t = (\w+)\((.*)\)$", best.text, re.M)
+    assert call is not None
+    rounded.write_text(best.text.replace(
+        call.group(0), f"    t = {call.group(1)}({call.group(2)}).to(torch.bfloat16).float()"))
+    verdict = check_against_original(path, None, rounded, sizes=[ROW_SUM_SIZES], dtype="bf16",
+                                     device="cpu")
+    assert not verdict.passed and verdict.step == "correctness", verdict
+    assert "wrong against the float32 reference" in verdict.reason
 
 
 def test_check_sizes_keep_what_the_problem_needs() -> None:
