@@ -296,7 +296,9 @@ def tile_function(func: FuncOp, tiling: Tiling, space: str, accumulator_space: s
 
 def _places(form: GenericForm) -> bool:
     """Whether `form`'s value depends on the element's place, not only on what it reads: an
-    `idx(...)` of a loop variable outside the reads (an iota)."""
+    `idx(...)` of a loop variable outside the reads (an iota; `rebuild` takes this for ops
+    that read nothing: a concat's `idx` picks its operand, and the emitter joins those
+    itself)."""
     loops = set(form.loop_names)
     body = map_reads(form.body, lambda r: Const(0.0))
     return any(e.symbols() & loops for e in index_exprs(body))
@@ -494,7 +496,7 @@ class _Builder:
             form = parse_form(str(attrs["form"]), len(operands))
             attrs["form"] = str(self.form_on_tiles(form, op, offsets or self.offsets))
         try:
-            if op.name != "ax.generic" and _places(generic_form(op)):
+            if op.name != "ax.generic" and not op.operands and _places(generic_form(op)):
                 # an iota (a causal mask's positions): its `idx(d)` on tiles, as a generic's
                 t = op.results[0].type
                 assert isinstance(t, TensorType)
