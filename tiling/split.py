@@ -255,6 +255,7 @@ def _function(name: str, func: FuncOp, ops: list[Operation], results: list[SSAVa
     for op in ops:
         operands = [mapping[v] for v in op.operands]
         reads_wide = any(v in widened for v in operands)
+        clone: Operation
         if op.results[0] in wide or reads_wide:
             keeps = op.results[0] in wide or _moves(op)
             t = op.results[0].type

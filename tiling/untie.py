@@ -92,10 +92,10 @@ def untie(func: FuncOp) -> tuple[FuncOp, dict[str, str]]:
         t = v.type
         if not isinstance(t, TensorType):
             return func, {}
-        for k, d in enumerate(t.shape):
-            classes.add((v, k), d)
-            if d.as_symbol is None:
-                classes.keep(d)
+        for k, extent in enumerate(t.shape):
+            classes.add((v, k), extent)
+            if extent.as_symbol is None:
+                classes.keep(extent)
     reduced: dict[Operation, dict[str, Slot]] = {}
     for op in ops:
         form = generic_form(op)
@@ -140,7 +140,8 @@ def _names(classes: _Classes, values: list[SSAValue],
     """Each class root's (new symbol, original symbol) for the classes of bare symbols, in the
     program's order (the first class of a symbol keeps it); None when a class holds two
     different expressions."""
-    order = [(v, k) for v in values for k in range(len(v.type.shape))]  # type: ignore[attr-defined]
+    order: list[Slot] = [(v, k) for v in values
+                         for k in range(len(v.type.shape))]  # type: ignore[attr-defined]
     order += [slot for by_name in reduced.values() for slot in by_name.values()]
     exprs: dict[Slot, IntExpr] = {}
     for slot, expr in classes.expr.items():
@@ -152,10 +153,10 @@ def _names(classes: _Classes, values: list[SSAValue],
     by_symbol: dict[str, list[Slot]] = {}
     for slot in order:
         root = classes.find(slot)
-        expr = exprs.get(root)
-        if expr is None or expr.as_symbol is None:
+        found = exprs.get(root)
+        if found is None or found.as_symbol is None:
             continue
-        roots = by_symbol.setdefault(expr.as_symbol, [])
+        roots = by_symbol.setdefault(found.as_symbol, [])
         if root not in roots:
             roots.append(root)
     names: dict[Slot, tuple[str, str]] = {}
@@ -198,6 +199,7 @@ def _rebuilt(func: FuncOp, ops: list[Operation], classes: _Classes,
         operands = [mapping[v] for v in op.operands]
         old = op.results[0].type
         assert isinstance(old, TensorType)
+        made: Operation
         try:
             if isinstance(op, GenericOp):
                 form = generic_form(op)
