@@ -51,6 +51,7 @@ from axon.targets.xe_triton.select import (
 )
 from axon.tiling.kernels import RESERVED_NAMES
 from axon.tools.user_errors import UsageError
+from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
 
 #: sizes the check tries first, in the order of the problem's size globals: small, and no
 #: multiple of any block (a remainder in every tiled dim)
@@ -79,6 +80,13 @@ class TorchForgeOptions:
     max_candidates: int = 12
     keep: int = 4
     time_on_gpu: bool = True
+    programs: int = 3
+    """The nu-graph's programs tiled (`SelectOptions.programs`; 1: the captured one alone)."""
+    splits: int = 2
+    """Cut points per program for two-launch candidates (`SelectOptions.splits`)."""
+    proof_budget: ProofBudget = SEARCH_BUDGET
+    """One kernel's proof budget in the tile search (a kernel it does not prove is left
+    out, never counted)."""
 
 
 @dataclass
@@ -204,7 +212,8 @@ def forge_problem(path: Path, options: TorchForgeOptions, executor: Executor,
         say(f"{path.name}: sizes fixed at their values by torch.export: {fixed}")
     select = SelectOptions(profile=options.profile, sizes=sizes,
                            max_candidates=options.max_candidates,
-                           time_on_gpu=options.time_on_gpu)
+                           time_on_gpu=options.time_on_gpu, programs=options.programs,
+                           splits=options.splits, proof_budget=options.proof_budget)
     try:
         selection = select_kernel(func, select, executor, program=path.stem,
                                   report=lambda line: say(f"{path.name}: {line}"))

@@ -56,6 +56,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from axon.dialects.ax import (
     AddOp,
+    CastOp,
     ExpOp,
     GenericOp,
     MatmulOp,
@@ -77,6 +78,7 @@ from axon.dialects.form.scalar import (
     Read,
     ScalarExpr,
     call,
+    index_exprs,
     map_reads,
     reads,
     substitute,
@@ -292,6 +294,16 @@ def tile_function(func: FuncOp, tiling: Tiling, space: str, accumulator_space: s
         raise NotTileable(f"@{func.sym_name.data}: {err}") from None
 
 
+def _places(form: GenericForm) -> bool:
+    """Whether `form`'s value depends on the element's place, not only on what it reads: an
+    `idx(...)` of a loop variable outside the reads (an iota; `rebuild` takes this for ops
+    that read nothing: a concat's `idx` picks its operand, and the emitter joins those
+    itself)."""
+    loops = set(form.loop_names)
+    body = map_reads(form.body, lambda r: Const(0.0))
+    return any(e.symbols() & loops for e in index_exprs(body))
+
+
 class _Builder:
     def __init__(self, func: FuncOp, tiling: Tiling, space: str, accumulator_space: str):
         self.func = func
@@ -484,6 +496,12 @@ class _Builder:
             form = parse_form(str(attrs["form"]), len(operands))
             attrs["form"] = str(self.form_on_tiles(form, op, offsets or self.offsets))
         try:
+            if op.name != "ax.generic" and not op.operands and _places(generic_form(op)):
+                # an iota (a causal mask's positions): its `idx(d)` on tiles, as a generic's
+                t = op.results[0].type
+                assert isinstance(t, TensorType)
+                form = self.form_on_tiles(generic_form(op), op, offsets or self.offsets)
+                return GenericOp.make(operands, form=str(form), dtype=t.dtype)
             return form_op(op).make(operands, **attrs)
         except (ShapeError, ValueError) as err:
             raise NotTileable(f"@{self.name}: '{op.name}' does not take tiles: {err}") from None
@@ -1008,8 +1026,12 @@ class _Online:
             body.add_op(zero)
             inits.append(zero.results[0])
             carried = loop_body.insert_arg(tile, len(loop_body.args))
+            factor = scale
+            assert isinstance(scale.type, TensorType)
+            if scale.type.dtype != tile.dtype:  # a sum kept wider than the max (tiling.split)
+                factor = self.add(loop_body, CastOp.make([scale], dtype=tile.dtype))
             rescaled = self.add(loop_body, MulOp.make([carried,
-                                                       self.shaped(loop_body, scale, tile)]))
+                                                       self.shaped(loop_body, factor, tile)]))
             joined.append(self.add(loop_body, AddOp.make([rescaled, part.results[0]])))
         loop_body.add_op(YieldOp(*joined))
         defs, invariant = self.invariant(mx, sums, [a.type for a in loop_body.args])

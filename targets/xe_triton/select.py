@@ -67,8 +67,9 @@ from axon.targets.xe_triton.staged import split_loop_module, staged_module
 from axon.tiling.concretize import concretize
 from axon.tiling.cost import KernelPlan
 from axon.tiling.search import TIME_LIMIT_S, Proposal, all_sizes, tile_program
-from axon.tiling.split import Split, cut_name, cut_points, split_function
+from axon.tiling.split import Split, cut_name, cut_points, intermediate_dtype, split_function
 from axon.tiling.split_loop import NotSplit, Stages, stages
+from axon.tiling.untie import untie
 from axon.tools.embed import run_pipeline
 from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
 from axon.verifier.cache import ProofCache
@@ -368,7 +369,8 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
         name = func.sym_name.data
         for n, value in enumerate(cut_points(func, options.splits)):
             assert isinstance(value.type, TensorType)
-            least_ms = (2 * _elements(value.type, sizes) * DTYPES[value.type.dtype].storage.itemsize
+            itemsize = DTYPES[intermediate_dtype(value)].storage.itemsize
+            least_ms = (2 * _elements(value.type, sizes) * itemsize
                         / profile.roofline.bytes_per_s.value * 1e3)
             if least_ms > bound_ms:
                 skipped.append((f"@{name} cut at {cut_name(func, value)}",
@@ -392,6 +394,8 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
                                     key=lambda c: (c.modeled_ms, c.origin != "autotune")))
             producers, consumers = parts
             where = f"@{name} cut at {split.value}"
+            if split.widened:
+                where += f" (kept in {split.dtype}: {split.widened})"
             if not producers or not consumers:
                 skipped.append((where, "a stage has no proved kernel that fits"))
                 continue
@@ -613,11 +617,18 @@ def select_kernel(func: FuncOp, options: SelectOptions, executor: Executor,
     profile = cost_profile(device)
     sizes = all_sizes(func, options.sizes)
     selection = Selection(func.sym_name.data, sizes)
+    # a symbol in two parts (square scores' rows and columns) is tiled as two; the cascade
+    # checks against `func` itself
+    untied, parts = untie(func)
+    if parts:
+        sizes = {**sizes, **{new: sizes[old] for new, old in parts.items()}}
+        say("untied: " + ", ".join(f"{new} from {old}" for new, old in parts.items())
+            + " (one size in two parts of the program, tiled apart; equal where it runs)")
     try:
-        funcs = program_variants(func, profile.name, sizes, options.programs)
+        funcs = program_variants(untied, profile.name, sizes, options.programs)
     except DiagnosticException as err:
         say(f"propagation found no variant ({err}); tiling the program alone")
-        funcs = [func]
+        funcs = [untied]
     say(f"programs: {len(funcs)} (the program and {len(funcs) - 1} nu-graph variant(s))")
     result = tile_program(funcs, profile, sizes, budget=options.proof_budget,
                           time_limit_s=options.time_limit_s, top_k=options.tile_sizes,

@@ -40,10 +40,11 @@ def staged_module(split: Split, parts: Sequence[EmittedModule]) -> EmittedModule
     doc = [f'"""Triton kernels emitted by Axon from @{split.function} cut at {split.value}:',
            f"@{producer.name} writes it, @{consumer.name} reads it,",
            f'`{name}` runs both (Triton 3.6; Intel XPU and NVIDIA)."""']
+    kept = f", in {split.dtype} ({split.widened})" if split.widened else ""
     host = [
         f"def {name}({', '.join(params)}):",
         f'    """Run @{split.function} as two launches on torch tensors: `t` is {split.value}'
-        ' in memory."""',
+        f' in memory{kept}."""',
         f"    t = {producer.name}({first})",
         f"    return {consumer.name}({second})"]
     return _joined(name, doc, parts, host)

@@ -6,6 +6,7 @@ its input, and refuses what it cannot do with one diagnostic."""
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -73,6 +74,53 @@ def test_forged_module_is_a_drop_in_that_matches_model(name: str, tmp_path: Path
     assert not verdict.passed and verdict.step in ("correctness", "tamper"), verdict
 
 
+#: 08's sizes at which its row sum of W rounded to bf16 is off the float32 reference (a row's
+#: result near zero is within atol 0.008 only when W's 2048-term row sums are not rounded)
+ROW_SUM_SIZES = {"batch_size": 8, "in_features": 256, "out_features": 2048}
+
+
+def test_gemm_sum_scale_keeps_its_row_sum_in_float32(tmp_path: Path) -> None:
+    """08 through `distribute`: `x @ rowsum(W) + sum(b)`, two launches. The row sum, a bf16
+    reduction feeding the mat-vec, is written in float32 (the selection report says so); each
+    kept candidate's float32 twin matches Model, and the staged module itself, in bf16 (its
+    kernels have no `tl.dot`, which the CPU interpreter gets wrong in bf16), matches the
+    float32 reference where the same module with the row sum rounded to bf16 does not."""
+    lines: list[str] = []
+    executor = make_executor("local")
+    path = PROBLEMS["08_gemm_sum_scale"].problem_path
+    try:
+        forged = forge_problem(path, OPTIONS, executor, say=lines.append)
+    finally:
+        executor.close()
+    assert any("cut at ax.sum#0 (kept in f32: a bf16 ax.sum result that feeds arithmetic)" in
+               line for line in lines), lines
+    staged = [m for m in forged.modules if "`t` is ax.sum#0 in memory, in f32" in m.text]
+    assert staged and forged.best in staged, [m.tiling for m in forged.modules]
+    for n, module in enumerate(forged.modules):
+        twin = tmp_path / f"twin{n}.py"
+        twin.write_text(module.twin_text)
+        verdict = check_against_original(path, None, twin,
+                                         sizes=[PROBLEMS["08_gemm_sum_scale"].small_sizes],
+                                         dtype="f32", device="cpu")
+        assert verdict.passed, (module.id, verdict.reason)
+    best = forged.best
+    assert "tl.dot" not in best.text
+    kept = tmp_path / "kept.py"
+    kept.write_text(best.text)
+    verdict = check_against_original(path, None, kept, sizes=[ROW_SUM_SIZES], dtype="bf16",
+                                     device="cpu")
+    assert verdict.passed, verdict.reason
+    rounded = tmp_path / "rounded.py"
+    call = re.search(r"^    t = (\w+)\((.*)\)$", best.text, re.M)
+    assert call is not None
+    rounded.write_text(best.text.replace(
+        call.group(0), f"    t = {call.group(1)}({call.group(2)}).to(torch.bfloat16).float()"))
+    verdict = check_against_original(path, None, rounded, sizes=[ROW_SUM_SIZES], dtype="bf16",
+                                     device="cpu")
+    assert not verdict.passed and verdict.step == "correctness", verdict
+    assert "wrong against the float32 reference" in verdict.reason
+
+
 def test_check_sizes_keep_what_the_problem_needs() -> None:
     """Small odd sizes where Model runs at them; halved sizes where it does not (GQA's query
     heads must stay a multiple of its kv heads); fixed sizes keep their values."""
@@ -111,11 +159,80 @@ def test_command_writes_a_checked_module_and_never_its_input(tmp_path: Path,
     assert "Traceback" not in same.stderr + missing.stderr
 
 
-def test_command_refuses_what_does_not_tile_with_one_diagnostic(axon_forge: Forge) -> None:
-    """Causal attention's mask (iota compares) has no proved tiling yet, and the command says
-    so (exit 1, no traceback)."""
-    done = axon_forge(str(PROBLEMS["20_causal_attention"].problem_path), "--from", "torch",
-                 "--max-candidates", "2", "--quiet")
+#: a running sum down the columns: no tiling of it is proved (each is refuted)
+DOWN_THE_COLUMNS = """
+import torch
+import torch.nn as nn
+
+rows = 64
+cols = 48
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=0)
+
+
+def get_inputs():
+    return [torch.randn(rows, cols)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_command_refuses_what_does_not_tile_with_one_diagnostic(tmp_path: Path,
+                                                              axon_forge: Forge) -> None:
+    """A scan down the columns has no proved tiling, and the command says so (exit 1, no
+    traceback)."""
+    problem = tmp_path / "scan_rows.py"
+    problem.write_text(DOWN_THE_COLUMNS)
+    done = axon_forge(str(problem), "--from", "torch", "--max-candidates", "2", "--quiet")
     assert done.returncode == 1
-    assert "20_causal_attention.py" in done.stderr and "no candidate emits" in done.stderr
+    assert "scan_rows.py" in done.stderr and "does not tile: no kernel proved" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+#: the selection kept small for the tests: the captured program alone, one launch
+QUICK = TorchForgeOptions(max_candidates=2, keep=1, time_on_gpu=False, programs=1, splits=0)
+
+
+@pytest.mark.parametrize("name", ["18_causal_masked_softmax", "20_causal_attention",
+                                  "21_gqa_attention"])
+def test_masked_and_grouped_attention_are_drop_ins_that_match_model(name: str,
+                                                                    tmp_path: Path) -> None:
+    """18 and 20 (a causal mask of iota compares, tiled at the tiles' places; 18's square
+    scores untied into rows and columns) and 21 (GQA with its heads fixed at numbers: one
+    read through `floordiv 4`) emit a kernel whose float32 twin matches Model on the CPU; the
+    same module with the mask's compare flipped (18, 20) or the kv head of the next group (21)
+    does not."""
+    lines: list[str] = []
+    executor = make_executor("local")
+    path = PROBLEMS[name].problem_path
+    try:
+        forged = forge_problem(path, QUICK, executor, say=lines.append)
+    finally:
+        executor.close()
+    if name == "18_causal_masked_softmax":
+        assert any("untied: seq_len_2 from seq_len" in line for line in lines), lines
+    best = forged.best
+    assert best.tiling.startswith("batched_rows"), best.tiling
+    twin = tmp_path / "twin.py"
+    twin.write_text(best.twin_text)
+    # 21's heads are fixed at 32 and 8 by torch.export: sizes that keep them
+    sizes = [check_sizes(load(path, QUICK), forged.captured.fixed) if forged.captured.fixed
+             else PROBLEMS[name].small_sizes]
+    verdict = check_against_original(path, None, twin, sizes=sizes, dtype="f32", device="cpu")
+    assert verdict.passed, verdict.reason
+    wrong = tmp_path / "wrong.py"
+    # the diagonal masked (18: `col >= row + 1` as `>`; 20: `col <= row` as `<`), or every
+    # query head reading the kv heads of the first half (21)
+    pattern, planted = {"18_causal_masked_softmax": (r"\(\((v\d+) >= (v\d+)\)\)", r"((\1 > \2))"),
+                        "20_causal_attention": (r"\(\((v\d+) <= (v\d+)\)\)", r"((\1 < \2))"),
+                        "21_gqa_attention": (r"\(b1 // 4\)", "(b1 // 8)")}[name]
+    text, count = re.subn(pattern, planted, best.twin_text)
+    assert count, pattern
+    wrong.write_text(text)
+    verdict = check_against_original(path, None, wrong, sizes=sizes, dtype="f32", device="cpu")
+    assert not verdict.passed, verdict

@@ -411,3 +411,36 @@ def test_an_online_invariant_composes_a_bounded_chain(monkeypatch: pytest.Monkey
     with pytest.raises(NotTileable, match="composes at most 1"):
         tile_function(function(SOFTMAX), Tiling("M", None, "N", write_pass=True, online=True),
                       "sbuf", "psum")
+
+
+#: a causal mask as torch.export gives it (`triu` or `is_causal`): two iotas compared
+CAUSAL_SOFTMAX = f"""
+func.func @f(%x: {Y}) -> {Y} {{
+  %r = ax.iota {{shape = ["M", "N"], axis = 0 : i64, dtype = i32}} : !ax.tensor<[M, N], i32>
+  %c = ax.iota {{shape = ["M", "N"], axis = 1 : i64, dtype = i32}} : !ax.tensor<[M, N], i32>
+  %keep = ax.le %c, %r : (!ax.tensor<[M, N], i32>, !ax.tensor<[M, N], i32>)
+      -> !ax.tensor<[M, N], i1>
+  %low = ax.constant {{value = -3.0e+38 : f64, shape = [], dtype = f32}} : !ax.tensor<[], f32>
+  %s = ax.select %keep, %x, %low : (!ax.tensor<[M, N], i1>, {Y}, !ax.tensor<[], f32>) -> {Y}
+  %m = ax.reduce_max %s {{axes = array<i64: 1>, keepdims = true}} : ({Y}) -> !ax.tensor<[M, 1], f32>
+  %d = ax.sub %s, %m : ({Y}, !ax.tensor<[M, 1], f32>) -> {Y}
+  %e = ax.exp %d : ({Y}) -> {Y}
+  %z = ax.sum %e {{axes = array<i64: 1>, keepdims = true}} : ({Y}) -> !ax.tensor<[M, 1], f32>
+  %y = ax.div %e, %z : ({Y}, !ax.tensor<[M, 1], f32>) -> {Y}
+  func.return %y : {Y}
+}}
+"""
+
+
+@pytest.mark.parametrize("tiling", [Tiling("M"), Tiling("M", None, "N", write_pass=True),
+                                    Tiling("M", None, "N", write_pass=True, online=True)])
+def test_a_causal_mask_is_read_at_the_tiles_places_and_proved(tiling: Tiling) -> None:
+    """An iota on tiles is its form's `idx(...)` at the tile's offsets (an `ax.generic`),
+    not the tile's own positions: each tiling of a causal softmax is proved and runs equal to
+    the program at remainders (the iota rebuilt at its tile's shape was refuted)."""
+    func = function(CAUSAL_SOFTMAX)
+    tiled = tile_function(func, tiling, "sbuf", "psum")
+    text = print_ir(ModuleOp([tiled.clone()]))
+    assert "ax.iota" not in text and "idx(" in text
+    assert isinstance(prove_equivalent(tiled, func), Proved)
+    run_both(func, tiled, SHAPES)
