@@ -725,9 +725,13 @@ def _count_of_ones(op: Operation) -> nki.MemsetOp | None:
 def _vector_weight(op: Operation) -> int:
     """VectorE's work for `op` in units of one pass over a `[P, F]` tile (0 for `[P, 1]`
     columns and for other engines' instructions): `tensor_tensor` reads two inputs (two passes)
-    unless one is in PSUM (reference/nki.md 6.1)."""
+    unless one is in PSUM (reference/nki.md 6.1); a row reduction is a pass over its operand,
+    though it writes a column (softmax's max)."""
     if not isinstance(op, nki.NkiOp) or not op.results or op.attrs().get("engine") not in (
-            None, "vector") or _type(op.results[0]).shape[-1] == IntExpr.const(1):
+            None, "vector"):
+        return 0
+    read = op.operands[0] if isinstance(op, nki.TensorReduceOp) else op.results[0]
+    if _type(read).shape[-1] == IntExpr.const(1):
         return 0
     if isinstance(op, nki.TensorTensorOp):
         return 1 if any(_buffer(v) == "psum" for v in op.operands) else 2

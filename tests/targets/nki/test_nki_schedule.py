@@ -229,7 +229,11 @@ def test_only_a_row_sum_of_ones_is_a_count() -> None:
     assert emit._count_of_ones(count) is None  # the sum of twos is 2 F
 
 
-def test_softmax_keeps_its_engines() -> None:
-    # ScalarE has the exp and its sum; VectorE the max and the divide (not a ScalarE op)
+def test_softmax_scales_by_the_reciprocal_on_scalar_engine() -> None:
+    # VectorE has the max (a pass over the row, though it writes a column) and the reciprocal
+    # of the sum (a column); ScalarE the exp with its sum and the product by the reciprocal,
+    # which it runs where it could not run the divide
     text = emit_nki(kernel("softmax", "rows"), {"BM": 128}).text
-    assert "engine=" not in text
+    assert text.count("engine=") == 1
+    (line,) = [ln for ln in text.splitlines() if "engine=" in ln]
+    assert "op0=nl.multiply" in line and "engine=nisa.engine.scalar" in line
