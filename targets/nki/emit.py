@@ -211,7 +211,10 @@ class _Printer:
             if inst in self.hoisted:
                 self.op(inst, 1, hoisting=True)
         plans = _stream_loads(self.kernel, self.hoisted, tile_sizes)
-        if plans is None:
+        ahead = _loads_ahead(self.kernel, self.hoisted) if plans is None else []
+        if ahead:
+            self.grid_loading_ahead(ahead, body)
+        elif plans is None:
             self.grid(list(self.kernel.program_names()), body, 1)
         else:
             self.grid_streaming(*plans, body)
@@ -281,6 +284,42 @@ class _Printer:
             self.names, self.folded, self.in_place, self.buffers = saved
         self.line(1, "else:")
         self.grid(list(self.kernel.program_names()), body, 2)
+
+    def grid_loading_ahead(self, loads: list[LoadOp], body: Block) -> None:
+        """A one-id grid whose loop-free body loads its program's tiles (`_loads_ahead`): every
+        program's tiles are loaded first, in a loop of their own, into one SBUF buffer
+        `[P, programs, F]` per load, then the grid's loop computes and stores, each program
+        reading its block. The DMA queues then take the loads before the stores, so that a
+        later program's tile is not waiting behind an earlier program's store (the programs
+        are independent and each block is written by its own program's load alone: the same
+        values; where the tile is cut by the tensor's end, its block is padded as the tile
+        was). Where there is more than one program and the buffers, counted twice, take at
+        most half of SBUF's bytes per partition (a Python `if` on the shapes, when traced);
+        else the plain grid."""
+        (pid,) = self.kernel.program_names()
+        (extent,) = self.kernel.grid_exprs()
+        count = _group(python(extent))
+        need = " + ".join(f"2 * {count} * {_group(python(_type(op.result).shape[1]))} * "
+                          f"{DTYPES[_type(op.result).dtype].storage.itemsize}" for op in loads)
+        self.line(1, f"if {count} > 1 and {need} <= nl.tile_size.sbuf_fmax_bytes // 2:")
+        saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
+        buffers = []
+        for op in loads:
+            t = _type(op.result)
+            buf = self.fresh("s")
+            self.line(2, f"{buf} = nl.ndarray(({python(t.shape[0])}, {count}, "
+                         f"{python(t.shape[1])}), dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+            buffers.append(buf)
+        self.line(2, f"for {pid} in nl.affine_range({python(extent)}):")
+        for op, buf in zip(loads, buffers, strict=True):
+            rows, cols = (python(d) for d in _type(op.result).shape)
+            self.load(op, 3, into=(buf, pid, f"{buf}[0:{rows}, {pid}, 0:{cols}]"))
+        self.streamed = set(loads)
+        self.grid([pid], body, 2)
+        self.streamed = set()
+        self.names, self.folded, self.in_place, self.buffers = saved
+        self.line(1, "else:")
+        self.grid([pid], body, 2)
 
     @staticmethod
     def stream_bytes(stream: _Stream, steps: str, extents: Mapping[str, IntExpr],
@@ -883,6 +922,30 @@ def _stream_loads(kernel: KernelOp, hoisted: set[Operation], tile_sizes: Mapping
                 and other.uses <= pids - plan.uses):
             return plan, other
     return plan, None
+
+
+def _loads_ahead(kernel: KernelOp, hoisted: set[Operation]) -> list[LoadOp]:
+    """The loads `grid_loading_ahead` reads before the grid: in a grid of one program id whose
+    body has no loop (a rows kernel: softmax, rmsnorm, cumsum), the body's 2-D loads of an
+    input at offsets naming the id, not before the grid already, not transposed on their way
+    in, their tile never written in place; else none."""
+    body = kernel.body.block
+    pids = set(kernel.program_names())
+    if len(pids) != 1 or any(isinstance(op, ForOp) for op in body.ops):
+        return []
+    out: list[LoadOp] = []
+    for op in body.ops:
+        if not (isinstance(op, LoadOp) and isinstance(op.source, BlockArgument)
+                and op.source.block is body and _type(op.result).rank == 2):
+            continue
+        named: set[str] = set()
+        for o in op.offsets.data:
+            named |= IntExpr.lift(o.data).symbols()
+        if not named & pids or op in hoisted or _transposed_on_load(op) is not None \
+                or _written_in_place(op.result):
+            continue
+        out.append(op)
+    return out
 
 
 #: instructions that may write the tile they read (each element is read before it is written)

@@ -167,6 +167,55 @@ def _source_index(load: LoadOp) -> int:
     return int(arg.index)
 
 
+# ---- rows kernels: every program's tiles loaded ahead of the grid ------------------------------
+#: the `if` of a rows kernel's grid with its loads ahead (`emit.grid_loading_ahead`)
+AHEAD = "    if (((BM + M - 1) // BM)) > 1 and "
+#: (program, sizes, ahead): remainder tiles (two programs), several tiles, one program (the
+#: plain grid: nothing to load ahead of), and rows too long for the buffer (16 row tiles of
+#: 3500 bf16, counted twice: more than half of SBUF), the plain grid
+AHEAD_CASES = [("softmax", {"M": 130, "N": 77}, True), ("cumsum", {"M": 300, "N": 512}, True),
+               ("rmsnorm", {"M": 257, "N": 2000}, True), ("mul", {"M": 1, "N": 1}, False),
+               ("cumsum", {"M": 2000, "N": 3500}, False)]
+
+
+def hbm_transfers(trace: Trace) -> list[str]:
+    """The kernel's DMAs in trace order: `load` (into the chip) or `store` (into HBM)."""
+    return ["store" if inst.writes[0][1].buffer == "hbm" else "load"
+            for inst in trace.instructions if inst.name == "dma_copy"
+            and "hbm" in {a.buffer for _, a in (*inst.reads, *inst.writes)}]
+
+
+@pytest.mark.parametrize(("name", "sizes", "ahead"), AHEAD_CASES)
+def test_a_rows_kernel_loads_every_program_s_tiles_ahead_of_its_grid(
+        name: str, sizes: dict[str, int], ahead: bool, tmp_path: Path) -> None:
+    text = emit_nki(kernel(name, "rows"), {"BM": 128}).text
+    assert AHEAD in text
+    inputs = make_inputs(PROGRAMS[name], sizes)
+    out, trace = run(text, tmp_path, inputs)
+    assert close(name, sizes, out, inputs), sizes
+    order = hbm_transfers(trace)
+    tiles = -(-sizes["M"] // 128)
+    assert order.count("store") == tiles
+    # ahead: every load (a weight row's before the grid too) before the first store; else
+    # (more than one program) the first program's store before the last program's load
+    assert (order.index("store") >= order.count("load")) == (ahead or tiles == 1)
+
+
+def test_a_wrong_load_ahead_reads_the_wrong_block(tmp_path: Path) -> None:
+    # planted: every program reads the first block of the buffer; wrong past one row tile
+    text = emit_nki(kernel("softmax", "rows"), {"BM": 128}).text
+    block = re.search(r"data=(s\d+)\[0:BM, i, 0:N\]", text)
+    assert block is not None
+    wrong = text.replace(block.group(0), f"data={block.group(1)}[0:BM, 0, 0:N]")
+    assert wrong != text
+    sizes = {"M": 300, "N": 64}
+    inputs = make_inputs(PROGRAMS["softmax"], sizes)
+    out, _ = run(wrong, tmp_path, inputs)
+    assert not close("softmax", sizes, out, inputs)
+    right, _ = run(text, tmp_path, inputs)
+    assert close("softmax", sizes, right, inputs)
+
+
 # ---- rmsnorm: the weight row by DMA, once ------------------------------------------------------
 #: remainder row tiles, all ones, several tiles, a row of one PSUM bank (512 fp32) and rows
 #: longer than one (by DMA)
@@ -179,7 +228,7 @@ def test_rmsnorm_broadcasts_its_weight_once_and_writes_its_row_length(
         sizes: dict[str, int], by_matmul: bool, tmp_path: Path) -> None:
     func = kernel("rmsnorm", "rows")
     text = emit_nki(func, {"BM": 128}).text
-    before, grid = text.split("    for i in nl.affine_range(")
+    before, grid = text.split(f"\n{AHEAD}", 1)
     # before the grid: the weight on every partition, by the ones matmul into PSUM where the
     # row fits one bank, else by one DMA of partition stride 0; and the row length
     assert "    if N <= nl.tile_size.gemm_moving_fmax:\n" in before
@@ -188,8 +237,8 @@ def test_rmsnorm_broadcasts_its_weight_once_and_writes_its_row_length(
     # the row length written, not summed from a ones tile; `x * rstd` on ScalarE beside VectorE's
     # `x * g` (ScalarE has only the squares)
     assert "nisa.memset(dst=t1, value=float(N))" in before and "nisa.tensor_reduce(" not in text
-    (scale,) = [line for line in grid.splitlines() if "op0=nl.multiply" in line]
-    assert scale.endswith(", engine=nisa.engine.scalar)")
+    scales = [line for line in grid.splitlines() if "op0=nl.multiply" in line]
+    assert len(scales) == 2 and all(s.endswith(", engine=nisa.engine.scalar)") for s in scales)
     inputs = make_inputs(PROGRAMS["rmsnorm"], sizes)
     out, trace = run(text, tmp_path, inputs)
     assert close("rmsnorm", sizes, out, inputs), sizes
@@ -234,6 +283,6 @@ def test_softmax_scales_by_the_reciprocal_on_scalar_engine() -> None:
     # of the sum (a column); ScalarE the exp with its sum and the product by the reciprocal,
     # which it runs where it could not run the divide
     text = emit_nki(kernel("softmax", "rows"), {"BM": 128}).text
-    assert text.count("engine=") == 1
-    (line,) = [ln for ln in text.splitlines() if "engine=" in ln]
-    assert "op0=nl.multiply" in line and "engine=nisa.engine.scalar" in line
+    lines = [ln for ln in text.splitlines() if "engine=" in ln]
+    assert len(lines) == 2  # one in each of the kernel's grids (loads ahead, plain)
+    assert all("op0=nl.multiply" in ln and "engine=nisa.engine.scalar" in ln for ln in lines)
