@@ -623,6 +623,14 @@ class _Printer:
         depth += 1
         self.line(depth, f"{name} = nl.ndarray(({partitions}, {free}), dtype={_dtype(t.dtype)}, "
                          f"buffer=nl.sbuf)")
+        if op.parent_op() is self.kernel and op in self.hoisted:
+            # by banks where the DMA would move the row to more than half the partitions: a
+            # copy's pass over the row costs VectorE about what the DMA engines take for 85
+            # partitions of a 2-byte row (reference/nki.md 6.1; the profile's DMA rate)
+            self.line(depth, f"if 2 * {_group(partitions)} > nl.tile_size.pmax:")
+            self.broadcast_by_banks(name, partitions, free, ones, row, depth + 1)
+            self.line(depth, "else:")
+            depth += 1
         (offset,) = (IntExpr.lift(o.data) for o in load.offsets.data)
         (extent,), _ = self.region(depth, [offset], list(t.shape), _type(load.source).shape)
         if extent != free:
@@ -632,6 +640,27 @@ class _Printer:
         self.line(depth, f"nisa.dma_copy(dst={name}[0:{partitions}, 0:{extent}], "
                          f"src={self.names[load.source]}.ap(pattern=[[0, {partitions}], "
                          f"[1, {extent}]], offset={python(offset)}))")
+
+    def broadcast_by_banks(self, name: str, partitions: str, free: str, ones: str, row: str,
+                           depth: int) -> None:
+        """A row longer than one PSUM bank broadcast before the grid (`broadcast`): the proved
+        `ones.T @ row`, a bank's width of columns at a time, each block copied out of PSUM
+        into its columns of the SBUF tile `name` in the row's dtype (each element one exact
+        product of 1 and a value of that dtype: the same values as the DMA of partition stride
+        0 it replaces, which would move the row once per partition through the DMA engines
+        that the grid's loads and stores need; TensorE and one copy of the row, once, are
+        otherwise idle before the first tile arrives)."""
+        fmax = "nl.tile_size.gemm_moving_fmax"
+        block, width, bank = self.fresh("c"), self.fresh("n"), self.fresh()
+        self.line(depth, f"for {block} in nl.affine_range(({free} + {fmax} - 1) // {fmax}):")
+        start = f"{block} * {fmax}"
+        self.line(depth + 1, f"{width} = min({fmax}, {free} - {start})")
+        self.line(depth + 1, f"{bank} = nl.ndarray(({partitions}, {fmax}), dtype=nl.float32, "
+                             "buffer=nl.psum)")
+        self.line(depth + 1, f"nisa.nc_matmul(dst={bank}[0:{partitions}, 0:{width}], "
+                             f"stationary={ones}, moving={row}[0:1, {start}:{start} + {width}])")
+        self.line(depth + 1, f"nisa.tensor_copy(dst={name}[0:{partitions}, {start}:{start} + "
+                             f"{width}], src={bank}[0:{partitions}, 0:{width}])")
 
     def accumulate(self, op: nki.NcMatmulOp, operands: list[str], depth: int) -> None:
         """`nc_matmul(st, mv, acc)` outside a loop's accumulation: the matmul adds into the

@@ -2,8 +2,9 @@
 ops that are the same in every program of the grid printed once before it, a matmul's moving
 operand read once per column block and its stationary one once (SBUF buffers; the plain grid
 where they would not fit or not be reused), no memset of a matmul accumulator, a row broadcast
-over the partitions by one DMA from HBM where no PSUM bank holds it, a row length written
-rather than summed from ones, `x * rstd` on ScalarE.
+over the partitions bank by bank (each block copied into SBUF) where no PSUM bank holds it, a
+row length written rather than summed from ones, `x * rstd` on ScalarE, a rows kernel's tiles
+loaded ahead of its grid.
 Each changed kernel runs on the simulator (Trn2 limits, warnings as errors) against the
 reference interpreter at shapes with remainder tiles, sizes of 1 and several tiles; planted
 wrong schedules (an accumulator hoisted out of the grid, a load streamed across the program id
@@ -230,10 +231,14 @@ def test_rmsnorm_broadcasts_its_weight_once_and_writes_its_row_length(
     text = emit_nki(func, {"BM": 128}).text
     before, grid = text.split(f"\n{AHEAD}", 1)
     # before the grid: the weight on every partition, by the ones matmul into PSUM where the
-    # row fits one bank, else by one DMA of partition stride 0; and the row length
+    # row fits one bank, else (a tile of more than half the partitions) by one matmul per
+    # bank's width of columns, each copied into SBUF, rather than by a DMA of partition
+    # stride 0 (which a tile of fewer partitions takes); and the row length
     assert "    if N <= nl.tile_size.gemm_moving_fmax:\n" in before
     assert "nisa.nc_matmul(" in before and "nc_matmul" not in grid
-    assert "src=in1.ap(pattern=[[0, BM], [1, N]], offset=0)" in before
+    banks = before.index("        if 2 * BM > nl.tile_size.pmax:\n")
+    copy = before.index("nisa.tensor_copy(dst=t6[0:BM, c7 * nl.tile_size.gemm_moving_fmax:")
+    assert banks < copy < before.index("src=in1.ap(pattern=[[0, BM], [1, N]], offset=0)")
     # the row length written, not summed from a ones tile; `x * rstd` on ScalarE beside VectorE's
     # `x * g` (ScalarE has only the squares)
     assert "nisa.memset(dst=t1, value=float(N))" in before and "nisa.tensor_reduce(" not in text
@@ -242,12 +247,28 @@ def test_rmsnorm_broadcasts_its_weight_once_and_writes_its_row_length(
     inputs = make_inputs(PROGRAMS["rmsnorm"], sizes)
     out, trace = run(text, tmp_path, inputs)
     assert close("rmsnorm", sizes, out, inputs), sizes
-    # the row loaded once (and broadcast once by DMA past a bank); a load and a store per
+    # the row loaded once (and broadcast once, bank by bank past one); a load and a store per
     # row tile
     tiles = -(-sizes["M"] // 128)
-    assert loads_of(trace, "dma_copy") == (1 if by_matmul else 2) + 2 * tiles
-    assert loads_of(trace, "nc_matmul") == (1 if by_matmul else 0)
+    assert loads_of(trace, "dma_copy") == 1 + 2 * tiles
+    assert loads_of(trace, "nc_matmul") == (1 if by_matmul else -(-sizes["N"] // 512))
+    assert loads_of(trace, "tensor_copy") == (0 if by_matmul else -(-sizes["N"] // 512))
     assert loads_of(trace, "tensor_reduce") == 0
+
+
+def test_a_wrong_broadcast_by_banks_repeats_the_first_bank(tmp_path: Path) -> None:
+    # planted: every bank's block broadcast from the row's first columns; wrong past them
+    text = emit_nki(kernel("rmsnorm", "rows"), {"BM": 128}).text
+    pattern = (r"moving=(t\d+)\[0:1, (c\d+) \* nl.tile_size.gemm_moving_fmax:"
+               r"\2 \* nl.tile_size.gemm_moving_fmax \+ (n\d+)\]")
+    assert re.search(pattern, text) is not None
+    wrong = re.sub(pattern, r"moving=\1[0:1, 0:\3]", text)
+    sizes = {"M": 130, "N": 1100}
+    inputs = make_inputs(PROGRAMS["rmsnorm"], sizes)
+    out, _ = run(wrong, tmp_path, inputs)
+    assert not close("rmsnorm", sizes, out, inputs)
+    right, _ = run(text, tmp_path, inputs)
+    assert close("rmsnorm", sizes, right, inputs)
 
 
 def test_only_a_ones_matmul_of_a_loaded_row_is_a_broadcast() -> None:
