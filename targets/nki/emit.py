@@ -45,10 +45,15 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
   stationary operand) is read whole before the grid (`_stream_loads`, `grid_streaming`: each
   where it is read more than once and the buffers take at most half of SBUF, else the plain
   grid, chosen when the kernel is traced);
+- in a one-id grid whose body has no loop, every program's tiles are loaded first into one
+  SBUF buffer per load, then the grid computes and stores, each program reading its block
+  (`_loads_ahead`, `grid_loading_ahead`: where the buffers take at most half of SBUF);
 - a zero PSUM tile that only starts a loop's matmul accumulation is not filled: the first
   matmul of the fresh tile overwrites (`_matmul_accumulator`);
 - the row broadcast `ones.T @ row` of a row loaded from an input is the matmul into PSUM
-  where the row fits one bank, else one DMA from HBM of partition stride 0 (`_broadcast_row`);
+  where the row fits one bank, else, before the grid over more than half the partitions,
+  that matmul a bank's width at a time, each block copied into SBUF (`broadcast_by_banks`),
+  else one DMA from HBM of partition stride 0 (`_broadcast_row`);
   the row sum of a ones tile (a mean's count) is the row length, written by a memset
   (`_count_of_ones`);
 - a `tensor_scalar` ScalarE runs moves there from VectorE while VectorE has more passes over a
