@@ -1,5 +1,5 @@
 """The Forge problems as one bundle for `axon-bench`: each problem's Model, the user's Triton
-kernel and Axon's candidates from both Forge paths, for a GPU machine to check and time.
+kernel and Axon's candidates from the Forge paths, for a GPU machine to check and time.
 
     python -m axon.forge.bundle --problems all --profile h200 -o BUNDLE
     python -m axon.forge.bundle --merge BUNDLE_A BUNDLE_B -o BUNDLE
@@ -12,9 +12,11 @@ on Triton's CPU interpreter at the problem's small sizes (`harness.forge_run.
 check_against_original`, in a child process, every tamper check on), and one that fails is left
 out with the reason. The Triton path (`triton_path.forge_kernel`) rewrites the user's kernel
 through the stages, each proposal through the cascade on the CPU (so untimed: its first passing
-proposal is kept). A problem with no candidate left is reported as skipped. The bundle holds per
-case `problem.py`, `input.py` (the user's kernel), `axon_<n>.py` (the torch path, in the
-problem's dtype) and `stages.py` (the Triton path).
+proposal is kept). The raised path (`raised_path.forge_raised`) replaces the user's kernels that
+raise to `ax` with proof by Axon's selected kernels, through the same cascade. A problem with no
+candidate left is reported as skipped. The bundle holds per case `problem.py`, `input.py` (the
+user's kernel), `axon_<n>.py` (the torch path, in the problem's dtype), `stages.py` (the Triton
+path after every stage it applied), `stages_<n>.py` (after its first n) and `raised.py`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from axon.benchmarks.forge.problem_set import DTYPE_NAMES, PROBLEMS, load_problem
+from axon.forge.raised_path import forge_raised
+from axon.forge.stages.facts import ForgeOptions
 from axon.forge.torch_path import ForgeError, TorchForgeOptions, forge_problem
 from axon.forge.triton_path import forge_kernel
 from axon.selection.executor import EXECUTORS, Executor, make_executor
@@ -41,7 +45,9 @@ from axon.tools.version import axon_version
 #: candidates written per problem
 KEEP = 3
 #: the Forge paths a bundle's candidates come from
-PATHS = ("torch", "triton")
+PATHS = ("torch", "triton", "raised")
+#: configurations of the autotune stage's grid (each checked alone on the CPU)
+AUTOTUNE_CONFIGS = 4
 #: seconds one CPU check may take
 CHECK_TIMEOUT_S = 600.0
 
@@ -68,6 +74,8 @@ def forge_case(name: str, profile: str, executor: Executor, keep: int, max_candi
                                         log)
     if "triton" in paths:
         candidates += _triton_candidates(name, profile, report, log)
+    if "raised" in paths:
+        candidates += _raised_candidates(name, profile, executor, report, log)
     if not candidates:
         report.skipped.append((name, "no candidate on " + " or ".join(paths)))
         return
@@ -82,12 +90,18 @@ def forge_case(name: str, profile: str, executor: Executor, keep: int, max_candi
 
 def _triton_candidates(name: str, profile: str, report: BundleReport,
                        log: Callable[[str], None]) -> list[harness.ForgeCandidate]:
-    """The user's kernel through the Triton-level stages (CPU cascade), when any applied."""
+    """The user's kernel through the Triton-level stages (CPU cascade), when any applied: the
+    text after the last applied stage (`stages`) and after each earlier one (`stages_<n>`, the
+    first n applied). Each passed the cascade against the original when its stage applied; on
+    the CPU no stage is timed, so the GPU's timing of the prefixes is where a stage that made
+    the kernel slower is rolled back (what `axon forge` does on a GPU stage by stage)."""
     problem = PROBLEMS[name]
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         result, checked = forge_kernel(problem.kernel_path, problem.problem_path,
                                        load_device(profile), [problem.small_sizes], gpu=False,
-                                       scratch=Path(scratch), atol_scale=problem.atol_scale)
+                                       scratch=Path(scratch), atol_scale=problem.atol_scale,
+                                       gpu_later=True,
+                                       options=ForgeOptions(max_configs=AUTOTUNE_CONFIGS))
     applied = result.applied()
     log(f"{name}: triton path: {', '.join(applied) or 'no stage'} applied, {checked} "
         "proposal(s) checked")
@@ -95,10 +109,40 @@ def _triton_candidates(name: str, profile: str, report: BundleReport,
         report.dropped.append((f"{name}/stages", "no stage applied: "
                                                  + "; ".join(result.report_lines())))
         return []
-    relative = f"{name}/stages.py"
+    candidates: list[harness.ForgeCandidate] = []
+    for n, (_, text) in enumerate(result.snapshots, start=1):
+        ident = "stages" if n == len(result.snapshots) else f"stages_{n}"
+        relative = f"{name}/{ident}.py"
+        report.files[relative] = text
+        candidates.append(harness.ForgeCandidate(
+            ident, relative, "the user's kernel after " + ", ".join(applied[:n])))
+    return candidates[-1:] + candidates[:-1]
+
+
+def _raised_candidates(name: str, profile: str, executor: Executor, report: BundleReport,
+                       log: Callable[[str], None]) -> list[harness.ForgeCandidate]:
+    """The raised path alone (`raised_path.forge_raised`): the user's kernels that raise to `ax`
+    with proof replaced by Axon's selected kernels, the module through the cascade against the
+    original on the CPU."""
+    problem = PROBLEMS[name]
+    with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
+        result = forge_raised(problem.kernel_path, problem.problem_path, load_device(profile),
+                              [problem.small_sizes], executor, gpu=False, scratch=Path(scratch),
+                              atol_scale=problem.atol_scale)
+    passed = result.outcome is not None and result.outcome.passed
+    log(f"{name}: raised path: {', '.join(result.replaced) or 'nothing'} replaced"
+        + ("" if result.outcome is None else f", cascade: {result.outcome.step}"))
+    if not result.replaced or not passed:
+        why = "; ".join(result.report_lines())
+        if result.outcome is not None and not result.outcome.passed:
+            why = f"{result.outcome.step}: {result.outcome.reason}; {why}"
+        report.dropped.append((f"{name}/raised", why))
+        return []
+    relative = f"{name}/raised.py"
     report.files[relative] = result.source
-    return [harness.ForgeCandidate("stages", relative, "the user's kernel after "
-                                   + ", ".join(applied))]
+    return [harness.ForgeCandidate("raised", relative, "the user's kernels "
+                                   + ", ".join(result.replaced)
+                                   + " replaced by Axon's (raised to ax with proof)")]
 
 
 def _torch_candidates(name: str, profile: str, executor: Executor, keep: int,
@@ -190,7 +234,8 @@ def _parser() -> ArgumentParser:
     p.add_argument("--paths", default=",".join(PATHS),
                    help="the Forge paths whose candidates are written: torch (Axon's pipeline "
                         "on the captured problem), triton (the user's kernel through the "
-                        "Triton-level stages), or both (default)")
+                        "Triton-level stages), raised (the user's kernels raised to ax with "
+                        "proof, replaced by Axon's); all three by default")
     return p
 
 
@@ -210,7 +255,7 @@ def _run(args: argparse.Namespace) -> None:
                          f"{', '.join(PROBLEMS)}")
     paths = [p for p in args.paths.split(",") if p]
     if not paths or set(paths) - set(PATHS):
-        raise UsageError(f"--paths '{args.paths}': expected torch, triton or both")
+        raise UsageError(f"--paths '{args.paths}': expected some of torch, triton, raised")
     if (args.output / harness.MANIFEST).exists():
         raise UsageError(f"{args.output}: holds a bundle already")
     if args.merge:

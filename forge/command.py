@@ -6,10 +6,12 @@
 `--from torch` RUNS THE PROBLEM'S PYTHON (KernelBench's format: `Model`, `get_inputs`,
 `get_init_inputs`): it is captured with torch.export into `ax` and goes through Axon's proved
 pipeline (`torch_path.py`). `--from triton` (the default for a file without a `Model`) reads a
-file whose `ModelNew` launches Triton kernels; its text is rewritten stage by stage
-(`forge/stages/`, `forge/driver.py`), each stage's proposals admitted only through the cascade
-(`forge/cascade.py`); the inputs and the reference come from `--problem` (or the kernel file's
-own `get_inputs`/`get_init_inputs`/`Model`). Every written module is checked against the
+file whose `ModelNew` launches Triton kernels: kernels that raise to `ax` with proof are replaced
+by Axon's selected kernels, a host function's raised launches fused into one program
+(`raised_path.py`, `fuse_raised.py`; `--no-raise` skips this); then its text is rewritten stage
+by stage (`forge/stages/`, `forge/driver.py`), each stage's proposals admitted only through the
+cascade (`forge/cascade.py`); the inputs and the reference come from `--problem` (or the kernel
+file's own `get_inputs`/`get_init_inputs`/`Model`). Every written module is checked against the
 problem's `Model` (and, on the Triton path, against the ORIGINAL kernel's outputs) by the frozen
 harness in a child process; on the CPU with Triton's interpreter in float32, on a GPU in the
 problem's dtype. The output is never the input file.
@@ -62,6 +64,9 @@ def _parser() -> ArgumentParser:
     p.add_argument("--max-candidates", type=int, default=12, metavar="N",
                    help="candidates the selection checks at most (--from torch)")
     p.add_argument("--executor", default="local", choices=("local", "ray"))
+    p.add_argument("--no-raise", action="store_true",
+                   help="--from triton: skip the raised path (kernels raised to ax with proof "
+                        "and replaced by Axon's selected kernels); only Triton-level stages")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--debug", action="store_true", help="a traceback for an internal error")
     return p
@@ -205,7 +210,8 @@ def _forge_triton(path: Path, args: argparse.Namespace, say: Callable[[str], Non
     cuda = _cuda()
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         result, checked = forge_kernel(path, problem_path, device, [sizes], gpu=cuda,
-                                       scratch=Path(scratch), say=say)
+                                       scratch=Path(scratch), say=say,
+                                       raised=not args.no_raise)
     applied = result.applied()
     say(f"{len(result.records)} stages: {len(applied)} applied "
         f"({', '.join(applied) or 'none'}); {checked} proposals through the cascade "

@@ -68,11 +68,19 @@ class ForgeResult:
     original: str
     source: str
     records: list[StageRecord] = field(default_factory=list)
+    #: the text after each applied stage, in order: (stage, source); the last is `source`
+    snapshots: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
         """Whether any proposal was kept."""
         return self.source != self.original
+
+    def add(self, record: StageRecord, source: str) -> None:
+        """Record one stage's outcome and, where it applied, the text it left."""
+        self.records.append(record)
+        if record.status == "applied":
+            self.snapshots.append((record.stage, source))
 
     def applied(self) -> list[str]:
         """The stages whose proposal was kept, in order."""
@@ -130,13 +138,13 @@ def optimize_source(source: str, filename: str, profile: Device, check: Checker,
         else:
             current, record = _run(stage.name, stage.propose(kernel_file, profile), current,
                                    check)
-        result.records.append(record)
+        result.add(record, current)
         say(record.line())
     for proposer in proposers:
         report = analyse_file(KernelFile(current, filename))
         current, record = _run(proposer.name, list(proposer.propose(current, report, profile)),
                                current, check)
-        result.records.append(record)
+        result.add(record, current)
         say(record.line())
     result.source = current
     return result

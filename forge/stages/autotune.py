@@ -136,12 +136,22 @@ class AutotuneStage:
 
     def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
         """One proposal: the first kernel that can be autotuned, over the KB's grid."""
+        split = self.propose_split(kernel_file, profile)
+        return [] if split is None else [split[0]]
+
+    def propose_split(self, kernel_file: KernelFile, profile: Device
+                      ) -> tuple[Proposal, list[Proposal]] | None:
+        """The proposal over the KB's grid and, for each of its configurations, the same rewrite
+        over that configuration alone (an autotuner with one choice runs it, no timing), so a
+        checker without a timer can check every configuration the grid's tuner may pick."""
         for summary in self._candidates(kernel_file):
             if self._refusal(kernel_file, summary) is None:
                 configs = self.configs(kernel_file, summary, profile)
                 if configs:
-                    return [self._rewrite(kernel_file, summary, configs, profile)]
-        return []
+                    return (self._rewrite(kernel_file, summary, configs, profile),
+                            [self._rewrite(kernel_file, summary, [c], profile)
+                             for c in configs])
+        return None
 
     def _rewrite(self, file: KernelFile, summary: KernelSummary,
                  configs: list[dict[str, int | str]], profile: Device) -> Proposal:

@@ -267,11 +267,15 @@ class _Raising:
         types = {t.param: TensorType(tuple(s for s in t.sizes if s is not None),
                                      self.dtypes.get(t.param, COMPUTE_DTYPE))
                  for t in self.tensors.values()}
+        self.scalars = self.scalar_params()
+        for name in self.scalars:  # a float parameter: a tensor of one element, after the rest
+            types[name] = TensorType((ONE,), COMPUTE_DTYPE)
+        in_names = [t.param for t in inputs] + self.scalars
         func = FuncOp(self.analysis.kernel.name,
-                      FunctionType.from_lists([types[t.param] for t in inputs],
+                      FunctionType.from_lists([types[n] for n in in_names],
                                               [types[t.param] for t in results]))
-        body = Block(arg_types=[types[t.param] for t in inputs])
-        self.args = {t.param: arg for t, arg in zip(inputs, body.args, strict=True)}
+        body = Block(arg_types=[types[n] for n in in_names])
+        self.args = dict(zip(in_names, body.args, strict=True))
         self.result_number = {t.param: k for k, t in enumerate(results)}
         self.open: list[_OpenLoop] = []
         self.kernel_body = body
@@ -415,6 +419,34 @@ class _Raising:
                                         "elementwise math, tl.load, tl.dot or a reduction")
         return self.map(value, block, _SCALAR[value.op])
 
+    def scalar_params(self) -> list[str]:
+        """Runtime parameters the math reads as numbers and nothing else does (no pointer,
+        stride, size, mask or loop bound: `scale`, `eps`), in parameter order: each becomes an
+        input tensor of one float32 element."""
+        used: set[str] = set()
+        for t in self.tensors.values():
+            used |= {s for s in t.strides if s is not None}
+            used |= {n for d in t.sizes if d is not None for n in d.symbols()}
+        for access in self.analysis.accesses:
+            for b in access.bounds:
+                used |= (b.lhs - b.rhs).symbols()
+            if access.offset is not None:
+                used |= access.offset.symbols()
+        for loop in self.analysis.loops:
+            used |= loop.trip.symbols()
+        read: set[str] = set()
+        for value in self.analysis.values:
+            for o in value.operands:
+                if isinstance(o, IndexValue) and not o.shape and o.expr.as_symbol is not None:
+                    read.add(o.expr.as_symbol)
+        return [p for p in self.runtime if p in read and p not in used
+                and p not in self.tensors]
+
+    def scalar(self, name: str) -> SSAValue:
+        """A float parameter as a block of one lane (its input tensor's one element)."""
+        return self.add(xt.LoadOp.make([self.args[name]], offsets=["0"], shape=["1"],
+                                       extents=["1"], other=0.0))
+
     def index_in_map(self, expr: IntExpr, rank: int, names: list[str], loc: Loc) -> IntExpr:
         """An integer of a block of `rank` dims as an index of a map over `names`: lane k read
         as the dim it broadcasts to; it may read sizes, constexprs and program ids only."""
@@ -425,11 +457,13 @@ class _Raising:
         sizes = {n for t in self.tensors.values() for d in t.sizes if d is not None
                  for n in d.symbols()}
         allowed = set(lanes) | sizes | set(self.constexprs) \
-            | set(self.analysis.program_ids.values())
+            | set(self.analysis.program_ids.values()) \
+            | {loop.iteration for loop in self.analysis.loops}
         stray = sorted(expr.symbols() - allowed)
         if stray:
             raise self.error(loc, f"an integer in the math reads {', '.join(stray)}; expected "
-                                  "lanes, program ids, sizes and constexprs only")
+                                  "lanes, program ids, loop iterations, sizes and constexprs "
+                                  "only")
         return expr.substitute(lanes)
 
     def condition(self, mask: MaskValue, names: list[str], loc: Loc) -> ScalarExpr:
@@ -453,6 +487,10 @@ class _Raising:
                 scalars.append(Const(float(o.expr.value)))
             elif isinstance(o, MaskValue):
                 scalars.append(self.condition(o, names, value.loc))
+            elif isinstance(o, IndexValue) and not o.shape \
+                    and o.expr.as_symbol in self.scalars:
+                scalars.append(Read(len(operands), (IntExpr.const(0),)))
+                operands.append(self.scalar(o.expr.as_symbol or ""))
             elif isinstance(o, IndexValue):
                 scalars.append(Index(self.index_in_map(o.expr, len(o.shape), names,
                                                        value.loc)))

@@ -48,6 +48,13 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
 - in a one-id grid whose body has no loop, every program's tiles are loaded first into one
   SBUF buffer per load, then the grid computes and stores, each program reading its block
   (`_loads_ahead`, `grid_loading_ahead`: where the buffers take at most half of SBUF);
+- the ops of the body that name one program id and not the others (rmsnorm_matmul's row
+  statistics and its x tiles transposed and scaled over the K steps name the row block, not
+  the column block) are computed once per value of that id into SBUF buffers, that id's loop
+  outermost, the other ids' loops inside reading them (`_hoist_plan`, `grid_hoisting`): every
+  value first and the other ids' load streamed where it all fits half of SBUF, else one value
+  at a time; a loop's ops naming no id (g's column per K step) once before; a second load of
+  a region a hoisted loop loaded is read from that loop's buffer;
 - a zero PSUM tile that only starts a loop's matmul accumulation is not filled: the first
   matmul of the fresh tile overwrites (`_matmul_accumulator`);
 - the row broadcast `ones.T @ row` of a row loaded from an input is the matmul into PSUM
@@ -170,6 +177,12 @@ class _Printer:
     engines: dict[Operation, str] = field(default_factory=dict)
     #: the loads read from their streaming buffers while the grid is printed (`_stream_load`)
     streamed: set[Operation] = field(default_factory=set)
+    #: the body's ops computed once per block before the grid's programs (`grid_hoisting`)
+    per_block: set[Operation] = field(default_factory=set)
+    #: loads written into a block of a buffer: the buffer, the block's index and its name
+    into: dict[LoadOp, tuple[str, str, str]] = field(default_factory=dict)
+    #: loads that read a buffer's block an earlier load wrote: the block's name
+    alias: dict[LoadOp, str] = field(default_factory=dict)
 
     def fresh(self, prefix: str = "t") -> str:
         self.count += 1
@@ -216,13 +229,43 @@ class _Printer:
             if inst in self.hoisted:
                 self.op(inst, 1, hoisting=True)
         plans = _stream_loads(self.kernel, self.hoisted, tile_sizes)
-        ahead = _loads_ahead(self.kernel, self.hoisted) if plans is None else []
-        if ahead:
+        once: _Hoist | None = _hoist_for(self.kernel, self.hoisted, None)
+        if once is not None and _hoist_work(once) == 0:
+            once = None
+        hoist = _hoist_plan(self.kernel, self.hoisted | (once.ops() if once else set()))
+        # the first that fits of: every value's hoisted ops, then the load left in the grid
+        # naming the other ids read once per their values (`grid_hoisting`); the streamed loads
+        # (`grid_streaming`); one value's hoisted ops at a time; the plain grid. Where the
+        # streamed load is among the hoisted ops (read once per value of its id there too),
+        # one value's hoisted ops at a time come before the streamed loads: the same loads, the
+        # hoisted ops computed once
+        keyword = "if"
+        first = hoist is not None and plans is not None and plans[0].load in hoist.ops()
+        if hoist is not None:
+            stream = _stream_loads(self.kernel, self.hoisted | hoist.ops()
+                                   | (once.ops() if once else set()), tile_sizes)
+            others = set(self.kernel.program_names()) - {hoist.pid}
+            if stream is not None and stream[0].uses == others:
+                self.grid_hoisting(hoist, once, stream[0], body, keyword)
+                keyword = "elif"
+            if first:
+                self.grid_hoisting(hoist, once, None, body, keyword)
+                keyword = "elif"
+        if plans is not None:
+            self.grid_streaming(*plans, body, keyword)
+            keyword = "elif"
+        if hoist is not None and not first:
+            self.grid_hoisting(hoist, once, None, body, keyword)
+            keyword = "elif"
+        ahead = _loads_ahead(self.kernel, self.hoisted) \
+            if plans is None and hoist is None else []
+        if keyword == "elif":
+            self.line(1, "else:")
+            self.grid(list(self.kernel.program_names()), body, 2)
+        elif ahead:
             self.grid_loading_ahead(ahead, body)
-        elif plans is None:
-            self.grid(list(self.kernel.program_names()), body, 1)
         else:
-            self.grid_streaming(*plans, body)
+            self.grid(list(self.kernel.program_names()), body, 1)
         outs = [f"out{k}" for k in range(len(self.kernel.output_types()))]
         self.line(1, f"return {', '.join(outs)}")
         header = ['"""' + f"{self.name}: an NKI kernel emitted by Axon from a proved lowering of "
@@ -240,7 +283,8 @@ class _Printer:
             depth += 1
         self.block(body, depth)
 
-    def grid_streaming(self, plan: _Stream, whole: _Stream | None, body: Block) -> None:
+    def grid_streaming(self, plan: _Stream, whole: _Stream | None, body: Block,
+                       keyword: str = "if") -> None:
         """The grid with `plan.load` read once per value of the programs it depends on: those
         programs' loops outermost, then every block of the load over its loop's iterations into
         one SBUF buffer `[P, iterations, F]`, then the other programs' loops, whose loop reads
@@ -250,8 +294,9 @@ class _Printer:
         once. Each buffer counted twice (the next one is allocated while the last is held),
         the kernel takes the first of: both buffers where each is read more than once (more
         than one value of the programs its load does not name) and they take at most half of
-        SBUF's bytes per partition, `plan`'s alone where it does, the plain grid (a Python `if`
-        on the shapes, when traced)."""
+        SBUF's bytes per partition, `plan`'s alone where it does (a Python `if` on the shapes,
+        when traced; `keyword` is the first branch's `if` or `elif`, the branches before and
+        after, the plain grid last, the caller's)."""
         extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
         steps = python(plan.loop.extent_expr())
         choices = [[plan, whole], [plan]] if whole is not None else [[plan]]
@@ -263,7 +308,7 @@ class _Printer:
             # than one row block, x's where there is more than one column block
             reused = [" * ".join(_group(python(extents[p])) for p in names) + " > 1"
                       for names in ([p for p in extents if p not in x.uses] for x in streams)]
-            self.line(1, f"{'if' if k == 0 else 'elif'} {' and '.join(reused)} and {need} <= "
+            self.line(1, f"{keyword if k == 0 else 'elif'} {' and '.join(reused)} and {need} <= "
                          "nl.tile_size.sbuf_fmax_bytes // 2:")
             depth = 2
             iv = plan.loop.iv.data
@@ -287,8 +332,185 @@ class _Printer:
                       depth)
             self.streamed = set()
             self.names, self.folded, self.in_place, self.buffers = saved
-        self.line(1, "else:")
-        self.grid(list(self.kernel.program_names()), body, 2)
+
+    def grid_hoisting(self, hoist: _Hoist, once: _Hoist | None, stream: _Stream | None,
+                      body: Block, keyword: str) -> None:
+        """One branch of the grid with `hoist`'s ops computed once per value of `hoist.pid`
+        (`_hoist_plan`), the values the rest of the body reads written into SBUF buffers
+        `[P, values * iterations, F]` (`[P, values, F]` for those outside the loops; a loop
+        partly hoisted runs its hoisted ops over all its iterations, `nl.affine_range`: they
+        read no carried value), then the other ids' loops reading them.
+
+        With `stream` (a load left in the grid naming the other ids and not `hoist.pid`: w's
+        column block over the K steps): every value of `hoist.pid` is hoisted first, `pid`'s
+        loop outermost, then the other ids' loops, each reading `stream`'s blocks once into
+        its buffer (`grid_streaming`), then `pid`'s loop again running the rest. Without: one
+        value's buffers, `pid`'s loop outermost around its hoisted ops and the other ids'
+        loops. A hoisted load of the region an earlier hoisted loop's load read at the same
+        iteration reads that load's tiles, kept over its loop in a buffer `[P, iterations, F]`
+        of the value. With `once` (ops of the body's loops naming no program id: g's column of
+        each K step, transposed), those run first, once, into buffers `[P, iterations, F]`.
+
+        Why it computes what the grid computes: the grid's programs are independent (any order
+        of them, and any interleaving of one program's ops that keeps each op after what it
+        reads, computes the same); a hoisted op reads only the inputs, values computed before
+        the grid and other hoisted ops, at offsets naming no id but `hoist.pid` (`once`: none),
+        so it computes the same tile in every program of one value of that id, and computing
+        it once for them all, before any of them reads it, changes no value; the inputs are not
+        written by the kernel (its results are other tensors), so two loads of one region read
+        the same values; no hoisted tile is written in place by an op left in the grid
+        (`_hoist_for`), and each buffer's block is written once, so the buffers hold what was
+        computed until the last program has read them.
+
+        The branch is taken (a Python `if` when traced, `keyword` its `if` or `elif`) where its
+        buffers, each counted twice as `grid_streaming` counts them, take at most half of SBUF
+        per partition and, without `stream`, where the other ids have more than one value or a
+        load is shared (else nothing is computed twice)."""
+        extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
+        pid = hoist.pid
+        assert pid is not None
+        others = [p for p in self.kernel.program_names() if p != pid]
+        values = _group(python(extents[pid]))
+        per_value = " + ".join(self.kept_bytes(v, loop) for v, loop in hoist.kept) or "0"
+        fixed = [self.kept_bytes(v, loop) for v, loop in (once.kept if once else ())]
+        fixed += [self.stream_bytes(_Stream(self.loop_of(first), first, None, frozenset()),
+                                    python(self.loop_of(first).extent_expr()), extents, False)
+                  for first in dict.fromkeys(hoist.shared.values())]
+        if stream is not None:
+            fixed.append(self.stream_bytes(stream, python(stream.loop.extent_expr()), extents,
+                                           False))
+        reused = [] if hoist.shared or stream is not None else \
+            [" * ".join(_group(python(extents[p])) for p in others) + " > 1"]
+        count = f"{values} * " if stream is not None else ""
+        need = " + ".join([*fixed, f"{count}({per_value})"])
+        self.line(1, f"{keyword} {' and '.join([*reused, need])} <= "
+                     "nl.tile_size.sbuf_fmax_bytes // 2:")
+        saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
+        if once is not None:
+            before = {v: self.kept_buffer(v, loop, None, 2) for v, loop in once.kept}
+            self.hoisted_part(once, before, None, 2)
+        depth = 2
+        size = values if stream is not None else None
+        if stream is None:
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            depth += 1
+        buffers = {v: self.kept_buffer(v, loop, size, depth) for v, loop in hoist.kept}
+        if stream is not None:
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            self.hoisted_part(hoist, buffers, pid, depth + 1)
+        else:
+            self.hoisted_part(hoist, buffers, None, depth)
+        for p in others:
+            self.line(depth, f"for {p} in nl.affine_range({python(extents[p])}):")
+            depth += 1
+        if stream is not None:
+            steps = python(stream.loop.extent_expr())
+            buf = self.stream_buffer(stream, _group(steps), depth)
+            self.line(depth, f"for {stream.loop.iv.data} in nl.affine_range({steps}):")
+            self.stream_into(stream, buf, stream.loop.iv.data, depth + 1)
+            self.streamed = {stream.load}
+            self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+            depth += 1
+        self.per_block = {*hoist.top, *(x for ops in hoist.partial.values() for x in ops)}
+        if once is not None:
+            self.per_block.update(x for ops in once.partial.values() for x in ops)
+        self.block(body, depth)
+        self.per_block, self.streamed = set(), set()
+        self.into, self.alias = {}, {}
+        self.names, self.folded, self.in_place, self.buffers = saved
+
+    def loop_of(self, op: Operation) -> ForOp:
+        loop = op.parent_op()
+        assert isinstance(loop, ForOp)
+        return loop
+
+    @staticmethod
+    def kept_bytes(value: SSAValue, loop: ForOp | None) -> str:
+        """Twice the bytes per partition of a hoisted value's part of a block, as Python."""
+        t = _type(value)
+        count = "" if loop is None else f"{_group(python(loop.extent_expr()))} * "
+        return (f"2 * {count}{_group(python(_held_shape(t)[1]))} * "
+                f"{DTYPES[t.dtype].storage.itemsize}")
+
+    def kept_buffer(self, value: SSAValue, loop: ForOp | None, size: str | None, depth: int
+                    ) -> str:
+        """The buffer of a hoisted value: `[P, size * iterations, F]` (`[P, size, F]` outside
+        the loops; `[P, iterations, F]` without `size`: computed once)."""
+        t = _type(value)
+        rows, cols = (python(d) for d in _held_shape(t))
+        steps = "" if loop is None else _group(python(loop.extent_expr()))
+        count = (steps or "1") if size is None else size if loop is None else f"{size} * {steps}"
+        buf = self.fresh("h")
+        self.line(depth, f"{buf} = nl.ndarray(({rows}, {count}, {cols}), "
+                         f"dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+        return buf
+
+    def hoisted_part(self, hoist: _Hoist, buffers: Mapping[SSAValue, str], block: str | None,
+                     depth: int) -> None:
+        """The hoisted ops of the value `block` of their id (None: of one value, or the ops
+        computed once), each value the rest reads written into its buffer's block (by the
+        instruction or load computing it where it can write SBUF, else copied there)."""
+        copies: dict[ForOp | None, list[tuple[SSAValue, str]]] = {}
+        for value, loop in hoist.kept:
+            t = _type(value)
+            rows, cols = (python(d) for d in _held_shape(t))
+            if loop is None:
+                index = block or "0"
+            elif block is None:
+                index = loop.iv.data
+            else:
+                index = f"{block} * {_group(python(loop.extent_expr()))} + {loop.iv.data}"
+            name = f"{buffers[value]}[0:{rows}, {index}, 0:{cols}]"
+            owner = value.owner
+            assert isinstance(owner, Operation)
+            load = owner.operands[0].owner if isinstance(owner, nki.DmaTransposeOp) else owner
+            if isinstance(load, LoadOp) and (load is owner or _transposed_on_load(load) is owner):
+                self.into[load] = (buffers[value], index, name)
+            elif self.writes_directly(owner):
+                self.names[value] = name
+                self.buffers[name] = "sbuf"
+            else:
+                copies.setdefault(loop, []).append((value, name))
+        for first in dict.fromkeys(hoist.shared.values()):
+            t = _type(first.result)
+            rows, cols = (python(d) for d in _held_shape(t))
+            loop = self.loop_of(first)
+            buf = self.fresh("x")
+            self.line(depth, f"{buf} = nl.ndarray(({rows}, {_group(python(loop.extent_expr()))}, "
+                             f"{cols}), dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+            self.into[first] = (buf, loop.iv.data, f"{buf}[0:{rows}, {loop.iv.data}, 0:{cols}]")
+            for later, of in hoist.shared.items():
+                if of is first:
+                    iv = self.loop_of(later).iv.data
+                    self.alias[later] = f"{buf}[0:{rows}, {iv}, 0:{cols}]"
+        for op in self.kernel.body.block.ops:
+            if op in hoist.top:
+                self.op(op, depth, hoisting=True)
+            elif isinstance(op, ForOp) and op in hoist.partial:
+                self.line(depth, f"for {op.iv.data} in "
+                                 f"nl.affine_range({python(op.extent_expr())}):")
+                for inner in hoist.partial[op]:
+                    self.op(inner, depth + 1, hoisting=True)
+                self.copy_kept(copies.get(op, []), depth + 1)
+        self.copy_kept(copies.get(None, []), depth)
+
+    def copy_kept(self, copies: list[tuple[SSAValue, str]], depth: int) -> None:
+        """Each hoisted value copied into its buffer's block, which then names it."""
+        for value, name in copies:
+            self.line(depth, f"nisa.tensor_copy(dst={name}, src={self.names[value]})")
+            self.names[value] = name
+            self.buffers[name] = "sbuf"
+
+    def writes_directly(self, op: Operation) -> bool:
+        """Does the printed instruction computing `op`'s result write a dst the emitter names
+        (an SBUF buffer's block then), rather than alias another tile or write PSUM?"""
+        if not isinstance(op, nki.NkiOp) or op.buffer_name() != "sbuf":
+            return False
+        if isinstance(op, nki.DmaCopyOp) and "shape" in op.attrs():
+            return False  # a row's reshape names its operand
+        if isinstance(op, nki.NcMatmulOp) or _broadcast_row(op) is not None:
+            return False
+        return op not in self.folded and op not in self.in_place
 
     def grid_loading_ahead(self, loads: list[LoadOp], body: Block) -> None:
         """A one-id grid whose loop-free body loads its program's tiles (`_loads_ahead`): every
@@ -366,7 +588,7 @@ class _Printer:
             return
         if op in self.hoisted and not hoisting:
             return
-        if op in self.streamed:
+        if op in self.streamed or op in self.per_block and not hoisting:
             return
         if isinstance(op, nki.DmaTransposeOp) and op.operands[0].owner in self.streamed:
             return
@@ -380,8 +602,11 @@ class _Printer:
                     self.line(depth, f"nisa.tensor_copy(dst={self.names[arg]}, "
                                      f"src={self.names[value]})")
         elif isinstance(op, LoadOp):
-            if _transposed_on_load(op) is None:
-                self.load(op, depth)
+            if op in self.alias:
+                self.names[op.result] = self.alias[op]
+                self.buffers[self.alias[op]] = "sbuf"
+            elif _transposed_on_load(op) is None:
+                self.load(op, depth, into=self.into.get(op))
         elif isinstance(op, FullOp):
             name = self.allocate(op.result, depth, op.space.data)
             if _matmul_accumulator(op):
@@ -521,7 +746,8 @@ class _Printer:
     def instruction(self, op: nki.NkiOp, depth: int) -> None:
         if isinstance(op, nki.DmaTransposeOp) and isinstance(op.operands[0].owner, LoadOp) \
                 and _transposed_on_load(op.operands[0].owner) is op:
-            self.load(op.operands[0].owner, depth, transposed=op)
+            load = op.operands[0].owner
+            self.load(load, depth, transposed=op, into=self.into.get(load))
             return
         result = op.results[0]
         row = _broadcast_row(op)
@@ -980,6 +1206,224 @@ def _loads_ahead(kernel: KernelOp, hoisted: set[Operation]) -> list[LoadOp]:
             continue
         out.append(op)
     return out
+
+
+@dataclass(frozen=True)
+class _Hoist:
+    """The ops of a grid's body that name program id `pid` and no other (`_hoist_plan`),
+    computed once per value of `pid` rather than once per program; with `pid` None, ops of
+    the body's loops that name no program id, computed once before the grid."""
+
+    pid: str | None
+    #: ops of the body (loops whole among them), in the body's order
+    top: tuple[Operation, ...]
+    #: loops of the body whose other ops name another id: their ops that do not, in order
+    partial: dict[ForOp, tuple[Operation, ...]]
+    #: hoisted values the rest of the body reads, each with the loop of the body it is in
+    #: (None: outside the loops): one SBUF buffer of a block per value of `pid` each
+    kept: tuple[tuple[SSAValue, ForOp | None], ...]
+    #: a hoisted load reading the region an earlier hoisted load of another loop read at the
+    #: same iteration -> that load (its tiles kept over the loop in a buffer, read again)
+    shared: dict[LoadOp, LoadOp]
+
+    def ops(self) -> set[Operation]:
+        """Every hoisted op, those inside hoisted loops too."""
+        out: set[Operation] = set()
+        for op in (*self.top, *(x for ops in self.partial.values() for x in ops)):
+            out.update(op.walk())
+        return out
+
+
+def _hoist_plan(kernel: KernelOp, invariant: set[Operation]) -> _Hoist | None:
+    """The program id whose values are worth computing once per value (`_hoist_for`: the
+    most hoisted compute instructions and shared loads; none where no id has any), else
+    None. In rmsnorm_matmul's `blocks_k` the row block `i`: its rows' statistics and its x
+    tiles transposed and scaled by g over the K steps name `i` and not the column block."""
+    pids = kernel.program_names()
+    best: tuple[int, _Hoist] | None = None
+    if len(pids) < 2:
+        return None
+    for pid in pids:
+        plan = _hoist_for(kernel, invariant, pid)
+        work = _hoist_work(plan)
+        if work > 0 and (best is None or work > best[0]):
+            best = (work, plan)
+    return None if best is None else best[1]
+
+
+def _hoist_work(plan: _Hoist) -> int:
+    """The compute instructions a plan hoists (a transpose on load is the load's) and its
+    shared loads."""
+    work = len(plan.shared)
+    for op in plan.ops():
+        if isinstance(op, nki.DmaTransposeOp) and isinstance(op.operands[0].owner, LoadOp) \
+                and _transposed_on_load(op.operands[0].owner) is op:
+            continue
+        if isinstance(op, nki.NkiOp):
+            work += 1
+    return work
+
+
+def _hoist_for(kernel: KernelOp, invariant: set[Operation], pid: str | None) -> _Hoist:
+    """The ops of the body computed from the inputs, the grid-invariant ops (`invariant`) and
+    each other, at offsets naming no program id but `pid`: ops of the body, loops whole, and
+    in a loop of the body whose extent names no program id, its ops that read neither the
+    loop's carried values nor a value of the loop that does (each iteration's are then
+    independent of the other iterations). None is a store; none writes or is written in
+    place by an op left in the grid (a loop's carried value, a matmul's accumulation), none
+    is yielded by a loop left in the grid, and a constant tile or a matmul (whose PSUM result
+    a loop's accumulation takes in place) is hoisted only with all its uses: those ops are
+    left in the grid, with every op reading them, until none is left.
+    With `pid` None, only ops inside the body's loops and no shared load (ops of the body
+    naming no id are `_grid_invariant`'s)."""
+    body = kernel.body.block
+    pids = set(kernel.program_names())
+    others = pids - {pid}
+    banned: set[Operation] = set()
+    while True:
+        top, partial = _per_block(body, invariant, others, pids, banned, pid is not None)
+        chosen = {*top, *(x for ops in partial.values() for x in ops)}
+        inside = {x for op in chosen for x in op.walk()}
+        bad: set[Operation] = set()
+        for op in chosen:
+            for result in op.results:
+                for use in result.uses:
+                    user = use.operation
+                    if user in inside:
+                        continue
+                    in_place = isinstance(user, (ForOp, YieldOp, StoreOp)) or (
+                        isinstance(user, nki.NcMatmulOp) and use.index == 2)
+                    if in_place or isinstance(op, (FullOp, nki.NcMatmulOp)):
+                        bad.add(op)
+        if not bad:
+            break
+        banned |= bad
+    ordered = [op for op in body.ops if op in top]  # the body's order, as printed
+    kept: list[tuple[SSAValue, ForOp | None]] = []
+    for op in (*ordered, *(x for ops in partial.values() for x in ops)):
+        loop = None if op.parent_block() is body else op.parent_op()
+        assert loop is None or isinstance(loop, ForOp)
+        for result in op.results:
+            if any(use.operation not in inside for use in result.uses):
+                kept.append((result, loop))
+    keptset = {v for v, _ in kept}
+    shared: dict[LoadOp, LoadOp] = {}
+    for later in body.ops if pid is not None else []:
+        if not (isinstance(later, ForOp) and (later in top or later in partial)):
+            continue
+        for load in (later.body.block.ops if later in top else partial[later]):
+            if not isinstance(load, LoadOp) or load.result in keptset \
+                    or _transposed_on_load(load) is not None:
+                continue
+            first = _earlier_load(body, later, load, top)
+            if first is not None:
+                shared[load] = first
+    return _Hoist(pid, tuple(ordered), partial, tuple(kept), shared)
+
+
+def _earlier_load(body: Block, later: ForOp, load: LoadOp, top: set[Operation]
+                  ) -> LoadOp | None:
+    """A load of an earlier hoisted loop of the body, of the same extent, reading the region
+    `load` reads at the same iteration (same input, offsets, shape, pad and space), its tile
+    neither transposed on load nor written in place; else None."""
+    iv = later.iv.data
+    offsets = [IntExpr.lift(o.data) for o in load.offsets.data]
+    for loop in body.ops:
+        if loop is later:
+            return None
+        if not (isinstance(loop, ForOp) and loop in top
+                and loop.extent_expr() == later.extent_expr()):
+            continue
+        for first in loop.body.block.ops:
+            if not (isinstance(first, LoadOp) and first.source is load.source
+                    and first.result.type == load.result.type
+                    and first.pad.value.data == load.pad.value.data
+                    and first.space.data == load.space.data
+                    and _transposed_on_load(first) is None
+                    and not _written_in_place(first.result)):
+                continue
+            there = [IntExpr.lift(o.data).substitute({loop.iv.data: iv})
+                     for o in first.offsets.data]
+            if there == offsets:
+                return first
+    return None
+
+
+def _per_block(body: Block, invariant: set[Operation], others: set[str], pids: set[str],
+               banned: set[Operation], outside: bool
+               ) -> tuple[set[Operation], dict[ForOp, tuple[Operation, ...]]]:
+    """`_hoist_for`'s ops before its checks: the body's ops and whole loops (where `outside`),
+    and the ops of the other loops, computed from values hoisted or available before the
+    grid, naming no id in `others`; none in `banned`."""
+    chosen: set[Operation] = set()
+
+    def ready(value: SSAValue) -> bool:
+        if isinstance(value, BlockArgument):
+            return value.block is body
+        return value.owner in invariant or value.owner in chosen
+
+    def clean(op: LoadOp) -> bool:
+        return ready(op.source) and not any(
+            IntExpr.lift(o.data).symbols() & others for o in op.offsets.data)
+
+    def whole(loop: ForOp) -> bool:
+        if loop.extent_expr().symbols() & others or not all(ready(v) for v in loop.inits):
+            return False
+        local: set[SSAValue] = set()
+        for op in loop.walk():
+            if op in banned or op in invariant or isinstance(op, StoreOp):
+                return False
+            if isinstance(op, ForOp) and op.extent_expr().symbols() & others:
+                return False
+            if isinstance(op, LoadOp) and not clean(op):
+                return False
+            if op is not loop and not all(v in local or ready(v) for v in op.operands):
+                return False
+            for region in op.regions:
+                for block in region.blocks:
+                    local.update(block.args)
+            local.update(op.results)
+        return True
+
+    top: set[Operation] = set()
+    partial: dict[ForOp, tuple[Operation, ...]] = {}
+    for op in body.ops:
+        if op in invariant or op in banned:
+            continue
+        if isinstance(op, LoadOp):
+            ok = clean(op)
+        elif isinstance(op, FullOp):
+            ok = True
+        elif isinstance(op, nki.NkiOp):
+            ok = all(ready(v) for v in op.operands)
+        elif isinstance(op, ForOp):
+            ok = whole(op)
+        else:
+            ok = False
+        if ok and outside:
+            top.add(op)
+            chosen.add(op)
+            continue
+        if not isinstance(op, ForOp) or op.extent_expr().symbols() & pids:
+            continue
+        inner: list[Operation] = []
+        for x in op.body.block.ops:
+            if x in banned or x in invariant:
+                continue
+            if isinstance(x, LoadOp):
+                ok = clean(x)
+            elif isinstance(x, nki.NkiOp):
+                ok = all(ready(v) for v in x.operands)
+            elif isinstance(x, ForOp):
+                ok = whole(x)
+            else:
+                ok = False
+            if ok:
+                inner.append(x)
+                chosen.add(x)
+        if inner:
+            partial[op] = tuple(inner)
+    return top, partial
 
 
 #: instructions that may write the tile they read (each element is read before it is written)

@@ -41,19 +41,37 @@ def test_both_paths_make_one_case_and_bundles_merge(tmp_path: Path) -> None:
     assert "class ModelNew(Model):" in torch_only.path(case.candidates[0].module).read_text()
     assert torch_only.path(case.input_kernel or "").read_text() == \
         PROBLEMS[NAME].kernel_path.read_text()
-    (stages,) = triton_only.cases[0].candidates
+    stages, *prefixes = triton_only.cases[0].candidates
     assert stages.id == "stages" and "xe_tuning" in stages.note
+    # each shorter prefix of the applied stages is a candidate too (the GPU's timing rolls back)
+    assert len(prefixes) == stages.note.count(",") and [p.id for p in prefixes] == [f"stages_{n}"
+                                                     for n in range(1, len(prefixes) + 1)]
+    texts = [triton_only.path(c.module).read_text() for c in (stages, *prefixes)]
+    assert len(set(texts)) == len(texts)
+    assert all(p.note in stages.note for p in prefixes)
     merged = harness.read_forge_bundle(merge_bundles(
         [tmp_path / "torch", tmp_path / "triton"], tmp_path / "merged").parent)
-    assert [c.id for c in merged.cases[0].candidates] == ["axon_0", "stages"]
+    assert [c.id for c in merged.cases[0].candidates] == ["axon_0", "stages",
+                                                          *[p.id for p in prefixes]]
     with pytest.raises(UsageError, match="repeats candidate"):
         merge_bundles([tmp_path / "torch", tmp_path / "torch"], tmp_path / "twice")
+
+
+def test_the_raised_path_is_a_candidate(tmp_path: Path) -> None:
+    """24's three kernels raise to ax with proof and fuse into one of Axon's kernels: the raised
+    path's module is a candidate, checked against the original on the CPU."""
+    (case,) = _bundle(tmp_path, ("raised",)).cases
+    (raised,) = case.candidates
+    assert raised.id == "raised" and "raised to ax with proof" in raised.note
+    text = (tmp_path / raised.module).read_text()
+    assert "class ModelNew" in text and text != PROBLEMS[NAME].kernel_path.read_text()
 
 
 def test_command_mistakes_are_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                           ) -> None:
     for argv, message in ((["--problems", "99_nope", "-o", str(tmp_path)], "unknown 99_nope"),
-                          (["--paths", "cuda", "-o", str(tmp_path)], "expected torch, triton")):
+                          (["--paths", "cuda", "-o", str(tmp_path)],
+                           "expected some of torch, triton, raised")):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 1 and message in capsys.readouterr().err

@@ -11,7 +11,11 @@ from pathlib import Path
 
 from axon.benchmarks.forge.problem_set import PROBLEMS
 from axon.forge.cascade import ForgeCascade, structure_error, syntax_error
-from axon.forge.triton_path import forge_kernel
+from axon.forge.driver import optimize_source
+from axon.forge.source import KernelFile
+from axon.forge.stages.autotune import AutotuneStage
+from axon.forge.stages.facts import ForgeOptions
+from axon.forge.triton_path import EachConfigChecked, forge_kernel
 from axon.targets.xe_triton.kb import load_device
 
 NAME = "24_scale_tanh_residual"
@@ -97,3 +101,35 @@ def test_command_on_a_kernel_file(tmp_path: Path, axon_forge: Forge) -> None:
     unknown = axon_forge(str(KERNEL), "--problem", str(PROBLEM), "--profile", "nope")
     assert unknown.returncode == 1 and "unknown profile 'nope'" in unknown.stderr
     assert "Traceback" not in no_inputs.stderr + unknown.stderr
+
+
+def test_autotune_for_a_gpu_later_checks_every_configuration(tmp_path: Path) -> None:
+    """Bound for a GPU (the bundle), the autotune stage applies on the CPU through the cascade
+    checking each of its configurations alone (the CPU interpreter has no timer for the tuner
+    to pick by); a wrong configuration among them fails the whole with its number."""
+    name = "01_gemm_bias_relu"
+    problem = PROBLEMS[name]
+    device = load_device("h200")
+    cascade = ForgeCascade(problem.kernel_path, problem.problem_path, device,
+                           [problem.small_sizes], tmp_path)
+    source = problem.kernel_path.read_text(encoding="utf-8")
+    stage = AutotuneStage(ForgeOptions(max_configs=2))
+    split = stage.propose_split(KernelFile(source, name), device)
+    assert split is not None
+    whole, singles = split
+    assert len(singles) == 2 and all(s.source.count("triton.Config(") == 1 for s in singles)
+    assert whole.source.count("triton.Config(") == 2
+    result = optimize_source(source, name, device, cascade,
+                             stages=[EachConfigChecked(stage, cascade)])
+    (record,) = result.records
+    assert record.status == "applied" and "each configuration checked alone" in record.why
+    (_, outcome), = record.outcomes
+    assert outcome.passed and "each of its 2 configurations alone matches" in outcome.reason
+    assert result.source == whole.source
+    # a planted wrong configuration (the ReLU dropped from its module) fails the whole
+    relu = "tl.maximum(acc, 0.0)"
+    assert relu in singles[1].source
+    cascade.vouch(whole.source, [singles[0].source, singles[1].source.replace(relu, "acc")])
+    outcome = cascade(source, whole.source)
+    assert not outcome.passed and outcome.step == "correctness"
+    assert outcome.reason.startswith("configuration 2 of 2 alone: ")

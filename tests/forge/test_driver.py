@@ -73,6 +73,11 @@ def test_driver_runs_the_plan_on_a_gemm(checked: Callable[[str, str], forge.Chec
     assert "grid = lambda META: (triton.cdiv(M, META['BLOCK_M']) * triton.cdiv(N, " \
         "META['BLOCK_N']),)" in result.source
     assert checked("01_gemm_bias_relu", result.source).passed
+    # the text after each applied stage, each the next stage's input: the bundle's prefixes
+    assert [stage for stage, _ in result.snapshots] == result.applied()
+    texts = [text for _, text in result.snapshots]
+    assert texts[-1] == result.source and len(set(texts)) == len(texts)
+    assert "tl.make_block_ptr" in texts[0] and "tl.minimum(" not in texts[0]
 
 
 def test_driver_rolls_back_what_the_check_rejects() -> None:

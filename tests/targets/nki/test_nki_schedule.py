@@ -23,7 +23,7 @@ from xdsl.dialects.func import FuncOp
 from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.dialects import nki
 from axon.dialects.form.dtypes import DTYPES
-from axon.dialects.tile import FullOp, LoadOp
+from axon.dialects.tile import ForOp, FullOp, LoadOp
 from axon.interpreter import run_function
 from axon.targets.nki import emit
 from axon.targets.nki.emit import emit_nki
@@ -307,3 +307,111 @@ def test_softmax_scales_by_the_reciprocal_on_scalar_engine() -> None:
     lines = [ln for ln in text.splitlines() if "engine=" in ln]
     assert len(lines) == 2  # one in each of the kernel's grids (loads ahead, plain)
     assert all("op0=nl.multiply" in ln and "engine=nisa.engine.scalar" in ln for ln in lines)
+
+
+# ---- rmsnorm_matmul: each row block normalized once, not once per column block ---------------
+#: (sizes, branch): remainders in every dim (one column block: x's tiles are still read once for
+#: the statistics and the matmul), all ones, two and three column blocks of three row blocks:
+#: every row block's values first, then each of w's column blocks read once ("all"); a
+#: contraction of 55 K steps, whose w buffer beside the row block's is past half of SBUF: one
+#: row block at a time, w's blocks read by each program ("one")
+RMSNORM_MATMUL = [({"M": 130, "N": 77, "K": 200}, "all"), ({"M": 1, "N": 1, "K": 1}, "all"),
+                  ({"M": 300, "N": 600, "K": 1100}, "all"),
+                  ({"M": 300, "N": 1100, "K": 600}, "all"), ({"M": 3, "N": 700, "K": 7000}, "one")]
+
+
+def branches(text: str) -> list[str]:
+    """The kernel's branches on its shapes, in order (the first with the text before it)."""
+    return re.split(r"\n    elif |\n    else:\n", text)
+
+
+@pytest.mark.parametrize(("sizes", "branch"), RMSNORM_MATMUL)
+def test_rmsnorm_matmul_normalizes_each_row_block_once(
+        sizes: dict[str, int], branch: str, tmp_path: Path) -> None:
+    text = emit_nki(kernel("rmsnorm_matmul", "blocks_k"), TILES).text
+    every, both, w_only, one, plain = branches(text)
+    # g's column of each K step transposed once; every row block's statistics and scaled,
+    # transposed x tiles; then w's column blocks, each read into one buffer, then the row
+    # blocks again, their matmuls reading both buffers
+    first = every.index("    if ")
+    assert every.index("nisa.nc_transpose(", first) < every.index("for i in", first) \
+        < every.index("nisa.activation_reduce(") < every.index("for j in") \
+        < every.index("nisa.dma_copy(dst=s") < every.index("for i in", every.index("for j in")) \
+        < every.index("nisa.nc_matmul(")
+    assert "stationary=h9[0:BK, i * (((BK + K - 1) // BK)) + k1, 0:BM]" in every
+    # a row block at a time: its values, then the column blocks reading them
+    assert one.index("for i in") < one.index("nisa.activation_reduce(") \
+        < one.index("for j in") < one.index("nisa.nc_matmul(")
+    # the streamed loads (x's statistics and tiles recomputed per column block) and the
+    # plain grid are still there, after
+    assert "for i in" in both and "for j in" in w_only and "for i in" in plain
+    inputs = make_inputs(PROGRAMS["rmsnorm_matmul"], sizes)
+    out, trace = run(text, tmp_path, inputs)
+    assert close("rmsnorm_matmul", sizes, out, inputs), sizes
+    rows, cols, steps = (-(-sizes["M"] // 128), -(-sizes["N"] // 512), -(-sizes["K"] // 128))
+    w_loads = cols * steps if branch == "all" else rows * cols * steps
+    # x's tiles loaded once per row block (the statistics' loads kept for the matmul's
+    # transposes), g's once, w's once per column block (or per program), a store per program
+    assert loads_of(trace, "dma_copy") == rows * steps + steps + w_loads + rows * cols
+    # x's tiles transposed once per row block and g's blocks once; the squares and the rsqrt
+    # once per row block; g's column copied out of PSUM once
+    assert loads_of(trace, "nc_transpose") == rows * steps + steps
+    assert loads_of(trace, "activation") == rows * (steps + 1)
+    assert loads_of(trace, "tensor_copy") == steps
+    assert loads_of(trace, "nc_matmul") == rows * cols * steps
+
+
+def _w_load(plan: emit._Hoist) -> tuple[LoadOp, ForOp]:
+    (loop,) = plan.partial
+    (w,) = [op for op in loop.body.block.ops if isinstance(op, LoadOp)
+            and _source_index(op) == 2]
+    return w, loop
+
+
+def test_only_values_naming_the_row_block_alone_are_hoisted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    func = kernel("rmsnorm_matmul", "blocks_k")
+    once = emit._hoist_for(kernel_of(func), emit._grid_invariant(kernel_of(func)), None)
+    invariant = emit._grid_invariant(kernel_of(func)) | once.ops()
+    plan = emit._hoist_plan(kernel_of(func), invariant)
+    assert plan is not None and plan.pid == "i"
+    w, loop = _w_load(plan)
+    assert w not in plan.ops() and len(plan.shared) == 1  # x's tile: read once, used twice
+    # g's block of each K step is read and transposed before the grid: it names no id
+    assert {type(op).__name__ for op in once.ops()} == {"LoadOp", "DmaCopyOp",
+                                                       "NcTransposeOp", "TensorCopyOp"}
+    # planted: w's block (it names the column block j) hoisted with the row block's values,
+    # read once per row block with j = 0: every column block multiplies by the first one's w
+    planted = emit._Hoist(plan.pid, plan.top, {loop: (*plan.partial[loop], w)},
+                          (*plan.kept, (w.result, loop)), plan.shared)
+    monkeypatch.setattr(emit, "_hoist_plan", lambda *args: planted)
+    monkeypatch.setattr(emit, "_stream_loads", lambda *args: None)
+    text = emit_nki(func, TILES).text.replace("    out0 = ", "    j = 0\n    out0 = ", 1)
+    sizes = {"M": 130, "N": 600, "K": 200}
+    inputs = make_inputs(PROGRAMS["rmsnorm_matmul"], sizes)
+    out, _ = run(text, tmp_path, inputs)
+    assert not close("rmsnorm_matmul", sizes, out, inputs)
+
+
+def test_a_row_blocks_buffers_filled_for_the_first_row_block_only_are_wrong(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one row block's buffers at a time (the streamed loads left out); planted: the buffers
+    # allocated once before the row blocks and filled for the first one only, every row block
+    # then multiplying the first one's normalized rows
+    monkeypatch.setattr(emit, "_stream_loads", lambda *args: None)
+    text = emit_nki(kernel("rmsnorm_matmul", "blocks_k"), TILES).text
+    lines = text.splitlines()
+    start = next(k for k, line in enumerate(lines) if line == "        for i in "
+                 "nl.affine_range(((BM + M - 1) // BM)):")
+    end = next(k for k in range(start, len(lines)) if lines[k].startswith("            for j in"))
+    buffers = [line for line in lines[start + 1:end] if re.match(r" +h\d+ = nl\.ndarray", line)]
+    assert len(buffers) == 2  # the row factors and the scaled x.T tiles
+    hoisted = [line for line in lines[start + 1:end] if line not in buffers]
+    wrong = [*lines[:start], *(line[4:] for line in buffers), lines[start],
+             "            if i == 0:", *("    " + line for line in hoisted), *lines[end:]]
+    sizes = {"M": 300, "N": 600, "K": 200}
+    inputs = make_inputs(PROGRAMS["rmsnorm_matmul"], sizes)
+    out, _ = run(text, tmp_path, inputs)
+    assert close("rmsnorm_matmul", sizes, out, inputs)
+    out, _ = run("\n".join(wrong) + "\n", tmp_path, inputs)
+    assert not close("rmsnorm_matmul", sizes, out, inputs)

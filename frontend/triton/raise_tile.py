@@ -1,0 +1,765 @@
+"""Raising an `xt.kernel` (from `raise_xt.py`) further: to a `tile.kernel` and the tensor-level
+`ax` function it computes, with the verifier's proof that the two agree.
+
+    raised = raise_to_ax(raise_kernel(analysis))      # NotRaised(reason) where it does not
+    raised.ax, raised.tile, raised.verdict            # verdict: Proved, always
+
+An affine kernel's blocks are index splits. Each dim of each load and store is one of:
+
+- `B*pid` with `B` lanes, the grid's dim `ceildiv(S, B)`: a dim of size S tiled over programs;
+- `pid` with 1 lane, the grid's dim `S`: one index of a dim a program (a row kernel's row);
+- `B*it` with `B` lanes in a loop of `ceildiv(S, B)` iterations: a dim walked by the loop;
+- `0` with `B` lanes: a dim held whole, which is the user's kernel only where `B >= S` (the
+  raise assumes it and says so: `RaisedKernel.assumptions`).
+
+So every block dim has a role and a whole size, and every block op has a whole-tensor op: a
+load is its tensor, an `xt.map` the same form over the whole dims, a reduction over a dim held
+whole the reduction over that dim, a loop carrying `tl.dot`'s accumulator over the blocks of K
+`ax.matmul`. The `tile.kernel` is the `xt.kernel` op for op (`xt.load` -> `tile.load` with
+`other` as its pad, `xt.map` -> `ax.generic` on tiles, `xt.dot` -> `ax.matmul` + `ax.add`,
+`xt.for` -> `tile.for`), with one change: a dim held whole is cut to its size S (no lane past
+it). That is exact where the lanes past S reach nothing the kernel stores: they are masked at
+every store, and every reduction over that dim meets them as its identity (a sum 0, a max
+-inf); a pad analysis of the block values checks it (`_Pad`: the value at the lanes past S,
+computed from the loads' `other` through each map's scalar function at sample values of the
+operands that do not span the dim), else the kernel is not raised. The verifier then proves
+the `tile.kernel` equal to the `ax` function for every size and every block size the
+assumptions admit (`prove_equivalent`, the call the tiling search makes); Refuted or Unknown is
+`NotRaised` with the verdict's reason. What this slice does not read is `NotRaised` too, saying
+what: a loop carrying anything but a dot accumulator (a running max of blocks), a store inside
+a loop, a reduction across programs or loop blocks, blocks with lanes no tensor dim gives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation, SSAValue
+
+from axon.dialects import xt
+from axon.dialects.ax import TensorType
+from axon.dialects.form.generic_form import GenericForm, LoopDim
+from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import Call, Index, Read, ScalarExpr, evaluate, map_reads
+from axon.dialects.form.syntax import parse_form
+from axon.tools.embed import parse_mlir
+from axon.verifier import ProofBudget, Proved, Verdict, prove_equivalent
+
+__all__ = ["NotRaised", "RaisedKernel", "prove_raised", "raise_to_ax", "raise_to_tile"]
+
+ONE = IntExpr.const(1)
+ZERO = IntExpr.const(0)
+#: the memory space of a Triton block (the `tile` level names the GPU's spaces)
+SPACE = "registers"
+#: each reduction's identity: the value lanes past a dim must hold to leave it unchanged
+IDENTITY = {"add": 0.0, "max": -math.inf, "min": math.inf}
+AX_REDUCE = {"add": "ax.sum", "max": "ax.reduce_max", "min": "ax.reduce_min"}
+#: values a finite operand is sampled at when the pad analysis evaluates a map
+SAMPLES = (-2.5, 0.0, 1.75, 3.0e3)
+
+
+class NotRaised(Exception):
+    """The kernel does not raise past `xt`; the message says why."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a block dim walks: `pid` (a program id's blocks), `loop` (a loop's blocks), `whole`
+    (the dim held whole) or `one` (a unit dim); `name` the program id or iv, `block` the lanes,
+    `size` the whole dim's size."""
+
+    kind: str
+    name: str = ""
+    block: IntExpr = ONE
+    size: IntExpr = ONE
+
+    @property
+    def tile(self) -> IntExpr:
+        """The tile's extent in this dim (a dim held whole is cut to its size)."""
+        return self.size if self.kind == "whole" else self.block
+
+
+UNIT = Role("one")
+
+
+@dataclass
+class _Val:
+    """A block value: its tile SSA name and shape, each dim's role (None: lanes no tensor dim
+    gives, such as an accumulator's start), program dims dropped by a reshape (`implicit`,
+    leading in the whole tensor), its `ax` counterpart, the pad at lanes past a dim held whole
+    (`padded`: it has such a dim; `pad` None: not a constant), and what a dot made it of."""
+
+    tile: str
+    shape: tuple[IntExpr, ...]
+    roles: tuple[Role, ...] | None
+    implicit: tuple[Role, ...] = ()
+    ax: str | None = None
+    padded: bool = False
+    pad: float | None = None
+    dot: tuple[_Val, _Val, _Val] | None = None
+    full: float | None = None
+    carried: bool = False
+    folds: tuple[_Val, _Val] | None = None
+
+    @property
+    def whole(self) -> tuple[IntExpr, ...]:
+        assert self.roles is not None
+        return tuple(r.size for r in (*self.implicit, *self.roles))
+
+
+@dataclass
+class RaisedKernel:
+    """A kernel raised to `tile` and `ax`: the three functions, the assumptions the raise makes
+    (blocks holding a dim whole cover it), the verifier's verdict (Proved)."""
+
+    name: str
+    xt: FuncOp
+    tile: FuncOp
+    ax: FuncOp
+    tile_text: str
+    ax_text: str
+    assumptions: list[str]
+    verdict: Verdict
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def _ty(shape: Sequence[IntExpr], dtype: str = "f32") -> str:
+    return f"!ax.tensor<[{', '.join(str(d) for d in shape)}], {dtype}>"
+
+
+def _dims(shape: Sequence[IntExpr]) -> str:
+    return "[" + ", ".join(f'"{d}"' for d in shape) + "]"
+
+
+def _float(value: float) -> str:
+    if math.isinf(value):
+        return "0xFFF0000000000000" if value < 0 else "0x7FF0000000000000"
+    return repr(float(value))
+
+
+class _Raise:
+    def __init__(self, func: FuncOp) -> None:
+        kernel = next((op for op in func.body.block.ops if isinstance(op, xt.KernelOp)), None)
+        if kernel is None:
+            raise NotRaised(f"@{func.sym_name.data} holds no xt.kernel")
+        self.func = func
+        self.kernel = kernel
+        self.name = func.sym_name.data
+        self.pids = kernel.program_names()
+        self.grid = kernel.grid_exprs()
+        self.params = kernel.param_names()
+        self.inputs = kernel.input_types()
+        self.outputs = kernel.output_types()
+        self.values: dict[SSAValue, _Val] = {}
+        self.loops: dict[str, IntExpr] = {}  # iv -> extent
+        self.parallel: set[str] = set()  # ivs of loops that carry nothing (passes writing)
+        self.tile_lines: list[str] = []
+        self.ax_lines: list[str] = []
+        self.assume: list[str] = []
+        self.stored: dict[int, _Val] = {}
+        self.counter = 0
+        self.depth = 1
+
+    # ---- names and text ---------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"%{prefix}{self.counter}"
+
+    def emit_tile(self, line: str) -> None:
+        self.tile_lines.append("  " * self.depth + line)
+
+    def emit_ax(self, line: str) -> None:
+        self.ax_lines.append("  " + line)
+
+    # ---- roles --------------------------------------------------------------------------------
+    def role(self, offset: IntExpr, lanes: IntExpr, size: IntExpr, where: str) -> Role:
+        """The role of one dim of a load or store (module docstring), or NotRaised."""
+        for axis, pid in enumerate(self.pids):
+            if offset == IntExpr.sym(pid) and lanes == ONE:
+                if self.grid[axis] != size:
+                    raise NotRaised(f"{where}: program id {pid} indexes a dim of size {size}, "
+                                    f"but the grid runs {self.grid[axis]} programs")
+                return Role("pid", pid, ONE, size)
+            if offset == lanes * IntExpr.sym(pid):
+                if self.grid[axis] != size.ceildiv(lanes):
+                    raise NotRaised(f"{where}: blocks of {lanes} at {pid} over a dim of size "
+                                    f"{size}, but the grid runs {self.grid[axis]} programs")
+                return Role("pid", pid, lanes, size)
+        for iv, extent in self.loops.items():
+            if offset == lanes * IntExpr.sym(iv):
+                if extent != size.ceildiv(lanes):
+                    raise NotRaised(f"{where}: blocks of {lanes} at {iv} over a dim of size "
+                                    f"{size}, but the loop runs {extent} iterations")
+                return Role("loop", iv, lanes, size)
+        if offset == ZERO and lanes == size:
+            return Role("whole", "", lanes, size) if lanes != ONE else UNIT
+        if offset == ZERO and lanes.symbols() and lanes.symbols() <= set(self.params):
+            fact = f"{lanes} >= {size}"
+            if fact not in self.assume:
+                self.assume.append(fact)
+            return Role("whole", "", lanes, size)
+        raise NotRaised(f"{where}: a block of {lanes} at offset {offset} is no split this raise "
+                        "reads (B*pid, pid, B*iteration, or 0 with the dim held whole)")
+
+    def dims_of(self, offsets: Sequence[IntExpr], lanes: Sequence[IntExpr],
+                sizes: Sequence[IntExpr], where: str) -> tuple[Role, ...]:
+        return tuple(self.role(o, b, s, f"{where} dim {d}")
+                     for d, (o, b, s) in enumerate(zip(offsets, lanes, sizes, strict=True)))
+
+    # ---- the walk -----------------------------------------------------------------------------
+    def run(self) -> tuple[str, str]:
+        block = self.kernel.body.block
+        ins = [f"%in{k}" for k in range(len(self.inputs))]
+        for k, (arg, name, t) in enumerate(zip(block.args, ins, self.inputs, strict=True)):
+            self.values[arg] = _Val(f"%g{k}", tuple(t.shape), None, ax=name)
+        self.walk(list(block.ops))
+        if sorted(self.stored) != list(range(len(self.outputs))):
+            raise NotRaised("every result must be stored once, outside any loop")
+        sig_in = ", ".join(f"{n}: {_ty(t.shape, t.dtype)}" for n, t in zip(ins, self.inputs,
+                                                                           strict=True))
+        results = [self.stored[k] for k in range(len(self.outputs))]
+        res_types = [_ty(t.shape, t.dtype) for t in self.outputs]
+        out_sig = ", ".join(res_types)
+        ret = ", ".join(v.ax or "" for v in results)
+        ax_text = "\n".join([f"func.func @{self.name}({sig_in}) -> ({out_sig}) {{",
+                             *self.ax_lines, f"  func.return {ret} : {out_sig}", "}"])
+        params = ", ".join(f'"{p}"' for p in self.params)
+        assume = ", ".join(f'"{a}"' for a in self.assume)
+        pids = ", ".join(f'"{p}"' for p in self.pids)
+        grid = ", ".join(f'"{g}"' for g in self.grid)
+        in_types = ", ".join(_ty(t.shape, t.dtype) for t in self.inputs)
+        args = ", ".join(f"%g{k}: {_ty(t.shape, t.dtype)}" for k, t in enumerate(self.inputs))
+        outs = [f"%r{k}" for k in range(len(self.outputs))]
+        head = (f'  {", ".join(outs)} = tile.kernel {", ".join(ins)} {{program_ids = [{pids}], '
+                f"grid = [{grid}], params = [{params}]"
+                + (f", assume = [{assume}]" if assume else "")
+                + f"}} : ({in_types}) -> ({out_sig}) {{")
+        tile_text = "\n".join([f"func.func @{self.name}({sig_in}) -> ({out_sig}) {{", head,
+                               f"  ^bb0({args}):", *self.tile_lines, "    tile.yield", "  }",
+                               f"  func.return {', '.join(outs)} : {out_sig}", "}"])
+        return tile_text, ax_text
+
+    def walk(self, ops: Sequence[Operation]) -> None:
+        self.depth += 1
+        for op in ops:
+            if isinstance(op, xt.YieldOp):
+                continue
+            if isinstance(op, xt.LoadOp):
+                self.load(op)
+            elif isinstance(op, xt.StoreOp):
+                self.store(op)
+            elif isinstance(op, xt.MapOp):
+                self.map(op)
+            elif isinstance(op, xt.ReduceOp):
+                self.reduce(op)
+            elif isinstance(op, xt.DotOp):
+                self.dot(op)
+            elif isinstance(op, xt.FullOp):
+                self.full(op)
+            elif isinstance(op, xt.ReshapeOp):
+                self.reshape(op)
+            elif isinstance(op, xt.ForOp):
+                self.loop(op)
+            else:
+                raise NotRaised(f"{op.name} is raised by a later slice")
+        self.depth -= 1
+
+    def val(self, value: SSAValue) -> _Val:
+        return self.values[value]
+
+    # ---- ops ----------------------------------------------------------------------------------
+    def load(self, op: xt.LoadOp) -> None:
+        attrs = op.attrs()
+        source = op.operands[0]
+        t = source.type
+        assert isinstance(t, TensorType)
+        offsets = [IntExpr.lift(o) for o in attrs["offsets"]]
+        shape = [IntExpr.lift(s) for s in attrs["shape"]]
+        extents = [IntExpr.lift(s) for s in attrs["extents"]]
+        if extents != shape:
+            raise NotRaised("a load masked inside its block is raised by a later slice")
+        roles = self.dims_of(offsets, shape, t.shape, "a load")
+        other = float(attrs.get("other", 0.0))
+        tile_shape = tuple(r.tile for r in roles)
+        reaches = any(r.kind in ("pid", "loop") and r.block != ONE for r in roles)
+        if not math.isfinite(other) and reaches:
+            raise NotRaised(f"a load pads with {other} past a tiled dim's end; the verifier "
+                            "reasons over reals")
+        pad = other if math.isfinite(other) else 0.0  # an infinite pad never lands: unread
+        name = self.fresh("t")
+        self.emit_tile(f"{name} = tile.load {self.val(source).tile} {{offsets = "
+                       f"{_dims(offsets)}, shape = {_dims(tile_shape)}, pad = {_float(pad)} : "
+                       f"f64, space = \"{SPACE}\"}} : ({_ty(t.shape, t.dtype)}) -> "
+                       f"{_ty(tile_shape)}")
+        padded = any(r.kind == "whole" for r in roles)
+        self.values[op.results[0]] = _Val(name, tile_shape, roles, ax=self.val(source).ax,
+                                          padded=padded, pad=other if padded else None)
+
+    def store(self, op: xt.StoreOp) -> None:
+        if set(self.loops) - self.parallel:
+            raise NotRaised("a store inside a loop that carries values is raised by a later "
+                            "slice")
+        v = self.val(op.value)
+        k = op.result.value.data
+        t = self.outputs[k]
+        offsets = op.offset_exprs()
+        extents = op.extent_exprs()
+        vt = op.value.type
+        assert isinstance(vt, TensorType)
+        if list(vt.shape) != extents:
+            raise NotRaised("a store masked inside its block is raised by a later slice")
+        roles = self.dims_of(offsets, list(vt.shape), t.shape, f"the store of result {k}")
+        def walked(rs: Sequence[Role]) -> list[Role]:
+            return [r for r in rs if r.kind != "one"]
+
+        if v.roles is None or walked((*v.implicit, *v.roles)) != walked(roles):
+            raise NotRaised(f"the stored block's dims walk {v.roles} (+{v.implicit}), the store "
+                            f"{roles}")
+        if k in self.stored:
+            raise NotRaised(f"result {k} is stored more than once")
+        if v.ax is None:
+            raise NotRaised("the stored value has no tensor-level counterpart")
+        whole = tuple(r.size for r in roles)
+        if v.whole != whole:  # unit dims only (the walked dims agree)
+            ax = self.fresh("a")
+            self.emit_ax(f"{ax} = ax.reshape {v.ax} {{shape = {_dims(whole)}}} : "
+                         f"({_ty(v.whole)}) -> {_ty(whole)}")
+            v = _Val(v.tile, v.shape, roles, ax=ax)
+        self.stored[k] = v
+        self.emit_tile(f"tile.store {v.tile} {{result = {k}, offsets = {_dims(offsets)}}} : "
+                       f"{_ty(v.shape)}")
+
+    def full(self, op: xt.FullOp) -> None:
+        attrs = op.attrs()
+        value = float(attrs["value"])
+        shape = tuple(IntExpr.lift(s) for s in attrs["shape"])
+        name = self.fresh("t")
+        if not math.isfinite(value):
+            raise NotRaised(f"a block of {value} (a running max started at -inf) is read by a "
+                            "later slice; the verifier reasons over reals")
+        self.emit_tile(f"{name} = tile.full {{value = {_float(value)} : f64, shape = "
+                       f"{_dims(shape)}, dtype = f32, space = \"{SPACE}\"}} : {_ty(shape)}")
+        roles: tuple[Role, ...] | None = None
+        ax = None
+        if all(d == ONE for d in shape):
+            roles = tuple(UNIT for _ in shape)
+            ax = self.fresh("a")
+            self.emit_ax(f"{ax} = ax.constant {{value = {_float(value)} : f64, shape = "
+                         f"{_dims(shape)}, dtype = f32}} : {_ty(shape)}")
+        self.values[op.results[0]] = _Val(name, shape, roles, ax=ax, full=value)
+
+    def reshape(self, op: xt.ReshapeOp) -> None:
+        v = self.val(op.operands[0])
+        out = tuple(IntExpr.lift(s) for s in op.attrs()["shape"])
+        if v.roles is None:
+            raise NotRaised("a reshape of a block whose lanes no tensor dim gives")
+        src = [(d, r) for d, r in zip(v.shape, v.roles, strict=True)]
+        kept = [(d, r) for d, r in src if not (r.kind in ("pid", "one") and r.tile == ONE)]
+        dropped = [r for _, r in src if r.kind == "pid" and r.tile == ONE]
+        implicit = list(v.implicit)
+        roles: list[Role] = []
+        rest = list(kept)
+        lead = True
+        for d in out:
+            if rest and d == rest[0][1].block and (d != ONE or rest[0][1].kind not in ("pid",
+                                                                                     "one")):
+                roles.append(rest.pop(0)[1])
+                lead = False
+            elif d == ONE:
+                if lead and implicit:
+                    roles.append(implicit.pop(0))
+                elif lead and dropped and src and src[0][1] == dropped[0]:
+                    roles.append(dropped.pop(0))
+                else:
+                    roles.append(UNIT)
+            else:
+                raise NotRaised(f"a reshape of {list(v.shape)} to {list(out)} moves data")
+        if rest:
+            raise NotRaised(f"a reshape of {list(v.shape)} to {list(out)} moves data")
+        # program dims dropped here lead the whole tensor (they must have led the block)
+        new_implicit = [*implicit, *dropped]
+        lead_roles = [r for r in v.roles if r.kind == "pid" and r.tile == ONE]
+        if dropped and [r for r in v.roles[:len(lead_roles)]] != lead_roles:
+            raise NotRaised("a reshape drops a program's dim that does not lead the block")
+        shape = tuple(r.tile for r in roles)
+        name = self.fresh("t")
+        self.emit_tile(f"{name} = ax.reshape {v.tile} {{shape = {_dims(shape)}}} : "
+                       f"({_ty(v.shape)}) -> {_ty(shape)}")
+        new = _Val(name, shape, tuple(roles), tuple(new_implicit), padded=v.padded, pad=v.pad)
+        whole_before = v.whole
+        whole_after = new.whole
+        if v.ax is None:
+            raise NotRaised("a reshape of a value with no tensor-level counterpart")
+        if whole_before == whole_after:
+            new.ax = v.ax
+        else:
+            new.ax = self.fresh("a")
+            self.emit_ax(f"{new.ax} = ax.reshape {v.ax} {{shape = {_dims(whole_after)}}} : "
+                         f"({_ty(whole_before)}) -> {_ty(whole_after)}")
+        self.values[op.results[0]] = new
+
+    def map(self, op: xt.MapOp) -> None:
+        attrs = op.attrs()
+        operands = [self.val(o) for o in op.operands]
+        form = parse_form(attrs["form"], len(operands))
+        names = [d.name for d in form.parallel]
+        if any(v.carried for v in operands):
+            self.accumulate(op, form, operands)
+            return
+        roles: list[Role | None] = [None] * len(names)
+        for read in form.reads():
+            v = operands[read.operand]
+            if v.roles is None:
+                raise NotRaised("a map reads a block whose lanes no tensor dim gives (an "
+                                "accumulator's start)")
+            for j, index in enumerate(read.index):
+                name = index.as_symbol
+                if name in names:
+                    i = names.index(name)
+                    if roles[i] is not None and roles[i] != v.roles[j] \
+                            and v.roles[j].kind != "one":
+                        if roles[i].kind == "one":  # type: ignore[union-attr]
+                            roles[i] = v.roles[j]
+                            continue
+                        raise NotRaised(f"a map combines dims walking {roles[i]} and "
+                                        f"{v.roles[j]}")
+                    if roles[i] is None or roles[i].kind == "one":  # type: ignore[union-attr]
+                        roles[i] = v.roles[j]
+                elif not (index == ZERO and v.shape[j] == ONE):
+                    raise NotRaised(f"a map reads lane {index} of a block dim of "
+                                    f"{v.shape[j]}; expected a dim or a broadcast")
+        out_roles = tuple(r if r is not None else UNIT for r in roles)
+        for d, r in zip(form.parallel, out_roles, strict=True):
+            if r.kind == "one" and d.upper != ONE:
+                raise NotRaised("a map's dim is read by no operand's dim")
+        implicit: list[Role] = []
+        for v in operands:
+            for r in v.implicit:
+                if r not in implicit:
+                    implicit.append(r)
+        implicit.sort(key=lambda r: self.pids.index(r.name))
+        # the math's integers in whole coordinates: a block dim's lane d at B*x + d is the
+        # whole index minus B*x; a program's one index is the whole dim's index
+        place: dict[str, IntExpr] = {}
+        for n, r in zip(names, out_roles, strict=True):
+            if r.kind in ("pid", "loop") and r.block != ONE:
+                place[n] = IntExpr.sym(n) - r.block * IntExpr.sym(r.name)
+            elif r.kind == "pid":
+                place[r.name], place[n] = IntExpr.sym(n), ZERO
+            elif r.kind == "one":
+                place[n] = ZERO
+        for r in implicit:
+            place[r.name] = IntExpr.sym(f"p{self.pids.index(r.name)}")
+        for e in _index_terms(form.body):
+            stray = e.substitute(place).symbols() & (set(self.pids) | set(self.loops))
+            if stray:
+                raise NotRaised(f"the math reads {', '.join(sorted(stray))} other than as a "
+                                "block's place in its dim; raised by a later slice")
+        tile_shape = tuple(r.tile for r in out_roles)
+        tile_form = GenericForm(tuple(LoopDim(n, ZERO, s) for n, s in zip(names, tile_shape,
+                                                                         strict=True)),
+                                form.body, len(operands))
+        dtype = str(attrs.get("dtype", "f32"))
+        name = self.fresh("t")
+        ins = ", ".join(v.tile for v in operands)
+        types = ", ".join(_ty(v.shape) for v in operands)
+        self.emit_tile(f"{name} = ax.generic {ins} {{form = \"{tile_form}\", dtype = {dtype}}}"
+                       f" : ({types}) -> {_ty(tile_shape, dtype)}")
+        new = _Val(name, tile_shape, out_roles, tuple(implicit))
+        new.padded, new.pad = self.map_pad(form, operands, out_roles)
+        # the whole-tensor form: program dims first, then the block's dims at their sizes
+        pnames = [f"p{self.pids.index(r.name)}" for r in implicit]
+
+        def widen(read: Read) -> ScalarExpr:
+            v = operands[read.operand]
+            lead = tuple(IntExpr.sym(pnames[implicit.index(r)]) for r in v.implicit)
+            return Read(read.operand, lead + read.index)
+
+        whole_body = _map_index_terms(map_reads(form.body, widen),
+                                      lambda e: e.substitute(place))
+        whole_form = GenericForm(
+            (*(LoopDim(p, ZERO, r.size) for p, r in zip(pnames, implicit, strict=True)),
+             *(LoopDim(n, ZERO, r.size) for n, r in zip(names, out_roles, strict=True))),
+            whole_body, len(operands))
+        if any(v.ax is None for v in operands):
+            raise NotRaised("a map reads a value with no tensor-level counterpart")
+        new.ax = self.fresh("a")
+        self.emit_ax(f"{new.ax} = ax.generic {', '.join(v.ax or '' for v in operands)} "
+                     f"{{form = \"{whole_form}\", dtype = {dtype}}} : "
+                     f"({', '.join(_ty(v.whole) for v in operands)}) -> "
+                     f"{_ty(new.whole, dtype)}")
+        self.values[op.results[0]] = new
+
+    def accumulate(self, op: xt.MapOp, form: GenericForm, operands: list[_Val]) -> None:
+        """`acc += tl.dot(a, b)`: a map adding a loop's carried value and a fresh dot."""
+        dims = tuple(IntExpr.sym(d.name) for d in form.parallel)
+        body = form.body
+        if not (len(operands) == 2 and isinstance(body, Call) and body.fn == "add"
+                and sorted(a.operand for a in body.args if isinstance(a, Read)
+                           and a.index == dims) == [0, 1]):
+            raise NotRaised("a loop's carried value is used other than as a tl.dot "
+                            "accumulator (a running max or sum of blocks): raised by a later "
+                            "slice")
+        acc, fresh = operands if operands[0].carried else operands[::-1]
+        if fresh.dot is None and fresh.roles is not None and not fresh.carried \
+                and any(r.kind == "loop" for r in fresh.roles):
+            # `acc += block`: lane by lane, the sum of the loop's blocks
+            name = self.fresh("t")
+            self.emit_tile(f"{name} = ax.add {operands[0].tile}, {operands[1].tile} : "
+                           f"({_ty(operands[0].shape)}, {_ty(operands[1].shape)}) -> "
+                           f"{_ty(acc.shape)}")
+            self.values[op.results[0]] = _Val(name, acc.shape, None, folds=(fresh, acc))
+            return
+        if fresh.dot is None or fresh.dot[2].full != 0.0 or fresh.carried:
+            raise NotRaised("a loop's carried value is added to something other than a "
+                            "tl.dot: raised by a later slice")
+        name = self.fresh("t")
+        shape = acc.shape
+        tile_form = GenericForm(tuple(LoopDim(d.name, ZERO, s)
+                                      for d, s in zip(form.parallel, shape, strict=True)), body, 2)
+        self.emit_tile(f"{name} = ax.generic {operands[0].tile}, {operands[1].tile} {{form = "
+                       f"\"{tile_form}\", "
+                       f"dtype = f32}} : ({_ty(operands[0].shape)}, {_ty(operands[1].shape)}) "
+                       f"-> {_ty(shape)}")
+        a, b, _ = fresh.dot
+        self.values[op.results[0]] = _Val(name, shape, fresh.roles, dot=(a, b, acc))
+
+    def map_pad(self, form: GenericForm, operands: list[_Val],
+                roles: tuple[Role, ...]) -> tuple[bool, float | None]:
+        """Whether the map's block has a dim held whole, and its value at the lanes past it:
+        the body evaluated with each operand spanning that dim at its pad and the others at
+        sample values, the math's integers at sample sizes with the lane past the dim's size;
+        a constant when every sample agrees, else None."""
+        whole = [i for i, r in enumerate(roles) if r.kind == "whole"]
+        if not whole:
+            return False, None
+        names = {form.parallel[i].name: roles[i] for i in whole}
+        symbols = {n for e in _index_terms(form.body) for n in e.symbols()} - set(names)
+        results = set()
+        for k, sample in enumerate(SAMPLES):
+            for past in (0, 1, 3):
+                env = {n: 5 + 7 * k + len(n) for n in symbols}
+                for n, r in names.items():
+                    size = r.size.evaluate(env) if r.size.symbols() <= set(env) else None
+                    if size is None:
+                        env.update({s: 5 + 7 * k for s in r.size.symbols() if s not in env})
+                        size = r.size.evaluate(env)
+                    env[n] = size + past
+
+                def read(r: Read, sample: float = sample) -> float:
+                    v = operands[r.operand]
+                    if any(i.as_symbol in names for i in r.index):
+                        return v.pad if v.pad is not None else math.nan
+                    return sample
+
+                def index(e: IntExpr, env: dict[str, int] = env) -> int | float:
+                    try:
+                        return e.evaluate(env)
+                    except (KeyError, ValueError, ZeroDivisionError):
+                        return math.nan
+
+                with np.errstate(all="ignore"):
+                    out = evaluate(form.body, read, index)
+                value = float(out)
+                if math.isnan(value):
+                    return True, None
+                results.add(value)
+        return True, (results.pop() if len(results) == 1 else None)
+
+    def reduce(self, op: xt.ReduceOp) -> None:
+        attrs = op.attrs()
+        v = self.val(op.operands[0])
+        kind, axis = str(attrs["kind"]), int(attrs["axis"])
+        keep = bool(attrs.get("keepdims", True))
+        if v.roles is None:
+            raise NotRaised("a reduction of an accumulator block (the running max or sum of "
+                            "a loop over blocks) is raised by a later slice")
+        role = v.roles[axis]
+        if IntExpr.lift(attrs["extent"]) != role.block:
+            raise NotRaised("a reduction over part of a block is raised by a later slice")
+        if role.kind == "folded" and kind != "add":
+            raise NotRaised(f"a {kind} of the lanes of a loop's sum of blocks")
+        if role.kind not in ("whole", "folded"):
+            raise NotRaised(f"a reduction over a dim walked by {role.kind} {role.name}: "
+                            "raised by a later slice")
+        if v.padded and v.pad != IDENTITY[kind]:
+            raise NotRaised(f"the lanes past the dim's size hold "
+                            f"{'a varying value' if v.pad is None else v.pad} where the "
+                            f"{kind} needs {IDENTITY[kind]}")
+        roles = list(v.roles)
+        if keep:
+            roles[axis] = UNIT
+        else:
+            del roles[axis]
+        shape = tuple(r.tile for r in roles)
+        red = AX_REDUCE[kind]
+        name = self.fresh("t")
+        keepdims = "true" if keep else "false"
+        self.emit_tile(f"{name} = {red} {v.tile} {{axes = array<i64: {axis}>, keepdims = "
+                       f"{keepdims}}} : ({_ty(v.shape)}) -> {_ty(shape)}")
+        new = _Val(name, shape, tuple(roles), v.implicit)
+        new.padded = any(r.kind == "whole" for r in roles)
+        new.pad = None
+        new.ax = self.fresh("a")
+        self.emit_ax(f"{new.ax} = {red} {v.ax} {{axes = array<i64: "
+                     f"{axis + len(v.implicit)}>, keepdims = {keepdims}}} : "
+                     f"({_ty(v.whole)}) -> {_ty(new.whole)}")
+        self.values[op.results[0]] = new
+
+    def dot(self, op: xt.DotOp) -> None:
+        a, b, acc = (self.val(o) for o in op.operands)
+        if a.roles is None or b.roles is None or a.implicit or b.implicit:
+            raise NotRaised("a dot of blocks whose dims are not tensor dims")
+        if len(a.roles) != 2 or len(b.roles) != 2 or a.roles[1] != b.roles[0]:
+            raise NotRaised(f"a dot contracting {a.roles[-1]} with {b.roles[0]}")
+        k = a.roles[1]
+        if k.kind == "whole" and (a.pad != 0.0 or b.pad != 0.0):
+            raise NotRaised("a dot over a dim held whole whose lanes past it are not 0")
+        if k.kind not in ("loop", "whole"):
+            raise NotRaised(f"a dot contracting a dim walked by {k.kind}")
+        shape = (a.shape[0], b.shape[1])
+        prod, out = self.fresh("t"), self.fresh("t")
+        self.emit_tile(f"{prod} = ax.matmul {a.tile}, {b.tile} : ({_ty(a.shape)}, "
+                       f"{_ty(b.shape)}) -> {_ty(shape)}")
+        self.emit_tile(f"{out} = ax.add {acc.tile}, {prod} : ({_ty(acc.shape)}, {_ty(shape)}) "
+                       f"-> {_ty(shape)}")
+        roles = (a.roles[0], b.roles[1])
+        new = _Val(out, shape, roles, dot=(a, b, acc))
+        if k.kind == "whole":  # no loop: the whole product now
+            new.ax = self.matmul(a, b, acc, roles)
+        self.values[op.results[0]] = new
+
+    def matmul(self, a: _Val, b: _Val, acc: _Val, roles: tuple[Role, ...]) -> str:
+        whole = tuple(r.size for r in roles)
+        prod = self.fresh("a")
+        self.emit_ax(f"{prod} = ax.matmul {a.ax}, {b.ax} : ({_ty(a.whole)}, {_ty(b.whole)}) -> "
+                     f"{_ty(whole)}")
+        if acc.full == 0.0:
+            return prod
+        if acc.ax is None or acc.roles is None:
+            raise NotRaised("a dot accumulating into a value with no tensor-level counterpart")
+        out = self.fresh("a")
+        self.emit_ax(f"{out} = ax.add {acc.ax}, {prod} : ({_ty(acc.whole)}, {_ty(whole)}) -> "
+                     f"{_ty(whole)}")
+        return out
+
+    def loop(self, op: xt.ForOp) -> None:
+        iv, extent = op.iv.data, op.extent_expr()
+        inits = [self.val(v) for v in op.inits]
+        args = [self.fresh("c") for _ in inits]
+        outs = [self.fresh("t") for _ in inits]
+        types = [_ty(v.shape) for v in inits]
+        body = op.body.block
+        for arg, name, init in zip(body.args, args, inits, strict=True):
+            self.values[arg] = _Val(name, init.shape, None, carried=True)
+        lhs = f"{', '.join(outs)} = " if outs else ""
+        kind = "" if inits else ', kind = "parallel"'
+        if not inits:
+            self.parallel.add(iv)
+        self.emit_tile(f"{lhs}tile.for {', '.join(v.tile for v in inits)} {{iv = \"{iv}\", "
+                       f"extent = \"{extent}\"{kind}}} : ({', '.join(types)}) -> "
+                       f"({', '.join(types)}) {{")
+        self.emit_tile(f"^bb0({', '.join(f'{a}: {t}' for a, t in zip(args, types, strict=True))}"
+                       "):")
+        self.loops[iv] = extent
+        self.walk(list(body.ops))
+        end = body.last_op
+        assert isinstance(end, xt.YieldOp)
+        yielded = [self.val(v) for v in end.values]
+        self.emit_tile(f"  tile.yield {', '.join(v.tile for v in yielded)}"
+                       + (f" : {', '.join(types)}" if types else ""))
+        self.emit_tile("}")
+        del self.loops[iv]
+        self.parallel.discard(iv)
+        for arg, out, y, init, result in zip(body.args, outs, yielded, inits, op.results,
+                                             strict=True):
+            if y.folds is not None and y.folds[1] is self.values[arg]:
+                block = y.folds[0]
+                assert block.roles is not None
+                if init.full != 0.0:
+                    raise NotRaised(f"the loop over {iv} sums blocks from a start that is not 0")
+                if [r for r in block.roles if r.kind == "loop"] != \
+                        [r for r in block.roles if r.name == iv]:
+                    raise NotRaised(f"the loop over {iv} sums blocks of another loop")
+                roles = tuple(Role("folded", r.name, r.block, r.size) if r.kind == "loop" else r
+                              for r in block.roles)
+                self.values[result] = _Val(out, y.shape, roles, block.implicit, ax=block.ax)
+                continue
+            if y.dot is None or y.dot[2] is not self.values[arg]:
+                raise NotRaised(f"the loop over {iv} carries a value that is not a tl.dot "
+                                "accumulator (a running max or sum of blocks): raised by a "
+                                "later slice")
+            a, b, _ = y.dot
+            assert a.roles is not None and y.roles is not None
+            if a.roles[1].kind != "loop" or a.roles[1].name != iv:
+                raise NotRaised(f"the dot in the loop over {iv} does not contract its blocks")
+            new = _Val(out, y.shape, y.roles)
+            new.ax = self.matmul(a, b, init, y.roles)
+            self.values[result] = new
+
+
+def _index_terms(expr: ScalarExpr) -> list[IntExpr]:
+    """The integers the math uses as numbers (`idx(...)`), not the reads' indices."""
+    out: list[IntExpr] = []
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Index):
+            out.append(e.expr)
+        elif isinstance(e, Call):
+            stack.extend(e.args)
+    return out
+
+
+def _map_index_terms(expr: ScalarExpr, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
+    """`expr` with `fn` applied to the integers the math uses as numbers (not to reads)."""
+    if isinstance(expr, Index):
+        return Index(fn(expr.expr))
+    if isinstance(expr, Call):
+        return Call(expr.fn, tuple(_map_index_terms(a, fn) for a in expr.args), expr.param)
+    return expr
+
+
+def raise_to_tile(func: FuncOp) -> tuple[str, str, list[str]]:
+    """The `tile` kernel's text, the `ax` function's text and the raise's assumptions for the
+    `xt` function `func` (from `raise_kernel`); NotRaised with the reason."""
+    raising = _Raise(func)
+    tile_text, ax_text = raising.run()
+    return tile_text, ax_text, raising.assume
+
+
+def raise_to_ax(func: FuncOp, budget: ProofBudget | None = None) -> RaisedKernel:
+    """`func`'s `xt` kernel raised to `tile` and `ax` and proved equal (module docstring);
+    NotRaised with the reason (the raise's or the verdict's)."""
+    tile_text, ax_text, assume = raise_to_tile(func)
+    return prove_raised(func, tile_text, ax_text, assume, budget)
+
+
+def prove_raised(func: FuncOp, tile_text: str, ax_text: str, assumptions: list[str],
+                 budget: ProofBudget | None = None) -> RaisedKernel:
+    """The raised texts parsed and the `tile` kernel proved equal to the `ax` function by the
+    verifier (the tiling search's call and budget); NotRaised unless Proved."""
+    from axon.tiling.search import SEARCH_BUDGET
+
+    tile = _parse(tile_text, "tile")
+    ax = _parse(ax_text, "ax")
+    verdict = prove_equivalent(tile, ax, budget=budget or SEARCH_BUDGET)
+    if not isinstance(verdict, Proved):
+        raise NotRaised(f"the verifier did not prove the tile kernel equal to the ax function: "
+                        f"{type(verdict).__name__}: {verdict}")
+    return RaisedKernel(func.sym_name.data, func, tile, ax, tile_text, ax_text,
+                        list(assumptions), verdict, verdict.seconds)
+
+
+def _parse(text: str, what: str) -> FuncOp:
+    try:
+        module = parse_mlir(text, f"<raised {what}>")
+    except Exception as err:  # noqa: BLE001 (a gap of the raise, reported as not raised)
+        raise NotRaised(f"the raised {what} function does not parse or verify: {err}") from None
+    (func,) = (op for op in module.ops if isinstance(op, FuncOp))
+    return func

@@ -1,0 +1,159 @@
+"""Triton kernels raised past `xt`: to a `tile` kernel and the `ax` function it computes, proved
+equal by the verifier; a planted mismatch (a wrong reduction, a wrong offset) is refuted and the
+kernel is not raised; what this slice does not read is not raised, with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from axon.forge.source import KernelFile
+from axon.forge.stages.analysis import analysable
+from axon.frontend.triton import analyse_kernel, parse_triton_source
+from axon.frontend.triton.raise_tile import NotRaised, prove_raised, raise_to_ax, raise_to_tile
+from axon.frontend.triton.raise_xt import raise_kernel
+from axon.frontend.triton.report import launch_constexprs
+from axon.verifier import Proved
+
+KERNELS = Path(__file__).resolve().parents[2] / "benchmarks" / "forge" / "kernels"
+
+
+def xt_of(problem: str, kernel: str):
+    """The `xt` function of one kernel of a Forge problem's kernel file."""
+    module = analysable(KernelFile.read(KERNELS / f"{problem}.py"))
+    jit = module.kernels[kernel]
+    return raise_kernel(analyse_kernel(module, jit, launch_constexprs(module, jit)))
+
+
+def xt_of_text(text: str, kernel: str):
+    module = parse_triton_source(text, "user.py")
+    return raise_kernel(analyse_kernel(module, kernel))
+
+
+@pytest.mark.parametrize(("problem", "kernel", "assumptions", "ops"), [
+    # elementwise: a chain of maps over BLOCK*pid + lane
+    ("24_scale_tanh_residual", "tanh_kernel", [], ["ax.generic"]),
+    ("05_gemm_swiglu", "silu_mul_kernel", [], ["ax.generic"]),
+    # the tiled GEMM: its K loop accumulating tl.dot is ax.matmul, the epilogue after it
+    ("01_gemm_bias_relu", "linear_bias_relu_kernel", [], ["ax.matmul", "ax.generic"]),
+    ("02_gemm_gelu", "linear_kernel", [], ["ax.matmul"]),  # acc += tl.dot(...)
+    # a row held whole (one block of next_power_of_2(N)): reductions over the dim
+    ("17_log_softmax", "log_softmax_kernel", ["BLOCK_N >= N"], ["ax.reduce_max", "ax.sum"]),
+    ("10_gemm_softmax", "softmax_kernel", ["BLOCK_N >= N"], ["ax.reduce_max", "ax.sum"]),
+    # a float parameter (scale, eps): an input of one element the math reads
+    ("24_scale_tanh_residual", "scale_kernel", [], ["ax.generic"]),
+    ("03_gemm_swish_scale", "linear_swish_scale_kernel", [], ["ax.matmul", "ax.generic"]),
+    ("12_rmsnorm", "rmsnorm_kernel", ["BLOCK_N >= N"], ["ax.sum"]),
+    # tl.where on the row's mask (the lanes past N are 0 where the sums read them)
+    ("13_add_layernorm", "layernorm_kernel", ["BLOCK_N >= N"], ["ax.sum"]),
+    # a loop summing blocks lane by lane, then the lanes: the sum over the dim
+    ("08_gemm_sum_scale", "row_sum_scale_kernel", [], ["ax.sum"]),
+    # ... and a second loop, carrying nothing, writing the row a block at a time (parallel)
+    ("15_l2_normalize", "l2_normalize_kernel", [], ["ax.sum"]),
+    # tl.where on a loop block's mask: `BLOCK_N*it + d0 < N` is the whole index's `d0 < N`
+    ("11_layernorm", "layernorm_kernel", [], ["ax.sum"]),
+])
+def test_a_kernel_family_raises_to_ax_with_proof(problem: str, kernel: str,
+                                                 assumptions: list[str], ops: list[str]) -> None:
+    raised = raise_to_ax(xt_of(problem, kernel))
+    assert isinstance(raised.verdict, Proved)
+    assert raised.assumptions == assumptions
+    body = [op.name for op in raised.ax.body.block.ops]
+    for op in ops:
+        assert op in body
+    assert "tile.kernel" in raised.tile_text and "xt." not in raised.tile_text
+
+
+def test_the_gemm_reads_off_as_a_matmul_of_the_whole_tensors() -> None:
+    raised = raise_to_ax(xt_of("01_gemm_bias_relu", "linear_bias_relu_kernel"))
+    assert "ax.matmul %in0, %in1 : (!ax.tensor<[M, K], f32>, !ax.tensor<[K, N], f32>)" \
+        in raised.ax_text
+    assert "tile.for" in raised.tile_text and 'extent = "(BLOCK_K + K - 1) floordiv BLOCK_K"' \
+        in raised.tile_text
+
+
+def test_a_raise_reading_the_wrong_reduction_is_refuted_and_not_raised() -> None:
+    func = xt_of("17_log_softmax", "log_softmax_kernel")
+    tile, ax, assume = raise_to_tile(func)
+    assert isinstance(prove_raised(func, tile, ax, assume).verdict, Proved)
+    # the max's choice does not matter (log_softmax is shift-invariant: the verifier proves
+    # the read-off with a min too); the sum of exponentials does
+    assert isinstance(prove_raised(func, tile, ax.replace("ax.reduce_max", "ax.reduce_min"),
+                                   assume).verdict, Proved)
+    wrong = ax.replace("ax.sum", "ax.reduce_max")
+    with pytest.raises(NotRaised, match="did not prove.*Refuted"):
+        prove_raised(func, tile, wrong, assume)
+
+
+def test_a_raise_reading_the_wrong_offset_is_refuted_and_not_raised() -> None:
+    func = xt_of("24_scale_tanh_residual", "tanh_kernel")
+    tile, ax, assume = raise_to_tile(func)
+    wrong = tile.replace('offsets = ["BLOCK_SIZE*pid0"], shape',
+                         'offsets = ["BLOCK_SIZE*pid0 + 1"], shape')
+    assert wrong != tile
+    with pytest.raises(NotRaised, match="did not prove.*Refuted"):
+        prove_raised(func, wrong, ax, assume)
+
+
+def test_a_dropped_bias_in_the_read_off_is_refuted() -> None:
+    func = xt_of("01_gemm_bias_relu", "linear_bias_relu_kernel")
+    tile, ax, assume = raise_to_tile(func)
+    wrong = ax.replace("in0[d0, d1] + in1[0, d1]", "in0[d0, d1] + 0.0 * in1[0, d1]")
+    assert wrong != ax
+    with pytest.raises(NotRaised, match="did not prove.*Refuted"):
+        prove_raised(func, tile, wrong, assume)
+
+
+ROW_SUM = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_sum_kernel(x_ptr, y_ptr, N, stride_xm, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + row * stride_xm + offs, mask=offs < N, other=PAD)
+    tl.store(y_ptr + row, tl.sum(x, axis=0))
+"""
+
+
+def test_a_row_sum_held_whole_raises_where_its_pad_is_the_sums_identity() -> None:
+    raised = raise_to_ax(xt_of_text(ROW_SUM.replace("PAD", "0.0"), "row_sum_kernel"))
+    assert raised.assumptions == ["BLOCK_N >= N"]
+    assert "ax.sum %in0 {axes = array<i64: 1>" in raised.ax_text
+
+
+def test_a_row_sum_whose_padded_lanes_reach_the_sum_is_not_raised() -> None:
+    with pytest.raises(NotRaised, match="lanes past the dim's size hold 1.0 where the add "
+                                        "needs 0.0"):
+        raise_to_tile(xt_of_text(ROW_SUM.replace("PAD", "1.0"), "row_sum_kernel"))
+
+
+def test_a_running_max_of_blocks_is_not_raised_with_the_reason() -> None:
+    with pytest.raises(NotRaised, match="running max started at -inf"):
+        raise_to_tile(xt_of("16_softmax", "softmax_kernel"))
+
+
+def test_a_pass_writing_blocks_is_a_parallel_loop_and_a_float_parameter_an_input() -> None:
+    raised = raise_to_ax(xt_of("15_l2_normalize", "l2_normalize_kernel"))
+    assert 'kind = "parallel"' in raised.tile_text
+    types = [str(t) for t in raised.ax.function_type.inputs.data]
+    assert types == ["f32[G0, N]", "f32[1]"]  # x, then eps
+
+
+def test_a_loop_sum_read_off_with_the_wrong_scale_is_refuted() -> None:
+    func = xt_of("08_gemm_sum_scale", "row_sum_scale_kernel")
+    tile, ax, assume = raise_to_tile(func)
+    wrong = ax.replace("* in1[0]", "* 2.0 * in1[0]")
+    assert wrong != ax
+    with pytest.raises(NotRaised, match="did not prove.*Refuted"):
+        prove_raised(func, tile, wrong, assume)
+
+
+def test_a_loop_blocks_mask_in_the_math_reads_off_in_whole_coordinates() -> None:
+    raised = raise_to_ax(xt_of("11_layernorm", "layernorm_kernel"))
+    assert "select((idx(BLOCK_N*n0_iter_1 + d0) < idx(N)), in0[d0], 0.0)" in raised.tile_text
+    assert "out[p0 < G0, d0 < N] = select((idx(d0) < idx(N)), in0[p0, d0], 0.0)" \
+        in raised.ax_text
