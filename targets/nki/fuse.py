@@ -594,7 +594,7 @@ def _rewrite_column_scale_bias(ops: tuple[Operation, ...]) -> None:
     scale: SSAValue | None = None
     if tt is not None:
         c = tt.operands[1]
-        scale = c if tt.attrs().get("op") == "multiply" else _insert_before(
+        scale = c if _props(tt).get("op") == "multiply" else _insert_before(
             act, nki.TensorScalarOp.make([c], op0="divide", scalar0=1.0, reverse0=True,
                                          buffer="sbuf", dtype="f32"))
         scale = apply(scale, [("multiply", k) for k in multipliers])
