@@ -27,18 +27,21 @@ func.func @mul_rows(%0: !ax.tensor<[M, N], bf16>, %1: !ax.tensor<[M, N], bf16>) 
 
 // Softmax's rows: x - max absorbed into exp's bias (the max negated by its reduction), and the
 // row sum of exp read from the activation's reduction; both results are used, so the
-// activation stays beside its activation_reduce (the emitter prints the two as one).
+// activation stays beside its activation_reduce (the emitter prints the two as one). The
+// divide by the sum is a product by its reciprocal (a column), which ScalarE can run.
 // REPORT: fuse-nki: @softmax_rows: activation-scale-bias (nki.activation <- nki.tensor_scalar): proved (proof {{[0-9a-f]+}})
 // REPORT-NEXT: fuse-nki: @softmax_rows: reduce-negate (nki.tensor_scalar <- nki.tensor_reduce): proved
 // REPORT-NEXT: fuse-nki: @softmax_rows: activation-reduce (nki.tensor_reduce <- nki.activation): proved
-// REPORT-NEXT: fuse-nki: @softmax_rows: fused 3 (activation-scale-bias, reduce-negate, activation-reduce); refuted 0; unknown 0
+// REPORT-NEXT: fuse-nki: @softmax_rows: divide-reciprocal (nki.tensor_scalar): proved
+// REPORT-NEXT: fuse-nki: @softmax_rows: fused 4 (activation-scale-bias, reduce-negate, activation-reduce, divide-reciprocal); refuted 0; unknown 0
 // CHECK-LABEL: func.func @softmax_rows
-// CHECK-SAME: axon.nki_fusions = ["activation-scale-bias: {{[0-9a-f]+}}", "reduce-negate: {{[0-9a-f]+}}", "activation-reduce: {{[0-9a-f]+}}"]
+// CHECK-SAME: axon.nki_fusions = ["activation-scale-bias: {{[0-9a-f]+}}", "reduce-negate: {{[0-9a-f]+}}", "activation-reduce: {{[0-9a-f]+}}", "divide-reciprocal: {{[0-9a-f]+}}"]
 // CHECK: %[[X:.*]] = tile.load
 // CHECK-NEXT: %[[NEGMAX:.*]] = nki.tensor_reduce %[[X]] {op = "maximum", axes = array<i64: 1>, negate = true, keepdims = true, buffer = "sbuf", dtype = f32}
 // CHECK-NEXT: %[[E:.*]] = nki.activation %[[X]], %[[NEGMAX]] {func = "exp", buffer = "sbuf", dtype = f32}
 // CHECK-NEXT: %[[S:.*]] = nki.activation_reduce %[[X]], %[[NEGMAX]] {func = "exp", reduce_op = "add", buffer = "sbuf", dtype = f32}
-// CHECK-NEXT: nki.tensor_scalar %[[E]], %[[S]] {op0 = "divide", reverse0 = false, buffer = "sbuf", dtype = bf16}
+// CHECK-NEXT: %[[R:.*]] = nki.tensor_scalar %[[S]] {op0 = "divide", scalar0 = 1.000000e+00 : f64, reverse0 = true, buffer = "sbuf", dtype = f32}
+// CHECK-NEXT: nki.tensor_scalar %[[E]], %[[R]] {op0 = "multiply", reverse0 = false, buffer = "sbuf", dtype = bf16}
 // CHECK-NEXT: tile.store
 func.func @softmax_rows(%0: !ax.tensor<[M, N], bf16>) -> !ax.tensor<[M, N], bf16> attributes {axon.nki_proof_id = "e6d9fe9fb8949b23"} {
   %1 = tile.kernel %0 {program_ids = ["i"], grid = ["(BM + M - 1) floordiv BM"], params = ["BM"], assume = ["BM >= 1", "BM <= 128", "2*N <= 212984"]} : (!ax.tensor<[M, N], bf16>) -> !ax.tensor<[M, N], bf16> {
@@ -58,13 +61,21 @@ func.func @softmax_rows(%0: !ax.tensor<[M, N], bf16>) -> !ax.tensor<[M, N], bf16
 // -----
 
 // rmsnorm: the sum of squares is one activation_reduce with square; the product x * x, read
-// nowhere else, is gone.
+// nowhere else, is gone. rsqrt(sum / N + eps) is one activation: the count's reciprocal its
+// scale, eps (two fp32 pieces) its bias, columns of constants (the emitter computes them once,
+// before the grid).
 // REPORT: fuse-nki: @rmsnorm_rows: square-reduce (nki.tensor_reduce <- nki.tensor_tensor): proved
-// REPORT-NEXT: fuse-nki: @rmsnorm_rows: fused 1 (square-reduce); refuted 0; unknown 0
+// REPORT-NEXT: fuse-nki: @rmsnorm_rows: column-scale-bias (nki.activation <- nki.tensor_scalar <- nki.tensor_tensor): proved
+// REPORT-NEXT: fuse-nki: @rmsnorm_rows: fused 2 (square-reduce, column-scale-bias); refuted 0; unknown 0
 // CHECK-LABEL: func.func @rmsnorm_rows
 // CHECK: %[[X:.*]] = tile.load
 // CHECK-NEXT: tile.load
-// CHECK-NEXT: nki.activation_reduce %[[X]] {func = "square", reduce_op = "add", buffer = "sbuf", dtype = f32} : (!ax.tensor<[BM, N], bf16>) -> !ax.tensor<[BM, 1], f32>
+// CHECK-NEXT: %[[SUM:.*]] = nki.activation_reduce %[[X]] {func = "square", reduce_op = "add", buffer = "sbuf", dtype = f32} : (!ax.tensor<[BM, N], bf16>) -> !ax.tensor<[BM, 1], f32>
+// CHECK: %[[COUNT:.*]] = nki.tensor_reduce
+// CHECK-NEXT: %[[INV:.*]] = nki.tensor_scalar %[[COUNT]] {op0 = "divide", scalar0 = 1.000000e+00 : f64, reverse0 = true, buffer = "sbuf", dtype = f32}
+// CHECK-NEXT: %[[EPS0:.*]] = nki.memset {value = 9.9999999747524271e-07 : f64, shape = ["BM", "1"], dtype = f32, buffer = "sbuf"}
+// CHECK-NEXT: %[[EPS:.*]] = nki.tensor_scalar %[[EPS0]] {op0 = "add", scalar0 = 2.5247572468697606e-15 : f64, buffer = "sbuf", dtype = f32}
+// CHECK-NEXT: nki.activation %[[SUM]], %[[EPS]], %[[INV]] {func = "rsqrt", buffer = "sbuf", dtype = f32}
 // CHECK-NOT: nki.tensor_tensor %[[X]], %[[X]]
 func.func @rmsnorm_rows(%0: !ax.tensor<[M, N], bf16>, %1: !ax.tensor<[N], bf16>) -> !ax.tensor<[M, N], bf16> attributes {axon.nki_proof_id = "17927402e5919f08"} {
   %2 = tile.kernel %0, %1 {program_ids = ["i"], grid = ["(BM + M - 1) floordiv BM"], params = ["BM"], assume = ["BM >= 1", "BM <= 128", "4*N <= 212984"]} : (!ax.tensor<[M, N], bf16>, !ax.tensor<[N], bf16>) -> !ax.tensor<[M, N], bf16> {
@@ -129,7 +140,8 @@ func.func @matmul_rows_k(%0: !ax.tensor<[M, K], bf16>, %1: !ax.tensor<[K, N], bf
 // REPORT: fuse-nki: @layernorm_rows: square-reduce (nki.tensor_reduce <- nki.tensor_tensor): proved
 // REPORT-NEXT: fuse-nki: @layernorm_rows: activation-scale-bias (nki.activation_reduce <- nki.tensor_scalar): proved
 // REPORT-NEXT: fuse-nki: @layernorm_rows: tensor-scalar-chain (nki.tensor_scalar <- nki.tensor_scalar): proved
-// REPORT-NEXT: fuse-nki: @layernorm_rows: fused 3 (square-reduce, activation-scale-bias, tensor-scalar-chain); refuted 0; unknown 0
+// REPORT-NEXT: fuse-nki: @layernorm_rows: column-scale-bias (nki.activation <- nki.tensor_scalar <- nki.tensor_scalar <- nki.tensor_tensor): proved
+// REPORT-NEXT: fuse-nki: @layernorm_rows: fused 4 (square-reduce, activation-scale-bias, tensor-scalar-chain, column-scale-bias); refuted 0; unknown 0
 // CHECK-LABEL: func.func @layernorm_rows
 // CHECK: %[[X:.*]] = tile.load
 // CHECK: %[[MEAN:.*]] = nki.tensor_tensor %{{.*}}, %{{.*}} {op = "divide", buffer = "sbuf", dtype = f32}

@@ -45,6 +45,9 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
   stationary operand) is read whole before the grid (`_stream_loads`, `grid_streaming`: each
   where it is read more than once and the buffers take at most half of SBUF, else the plain
   grid, chosen when the kernel is traced);
+- in a one-id grid whose body has no loop, every program's tiles are loaded first into one
+  SBUF buffer per load, then the grid computes and stores, each program reading its block
+  (`_loads_ahead`, `grid_loading_ahead`: where the buffers take at most half of SBUF);
 - the ops of the body that name one program id and not the others (rmsnorm_matmul's row
   statistics and its x tiles transposed and scaled over the K steps name the row block, not
   the column block) are computed once per value of that id into SBUF buffers, that id's loop
@@ -55,7 +58,9 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
 - a zero PSUM tile that only starts a loop's matmul accumulation is not filled: the first
   matmul of the fresh tile overwrites (`_matmul_accumulator`);
 - the row broadcast `ones.T @ row` of a row loaded from an input is the matmul into PSUM
-  where the row fits one bank, else one DMA from HBM of partition stride 0 (`_broadcast_row`);
+  where the row fits one bank, else, before the grid over more than half the partitions,
+  that matmul a bank's width at a time, each block copied into SBUF (`broadcast_by_banks`),
+  else one DMA from HBM of partition stride 0 (`_broadcast_row`);
   the row sum of a ones tile (a mean's count) is the row length, written by a memset
   (`_count_of_ones`);
 - a `tensor_scalar` ScalarE runs moves there from VectorE while VectorE has more passes over a
@@ -277,9 +282,13 @@ class _Printer:
         if hoist is not None and not first:
             self.grid_hoisting(hoist, once, None, body, keyword)
             keyword = "elif"
+        ahead = _loads_ahead(self.kernel, self.hoisted) \
+            if plans is None and hoist is None else []
         if keyword == "elif":
             self.line(1, "else:")
             self.grid(list(self.kernel.program_names()), body, 2)
+        elif ahead:
+            self.grid_loading_ahead(ahead, body)
         else:
             self.grid(list(self.kernel.program_names()), body, 1)
         outs = [f"out{k}" for k in range(len(self.kernel.output_types()))]
@@ -527,6 +536,42 @@ class _Printer:
         if isinstance(op, nki.NcMatmulOp) or _broadcast_row(op) is not None:
             return False
         return op not in self.folded and op not in self.in_place
+
+    def grid_loading_ahead(self, loads: list[LoadOp], body: Block) -> None:
+        """A one-id grid whose loop-free body loads its program's tiles (`_loads_ahead`): every
+        program's tiles are loaded first, in a loop of their own, into one SBUF buffer
+        `[P, programs, F]` per load, then the grid's loop computes and stores, each program
+        reading its block. The DMA queues then take the loads before the stores, so that a
+        later program's tile is not waiting behind an earlier program's store (the programs
+        are independent and each block is written by its own program's load alone: the same
+        values; where the tile is cut by the tensor's end, its block is padded as the tile
+        was). Where there is more than one program and the buffers, counted twice, take at
+        most half of SBUF's bytes per partition (a Python `if` on the shapes, when traced);
+        else the plain grid."""
+        (pid,) = self.kernel.program_names()
+        (extent,) = self.kernel.grid_exprs()
+        count = _group(python(extent))
+        need = " + ".join(f"2 * {count} * {_group(python(_type(op.result).shape[1]))} * "
+                          f"{DTYPES[_type(op.result).dtype].storage.itemsize}" for op in loads)
+        self.line(1, f"if {count} > 1 and {need} <= nl.tile_size.sbuf_fmax_bytes // 2:")
+        saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
+        buffers = []
+        for op in loads:
+            t = _type(op.result)
+            buf = self.fresh("s")
+            self.line(2, f"{buf} = nl.ndarray(({python(t.shape[0])}, {count}, "
+                         f"{python(t.shape[1])}), dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+            buffers.append(buf)
+        self.line(2, f"for {pid} in nl.affine_range({python(extent)}):")
+        for op, buf in zip(loads, buffers, strict=True):
+            rows, cols = (python(d) for d in _type(op.result).shape)
+            self.load(op, 3, into=(buf, pid, f"{buf}[0:{rows}, {pid}, 0:{cols}]"))
+        self.streamed = set(loads)
+        self.grid([pid], body, 2)
+        self.streamed = set()
+        self.names, self.folded, self.in_place, self.buffers = saved
+        self.line(1, "else:")
+        self.grid([pid], body, 2)
 
     @staticmethod
     def stream_bytes(stream: _Stream, steps: str, extents: Mapping[str, IntExpr],
@@ -967,6 +1012,14 @@ class _Printer:
         depth += 1
         self.line(depth, f"{name} = nl.ndarray(({partitions}, {free}), dtype={_dtype(t.dtype)}, "
                          f"buffer=nl.sbuf)")
+        if op.parent_op() is self.kernel and op in self.hoisted:
+            # by banks where the DMA would move the row to more than half the partitions: a
+            # copy's pass over the row costs VectorE about what the DMA engines take for 85
+            # partitions of a 2-byte row (reference/nki.md 6.1; the profile's DMA rate)
+            self.line(depth, f"if 2 * {_group(partitions)} > nl.tile_size.pmax:")
+            self.broadcast_by_banks(name, partitions, free, ones, row, depth + 1)
+            self.line(depth, "else:")
+            depth += 1
         (offset,) = (IntExpr.lift(o.data) for o in load.offsets.data)
         (extent,), _ = self.region(depth, [offset], list(t.shape), _type(load.source).shape)
         if extent != free:
@@ -976,6 +1029,27 @@ class _Printer:
         self.line(depth, f"nisa.dma_copy(dst={name}[0:{partitions}, 0:{extent}], "
                          f"src={self.names[load.source]}.ap(pattern=[[0, {partitions}], "
                          f"[1, {extent}]], offset={python(offset)}))")
+
+    def broadcast_by_banks(self, name: str, partitions: str, free: str, ones: str, row: str,
+                           depth: int) -> None:
+        """A row longer than one PSUM bank broadcast before the grid (`broadcast`): the proved
+        `ones.T @ row`, a bank's width of columns at a time, each block copied out of PSUM
+        into its columns of the SBUF tile `name` in the row's dtype (each element one exact
+        product of 1 and a value of that dtype: the same values as the DMA of partition stride
+        0 it replaces, which would move the row once per partition through the DMA engines
+        that the grid's loads and stores need; TensorE and one copy of the row, once, are
+        otherwise idle before the first tile arrives)."""
+        fmax = "nl.tile_size.gemm_moving_fmax"
+        block, width, bank = self.fresh("c"), self.fresh("n"), self.fresh()
+        self.line(depth, f"for {block} in nl.affine_range(({free} + {fmax} - 1) // {fmax}):")
+        start = f"{block} * {fmax}"
+        self.line(depth + 1, f"{width} = min({fmax}, {free} - {start})")
+        self.line(depth + 1, f"{bank} = nl.ndarray(({partitions}, {fmax}), dtype=nl.float32, "
+                             "buffer=nl.psum)")
+        self.line(depth + 1, f"nisa.nc_matmul(dst={bank}[0:{partitions}, 0:{width}], "
+                             f"stationary={ones}, moving={row}[0:1, {start}:{start} + {width}])")
+        self.line(depth + 1, f"nisa.tensor_copy(dst={name}[0:{partitions}, {start}:{start} + "
+                             f"{width}], src={bank}[0:{partitions}, 0:{width}])")
 
     def accumulate(self, op: nki.NcMatmulOp, operands: list[str], depth: int) -> None:
         """`nc_matmul(st, mv, acc)` outside a loop's accumulation: the matmul adds into the
@@ -1219,9 +1293,13 @@ def _count_of_ones(op: Operation) -> nki.MemsetOp | None:
 def _vector_weight(op: Operation) -> int:
     """VectorE's work for `op` in units of one pass over a `[P, F]` tile (0 for `[P, 1]`
     columns and for other engines' instructions): `tensor_tensor` reads two inputs (two passes)
-    unless one is in PSUM (reference/nki.md 6.1)."""
+    unless one is in PSUM (reference/nki.md 6.1); a row reduction is a pass over its operand,
+    though it writes a column (softmax's max)."""
     if not isinstance(op, nki.NkiOp) or not op.results or op.attrs().get("engine") not in (
-            None, "vector") or _type(op.results[0]).shape[-1] == IntExpr.const(1):
+            None, "vector"):
+        return 0
+    read = op.operands[0] if isinstance(op, nki.TensorReduceOp) else op.results[0]
+    if _type(read).shape[-1] == IntExpr.const(1):
         return 0
     if isinstance(op, nki.TensorTensorOp):
         return 1 if any(_buffer(v) == "psum" for v in op.operands) else 2
@@ -1373,6 +1451,30 @@ def _stream_loads(kernel: KernelOp, hoisted: set[Operation], tile_sizes: Mapping
                 and other.uses <= pids - plan.uses):
             return plan, other
     return plan, None
+
+
+def _loads_ahead(kernel: KernelOp, hoisted: set[Operation]) -> list[LoadOp]:
+    """The loads `grid_loading_ahead` reads before the grid: in a grid of one program id whose
+    body has no loop (a rows kernel: softmax, rmsnorm, cumsum), the body's 2-D loads of an
+    input at offsets naming the id, not before the grid already, not transposed on their way
+    in, their tile never written in place; else none."""
+    body = kernel.body.block
+    pids = set(kernel.program_names())
+    if len(pids) != 1 or any(isinstance(op, ForOp) for op in body.ops):
+        return []
+    out: list[LoadOp] = []
+    for op in body.ops:
+        if not (isinstance(op, LoadOp) and isinstance(op.source, BlockArgument)
+                and op.source.block is body and _type(op.result).rank == 2):
+            continue
+        named: set[str] = set()
+        for o in op.offsets.data:
+            named |= IntExpr.lift(o.data).symbols()
+        if not named & pids or op in hoisted or _transposed_on_load(op) is not None \
+                or _written_in_place(op.result):
+            continue
+        out.append(op)
+    return out
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,19 @@ instruction and the instruction that makes its operand, so finding them is one w
   `tile.load` (the kernel's `dma_copy`) brought in for it alone -> `dma_transpose` of the
   tile, which the emitter prints as one DMA transposing on its way from HBM. Every NeuronCore
   profile has the 2-D DMA transpose (docs/nki.md); the dialect admits 2-byte dtypes only, and
-  the rule asks the same.
+  the rule asks the same;
+- `divide-reciprocal`: a `[P, F]` tile divided by a `[P, 1]` column -> the tile times the
+  column's reciprocal (one `[P, 1]` `tensor_scalar`, 1 / c): the same pass, now one that
+  ScalarE runs too (its `tensor_scalar` multiplies and adds, it does not divide), so the
+  emitter's engine balance can move it off VectorE (softmax's `exp / sum`);
+- `column-scale-bias`: an activation without scale or bias of a `[P, 1]` column made by
+  `tensor_scalar`s of constants (`+ eps`, in its fp32 pieces) after, optionally, a
+  `tensor_tensor` dividing or multiplying it by a column of constants (a mean's count) ->
+  the activation of the column with that column's reciprocal (or itself) as `scale` and the
+  constants as a `bias` column (`func(s * (1/N) + eps)`, rmsnorm's rsqrt). The new columns
+  read constants only, so the emitter computes them once before the grid
+  (`emit._grid_invariant`): each program loses the `[P, 1]` VectorE instructions between
+  its row sum and ScalarE's function.
 """
 
 from __future__ import annotations
@@ -460,6 +472,144 @@ def _rewrite_dma_transpose(ops: tuple[Operation, ...]) -> None:
     _erase(transpose)
 
 
+# ---- divide-reciprocal -------------------------------------------------------------------------
+def _find_divide_reciprocal(op: Operation) -> tuple[Operation, ...] | None:
+    """A `[P, F]` tile divided by a `[P, 1]` column (one-op `tensor_scalar`, not reversed)."""
+    if not isinstance(op, nki.TensorScalarOp) or op.attrs().get("engine") not in (None, "vector"):
+        return None
+    steps = _steps(op)
+    if len(steps) != 1 or steps[0][0] != "divide" or steps[0][2] \
+            or not isinstance(steps[0][1], SSAValue):
+        return None
+    if _type(op.operands[0]).shape[1] == IntExpr.const(1):
+        return None  # a column by a column: nothing to gain
+    return (op,)
+
+
+def _rewrite_divide_reciprocal(ops: tuple[Operation, ...]) -> None:
+    (divide,) = ops
+    data, column = divide.operands
+    reciprocal = _insert_before(divide, nki.TensorScalarOp.make(
+        [column], op0="divide", scalar0=1.0, reverse0=True, buffer="sbuf", dtype="f32"))
+    _replace(divide, nki.TensorScalarOp.make([data, reciprocal], **_attrs(
+        divide, op0="multiply")))
+
+
+# ---- column-scale-bias --------------------------------------------------------------------------
+#: how far back a column's instructions are followed to see that they read only constants
+_CONSTANT_DEPTH = 4
+
+
+def _constant_made(value: SSAValue, depth: int = _CONSTANT_DEPTH) -> bool:
+    """Is `value` an instruction's result computed from constants alone (memsets, and
+    instructions of those: `lower.py`'s count, a reduction of a ones tile)? The emitter runs
+    such instructions once, before the grid (`emit._grid_invariant`)."""
+    owner = value.owner
+    if isinstance(owner, nki.MemsetOp):
+        return True
+    if depth == 0 or not isinstance(owner, nki.NkiOp) or isinstance(owner, nki.DmaCopyOp) \
+            or not owner.operands:
+        return False
+    return all(_constant_made(v, depth - 1) for v in owner.operands)
+
+
+def _constant_steps(steps: list[tuple[str, float | SSAValue, bool]]
+                    ) -> tuple[list[float], list[tuple[str, float]]] | None:
+    """`tensor_scalar` steps of constants, in order, as `x * k0 * k1 ... + bias`: the
+    multipliers and the steps that make the bias from 0 (`add c`, `subtract c`, and
+    `multiply k` once a bias is there); None for a vector operand, a reversed step or another
+    op."""
+    scale: list[float] = []
+    bias: list[tuple[str, float]] = []
+    for op, operand, reverse in steps:
+        if isinstance(operand, SSAValue) or reverse or op not in ("add", "subtract",
+                                                                   "multiply"):
+            return None
+        if op == "multiply":
+            scale.append(operand)
+            if bias:
+                bias.append((op, operand))
+        else:
+            bias.append((op, operand))
+    return scale, bias
+
+
+def _find_column_scale_bias(op: Operation) -> tuple[Operation, ...] | None:
+    """An activation without scale or bias of a `[P, 1]` column `s` through `tensor_scalar`s of
+    constants (rmsnorm's `+ eps` as fp32 pieces), after, optionally, a `tensor_tensor` that
+    divides or multiplies `s` by a column `c` made of constants (a mean's count), each read only
+    by the next: the anchor, the `tensor_scalar`s from the last back, then the `tensor_tensor`
+    if any."""
+    if not isinstance(op, (nki.ActivationOp, nki.ActivationReduceOp)) or len(op.operands) != 1 \
+            or float(op.attrs().get("scale") or 1.0) != 1.0:
+        return None
+    chain: list[Operation] = []
+    reader = op
+    while True:
+        ts = _maker(reader.operands[0], nki.TensorScalarOp, reader)
+        if ts is None or _type(ts.results[0]).shape[1] != IntExpr.const(1) \
+                or _constant_steps(_steps(ts)) is None:
+            break
+        chain.append(ts)
+        reader = ts
+    if not chain:
+        return None
+    tt = _maker(reader.operands[0], nki.TensorTensorOp, reader)
+    if tt is not None and tt.attrs().get("op") in ("divide", "multiply") \
+            and _constant_made(tt.operands[1]) and _type(tt.operands[1]).dtype == "f32":
+        chain.append(tt)
+    # s: the column the activation reads in the end; constant-made, all of it runs before the
+    # grid already and there is nothing to gain
+    s = chain[-1].operands[0]
+    if _constant_made(s) or _type(s).shape[1] != IntExpr.const(1):
+        return None
+    return (op, *chain)
+
+
+def _rewrite_column_scale_bias(ops: tuple[Operation, ...]) -> None:
+    act, *chain = ops
+    tt = chain.pop() if isinstance(chain[-1], nki.TensorTensorOp) else None
+    composed = _constant_steps([step for ts in reversed(chain) for step in _steps(ts)])
+    assert composed is not None
+    multipliers, bias_steps = composed
+    s = (tt or chain[-1]).operands[0]
+    rows = [_type(s).shape[0], IntExpr.const(1)]
+
+    def column(value: float) -> SSAValue:
+        return _insert_before(act, nki.MemsetOp.make([], value=value, shape=rows, dtype="f32",
+                                                     buffer="sbuf"))
+
+    def apply(start: SSAValue, steps: list[tuple[str, float]]) -> SSAValue:
+        value = start
+        while steps:
+            (op0, k0), *steps = steps
+            attrs: dict[str, Any] = {"op0": op0, "scalar0": k0}
+            if steps:
+                (op1, k1), *steps = steps
+                attrs |= {"op1": op1, "scalar1": k1}
+            value = _insert_before(act, nki.TensorScalarOp.make(
+                [value], buffer="sbuf", dtype="f32", **attrs))
+        return value
+
+    scale: SSAValue | None = None
+    if tt is not None:
+        c = tt.operands[1]
+        scale = c if _props(tt).get("op") == "multiply" else _insert_before(
+            act, nki.TensorScalarOp.make([c], op0="divide", scalar0=1.0, reverse0=True,
+                                         buffer="sbuf", dtype="f32"))
+        scale = apply(scale, [("multiply", k) for k in multipliers])
+    elif multipliers:
+        scale = apply(column(multipliers[0]), [("multiply", k) for k in multipliers[1:]])
+    first = bias_steps[0] if bias_steps else ("add", 0.0)
+    # the first step adds to 0 (or subtracts from it): the memset's value, negated exactly
+    bias = apply(column(first[1] if first[0] == "add" else -first[1]), bias_steps[1:])
+    assert isinstance(act, (nki.ActivationOp, nki.ActivationReduceOp))
+    operands = [s, bias] + ([scale] if scale is not None else [])
+    _replace(act, type(act).make(operands, **_attrs(act, scale=None)))
+    for op in (*chain, *((tt,) if tt is not None else ())):
+        _erase(op)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("tensor-scalar-chain", _find_tensor_scalar_chain, _rewrite_tensor_scalar_chain),
     Rule("activation-scale-bias", _find_activation_scale_bias, _rewrite_activation_scale_bias),
@@ -467,6 +617,8 @@ RULES: tuple[Rule, ...] = (
     Rule("activation-reduce", _find_activation_reduce, _rewrite_activation_reduce),
     Rule("square-reduce", _find_square_reduce, _rewrite_square_reduce),
     Rule("dma-transpose", _find_dma_transpose, _rewrite_dma_transpose),
+    Rule("divide-reciprocal", _find_divide_reciprocal, _rewrite_divide_reciprocal),
+    Rule("column-scale-bias", _find_column_scale_bias, _rewrite_column_scale_bias),
 )
 
 

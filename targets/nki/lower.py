@@ -459,6 +459,7 @@ class _Lowering:
             value = self.values[op.value]
             if op.value.has_one_use() and _type(value).dtype != out.dtype:
                 value = self.rounded_in_place(value, out.dtype)
+                self.round_factors(op.value, value)
             if op.value.has_one_use() and _type(value).dtype != out.dtype:
                 value = self.rounded_through_accesses(value, out.dtype) or value
             if _type(value).dtype != out.dtype or _buffer(value) != "sbuf":
@@ -529,6 +530,43 @@ class _Lowering:
             assert block is not None
             block.erase_op(owner)
         return made
+
+    def round_factors(self, tile_value: SSAValue, value: SSAValue) -> None:
+        """The factors of `value`, a `tensor_tensor` product writing a 16-bit dtype, written in
+        that dtype by their own instructions where the tile op each lowers gives that dtype and
+        `value` is their only reader: the tiled kernel rounds there (every tile op's result is
+        of its dtype), so the kernel rounds where the program does, and VectorE reads two
+        16-bit tiles in one pass (reference/nki.md 6.1; 6.2's perf mode) where an fp32 operand
+        takes two (rmsnorm's `x * rstd` before `* g`). Products only: a factor rounded adds its
+        relative error to the product's, one rounding of the result's own size, where the
+        terms of a sum rounded first may cancel (layernorm's `... * g + b`). Followed down a
+        chain of products. The proof is about values, not their rounding: this is a choice of
+        precision, the program's own, checked on the simulator against the reference."""
+        owner = value.owner
+        tile_op = tile_value.owner
+        dtype = _type(value).dtype
+        if not (isinstance(owner, nki.TensorTensorOp) and isinstance(tile_op, Operation)
+                and owner.attrs().get("op") == "multiply" and dtype in ("bf16", "f16")
+                and owner.buffer_name() == "sbuf"):
+            return
+        for tile_operand in tile_op.operands:
+            lowered = self.values.get(tile_operand)
+            if lowered is None or lowered not in owner.operands or not lowered.has_one_use():
+                continue
+            maker = lowered.owner
+            if not (_type(tile_operand).dtype == dtype and _type(lowered).dtype == COMPUTE_DTYPE
+                    and _type(lowered).shape == _type(value).shape
+                    and isinstance(maker, nki.NkiOp) and maker.buffer_name() == "sbuf"
+                    and "dtype" in type(maker).ATTRS):
+                continue
+            new = type(maker).make(list(maker.operands), **{**maker.attrs(), "dtype": dtype})
+            block = maker.parent_block()
+            assert block is not None
+            block.insert_op_before(new, maker)
+            maker.results[0].replace_all_uses_with(new.results[0])
+            block.erase_op(maker)
+            self.values[tile_operand] = new.results[0]
+            self.round_factors(tile_operand, new.results[0])
 
     # ---- compute --------------------------------------------------------------------------------
     def lower_compute(self, op: Operation, target: Block) -> SSAValue:

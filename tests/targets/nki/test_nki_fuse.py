@@ -36,7 +36,8 @@ from axon.verifier import ProofBudget
 #: each rule and a suite kernel it fuses (program, tiling)
 WHERE = {"activation-scale-bias": ("softmax", "rows"), "reduce-negate": ("softmax", "rows"),
          "activation-reduce": ("softmax", "rows"), "square-reduce": ("rmsnorm", "rows"),
-         "tensor-scalar-chain": ("layernorm", "rows"), "dma-transpose": ("matmul", "blocks_k")}
+         "tensor-scalar-chain": ("layernorm", "rows"), "dma-transpose": ("matmul", "blocks_k"),
+         "divide-reciprocal": ("softmax", "rows"), "column-scale-bias": ("rmsnorm", "rows")}
 TILES = {"BM": 128, "BN": 128, "BK": 128}
 #: remainders of every tile, all ones, several tiles (rmsnorm and layernorm broadcast their
 #: weight rows by one matmul: N <= 512)
@@ -93,28 +94,69 @@ def verdicts(fused: FusedKernel) -> list[tuple[str, str]]:
 def test_softmax_absorbs_its_bias_negates_its_max_and_reads_its_sum_from_the_activation() -> None:
     fused = fuse_kernel(lowered("softmax", "rows"))
     assert verdicts(fused) == [("activation-scale-bias", "proved"), ("reduce-negate", "proved"),
-                               ("activation-reduce", "proved")]
+                               ("activation-reduce", "proved"), ("divide-reciprocal", "proved")]
+    # the divide by the row sum: its reciprocal ([P, 1]) times the exponentials
     assert instructions(fused.func) == ["tensor_reduce", "activation", "activation_reduce",
-                                        "tensor_scalar"]
+                                        "tensor_scalar", "tensor_scalar"]
+    reciprocal, scaled = [op for op in fused.func.walk() if isinstance(op, nki.TensorScalarOp)]
+    assert reciprocal.attrs()["op0"] == "divide" and reciprocal.attrs()["reverse0"]
+    assert scaled.attrs()["op0"] == "multiply" and scaled.operands[1] is reciprocal.results[0]
     text = emit_nki(fused.func, TILES).text
-    # both results of exp from one instruction: the activation and its row sum
-    assert text.count("nisa.activation_reduce(") == 1 and "nisa.activation(" not in text
+    # both results of exp from one instruction: the activation and its row sum (once in each
+    # of the kernel's two grids: its loads ahead of the grid, or not)
+    assert text.count("nisa.activation_reduce(") == 2 and "nisa.activation(" not in text
     assert "negate=True" in text
 
 
 def test_rmsnorm_sums_its_squares_in_the_activation() -> None:
     before = lowered("rmsnorm", "rows")
     fused = fuse_kernel(before)
-    assert verdicts(fused) == [("square-reduce", "proved")]
+    assert verdicts(fused) == [("square-reduce", "proved"), ("column-scale-bias", "proved")]
     assert instructions(before)[:2] == ["tensor_tensor", "tensor_reduce"]
     assert instructions(fused.func)[0] == "activation_reduce"
-    assert len(instructions(fused.func)) == len(instructions(before)) - 1
+
+
+def test_rmsnorm_takes_its_rsqrt_of_the_mean_plus_eps_in_one_activation() -> None:
+    # rsqrt(sum / N + eps): the count's reciprocal as the activation's scale and eps (two fp32
+    # pieces) as its bias, both columns of constants that the emitter computes before the grid
+    before = lowered("rmsnorm", "rows")
+    assert [op.attrs()["op"] for op in before.walk() if isinstance(op, nki.TensorTensorOp)
+            and _columns(op)] == ["divide"]
+    fused = fuse_kernel(before).func
+    assert not [op for op in fused.walk() if isinstance(op, nki.TensorTensorOp) and _columns(op)]
+    (rsqrt,) = [op for op in fused.walk() if isinstance(op, nki.ActivationOp)
+                and op.attrs()["func"] == "rsqrt"]
+    data, bias, scale = rsqrt.operands
+    assert isinstance(data.owner, nki.ActivationReduceOp)  # the sum of squares itself
+    assert fuse._constant_made(bias) and fuse._constant_made(scale)
+    text = emit_nki(fused, TILES).text
+    grid = text.index("for i in nl.affine_range")
+    assert text.index("operand0=1.0, reverse0=True") < grid  # 1 / N, once
+    assert text.index("value=9.99999997") < grid  # eps's first piece, once
+    assert "op=nl.rsqrt, data=" in text[grid:] and ", bias=" in text[grid:]
+
+
+def test_layernorm_takes_eps_in_three_pieces_as_its_rsqrt_bias() -> None:
+    fused = fuse_kernel(lowered("layernorm", "rows"))
+    assert ("column-scale-bias", "proved") in verdicts(fused)
+    (rsqrt,) = [op for op in fused.func.walk() if isinstance(op, nki.ActivationOp)
+                and op.attrs()["func"] == "rsqrt"]
+    assert len(rsqrt.operands) == 3 and isinstance(rsqrt.operands[0].owner,
+                                                   nki.ActivationReduceOp)
+    # 1e-5 is three fp32 pieces: a memset of the first, one tensor_scalar adding the others
+    bias = rsqrt.operands[1].owner
+    assert isinstance(bias, nki.TensorScalarOp) and bias.attrs()["op1"] == "add"
+    assert isinstance(bias.operands[0].owner, nki.MemsetOp)
+
+
+def _columns(op: Operation) -> bool:
+    return all(str(t.shape[1]) == "1" for t in (v.type for v in op.operands))  # type: ignore[attr-defined]
 
 
 def test_layernorm_chains_centring_and_scaling_into_one_tensor_scalar() -> None:
     fused = fuse_kernel(lowered("layernorm", "rows"))
     assert verdicts(fused) == [("square-reduce", "proved"), ("activation-scale-bias", "proved"),
-                               ("tensor-scalar-chain", "proved")]
+                               ("tensor-scalar-chain", "proved"), ("column-scale-bias", "proved")]
     two_op = [op for op in fused.func.walk() if isinstance(op, nki.TensorScalarOp)
               and op.attrs().get("op1") == "multiply"]
     assert [(op.attrs()["op0"], len(op.operands)) for op in two_op] == [("subtract", 3)]
@@ -210,8 +252,36 @@ def _transpose_dropped(ops: tuple[Operation, ...]) -> None:
     block.erase_op(transpose)
 
 
+def _times_the_column(ops: tuple[Operation, ...]) -> None:
+    """x * s instead of x / s: the column itself where its reciprocal belongs."""
+    (divide,) = ops
+    block = divide.parent_block()
+    assert block is not None
+    wrong = nki.TensorScalarOp.make(list(divide.operands), **{
+        **divide.attrs(), "op0": "multiply"})  # type: ignore[attr-defined]
+    block.insert_op_before(wrong, divide)
+    divide.results[0].replace_all_uses_with(wrong.results[0])
+    block.erase_op(divide)
+
+
+def _count_as_scale(ops: tuple[Operation, ...]) -> None:
+    """rsqrt(sum * N + eps) instead of rsqrt(sum / N + eps): the count as the scale, not its
+    reciprocal."""
+    block = ops[0].parent_block()
+    assert block is not None
+    RULE["column-scale-bias"].rewrite(ops)
+    (rsqrt,) = [op for op in block.ops if isinstance(op, nki.ActivationOp)
+                and op.attrs()["func"] == "rsqrt"]
+    reciprocal = rsqrt.operands[2].owner
+    assert isinstance(reciprocal, nki.TensorScalarOp)
+    rsqrt.operands[2] = reciprocal.operands[0]
+    block.erase_op(reciprocal)
+
+
 #: each planted rule, the right rule whose finder it uses, and the kernel it is tried on
 PLANTED = {
+    "times-the-column": ("divide-reciprocal", _times_the_column, ("softmax", "rows")),
+    "count-as-scale": ("column-scale-bias", _count_as_scale, ("rmsnorm", "rows")),
     "bias-after-the-function": ("activation-scale-bias", _bias_after, ("softmax", "rows")),
     "sum-before-the-function": ("activation-reduce", _sum_before, ("softmax", "rows")),
     "two-op-order-swapped": ("tensor-scalar-chain", _swapped, ("layernorm", "rows")),
@@ -326,8 +396,9 @@ def test_a_square_and_its_row_sum_both_used_are_one_instruction(tmp_path: Path) 
                   "    y = x * x\n"
                   "    return y / sum(y, axis=-1, keepdims=True)\n")
     fused = fuse_kernel(lowered(func, "rows"))
-    assert verdicts(fused) == [("square-reduce", "proved")]
-    assert instructions(fused.func) == ["activation", "activation_reduce", "tensor_scalar"]
+    assert verdicts(fused) == [("square-reduce", "proved"), ("divide-reciprocal", "proved")]
+    assert instructions(fused.func) == ["activation", "activation_reduce", "tensor_scalar",
+                                        "tensor_scalar"]
     text = emit_nki(fused.func, TILES).text
-    assert text.count("nisa.activation_reduce(") == 1 and "nisa.activation(" not in text
+    assert text.count("nisa.activation_reduce(") == 2 and "nisa.activation(" not in text
     check_runs(func, fused.func, tmp_path)

@@ -97,6 +97,26 @@ def test_the_instructions_each_op_family_becomes() -> None:
     assert acc.space.data == "psum" and acc.attrs()["dtype"] == "f32"
 
 
+def _dtypes_of_products(name: str) -> list[tuple[str, list[str]]]:
+    """Each [P, F] tensor_tensor product of the lowered `rows` kernel of `name`: its dtype and
+    those of its operands."""
+    func = lower_function(trn2_kernel(program(name), "rows"))
+    return [(str(op.attrs()["dtype"]), [str(v.type.dtype) for v in op.operands])  # type: ignore[attr-defined]
+            for op in func.walk() if isinstance(op, nki.TensorTensorOp)
+            and op.attrs()["op"] == "multiply" and op.operands[0] is not op.operands[1]
+            and str(op.operands[0].type.shape[1]) != "1"]  # type: ignore[attr-defined]
+
+
+def test_a_factor_of_a_product_is_rounded_where_the_program_rounds_it() -> None:
+    # rmsnorm: x * rstd (bf16 in the program) is written in bf16 by its tensor_scalar, so
+    # `* g` reads a bf16 tile (one VectorE pass where fp32 takes two); the row g broadcast
+    # stays as the matmul writes it (fp32 PSUM)
+    assert _dtypes_of_products("rmsnorm") == [("bf16", ["bf16", "f32"])]
+    # layernorm: (xc * rstd) * g is a term of a sum (+ b): rounded first it could cancel, so
+    # it and its factors stay fp32
+    assert _dtypes_of_products("layernorm") == [("f32", ["f32", "f32"])]
+
+
 def test_a_wrong_lowering_is_refuted_and_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     wrong: dict[type[Operation], str] = {**lower._ALU, MulOp: "add"}
     monkeypatch.setattr(lower, "_ALU", wrong)

@@ -2,8 +2,9 @@
 ops that are the same in every program of the grid printed once before it, a matmul's moving
 operand read once per column block and its stationary one once (SBUF buffers; the plain grid
 where they would not fit or not be reused), no memset of a matmul accumulator, a row broadcast
-over the partitions by one DMA from HBM where no PSUM bank holds it, a row length written
-rather than summed from ones, `x * rstd` on ScalarE.
+over the partitions bank by bank (each block copied into SBUF) where no PSUM bank holds it, a
+row length written rather than summed from ones, `x * rstd` on ScalarE, a rows kernel's tiles
+loaded ahead of its grid.
 Each changed kernel runs on the simulator (Trn2 limits, warnings as errors) against the
 reference interpreter at shapes with remainder tiles, sizes of 1 and several tiles; planted
 wrong schedules (an accumulator hoisted out of the grid, a load streamed across the program id
@@ -167,6 +168,55 @@ def _source_index(load: LoadOp) -> int:
     return int(arg.index)
 
 
+# ---- rows kernels: every program's tiles loaded ahead of the grid ------------------------------
+#: the `if` of a rows kernel's grid with its loads ahead (`emit.grid_loading_ahead`)
+AHEAD = "    if (((BM + M - 1) // BM)) > 1 and "
+#: (program, sizes, ahead): remainder tiles (two programs), several tiles, one program (the
+#: plain grid: nothing to load ahead of), and rows too long for the buffer (16 row tiles of
+#: 3500 bf16, counted twice: more than half of SBUF), the plain grid
+AHEAD_CASES = [("softmax", {"M": 130, "N": 77}, True), ("cumsum", {"M": 300, "N": 512}, True),
+               ("rmsnorm", {"M": 257, "N": 2000}, True), ("mul", {"M": 1, "N": 1}, False),
+               ("cumsum", {"M": 2000, "N": 3500}, False)]
+
+
+def hbm_transfers(trace: Trace) -> list[str]:
+    """The kernel's DMAs in trace order: `load` (into the chip) or `store` (into HBM)."""
+    return ["store" if inst.writes[0][1].buffer == "hbm" else "load"
+            for inst in trace.instructions if inst.name == "dma_copy"
+            and "hbm" in {a.buffer for _, a in (*inst.reads, *inst.writes)}]
+
+
+@pytest.mark.parametrize(("name", "sizes", "ahead"), AHEAD_CASES)
+def test_a_rows_kernel_loads_every_program_s_tiles_ahead_of_its_grid(
+        name: str, sizes: dict[str, int], ahead: bool, tmp_path: Path) -> None:
+    text = emit_nki(kernel(name, "rows"), {"BM": 128}).text
+    assert AHEAD in text
+    inputs = make_inputs(PROGRAMS[name], sizes)
+    out, trace = run(text, tmp_path, inputs)
+    assert close(name, sizes, out, inputs), sizes
+    order = hbm_transfers(trace)
+    tiles = -(-sizes["M"] // 128)
+    assert order.count("store") == tiles
+    # ahead: every load (a weight row's before the grid too) before the first store; else
+    # (more than one program) the first program's store before the last program's load
+    assert (order.index("store") >= order.count("load")) == (ahead or tiles == 1)
+
+
+def test_a_wrong_load_ahead_reads_the_wrong_block(tmp_path: Path) -> None:
+    # planted: every program reads the first block of the buffer; wrong past one row tile
+    text = emit_nki(kernel("softmax", "rows"), {"BM": 128}).text
+    block = re.search(r"data=(s\d+)\[0:BM, i, 0:N\]", text)
+    assert block is not None
+    wrong = text.replace(block.group(0), f"data={block.group(1)}[0:BM, 0, 0:N]")
+    assert wrong != text
+    sizes = {"M": 300, "N": 64}
+    inputs = make_inputs(PROGRAMS["softmax"], sizes)
+    out, _ = run(wrong, tmp_path, inputs)
+    assert not close("softmax", sizes, out, inputs)
+    right, _ = run(text, tmp_path, inputs)
+    assert close("softmax", sizes, right, inputs)
+
+
 # ---- rmsnorm: the weight row by DMA, once ------------------------------------------------------
 #: remainder row tiles, all ones, several tiles, a row of one PSUM bank (512 fp32) and rows
 #: longer than one (by DMA)
@@ -179,26 +229,46 @@ def test_rmsnorm_broadcasts_its_weight_once_and_writes_its_row_length(
         sizes: dict[str, int], by_matmul: bool, tmp_path: Path) -> None:
     func = kernel("rmsnorm", "rows")
     text = emit_nki(func, {"BM": 128}).text
-    before, grid = text.split("    for i in nl.affine_range(")
+    before, grid = text.split(f"\n{AHEAD}", 1)
     # before the grid: the weight on every partition, by the ones matmul into PSUM where the
-    # row fits one bank, else by one DMA of partition stride 0; and the row length
+    # row fits one bank, else (a tile of more than half the partitions) by one matmul per
+    # bank's width of columns, each copied into SBUF, rather than by a DMA of partition
+    # stride 0 (which a tile of fewer partitions takes); and the row length
     assert "    if N <= nl.tile_size.gemm_moving_fmax:\n" in before
     assert "nisa.nc_matmul(" in before and "nc_matmul" not in grid
-    assert "src=in1.ap(pattern=[[0, BM], [1, N]], offset=0)" in before
+    banks = before.index("        if 2 * BM > nl.tile_size.pmax:\n")
+    copy = before.index("nisa.tensor_copy(dst=t6[0:BM, c7 * nl.tile_size.gemm_moving_fmax:")
+    assert banks < copy < before.index("src=in1.ap(pattern=[[0, BM], [1, N]], offset=0)")
     # the row length written, not summed from a ones tile; `x * rstd` on ScalarE beside VectorE's
     # `x * g` (ScalarE has only the squares)
     assert "nisa.memset(dst=t1, value=float(N))" in before and "nisa.tensor_reduce(" not in text
-    (scale,) = [line for line in grid.splitlines() if "op0=nl.multiply" in line]
-    assert scale.endswith(", engine=nisa.engine.scalar)")
+    scales = [line for line in grid.splitlines() if "op0=nl.multiply" in line]
+    assert len(scales) == 2 and all(s.endswith(", engine=nisa.engine.scalar)") for s in scales)
     inputs = make_inputs(PROGRAMS["rmsnorm"], sizes)
     out, trace = run(text, tmp_path, inputs)
     assert close("rmsnorm", sizes, out, inputs), sizes
-    # the row loaded once (and broadcast once by DMA past a bank); a load and a store per
+    # the row loaded once (and broadcast once, bank by bank past one); a load and a store per
     # row tile
     tiles = -(-sizes["M"] // 128)
-    assert loads_of(trace, "dma_copy") == (1 if by_matmul else 2) + 2 * tiles
-    assert loads_of(trace, "nc_matmul") == (1 if by_matmul else 0)
+    assert loads_of(trace, "dma_copy") == 1 + 2 * tiles
+    assert loads_of(trace, "nc_matmul") == (1 if by_matmul else -(-sizes["N"] // 512))
+    assert loads_of(trace, "tensor_copy") == (0 if by_matmul else -(-sizes["N"] // 512))
     assert loads_of(trace, "tensor_reduce") == 0
+
+
+def test_a_wrong_broadcast_by_banks_repeats_the_first_bank(tmp_path: Path) -> None:
+    # planted: every bank's block broadcast from the row's first columns; wrong past them
+    text = emit_nki(kernel("rmsnorm", "rows"), {"BM": 128}).text
+    pattern = (r"moving=(t\d+)\[0:1, (c\d+) \* nl.tile_size.gemm_moving_fmax:"
+               r"\2 \* nl.tile_size.gemm_moving_fmax \+ (n\d+)\]")
+    assert re.search(pattern, text) is not None
+    wrong = re.sub(pattern, r"moving=\1[0:1, 0:\3]", text)
+    sizes = {"M": 130, "N": 1100}
+    inputs = make_inputs(PROGRAMS["rmsnorm"], sizes)
+    out, _ = run(wrong, tmp_path, inputs)
+    assert not close("rmsnorm", sizes, out, inputs)
+    right, _ = run(text, tmp_path, inputs)
+    assert close("rmsnorm", sizes, right, inputs)
 
 
 def test_only_a_ones_matmul_of_a_loaded_row_is_a_broadcast() -> None:
@@ -229,10 +299,14 @@ def test_only_a_row_sum_of_ones_is_a_count() -> None:
     assert emit._count_of_ones(count) is None  # the sum of twos is 2 F
 
 
-def test_softmax_keeps_its_engines() -> None:
-    # ScalarE has the exp and its sum; VectorE the max and the divide (not a ScalarE op)
+def test_softmax_scales_by_the_reciprocal_on_scalar_engine() -> None:
+    # VectorE has the max (a pass over the row, though it writes a column) and the reciprocal
+    # of the sum (a column); ScalarE the exp with its sum and the product by the reciprocal,
+    # which it runs where it could not run the divide
     text = emit_nki(kernel("softmax", "rows"), {"BM": 128}).text
-    assert "engine=" not in text
+    lines = [ln for ln in text.splitlines() if "engine=" in ln]
+    assert len(lines) == 2  # one in each of the kernel's grids (loads ahead, plain)
+    assert all("op0=nl.multiply" in ln and "engine=nisa.engine.scalar" in ln for ln in lines)
 
 
 # ---- rmsnorm_matmul: each row block normalized once, not once per column block ---------------
@@ -264,7 +338,7 @@ def test_rmsnorm_matmul_normalizes_each_row_block_once(
         < every.index("nisa.activation_reduce(") < every.index("for j in") \
         < every.index("nisa.dma_copy(dst=s") < every.index("for i in", every.index("for j in")) \
         < every.index("nisa.nc_matmul(")
-    assert "stationary=h6[0:BK, i * (((BK + K - 1) // BK)) + k1, 0:BM]" in every
+    assert "stationary=h9[0:BK, i * (((BK + K - 1) // BK)) + k1, 0:BM]" in every
     # a row block at a time: its values, then the column blocks reading them
     assert one.index("for i in") < one.index("nisa.activation_reduce(") \
         < one.index("for j in") < one.index("nisa.nc_matmul(")
