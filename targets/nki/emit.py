@@ -1457,7 +1457,8 @@ def _loads_ahead(kernel: KernelOp, hoisted: set[Operation]) -> list[LoadOp]:
     """The loads `grid_loading_ahead` reads before the grid: in a grid of one program id whose
     body has no loop (a rows kernel: softmax, rmsnorm, cumsum), the body's 2-D loads of an
     input at offsets naming the id, not before the grid already, not transposed on their way
-    in, their tile never written in place; else none."""
+    in, not printed by the access-pattern rules (`_printed_specially`), their tile never
+    written in place; else none."""
     body = kernel.body.block
     pids = set(kernel.program_names())
     if len(pids) != 1 or any(isinstance(op, ForOp) for op in body.ops):
@@ -1471,7 +1472,7 @@ def _loads_ahead(kernel: KernelOp, hoisted: set[Operation]) -> list[LoadOp]:
         for o in op.offsets.data:
             named |= IntExpr.lift(o.data).symbols()
         if not named & pids or op in hoisted or _transposed_on_load(op) is not None \
-                or _written_in_place(op.result):
+                or _written_in_place(op.result) or _printed_specially(op):
             continue
         out.append(op)
     return out
