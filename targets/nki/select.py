@@ -276,14 +276,14 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     refusals = []
     for proposal in proved:
         assert proposal.kernel is not None
+        params = dict(proposal.candidates[0].params)
         try:
             lowered, _ = lower_and_fuse(proposal.kernel)
-        except Refused as err:
+            emitted = emit_nki(lowered.func, params)
+        except Refused as err:  # the lowering, or the emitter (sizes the inputs do not give)
             say(f"{proposal.tiling.kind}: {err}")
             refusals.append(f"{proposal.tiling.kind}: {err}")
             continue
-        params = dict(proposal.candidates[0].params)
-        emitted = emit_nki(lowered.func, params)
         return FirstKernel(proposal.tiling.kind, emitted.name, params, emitted.text,
                            proposal.proof_id, lowered.proof_id)
     why = "; ".join(refusals) or "no tiling is proved and fits the profile"
@@ -553,7 +553,11 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
     if isinstance(low, str):
         c.rejected = low
         return
-    emitted = emit_nki(low.func, c.params)
+    try:
+        emitted = emit_nki(low.func, c.params)
+    except Refused as err:
+        c.rejected = f"does not emit: {err}"
+        return
     c.module = single_module(emitted.text, emitted.name, len(func.body.block.args))
     c.tiling_proof = proved[c.tiling].proof_id
     c.lowering_proof = low.proof_id

@@ -59,6 +59,13 @@ def test_a_program_that_does_not_lower_is_listed_with_the_reason(tmp_path: Path)
     assert "gqa (naive): %1 'ax.reshape' does not lower" in text
 
 
+def test_a_kernel_the_emitter_refuses_is_listed_with_the_reason(tmp_path: Path) -> None:
+    # qknorm_gqa's `q * q` lowers, but its tile's rows `HKV*G` are no size its inputs give
+    r = row("qknorm_gqa", {"B": 1, "HKV": 1, "G": 2, "S": 3, "L": 3, "D": 2}, tmp_path)
+    assert r.naive.latency_s is None
+    assert "do not give the sizes G, HKV apart" in r.naive.why, r.naive.why
+
+
 def test_rope_is_priced_beside_its_hand_kernel(tmp_path: Path) -> None:
     # (rope was the case above until its rank-3 tiles lowered)
     r = row("rope", {"T": 3, "H": 2, "D2": 2}, tmp_path)
