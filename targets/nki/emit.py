@@ -1319,12 +1319,14 @@ def _scalar_weight(op: Operation) -> int:
 
 
 def _balance_engines(kernel: KernelOp, hoisted: set[Operation]) -> dict[Operation, str]:
-    """`tensor_scalar`s over `[P, F]` tiles moved from VectorE to ScalarE (which runs the
-    multiply, add and multiply-add ones: `SCALAR_ENGINE_OPS`) while, in their block (the grid's
-    body outside what runs before it, or a loop's body), VectorE has more passes over a tile
-    than ScalarE: rmsnorm's `x * rstd` beside its `x * g`, ScalarE having only the squares
-    (reference/nki.md 6.1: about one element a cycle per pass on either engine). The engine
-    changes where an instruction runs, not what it computes."""
+    """Instructions over `[P, F]` tiles moved off VectorE while, in their block (the grid's body
+    outside what runs before it, or a loop's body), VectorE has more passes over a tile than the
+    engine they move to (reference/nki.md 6.1: about one element a cycle per pass on each):
+    `tensor_scalar`s to ScalarE (which runs the multiply, add and multiply-add ones:
+    `SCALAR_ENGINE_OPS`; rmsnorm's `x * rstd` beside its `x * g`, ScalarE having only the
+    squares), then `tensor_tensor`s reading no PSUM to GpSimd (which takes both inputs from
+    SBUF: rope's products, as the hand kernel splits them). The engine changes where an
+    instruction runs, not what it computes (both compute float arithmetic in fp32)."""
     moved: dict[Operation, str] = {}
     blocks = [kernel.body.block, *(op.body.block for op in kernel.walk()
                                    if isinstance(op, ForOp))]
@@ -1342,7 +1344,25 @@ def _balance_engines(kernel: KernelOp, hoisted: set[Operation]) -> dict[Operatio
                 break
             moved[op] = "scalar"
             vector, scalar = vector - 1, scalar + 1
+        gpsimd = 0
+        for op in ops:
+            if not (isinstance(op, nki.TensorTensorOp) and _vector_weight(op) == 2
+                    and all(_made_in_sbuf(v) for v in op.operands)):
+                continue
+            if gpsimd + 2 >= vector:  # the move would not shorten the busier engine
+                break
+            moved[op] = "gpsimd"
+            vector, gpsimd = vector - 2, gpsimd + 2
     return moved
+
+
+def _made_in_sbuf(value: SSAValue) -> bool:
+    """Is `value` a tile an instruction, load or constant makes in SBUF (GpSimd reads no PSUM)?
+    A loop's result is not: a matmul accumulating across the loop keeps it in PSUM."""
+    owner = value.owner
+    if isinstance(owner, (LoadOp, FullOp)):
+        return owner.space.data == "sbuf"
+    return isinstance(owner, nki.NkiOp) and owner.buffer_name() == "sbuf"
 
 
 def _written_in_place(value: SSAValue) -> bool:

@@ -328,6 +328,10 @@ def test_rope_reads_its_pairs_in_place_and_is_proved(tmp_path: Path) -> None:
     assert "op=nl.subtract" in text and re.search(r"dst=t\d+\[:, :, :, 0\], .*nl\.subtract", text)
     assert re.search(r"dst=t\d+\[:, :, :, 1\], .*nl\.add", text)
     assert text.count("nisa.dma_copy(") == 4  # x, cos, sin in; the result out
+    # VectorE's passes split with GpSimd (the engine balance): three of the six tensor_tensors
+    # (12 passes: 6 on each), none reading PSUM
+    assert text.count("nisa.tensor_tensor(") == 6
+    assert text.count("engine=nisa.engine.gpsimd") == 3
     for sizes in ROPE_SHAPES:
         inputs = make_inputs(PROGRAMS["rope"], sizes)
         out = simulate_text(text, module.name, tmp_path, inputs)

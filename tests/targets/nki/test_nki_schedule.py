@@ -309,6 +309,13 @@ def test_softmax_scales_by_the_reciprocal_on_scalar_engine() -> None:
     assert all("op0=nl.multiply" in ln and "engine=nisa.engine.scalar" in ln for ln in lines)
 
 
+def test_a_lone_product_stays_on_vector_engine() -> None:
+    # mul's one tensor_tensor (two passes): moving it to GpSimd would not shorten the busier
+    # engine, so it stays (rope's six split three and three: test_nki_lower_coverage)
+    text = emit_nki(kernel("mul", "rows"), {"BM": 128}).text
+    assert "nisa.tensor_tensor(" in text and "engine=" not in text
+
+
 # ---- rmsnorm_matmul: each row block normalized once, not once per column block ---------------
 #: (sizes, branch): remainders in every dim (one column block: x's tiles are still read once for
 #: the statistics and the matmul), all ones, two and three column blocks of three row blocks:
