@@ -36,7 +36,14 @@ from xdsl.dialects.func import FuncOp
 from axon.dialects.form.intexpr import IntExpr
 from axon.forge.cascade import ForgeCascade
 from axon.forge.driver import CheckOutcome
-from axon.forge.source import Edit, KernelFile, apply_edits, indent_of, statement_span
+from axon.forge.source import (
+    Edit,
+    KernelFile,
+    apply_edits,
+    indent_of,
+    statement_span,
+    without_docstring,
+)
 from axon.forge.stages.analysis import analysable
 from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.kernel_ir import analyse_kernel
@@ -270,7 +277,7 @@ def forge_raised(path: Path, problem: Path, device: Device,
         ours.update(names)
         emitted_texts.append(f"# ---- Axon: {name} raised to ax (proved), {chosen.tiling} "
                              f"({chosen.launch()}) ----\n"
-                             + _without_docstring(text).rstrip() + "\n")
+                             + without_docstring(text).rstrip() + "\n")
         return emitted.name, text, chosen
 
     fused_kernels: set[str] = set()
@@ -343,12 +350,3 @@ def forge_raised(path: Path, problem: Path, device: Device,
                             f"replaced failed the cascade at {outcome.step}: {outcome.reason}")
         result.replaced = []
     return result
-
-
-def _without_docstring(text: str) -> str:
-    tree = ast.parse(text)
-    first = tree.body[0] if tree.body else None
-    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str) and first.end_lineno is not None):
-        return "\n".join(text.splitlines()[first.end_lineno:]).lstrip("\n")
-    return text

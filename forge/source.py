@@ -19,7 +19,7 @@ from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.parse import JitKernel, LaunchSite, TritonModule, parse_triton_source
 
 __all__ = ["Edit", "KernelFile", "Positioned", "apply_edits", "fresh_name", "indent_of",
-           "node_span", "statement_span"]
+           "node_span", "statement_span", "without_docstring"]
 
 
 #: the nodes that carry positions
@@ -172,3 +172,13 @@ def fresh_name(base: str, taken: Sequence[str] | set[str]) -> str:
         k += 1
         name = f"{base}_{k}"
     return name
+
+
+def without_docstring(text: str) -> str:
+    """`text` without its module docstring (a written module keeps the problem's or the user's)."""
+    tree = ast.parse(text)
+    first = tree.body[0] if tree.body else None
+    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str) and first.end_lineno is not None):
+        return "\n".join(text.splitlines()[first.end_lineno:]).lstrip("\n")
+    return text

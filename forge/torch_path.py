@@ -22,7 +22,6 @@ values and the module states it (`CapturedProblem.fixed`).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import re
 from collections.abc import Callable, Mapping
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from axon.forge.source import without_docstring
 from axon.frontend.torch.capture import (
     FLOAT_DTYPES,
     CapturedProblem,
@@ -161,16 +161,6 @@ def _argument(kind: str, name: str) -> str:
     return f"{name}.contiguous()"
 
 
-def _without_docstring(text: str) -> str:
-    """`text` without its module docstring (the written module has the problem's)."""
-    tree = ast.parse(text)
-    first = tree.body[0] if tree.body else None
-    if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str) and first.end_lineno is not None):
-        return "\n".join(text.splitlines()[first.end_lineno:]).lstrip("\n")
-    return text
-
-
 def model_new_source(problem_source: str, captured: CapturedProblem, emitted: EmittedModule,
                      kwargs: Mapping[str, object], note: str) -> str:
     """The drop-in module: the problem's source, the emitted Triton module, and `ModelNew`."""
@@ -189,7 +179,7 @@ def model_new_source(problem_source: str, captured: CapturedProblem, emitted: Em
     body = [
         "", "",
         "# ---- Axon: Model.forward as Triton kernels (axon forge --from torch) ----",
-        _without_docstring(emitted.text).rstrip(), "", "",
+        without_docstring(emitted.text).rstrip(), "", "",
         "class ModelNew(Model):", doc, "",
         f"    def forward(self, {', '.join(inputs)}):",
         f"        return {call}", ""]

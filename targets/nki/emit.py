@@ -1430,12 +1430,8 @@ def _stream_candidates(kernel: KernelOp, hoisted: set[Operation],
             continue
         iv = loop.iv.data
         for op in loop.body.block.ops:
-            if not (isinstance(op, LoadOp) and isinstance(op.source, BlockArgument)
-                    and op.source.block is body and _type(op.result).rank == 2):
+            if not isinstance(op, LoadOp) or (named := _input_load_names(op, body)) is None:
                 continue
-            named: set[str] = set()
-            for o in op.offsets.data:
-                named |= IntExpr.lift(o.data).symbols()
             uses = frozenset(named & pids)
             if iv not in named or uses == pids:
                 continue
@@ -1473,6 +1469,18 @@ def _stream_loads(kernel: KernelOp, hoisted: set[Operation], tile_sizes: Mapping
     return plan, None
 
 
+def _input_load_names(op: LoadOp, body: Block) -> set[str] | None:
+    """The symbols the offsets of `op` name, where `op` is a 2-D load of an input of the grid's
+    `body`; None for any other load."""
+    if not (isinstance(op.source, BlockArgument) and op.source.block is body
+            and _type(op.result).rank == 2):
+        return None
+    named: set[str] = set()
+    for o in op.offsets.data:
+        named |= IntExpr.lift(o.data).symbols()
+    return named
+
+
 def _loads_ahead(kernel: KernelOp, hoisted: set[Operation]) -> list[LoadOp]:
     """The loads `grid_loading_ahead` reads before the grid: in a grid of one program id whose
     body has no loop (a rows kernel: softmax, rmsnorm, cumsum), the body's 2-D loads of an
@@ -1485,14 +1493,11 @@ def _loads_ahead(kernel: KernelOp, hoisted: set[Operation]) -> list[LoadOp]:
         return []
     out: list[LoadOp] = []
     for op in body.ops:
-        if not (isinstance(op, LoadOp) and isinstance(op.source, BlockArgument)
-                and op.source.block is body and _type(op.result).rank == 2):
+        if not isinstance(op, LoadOp) or (named := _input_load_names(op, body)) is None:
             continue
-        named: set[str] = set()
-        for o in op.offsets.data:
-            named |= IntExpr.lift(o.data).symbols()
-        if not named & pids or op in hoisted or _transposed_on_load(op) is not None \
-                or _written_in_place(op.result) or _printed_specially(op):
+        if not named & pids or op in hoisted \
+                or _transposed_on_load(op) is not None or _written_in_place(op.result) \
+                or _printed_specially(op):
             continue
         out.append(op)
     return out
