@@ -717,12 +717,20 @@ def _index_terms(expr: ScalarExpr) -> list[IntExpr]:
 
 
 def _map_index_terms(expr: ScalarExpr, fn: Callable[[IntExpr], IntExpr]) -> ScalarExpr:
-    """`expr` with `fn` applied to the integers the math uses as numbers (not to reads)."""
-    if isinstance(expr, Index):
-        return Index(fn(expr.expr))
-    if isinstance(expr, Call):
-        return Call(expr.fn, tuple(_map_index_terms(a, fn) for a in expr.args), expr.param)
-    return expr
+    """`expr` with `fn` applied to the integers the math uses as numbers (not to reads); an
+    explicit post-order stack, no recursion on the expression's size."""
+    done: dict[int, ScalarExpr] = {}
+    stack: list[tuple[ScalarExpr, bool]] = [(expr, False)]
+    while stack:
+        e, expanded = stack.pop()
+        if isinstance(e, Call) and not expanded:
+            stack.append((e, True))
+            stack.extend((a, False) for a in e.args)
+        elif isinstance(e, Call):
+            done[id(e)] = Call(e.fn, tuple(done[id(a)] for a in e.args), e.param)
+        else:
+            done[id(e)] = Index(fn(e.expr)) if isinstance(e, Index) else e
+    return done[id(expr)]
 
 
 def raise_to_tile(func: FuncOp) -> tuple[str, str, list[str]]:

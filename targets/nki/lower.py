@@ -27,6 +27,7 @@ not lower or is not proved is refused with the reason (`Refused`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -225,31 +226,64 @@ def _zero_past_bounds(value: SSAValue) -> bool:
     """`value` (a tile of the tiled kernel) is zero wherever its block passes the tensor's
     end: a load padded with 0, or ops of such tiles that keep zeros (a product with any
     operand, a quotient of one, a function with f(0) = 0 of one, a sum or difference of two).
-    A syntactic sufficient condition; the proof of the lowering is what decides."""
+    A syntactic sufficient condition; the proof of the lowering is what decides. Each value's
+    verdict after those it needs (`_zero_rule`), on an explicit stack: no recursion on the
+    kernel's size."""
+    known: dict[SSAValue, bool] = {}
+    stack = [value]
+    while stack:
+        top = stack[-1]
+        if top in known:
+            stack.pop()
+            continue
+        needed, rule = _zero_rule(top)
+        pending = [v for v in needed if v not in known]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        known[top] = rule(known)
+    return known[value]
+
+
+def _zero_rule(value: SSAValue) -> tuple[list[SSAValue], Callable[[dict[SSAValue, bool]], bool]]:
+    """The values `_zero_past_bounds` needs for `value` and its rule given their verdicts."""
     owner = value.owner
     shape = _type(value).shape
     if isinstance(owner, LoadOp):
-        return owner.pad.value.data == 0.0
+        pad_zero = owner.pad.value.data == 0.0
+        return [], lambda k: pad_zero
     if isinstance(owner, MulOp):
-        return any(_type(v).shape == shape and _zero_past_bounds(v) for v in owner.operands)
+        same = [v for v in owner.operands if _type(v).shape == shape]
+        return same, lambda k: any(k[v] for v in same)
     if isinstance(owner, DivOp):
-        return _type(owner.operands[0]).shape == shape and _zero_past_bounds(owner.operands[0])
+        first = owner.operands[0]
+        if _type(first).shape != shape:
+            return [], lambda k: False
+        return [first], lambda k: k[first]
     if isinstance(owner, _KEEP_ZERO_UNARY):
-        return _zero_past_bounds(owner.operands[0])
+        operand = owner.operands[0]
+        return [operand], lambda k: k[operand]
     if isinstance(owner, (AddOp, SubOp)):
-        return all(_type(v).shape == shape and _zero_past_bounds(v) for v in owner.operands)
+        terms = list(owner.operands)
+        if any(_type(v).shape != shape for v in terms):
+            return [], lambda k: False
+        return terms, lambda k: all(k[v] for v in terms)
     if isinstance(owner, MatmulOp):  # a column of a @ b is zero where b's column is
-        return _zero_past_bounds(owner.operands[1])
+        right = owner.operands[1]
+        return [right], lambda k: k[right]
     if isinstance(owner, ForOp) and isinstance(value, OpResult):  # 0 + sum of such terms
         init = owner.inits[value.index].owner
         end = owner.body.block.last_op
         assert isinstance(end, YieldOp)
         step = end.values[value.index].owner
         arg = owner.body.block.args[value.index]
-        return (isinstance(init, FullOp) and init.value.value.data == 0.0
-                and isinstance(step, AddOp) and arg in step.operands
-                and all(v is arg or _zero_past_bounds(v) for v in step.operands))
-    return False
+        if not (isinstance(init, FullOp) and init.value.value.data == 0.0
+                and isinstance(step, AddOp) and arg in step.operands):
+            return [], lambda k: False
+        terms = [v for v in step.operands if v is not arg]
+        return terms, lambda k: all(k[v] for v in terms)
+    return [], lambda k: False
 
 
 def _row_factors(loop: ForOp) -> dict[int, tuple[SSAValue, SSAValue, SSAValue, str]]:
@@ -542,13 +576,22 @@ class _Lowering:
         terms of a sum rounded first may cancel (layernorm's `... * g + b`). Followed down a
         chain of products. The proof is about values, not their rounding: this is a choice of
         precision, the program's own, checked on the simulator against the reference."""
+        work = [(tile_value, value)]  # a worklist down the chain, no recursion
+        while work:
+            tile_value, value = work.pop()
+            work.extend(self.round_factors_of(tile_value, value))
+
+    def round_factors_of(self, tile_value: SSAValue, value: SSAValue
+                         ) -> list[tuple[SSAValue, SSAValue]]:
+        """`round_factors`' step at one product: its factors rewritten, returned to follow."""
         owner = value.owner
         tile_op = tile_value.owner
         dtype = _type(value).dtype
+        follow: list[tuple[SSAValue, SSAValue]] = []
         if not (isinstance(owner, nki.TensorTensorOp) and isinstance(tile_op, Operation)
                 and owner.attrs().get("op") == "multiply" and dtype in ("bf16", "f16")
                 and owner.buffer_name() == "sbuf"):
-            return
+            return follow
         for tile_operand in tile_op.operands:
             lowered = self.values.get(tile_operand)
             if lowered is None or lowered not in owner.operands or not lowered.has_one_use():
@@ -566,7 +609,8 @@ class _Lowering:
             maker.results[0].replace_all_uses_with(new.results[0])
             block.erase_op(maker)
             self.values[tile_operand] = new.results[0]
-            self.round_factors(tile_operand, new.results[0])
+            follow.append((tile_operand, new.results[0]))
+        return follow
 
     # ---- compute --------------------------------------------------------------------------------
     def lower_compute(self, op: Operation, target: Block) -> SSAValue:
