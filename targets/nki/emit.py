@@ -70,7 +70,7 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,6 +83,7 @@ from axon.dialects.form.dtypes import DTYPES, round_to
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp, parse_assumption
 from axon.targets.nki.lower import Refused, kernel_of
+from axon.targets.nki.squeeze import dropped
 
 #: Axon dtypes -> `nki.language` dtypes
 _DTYPES = {"f32": "nl.float32", "bf16": "nl.bfloat16", "f16": "nl.float16"}
@@ -707,8 +708,12 @@ class _Printer:
         """The extents inside the tensor of a tile at `offsets` (names bound here where the
         tile may be cut by the tensor's end) and the tensor's slices."""
         extents, slices = [], []
+        # a batch coordinate: one element at a program id that runs over the whole dim
+        within = {(IntExpr.sym(p), g) for p, g in zip(self.kernel.program_names(),
+                                                      self.kernel.grid_exprs(), strict=True)}
         for off, size, dim in zip(offsets, tile, whole, strict=True):
-            if off == IntExpr.const(0) and size == dim:
+            if off == IntExpr.const(0) and size == dim or \
+                    size == IntExpr.const(1) and (off, dim) in within:
                 extent = python(size)
             else:
                 extent = self.fresh("n")
@@ -763,14 +768,19 @@ class _Printer:
         t = _type(op.value)
         k = op.result.value.data
         out = self.kernel.output_types()[k]
-        extents, slices = self.region(depth, op.offset_exprs(), list(t.shape), out.shape)
+        offsets = op.offset_exprs()
+        extents, slices = self.region(depth, offsets, list(t.shape), out.shape)
         inside = [f"0:{e}" for e in extents]
-        if _column_store(op.value):  # a [P] block held as the column [P, 1]
+        lead = dropped(t) if _column_store(op.value) else 0
+        if lead:  # a batched kernel's [BM, D] tile as its block [1, 1, BM, D]
+            inside = inside[lead:]
+            slices = [python(o) for o in offsets[:lead]] + slices[lead:]
+        elif _column_store(op.value):  # a [P] block held as the column [P, 1]
             inside = [*inside, "0:1"]
         elif t.rank == 1:
             inside = ["0:1", *inside]
-        self.line(depth, f"nisa.dma_copy(dst=out{k}[{', '.join(slices)}], "
-                         f"src={self.names[op.value]}[{', '.join(inside)}])")
+        self.guarded(extents[:lead], depth, f"nisa.dma_copy(dst=out{k}[{', '.join(slices)}], "
+                                            f"src={self.names[op.value]}[{', '.join(inside)}])")
 
     def access(self, op: nki.AccessOp, depth: int) -> None:
         """An access pattern: a view named by its expression (a strided slice, a reshape), a
@@ -874,19 +884,34 @@ class _Printer:
                          f"[0, {python(heads)}], [1, {free}]], offset={start}))")
 
     def load_column(self, load: LoadOp, copy: nki.NkiOp, depth: int) -> None:
-        """A rank-1 block `[P]` of per-row values, loaded straight into the column `[P, 1]`
-        that `copy` (the lowering's DMA reshape) makes of it: one DMA of P elements, one per
-        partition (a DMA needs only equal element counts)."""
+        """A block loaded straight into the tile `copy` (the lowering's DMA reshape) makes of
+        it, one DMA (a DMA needs only equal element counts): a rank-1 block `[P]` of per-row
+        values into the column `[P, 1]`, one per partition; a batched kernel's block
+        `[1, 1, BM, D]` into the tile `[BM, D]` (`squeeze.py`), its batch coordinates
+        indexing the tensor (a dim past the tensor's end leaves the tile to its padding)."""
         t = _type(load.result)
         name = self.allocate(copy.results[0], depth, "sbuf")
         offsets = [IntExpr.lift(o.data) for o in load.offsets.data]
-        (extent,), (window,) = self.region(depth, offsets, list(t.shape), _type(load.source).shape)
-        if extent != python(t.shape[0]):
-            self.line(depth, f"if {extent} < {python(t.shape[0])}:")
+        extents, slices = self.region(depth, offsets, list(t.shape), _type(load.source).shape)
+        cut = [f"{e} < {python(s)}" for e, s in zip(extents, t.shape, strict=True)
+               if e != python(s)]
+        if cut:
+            self.line(depth, f"if {' or '.join(cut)}:")
             self.line(depth + 1, f"nisa.memset(dst={name}, "
                                  f"value={_fill(load.pad.value.data, t.dtype)})")
-        self.line(depth, f"nisa.dma_copy(dst={name}[0:{extent}, 0:1], "
-                         f"src={self.names[load.source]}[{window}])")
+        lead = dropped(t)
+        inside = [f"0:{e}" for e in extents[lead:]] if lead else [f"0:{extents[0]}", "0:1"]
+        src = [python(o) for o in offsets[:lead]] + slices[lead:]
+        self.guarded(extents[:lead], depth, f"nisa.dma_copy(dst={name}[{', '.join(inside)}], "
+                                            f"src={self.names[load.source]}[{', '.join(src)}])")
+
+    def guarded(self, extents: Sequence[str], depth: int, line: str) -> None:
+        """`line`, under a test that each of `extents` (a batch coordinate's one element, or
+        none past the tensor's end) is not empty where one may be."""
+        empty = [f"{e} > 0" for e in extents if e != "1"]
+        if empty:
+            self.line(depth, f"if {' and '.join(empty)}:")
+        self.line(depth + bool(empty), line)
 
     # ---- instructions ---------------------------------------------------------------------------
     def instruction(self, op: nki.NkiOp, depth: int) -> None:
@@ -1174,15 +1199,19 @@ def _windows(kernel: KernelOp) -> dict[SSAValue, tuple[nki.AccessOp, int]]:
 
 
 def _column_load(op: Operation) -> LoadOp | None:
-    """The rank-1 load `op` (a DMA reshape `[P]` -> `[P, 1]` on chip) reads, where the
-    reshape is that load's only use: the load is printed into the column directly."""
+    """The load `op` (a DMA reshape on chip: `[P]` -> `[P, 1]`, or a batched block
+    `[1, 1, BM, D]` -> `[BM, D]`) reads, where the reshape is that load's only use: the load is
+    printed into the reshaped tile directly."""
     if not (isinstance(op, nki.DmaCopyOp) and op.buffer_name() == "sbuf"):
         return None
     load = op.operands[0].owner
     t = _type(op.results[0])
-    if isinstance(load, LoadOp) and load.result.has_one_use() \
-            and _type(load.result).rank == 1 and t.rank == 2 \
-            and t.shape == (_type(load.result).shape[0], IntExpr.const(1)):
+    if not (isinstance(load, LoadOp) and load.result.has_one_use()):
+        return None
+    block = _type(load.result)
+    if block.rank == 1 and t.rank == 2 and t.shape == (block.shape[0], IntExpr.const(1)):
+        return load
+    if dropped(block) and t.shape == block.shape[-2:]:
         return load
     return None
 
@@ -1196,13 +1225,17 @@ def _column_of_load(load: LoadOp) -> Operation | None:
 
 
 def _column_store(value: SSAValue) -> bool:
-    """`value` is a DMA reshape of a column `[P, 1]` into the rank-1 `[P]` in HBM, read only
-    by stores: each store reads the column."""
+    """`value` is a DMA reshape into HBM read only by stores, each of which reads the tile
+    itself: of a column `[P, 1]` into the rank-1 `[P]`, or of a batched kernel's `[BM, D]`
+    into its block `[1, 1, BM, D]` (`squeeze.py`)."""
     owner = value.owner
-    return (isinstance(owner, nki.DmaCopyOp) and owner.buffer_name() == "hbm"
-            and _type(value).rank == 1 and _type(owner.operands[0]).rank == 2
-            and _type(owner.operands[0]).shape[1] == IntExpr.const(1)
-            and all(isinstance(u.operation, StoreOp) for u in value.uses))
+    if not (isinstance(owner, nki.DmaCopyOp) and owner.buffer_name() == "hbm"
+            and all(isinstance(u.operation, StoreOp) for u in value.uses)):
+        return False
+    t, source = _type(value), _type(owner.operands[0])
+    if t.rank == 1:
+        return source.rank == 2 and source.shape[1] == IntExpr.const(1)
+    return bool(dropped(t)) and source.shape == t.shape[-2:]
 
 
 def _broadcast_row(op: Operation) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Operation] | None:

@@ -79,6 +79,7 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.dialects.tile.kernel import sole_kernel
+from axon.targets.nki.squeeze import dropped, squeezed
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import ProofBudget
 
@@ -118,11 +119,12 @@ def lower_function(func: FuncOp) -> FuncOp:
     function of the same name, signature and `axon.*` attributes. Not yet proved: see
     `lower_and_prove`."""
     kernel = kernel_of(func)
+    held = squeezed(kernel) or kernel  # [1, 1, BM, D] tiles held as [BM, D]
     out = FuncOp(func.sym_name.data, func.function_type)
     block = out.body.block
     args: dict[SSAValue, SSAValue] = dict(zip(func.body.block.args, block.args, strict=True))
     try:
-        lowered = _Lowering(kernel).run([args[v] for v in kernel.inputs])
+        lowered = _Lowering(held).run([args[v] for v in kernel.inputs])
     except ShapeError as err:  # an instruction the lowering made does not take its operands
         raise Refused(f"@{func.sym_name.data}: an instruction breaks an NKI rule: {err}") \
             from None
@@ -426,6 +428,9 @@ class _Lowering:
     #: tile and the shape
     stretched: dict[tuple[SSAValue, tuple[IntExpr, ...]], SSAValue] = field(
         default_factory=dict)
+    #: a squeezed tile given its leading unit dims back for its stores (`squeeze.py`): the
+    #: rank-2 tile it reshapes
+    unsqueezed: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
@@ -490,16 +495,18 @@ class _Lowering:
                 space=op.space.data))
         elif isinstance(op, StoreOp):
             out = self.kernel.output_types()[op.result.value.data]
-            value = self.values[op.value]
-            if op.value.has_one_use() and _type(value).dtype != out.dtype:
+            stored = self.unsqueezed.get(op.value, op.value)
+            value = self.values[stored]
+            if stored.has_one_use() and _type(value).dtype != out.dtype:
                 value = self.rounded_in_place(value, out.dtype)
-                self.round_factors(op.value, value)
-            if op.value.has_one_use() and _type(value).dtype != out.dtype:
+                self.round_factors(stored, value)
+            if stored.has_one_use() and _type(value).dtype != out.dtype:
                 value = self.rounded_through_accesses(value, out.dtype) or value
             if _type(value).dtype != out.dtype or _buffer(value) != "sbuf":
                 value = self.add(target, nki.TensorCopyOp.make(
                     [value], buffer="sbuf", dtype=out.dtype))
-            if op.value in self.per_row:  # the column [P, 1] as the rank-1 block [P]
+            if op.value in self.per_row or stored is not op.value:
+                # the column [P, 1] as the rank-1 block [P]; a squeezed tile as its block
                 value = self.add(target, nki.DmaCopyOp.make(
                     [value], buffer="hbm", shape=list(_type(op.value).shape)))
             target.add_op(StoreOp(value, op.result.value.data, op.offset_exprs()))
@@ -617,6 +624,8 @@ class _Lowering:
         result = _type(op.results[0])
         if op.results[0] in self.per_row:
             return self.lower_per_row(op, target)
+        if isinstance(op, ReshapeOp) and (moved := self.squeeze_dma(op, target)) is not None:
+            return moved
         if isinstance(op, (SliceOp, ReshapeOp, ConcatOp)) or (
                 isinstance(op, BroadcastToOp) and result.rank > 2):
             return self.lower_access(op, target)
@@ -647,6 +656,23 @@ class _Lowering:
         if isinstance(op, BroadcastToOp):
             return self.lower_broadcast(op, target)
         raise Refused(f"'{op.name}' has no NKI lowering yet")
+
+    def squeeze_dma(self, op: ReshapeOp, target: Block) -> SSAValue | None:
+        """The reshapes `squeeze.py` puts next to a batched kernel's loads and stores: a
+        loaded `[1, 1, BM, D]` block as the tile `[BM, D]` is the load's DMA itself (a DMA
+        needs only equal element counts; `emit.py` prints one `dma_copy`); a tile given its
+        unit dims back only to be stored is stored by a DMA of that shape (`lower_op`).
+        None for any other reshape."""
+        (x,) = op.operands
+        tx, tr = _type(x), _type(op.results[0])
+        if isinstance(x.owner, LoadOp) and dropped(tx) and tr.shape == tx.shape[-2:]:
+            return self.add(target, nki.DmaCopyOp.make(
+                [self.values[x]], buffer="sbuf", shape=list(tr.shape)))
+        if tx.rank == 2 and dropped(tr) and tr.shape[-2:] == tx.shape and op.results[0].uses \
+                and all(isinstance(u.operation, StoreOp) for u in op.results[0].uses):
+            self.unsqueezed[op.results[0]] = x
+            return self.values[x]
+        return None
 
     def tile(self, value: SSAValue) -> SSAValue:
         """The lowered `[P, F]` tile of `value`."""
@@ -935,7 +961,9 @@ class _Lowering:
         - a tile and a size, `in0[d0, d1] / idx(N)` (the mean's count; also `*`, `+`, `-`, in
           either order) -> the count as the row sum of a ones tile `[P, N]` (as a mean's, so
           no size is a constant of the lowered function; the emitter writes N), then
-          `tensor_tensor` (or `tensor_scalar` by the count column for a `[P, F]` tile).
+          `tensor_tensor` (or `tensor_scalar` by the count column for a `[P, F]` tile);
+        - a contraction of two tiles over a whole dim of each, either operand read either way
+          round (`q @ k.T`, `p @ v`), masked or not -> `nc_matmul` (`generic_contraction`).
 
         Anything else is refused with the form and what is missing."""
         form = op.generic_form()
@@ -943,11 +971,72 @@ class _Lowering:
             found: SSAValue | str = "a finalized reduction has no NKI lowering yet"
         elif form.reduction is None:
             found = self.generic_by_size(op, form, target)
+        elif len(op.operands) == 2:
+            found = self.generic_contraction(op, form, target)
         else:
             found = self.generic_row_reduce(op, form, target)
         if isinstance(found, str):
             raise Refused(f"'ax.generic' with the form `{form}`: {found}")
         return found
+
+    def generic_contraction(self, op: GenericOp, form: GenericForm, target: Block
+                            ) -> SSAValue | str:
+        """`out[d0 < P, d1 < N] = add over r0 in [0, K) of in0[.] * in1[.]`, `in0` read at
+        `[d0, r0]` or `[r0, d0]`, `in1` at `[r0, d1]` or `[d1, r0]`, each a whole tile ->
+        `nc_matmul` of the stationary `[K, P]` by the moving `[K, N]`, a tile read the other
+        way round transposed on TensorE first (as `lower_matmul`'s left operand). Masked by a
+        bound on the indices, `select(<bound>, in0[.] * in1[.], 0.0)`, the same where one
+        operand is zero past the tensor's end (a zero-padded load: attention's values past
+        L); the proof checks the mask against the load's bound."""
+        if not (form.reduction == "add" and len(form.parallel) == 2 and len(form.reduced) == 1
+                and form.reduced[0].lower == IntExpr.const(0)):
+            return "a contraction other than a sum over one dim into a [P, N] tile"
+        (d0, d1), (r0,) = form.parallel, form.reduced
+        body = form.body
+        masked = isinstance(body, Call) and body.fn == "select" and not _reads(body.args[0]) \
+            and isinstance(body.args[2], Const) and body.args[2].value == 0
+        product = body.args[1] if masked and isinstance(body, Call) else body
+        if not (isinstance(product, Call) and product.fn == "mul"
+                and all(isinstance(a, Read) for a in product.args)):
+            return "a contraction whose body is not a product of two reads"
+        reads = {a.operand: a for a in product.args if isinstance(a, Read)}
+        if sorted(reads) != [0, 1]:
+            return "a contraction that does not read each operand once"
+        p, n, k = (IntExpr.sym(d.name) for d in (d0, d1, r0))
+        ways = {(0, (p, k)): False, (0, (k, p)): True, (1, (k, n)): False, (1, (n, k)): True}
+        transposed = [ways.get((i, tuple(reads[i].index))) for i in (0, 1)]
+        if None in transposed:
+            return "a contraction reading an operand other than [d0, r0] / [r0, d0] and " \
+                "[r0, d1] / [d1, r0]"
+        a_src, b_src = op.operands
+        want = [(d0.upper, r0.upper), (r0.upper, d1.upper)]
+        for src, flip, shape in zip((a_src, b_src), transposed, want, strict=True):
+            held = tuple(reversed(shape)) if flip else shape
+            if _type(src).shape != held:
+                return f"the operand {_type(src)} is not the whole tile {list(held)} it reads"
+        if masked and not (_zero_past_bounds(a_src) or _zero_past_bounds(b_src)):
+            return ("a masked contraction of tiles neither of which is zero past the tensor's "
+                    "end needs a mask built on chip, not built yet")
+        a, b = self.tile(a_src), self.tile(b_src)
+        dtype = _type(b).dtype if _type(b).dtype != COMPUTE_DTYPE else _type(a).dtype
+        # the stationary operand is [K, P]: the left tile read as [r0, d0] is; [d0, r0] is
+        # transposed (TensorE reads one dtype for both operands)
+        stationary = a if transposed[0] else self.transposed(a, dtype, target)
+        moving = self.transposed(b, dtype, target) if transposed[1] else b
+        operands = []
+        for x in (stationary, moving):
+            if _type(x).dtype != dtype or _buffer(x) != "sbuf":
+                x = self.add(target, nki.TensorCopyOp.make([x], buffer="sbuf", dtype=dtype))
+            operands.append(x)
+        return self.add(target, nki.NcMatmulOp.make(operands, buffer="psum"))
+
+    def transposed(self, x: SSAValue, dtype: str, target: Block) -> SSAValue:
+        """`x` transposed on TensorE (`nc_transpose` into PSUM), copied into SBUF in
+        `dtype`."""
+        if _type(x).dtype != dtype or _buffer(x) != "sbuf":
+            x = self.add(target, nki.TensorCopyOp.make([x], buffer="sbuf", dtype=dtype))
+        flipped = self.add(target, nki.NcTransposeOp.make([x], buffer="psum"))
+        return self.add(target, nki.TensorCopyOp.make([flipped], buffer="sbuf", dtype=dtype))
 
     def generic_by_size(self, op: GenericOp, form: GenericForm, target: Block
                         ) -> SSAValue | str:

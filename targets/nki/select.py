@@ -33,13 +33,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from xdsl.dialects.builtin import StringAttr
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
 
 from axon.dialects.ax import BroadcastToOp, MatmulOp, TensorType
 from axon.dialects.ax.creation import ConstantOp
 from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.interpreter import run_function
+from axon.selection.variants import program_variants, unnamed
 from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.fuse import lower_and_fuse
@@ -52,6 +55,10 @@ from axon.tiling.search import Proposal, tile_program
 
 #: candidates simulated at most unless told (`--max-candidates`)
 DEFAULT_MAX_CANDIDATES = 8
+
+#: programs tiled: the program and the nu-graph's cheapest other program equal to it
+#: (`selection/variants.py`; gqa's kv heads read at `h floordiv G` tile only there)
+DEFAULT_PROGRAMS = 2
 
 #: the split chain (all ops but the last in one kernel) is a candidate only where the tiling
 #: search of the whole function took at most this many seconds: its first part's search costs
@@ -440,16 +447,19 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                   max_candidates: int = DEFAULT_MAX_CANDIDATES,
                   inputs: Sequence[np.ndarray] | None = None,
                   tolerance: tuple[float, float] | None = None,
-                  extra: Sequence[Candidate] = ()) -> ChosenKernel:
+                  extra: Sequence[Candidate] = (),
+                  programs: int = DEFAULT_PROGRAMS) -> ChosenKernel:
     """The cheapest right candidate of `func` at `sizes` (every size bound; see the module
     docstring). `inputs` default to `random_inputs`, `tolerance` to the result dtype's;
     `extra` candidates (with their modules) join the list after the bound is applied (a
-    test's planted ones). `NoKernel` when no candidate is left."""
+    test's planted ones); `programs`: how many of `func` and its nu-graph variants are tiled
+    (`tiled_programs`). `NoKernel` when no candidate is left."""
     if max_candidates < 1:
         raise ValueError(f"max_candidates must be at least 1, not {max_candidates}")
     name = func.sym_name.data
     start = time.perf_counter()
-    result = tile_program([func], load_profile(profile), sizes)
+    funcs = tiled_programs(func, profile, sizes, programs)
+    result = tile_program(funcs, load_profile(profile), sizes)
     proved = [p for p in result.proved if p.candidates and p.kernel is not None]
     ops = len(op_functions(func))
     searched = time.perf_counter() - start
@@ -460,17 +470,26 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     chains = " and the unfused chain" if ops > 1 else ""
     if split is not None:
         chains = ", the unfused chain and the split one (the last op apart)"
-    say(f"nki: @{name}: {len(result.proposals)} tilings proposed, {len(proved)} proved and "
+    say(f"nki: @{name}: {len(funcs)} program(s) ({len(funcs) - 1} nu-graph variant(s)), "
+        f"{len(result.proposals)} tilings proposed, {len(proved)} proved and "
         f"fitting; {space} candidate(s): the best tile sizes of each proved tiling by the "
         f"tiled cost model{chains}")
-    firsts = [Candidate(f"{p.tiling.kind} {_sizes(p.candidates[0].params)}", p.tiling.kind,
+
+    def label(p: Proposal, params: Mapping[str, int]) -> str:
+        program = "" if p.variant == name else f"{p.variant} "
+        return f"{program}{p.tiling.kind} {_sizes(params)}"
+
+    firsts = [Candidate(label(p, p.candidates[0].params), p.tiling.kind,
                         dict(p.candidates[0].params), t) for t, p in enumerate(proved)]
-    others = [Candidate(f"{p.tiling.kind} {_sizes(c.params)}", p.tiling.kind, dict(c.params), t)
+    others = [Candidate(label(p, c.params), p.tiling.kind, dict(c.params), t)
               for t, p in enumerate(proved) for c in p.candidates[1:]]
     chain = [Candidate("unfused chain", "chain")] if ops > 1 else []
     if split is not None:  # the last op apart, the others fused
         chain.append(Candidate("split chain", "chain-split", tiling=-2))
-    ordered = [*firsts, *chain, *others]
+    # the program's own tilings first, then the chains, then the variants' (the bound keeps
+    # what the program alone would have; a program that does not tile gets its variants')
+    own = [c for c in firsts if proved[c.tiling].variant == name]
+    ordered = [*own, *chain, *(c for c in firsts if c not in own), *others]
     taken = ordered[:max_candidates]
     if chain and not any(c is chain[0] for c in taken) and max_candidates > 1:
         taken = [*ordered[:max_candidates - 1], chain[0]]
@@ -531,6 +550,28 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     return ChosenKernel(best.kind, best.params, best.module.text, best.tiling_proof,
                         best.lowering_proof, symbolic, seconds - symbolic, best.latency_s,
                         best.output, tuple(candidates), space)
+
+
+def tiled_programs(func: FuncOp, profile: str, sizes: Mapping[str, int], count: int
+                   ) -> list[FuncOp]:
+    """`func` and, up to `count` programs in all, the nu-graph's cheapest programs equal to
+    it that differ from it (`program_variants`); `func` alone where propagation finds none
+    or fails (a diagnostic: the program is tiled as it is)."""
+    if count <= 1:
+        return [func]
+    try:
+        variants = program_variants(func, profile, sizes, count)
+    except DiagnosticException:
+        return [func]
+    seen = {unnamed(func)}
+    funcs = [func]
+    for v in variants:
+        if len(funcs) < count and (text := unnamed(v)) not in seen:
+            seen.add(text)
+            if v.sym_name.data == func.sym_name.data:  # the cheapest keeps the program's name
+                v.sym_name = StringAttr(f"{func.sym_name.data}_v{len(funcs)}")
+            funcs.append(v)
+    return funcs
 
 
 def _sizes(params: Mapping[str, int]) -> str:

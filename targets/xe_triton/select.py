@@ -33,7 +33,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -44,6 +43,7 @@ from axon.dialects.tile import KernelOp
 from axon.nugraph.stored import function_text, functions_from_texts
 from axon.selection.executor import Executor, LocalExecutor
 from axon.selection.space import Tally, Verdict, pick, ranked_bounded
+from axon.selection.variants import program_variants, unnamed
 from axon.targets.profiles import DeviceProfile, load_profile
 from axon.targets.xe_triton.cascade import (
     LAUNCH_OPTIONS,
@@ -70,7 +70,6 @@ from axon.tiling.search import TIME_LIMIT_S, Proposal, all_sizes, tile_program
 from axon.tiling.split import Split, cut_name, cut_points, intermediate_dtype, split_function
 from axon.tiling.split_loop import NotSplit, Stages, stages
 from axon.tiling.untie import untie
-from axon.tools.embed import run_pipeline
 from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
 from axon.verifier.cache import ProofCache
 
@@ -184,18 +183,6 @@ Report = Callable[[str], None]
 def cost_profile(device: Device) -> DeviceProfile:
     """The tiled cost model's profile for `device` (see the module docstring)."""
     return load_profile(device.profile or FALLBACK_COST_PROFILE)
-
-
-def program_variants(func: FuncOp, profile: str, sizes: Mapping[str, int],
-                     count: int) -> list[FuncOp]:
-    """The program and the nu-graph's next `count - 1` cheapest programs equal to it."""
-    if count <= 1:
-        return [func]
-    module = ModuleOp([func.clone()])
-    shown = ",".join(f"{k}={v}" for k, v in sizes.items())
-    run_pipeline(module, f'propagate{{emit="top-k" top_k={count} device={profile} '
-                         f'sizes="{shown}"}}')
-    return [op for op in module.ops if isinstance(op, FuncOp)]
 
 
 def kernel_facts(kernel: xt.KernelOp, sizes: Mapping[str, int]) -> KernelFacts:
@@ -378,7 +365,7 @@ def staged_candidates(funcs: Sequence[FuncOp], device: Device, profile: DevicePr
                                 f"back, over the best single launch's {bound_ms:.3g} ms"))
                 continue
             split = split_function(func, value)
-            texts = (_unnamed(split.producer), _unnamed(split.consumer))
+            texts = (unnamed(split.producer), unnamed(split.consumer))
             if texts in done:  # another variant cut the same way
                 continue
             done.add(texts)
@@ -422,7 +409,7 @@ def distinct(candidates: Sequence[Candidate]) -> list[Candidate]:
         if c.stages:
             return tuple(signature(s) for s in c.stages)
         if id(c.kernel) not in texts:
-            texts[id(c.kernel)] = _unnamed(c.kernel)
+            texts[id(c.kernel)] = unnamed(c.kernel)
         return (texts[id(c.kernel)], tuple(sorted(c.kwargs.items())))
 
     seen: set[tuple[object, ...]] = set()
@@ -433,12 +420,6 @@ def distinct(candidates: Sequence[Candidate]) -> list[Candidate]:
             seen.add(key)
             kept.append(c)
     return kept
-
-
-def _unnamed(func: FuncOp) -> str:
-    """`func`'s text without its name (two variants' kernels and stages compare by what they
-    compute)."""
-    return function_text(func).replace(func.sym_name.data, "f")
 
 
 def _launch_id(candidate: Candidate) -> str:

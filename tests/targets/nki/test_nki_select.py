@@ -48,6 +48,9 @@ def test_the_cheapest_right_candidate_wins_over_both_chains(tmp_path: Path) -> N
     chosen = choose_kernel(func, "trn2", sizes, said.append)
     right = [c for c in chosen.candidates if c.latency_s is not None]
     assert len(right) == len(chosen.candidates) == 8
+    # the program's tilings, the two chains, then the nu-graph variant's tilings
+    assert [c.kind for c in chosen.candidates[4:6]] == ["chain", "chain-split"]
+    assert all(c.label.startswith("linear_attention_v1 ") for c in chosen.candidates[6:])
     assert chosen.latency_s == min(c.latency_s for c in right if c.latency_s is not None)
     fused = [c for c in right if not c.kind.startswith("chain")]
     assert chosen.kind == "blocks_k" and chosen.chosen == "BM=128 BN=128 BK=128"
@@ -73,7 +76,7 @@ def test_the_cheapest_right_candidate_wins_over_both_chains(tmp_path: Path) -> N
         (expected,) = run_function(func, inputs, sizes)
         assert latency == c.latency_s
         assert check_close(out, expected, default_tolerance(func)) == ""
-    assert re.fullmatch(r"nki: @linear_attention: selection: space 14, pruned 6 by the bound "
+    assert re.fullmatch(r"nki: @linear_attention: selection: space 26, pruned 18 by the bound "
                         r"\(--max-candidates 8\), checked 8, rejected 0; chosen blocks_k "
                         r"BM=128 BN=128 BK=128, predicted 7\.\d us; \d+\.\d s", said[-1]), said[-1]
     assert sum(1 for line in said if " candidate " in line) == 8

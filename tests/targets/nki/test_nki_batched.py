@@ -1,0 +1,129 @@
+"""Batched kernels on NKI: tiles `[1, 1, BM, D]` held as `[BM, D]` (`squeeze.py`), contractions
+of the nu-graph's generic forms (`q @ k.T`, `p @ v`) on TensorE, and the nu-graph's variants
+among the candidates (gqa's kv heads read at `h floordiv G`)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.func import FuncOp
+
+from axon.interpreter import run_function
+from axon.targets.nki import lower
+from axon.targets.nki.emit import emit_nki
+from axon.targets.nki.lower import Refused, kernel_of, lower_and_prove
+from axon.targets.nki.select import choose_kernel, random_inputs, tiled_programs
+from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
+from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.nki.squeeze import squeezed
+from axon.tools.embed import parse_mlir, parse_source
+
+#: one program per batch coordinate: `q @ k.T` as the nu-graph writes it (a generic form
+#: reading k at [d3, r0]), every tile square so a planted transpose keeps the shapes; `{extra}`
+#: an op added to the body
+T, U = "!ax.tensor<[B, H, N, N], bf16>", "!ax.tensor<[1, 1, N, N], bf16>"
+LOAD = 'pad = 0.0 : f64, space = "sbuf"'
+QK = ("out[d0 < 1, d1 < 1, d2 < N, d3 < N] = add over r0 in [0, N) of "
+      "in0[0, 0, d2, r0] * in1[0, 0, d3, r0]")
+SQUARE = f"""
+func.func @qk(%q: {T}, %k: {T}) -> {T} {{
+  %0 = tile.kernel %q, %k {{program_ids = ["b0", "b1"], grid = ["B", "H"], params = [],
+                           assume = ["N <= 128"]}} : ({T}, {T}) -> {T} {{
+  ^bb0(%a: {T}, %b: {T}):
+    %1 = tile.load %a {{offsets = ["b0", "b1", "0", "0"], shape = ["1", "1", "N", "N"],
+                       {LOAD}}} : ({T}) -> {U}
+    %2 = tile.load %b {{offsets = ["b0", "b1", "0", "0"], shape = ["1", "1", "N", "N"],
+                       {LOAD}}} : ({T}) -> {U}
+    {{extra}}
+    %3 = ax.generic %1, %2 {{form = "{QK}", dtype = bf16}} : ({U}, {U}) -> {U}
+    tile.store %3 {{result = 0 : i64, offsets = ["b0", "b1", "0", "0"]}} : {U}
+    tile.yield
+  }}
+  func.return %0 : {T}
+}}
+"""
+
+#: grouped-query attention without the score scale: kv head h // G for query head h
+GQA = """def gqa(q: bf16[B, HKV*G, S, D], k: bf16[B, HKV, L, D], v: bf16[B, HKV, L, D]):
+    k_rep = reshape(broadcast_to(reshape(k, [B, HKV, 1, L, D]), [B, HKV, G, L, D]),
+                    [B, HKV*G, L, D])
+    v_rep = reshape(broadcast_to(reshape(v, [B, HKV, 1, L, D]), [B, HKV, G, L, D]),
+                    [B, HKV*G, L, D])
+    return softmax(q @ transpose(k_rep, (0, 1, 3, 2)), axis=-1) @ v_rep
+"""
+
+
+def square(extra: str = "") -> FuncOp:
+    (func,) = (op for op in parse_mlir(SQUARE.replace("{extra}", extra)).ops
+               if isinstance(op, FuncOp))
+    return func
+
+
+def source(text: str) -> FuncOp:
+    (func,) = (op for op in parse_source(text, "f.py").ops if isinstance(op, FuncOp))
+    return func
+
+
+def simulated(text: str, name: str, tmp_path: Path, inputs: list[np.ndarray]) -> np.ndarray:
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SimulationWarning)
+        return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+
+
+def test_a_batched_kernel_holds_its_tiles_without_the_unit_dims() -> None:
+    kernel = squeezed(kernel_of(square()))
+    assert kernel is not None
+    shapes = {str(r.type) for op in kernel.walk() for r in op.results if op is not kernel}
+    # the loads keep their blocks; everything computed on chip is [N, N]
+    assert shapes == {"bf16[1, 1, N, N]", "bf16[N, N]"}
+    generic = next(op for op in kernel.walk() if op.name == "ax.generic")
+    assert "in0[d2, r0] * in1[d3, r0]" in str(generic.generic_form())
+
+
+def test_a_tile_keeping_a_batch_dim_is_left_as_it_is() -> None:
+    every_head = (f'%9 = tile.load %b {{offsets = ["b0", "0", "0", "0"], '
+                  f'shape = ["1", "H", "N", "N"], {LOAD}}} : ({T}) -> '
+                  '!ax.tensor<[1, H, N, N], bf16>')
+    assert squeezed(kernel_of(square(every_head))) is None
+
+
+def test_the_contraction_of_a_batched_kernel_is_proved_and_runs(tmp_path: Path) -> None:
+    lowered = lower_and_prove(square())
+    names = [op.name for op in lowered.func.walk()]
+    assert names.count("nki.nc_matmul") == 1 and names.count("nki.nc_transpose") == 2
+    module = emit_nki(lowered.func, {})
+    assert "src=in0[b0, b1, 0:N, 0:N]" in module.text  # the batch coordinates index the input
+    for sizes in ({"B": 2, "H": 3, "N": 70}, {"B": 1, "H": 1, "N": 1}):
+        inputs = random_inputs(square(), sizes)
+        out = simulated(module.text, f"qk{sizes['N']}", tmp_path, inputs)
+        (want,) = run_function(square(), inputs, sizes, exact=True)
+        np.testing.assert_allclose(out.astype(np.float64), want, rtol=2e-2, atol=2e-2)
+
+
+def test_a_contraction_reading_k_untransposed_is_refuted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # planted: k's tile used as the moving operand as it is (q @ k where q @ k.T belongs)
+    monkeypatch.setattr(lower._Lowering, "transposed", lambda self, x, dtype, target: x)
+    with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
+        lower_and_prove(square())
+
+
+def test_gqa_takes_its_kernel_from_a_nu_graph_variant(tmp_path: Path) -> None:
+    func = source(GQA)
+    sizes = {"B": 1, "HKV": 2, "G": 3, "S": 130, "L": 70, "D": 64}
+    # the program as written does not tile (its reshapes of k and v take no tiles); the
+    # nu-graph's variant reads kv head `h floordiv G`
+    assert len(tiled_programs(func, "trn2", sizes, 2)) == 2
+    chosen = choose_kernel(func, "trn2", sizes, lambda line: None, max_candidates=2)
+    assert chosen.kind.startswith("batched_rows")
+    assert "G = _in0_1 // (HKV)" in chosen.module_text  # G given apart by k's heads
+    assert "(b1 // G)" in chosen.module_text
+    other = {"B": 2, "HKV": 1, "G": 2, "S": 5, "L": 3, "D": 7}
+    inputs = random_inputs(func, other)
+    out = simulated(chosen.module_text, "gqa", tmp_path, inputs)
+    (want,) = run_function(func, inputs, other, exact=True)
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=3e-2, atol=3e-2)
