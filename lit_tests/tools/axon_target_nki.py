@@ -1,4 +1,5 @@
-# `axon PROGRAM --target nki`: the candidates (each proved tiling at its best tile sizes, and the
+# `axon PROGRAM --target nki`: the candidates (each proved tiling of the program and of the
+# nu-graph's cheapest other program, here none, at its best tile sizes, and the
 # unfused chain) are simulated, checked and priced one by one on stderr, bounded by
 # --max-candidates, with a summary line; the chosen module goes to -o.
 # RUN: axon %s --target nki --sizes M=128,N=128,K=128 --max-candidates 2 -o %t.py 2>&1 | filecheck %s
@@ -8,7 +9,7 @@ def relu_matmul(x: bf16[M, K], w: bf16[K, N]):
     return relu(x) @ w
 
 # CHECK: axon: nki: @relu_matmul at K=128, M=128, N=128 on trn2
-# CHECK: axon: nki: @relu_matmul: 4 tilings proposed, 4 proved and fitting; 13 candidate(s): the best tile sizes of each proved tiling by the tiled cost model and the unfused chain
+# CHECK: axon: nki: @relu_matmul: 1 program(s) (0 nu-graph variant(s)), 4 tilings proposed, 4 proved and fitting; 13 candidate(s): the best tile sizes of each proved tiling by the tiled cost model and the unfused chain
 # CHECK: axon: nki: @relu_matmul: candidate 1/2 rows BM=128: {{[0-9.]+}} us
 # CHECK: axon: nki: @relu_matmul: candidate 2/2 unfused chain: {{[0-9.]+}} us
 # CHECK: axon: nki: @relu_matmul: selection: space 13, pruned 11 by the bound (--max-candidates 2), checked 2, rejected 0; chosen rows BM=128, predicted {{[0-9.]+}} us; {{[0-9.]+}} s
