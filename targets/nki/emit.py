@@ -862,26 +862,33 @@ class _Printer:
 
     def stretched_load(self, load: LoadOp, op: nki.AccessOp, depth: int) -> None:
         """A loaded block `[P, F]` of an HBM `[R, C]`, reshaped to `[P, 1, F]` and stretched
-        to `[P, H, F]`: one DMA from HBM with the stride 0 over H (the hand-written rope's
-        cos/sin over the heads), rows past R padded as the load pads them."""
+        to `[P, H, F]`: the block loaded once (rows past R padded as the load pads them) and
+        read through an on-chip access pattern with the stride 0 over H, as the hand-written
+        rope reads cos and sin over the heads (a stride-0 DMA from HBM would move the block H
+        times)."""
         t = _type(load.result)
         source = _type(load.source)
-        name = self.allocate(op.results[0], depth, "sbuf")
-        heads = _type(op.results[0]).shape[1]
+        name = self.fresh("t")
+        rows_held, heads = t.shape[0], _type(op.results[0]).shape[1]
+        free = t.shape[-1]
+        self.allocate_as(name, TensorType([rows_held, free], t.dtype), depth, "sbuf")
         offsets = [IntExpr.lift(o.data) for o in load.offsets.data]
         (rows, *_), _ = self.region(depth, offsets, list(t.shape), source.shape)
-        if rows != python(t.shape[0]):
-            self.line(depth, f"if {rows} < {python(t.shape[0])}:")
+        if rows != python(rows_held):
+            self.line(depth, f"if {rows} < {python(rows_held)}:")
             self.line(depth + 1, f"nisa.memset(dst={name}, "
                                  f"value={_fill(load.pad.value.data, t.dtype)})")
         row = IntExpr.const(1)
         for d in source.shape[1:]:
             row = row * d
         pitch, start = python(row), python(offsets[0] * row)
-        free = python(t.shape[-1])
-        self.line(depth, f"nisa.dma_copy(dst={name}[0:{rows}, 0:{python(heads)}, 0:{free}], "
+        self.line(depth, f"nisa.dma_copy(dst={name}[0:{rows}, 0:{python(free)}], "
                          f"src={self.names[load.source]}.ap(pattern=[[{pitch}, {rows}], "
-                         f"[0, {python(heads)}], [1, {free}]], offset={start}))")
+                         f"[1, {python(free)}]], offset={start}))")
+        view = (f"{name}.ap(pattern=[[{python(free)}, {python(rows_held)}], "
+                f"[0, {python(heads)}], [1, {python(free)}]], offset=0)")
+        self.names[op.results[0]] = view
+        self.buffers[view] = "sbuf"
 
     def load_column(self, load: LoadOp, copy: nki.NkiOp, depth: int) -> None:
         """A block loaded straight into the tile `copy` (the lowering's DMA reshape) makes of
