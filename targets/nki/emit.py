@@ -83,7 +83,7 @@ from axon.dialects.form.dtypes import DTYPES, round_to
 from axon.dialects.form.intexpr import Atom, IntExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp, parse_assumption
 from axon.targets.nki.lower import Refused, kernel_of
-from axon.targets.nki.squeeze import dropped
+from axon.targets.nki.squeeze import unit_lead
 
 #: Axon dtypes -> `nki.language` dtypes
 _DTYPES = {"f32": "nl.float32", "bf16": "nl.bfloat16", "f16": "nl.float16"}
@@ -771,7 +771,9 @@ class _Printer:
         offsets = op.offset_exprs()
         extents, slices = self.region(depth, offsets, list(t.shape), out.shape)
         inside = [f"0:{e}" for e in extents]
-        lead = dropped(t) if _column_store(op.value) else 0
+        owner = op.value.owner
+        lead = unit_lead(t, _type(owner.operands[0])) \
+            if _column_store(op.value) and isinstance(owner, nki.DmaCopyOp) else 0
         if lead:  # a batched kernel's [BM, D] tile as its block [1, 1, BM, D]
             inside = inside[lead:]
             slices = [python(o) for o in offsets[:lead]] + slices[lead:]
@@ -906,7 +908,7 @@ class _Printer:
             self.line(depth, f"if {' or '.join(cut)}:")
             self.line(depth + 1, f"nisa.memset(dst={name}, "
                                  f"value={_fill(load.pad.value.data, t.dtype)})")
-        lead = dropped(t)
+        lead = unit_lead(t, _type(copy.results[0]))
         inside = [f"0:{e}" for e in extents[lead:]] if lead else [f"0:{extents[0]}", "0:1"]
         src = [python(o) for o in offsets[:lead]] + slices[lead:]
         self.guarded(extents[:lead], depth, f"nisa.dma_copy(dst={name}[{', '.join(inside)}], "
@@ -1218,7 +1220,7 @@ def _column_load(op: Operation) -> LoadOp | None:
     block = _type(load.result)
     if block.rank == 1 and t.rank == 2 and t.shape == (block.shape[0], IntExpr.const(1)):
         return load
-    if dropped(block) and t.shape == block.shape[-2:]:
+    if t.rank == 2 and unit_lead(block, t):
         return load
     return None
 
@@ -1242,7 +1244,7 @@ def _column_store(value: SSAValue) -> bool:
     t, source = _type(value), _type(owner.operands[0])
     if t.rank == 1:
         return source.rank == 2 and source.shape[1] == IntExpr.const(1)
-    return bool(dropped(t)) and source.shape == t.shape[-2:]
+    return source.rank == 2 and bool(unit_lead(t, source))
 
 
 def _broadcast_row(op: Operation) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Operation] | None:

@@ -79,7 +79,7 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.dialects.tile.kernel import sole_kernel
-from axon.targets.nki.squeeze import dropped, squeezed
+from axon.targets.nki.squeeze import squeezed, unit_lead
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import ProofBudget
 
@@ -665,10 +665,10 @@ class _Lowering:
         None for any other reshape."""
         (x,) = op.operands
         tx, tr = _type(x), _type(op.results[0])
-        if isinstance(x.owner, LoadOp) and dropped(tx) and tr.shape == tx.shape[-2:]:
+        if isinstance(x.owner, LoadOp) and unit_lead(tx, tr) and tr.rank == 2:
             return self.add(target, nki.DmaCopyOp.make(
                 [self.values[x]], buffer="sbuf", shape=list(tr.shape)))
-        if tx.rank == 2 and dropped(tr) and tr.shape[-2:] == tx.shape and op.results[0].uses \
+        if tx.rank == 2 and unit_lead(tr, tx) and op.results[0].uses \
                 and all(isinstance(u.operation, StoreOp) for u in op.results[0].uses):
             self.unsqueezed[op.results[0]] = x
             return self.values[x]

@@ -51,41 +51,59 @@ def _type(value: SSAValue) -> TensorType:
     return t
 
 
-def dropped(t: TensorType) -> int:
-    """How many leading unit dims a tile of type `t` loses: rank 3 or more with every dim
-    but the last two of size 1; else 0."""
-    lead = t.shape[:-2]
-    return len(lead) if t.rank >= 3 and all(d == _ONE for d in lead) else 0
+def unit_lead(block: TensorType, held: TensorType) -> int:
+    """How many leading unit dims `block` has that `held` lacks, where `held` is `block`
+    without them (a squeezed tile and its block); 0 otherwise."""
+    k = block.rank - held.rank
+    ones = all(d == _ONE for d in block.shape[:k])
+    return k if k >= 1 and ones and tuple(block.shape[k:]) == tuple(held.shape) else 0
 
 
-def _cut(t: TensorType) -> int:
-    """`dropped(t)`; `_Unsqueezable` for a tile of rank 3 or more that keeps a dim."""
-    if t.rank >= 3 and not dropped(t):
-        raise _Unsqueezable(f"a tile {t} has a leading dim other than 1")
-    return dropped(t)
+def _leading_ones(t: TensorType) -> int:
+    count = 0
+    while count < t.rank and t.shape[count] == _ONE:
+        count += 1
+    return count
 
 
-def _squeezed_type(t: TensorType) -> TensorType:
-    return TensorType(t.shape[_cut(t):], t.dtype)
+def _batch_dims(types: list[TensorType]) -> int:
+    """How many leading dims every tile of rank 3 or more has of size 1 (the batch dims of a
+    batched kernel: its blocks `[1, 1, BM, D]`, its per-row values `[1, 1, BM]`), each tile
+    keeping one or two dims; 0 where there is no such tile. `_Unsqueezable` when a tile keeps
+    a batch dim (`[1, HKV, BK, D]`) or would keep more than two dims."""
+    big = [t for t in types if t.rank >= 3]
+    if not big:
+        return 0
+    count = min(min(_leading_ones(t), t.rank - 1) for t in big)
+    if count == 0 or any(t.rank - count > 2 for t in big):
+        raise _Unsqueezable("a tile keeps a batch dim or more than two dims")
+    return count
 
 
 def squeezed(kernel: KernelOp) -> KernelOp | None:
     """`kernel` with every tile of rank 3 or more held without its leading unit dims, or None
     where it has no such tile or cannot be rewritten (see the module docstring)."""
     ops = [op for op in kernel.walk() if op is not kernel]
+    types = [_type(r) for op in ops for r in op.results if isinstance(r.type, TensorType)]
     try:
-        if not any(_cut(_type(r)) for op in ops for r in op.results
-                   if isinstance(r.type, TensorType)):
-            return None
-        return _Squeeze(kernel).run()
+        batch = _batch_dims(types)
+        return _Squeeze(kernel, batch).run() if batch else None
     except _Unsqueezable:
         return None
 
 
 class _Squeeze:
-    def __init__(self, kernel: KernelOp) -> None:
+    def __init__(self, kernel: KernelOp, batch: int) -> None:
         self.kernel = kernel
+        self.batch = batch
         self.values: dict[SSAValue, SSAValue] = {}
+
+    def cut(self, t: TensorType) -> int:
+        """The batch dims a tile of type `t` loses (tiles of rank 3 or more)."""
+        return self.batch if t.rank >= 3 else 0
+
+    def squeezed_type(self, t: TensorType) -> TensorType:
+        return TensorType(t.shape[self.cut(t):], t.dtype)
 
     def run(self) -> KernelOp:
         src = self.kernel.body.block
@@ -128,12 +146,12 @@ class _Squeeze:
             new.operands = [self.values[op.source]]  # type: ignore[assignment]
             loaded = self.add(target, new)
             t = _type(op.result)
-            if _cut(t):
+            if self.cut(t):
                 loaded = self.add(target, ReshapeOp.make(
-                    [loaded], shape=list(_squeezed_type(t).shape)))
+                    [loaded], shape=list(self.squeezed_type(t).shape)))
             self.values[op.result] = loaded
         elif isinstance(op, FullOp):
-            t = _squeezed_type(_type(op.result))
+            t = self.squeezed_type(_type(op.result))
             self.values[op.result] = self.add(target, FullOp.make(
                 [], value=op.value.value.data, shape=list(t.shape), dtype=t.dtype,
                 space=op.space.data))
@@ -148,10 +166,10 @@ class _Squeeze:
             raise _Unsqueezable(f"'{op.name}' is not a one-result tensor op")
         operands = [self.values[v] for v in op.operands]
         attrs = dict(op.attrs())  # type: ignore[attr-defined]
-        cut = _cut(_type(op.results[0]))
+        cut = self.cut(_type(op.results[0]))
         if isinstance(op, GenericOp):
             form = _squeezed_form(op.generic_form(), cut,
-                                  [_cut(_type(v)) for v in op.operands])
+                                  [self.cut(_type(v)) for v in op.operands])
             attrs["form"] = str(form)
         elif isinstance(op, TransposeOp):
             perm = [int(a) for a in attrs["perm"]]
@@ -165,10 +183,10 @@ class _Squeeze:
                 raise _Unsqueezable(f"'{op.name}' reduces over a unit dim it drops")
             attrs["axes"] = axes
         elif any(isinstance(v, (list, tuple)) for v in attrs.values()) \
-                and (cut or any(_cut(_type(v)) for v in op.operands)):
+                and (cut or any(self.cut(_type(v)) for v in op.operands)):
             raise _Unsqueezable(f"'{op.name}' has dims among its properties")
         made = type(op).make(operands, **attrs)  # type: ignore[attr-defined]
-        if _type(made.results[0]) != _squeezed_type(_type(op.results[0])):
+        if _type(made.results[0]) != self.squeezed_type(_type(op.results[0])):
             raise _Unsqueezable(f"'{op.name}' does not keep its shape when squeezed")
         return made
 

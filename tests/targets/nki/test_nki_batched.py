@@ -127,3 +127,14 @@ def test_gqa_takes_its_kernel_from_a_nu_graph_variant(tmp_path: Path) -> None:
     out = simulated(chosen.module_text, "gqa", tmp_path, inputs)
     (want,) = run_function(func, inputs, other, exact=True)
     np.testing.assert_allclose(out.astype(np.float64), want, rtol=3e-2, atol=3e-2)
+
+
+def test_a_batched_rmsnorm_holds_its_row_statistics_as_columns() -> None:
+    # its sums of squares are [1, 1, BM] per program: held as the rank-1 [BM], a column [P, 1]
+    func = source("def f(q: bf16[B, H, S, D], g: bf16[D]):\n    return rmsnorm(q, g)\n")
+    sizes = {"B": 2, "H": 3, "S": 130, "D": 64}
+    chosen = choose_kernel(func, "trn2", sizes, lambda line: None, max_candidates=1)
+    assert chosen.kind == "batched_rows"
+    assert "src=in0[b0, b1, BM*i:BM*i + " in chosen.module_text
+    (want,) = run_function(func, random_inputs(func, sizes), sizes, exact=True)
+    np.testing.assert_allclose(chosen.output.astype(np.float64), want, rtol=2e-2, atol=2e-2)
