@@ -10,6 +10,9 @@ of the tile's region) and replaces every tile-level compute op by NeuronCore ins
 - elementwise ops of two tiles -> `tensor_tensor`; of a tile and a per-row `[P, 1]` column
   or a constant -> `tensor_scalar` (`reverse0` when the tile is the right operand); unary
   functions -> `activation`, `ax.neg` -> `tensor_scalar` multiply by -1;
+- a rank-0 value of sizes and constants (attention's `sqrt(cast(idx(D)))`) -> nothing until
+  an elementwise op reads it with a tile; there a `[P, 1]` fp32 column made at the start of the
+  body (`size_column`: the size as a count, then its functions), read by `tensor_scalar`;
 - a tile times a row `[F]` (rmsnorm's weight) -> the row broadcast over the partitions by
   `nc_matmul` of a ones column `[1, P]` with it, then `tensor_tensor`;
 - row reductions (sum, max, min over the last dim, kept) -> `tensor_reduce`; a mean is the sum
