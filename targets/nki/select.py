@@ -220,7 +220,9 @@ def op_functions(func: FuncOp) -> list[OpKernel]:
                         work.extend(owner.operands)
             elif value not in operands:
                 operands.append(value)
-        cloned.sort(key=lambda v: body.index(v.owner))  # each after the values it reads
+        # each after the values it reads
+        cloned.sort(key=lambda v: body.index(v.owner) if isinstance(v.owner, Operation)
+                    else -1)
         name = f"{func.sym_name.data}_{index}_{op.name.split('.')[-1]}"
         one = FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
         mapping: dict[SSAValue, SSAValue] = dict(zip(operands, one.body.block.args,

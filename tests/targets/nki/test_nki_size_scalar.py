@@ -15,7 +15,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from axon.dialects import nki
 from axon.dialects.ax import RsqrtOp, SqrtOp
@@ -267,10 +267,8 @@ def test_a_wrong_size_scalar_lowering_is_refuted(source: str, plant: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     kernel, _ = proposals(parse(source), ROW_SHAPES[0])["rows"]
     if plant == "rsqrt for sqrt":
-        if "rsqrt" in source:
-            monkeypatch.setitem(lower._ACTIVATION, RsqrtOp, "sqrt")
-        else:
-            monkeypatch.setitem(lower._ACTIVATION, SqrtOp, "rsqrt")
+        op: type[Operation] = RsqrtOp if "rsqrt" in source else SqrtOp
+        monkeypatch.setitem(lower._ACTIVATION, op, "sqrt" if op is RsqrtOp else "rsqrt")
     else:
         monkeypatch.setattr(lower._Lowering, "count", _count_one_more)
     with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
