@@ -10,6 +10,9 @@ of the tile's region) and replaces every tile-level compute op by NeuronCore ins
 - elementwise ops of two tiles -> `tensor_tensor`; of a tile and a per-row `[P, 1]` column
   or a constant -> `tensor_scalar` (`reverse0` when the tile is the right operand); unary
   functions -> `activation`, `ax.neg` -> `tensor_scalar` multiply by -1;
+- a rank-0 value of sizes and constants (attention's `sqrt(cast(idx(D)))`) -> nothing until
+  an elementwise op reads it with a tile; there a `[P, 1]` fp32 column made at the start of the
+  body (`size_column`: the size as a count, then its functions), read by `tensor_scalar`;
 - a tile times a row `[F]` (rmsnorm's weight) -> the row broadcast over the partitions by
   `nc_matmul` of a ones column `[1, P]` with it, then `tensor_tensor`;
 - row reductions (sum, max, min over the last dim, kept) -> `tensor_reduce`; a mean is the sum
@@ -401,6 +404,77 @@ def _per_row_values(kernel: KernelOp) -> set[SSAValue]:
     return found
 
 
+
+@dataclass(eq=False)
+class _Scalar:
+    """A rank-0 value of the tiled kernel computed from sizes and constants (attention's
+    `1 / sqrt(D)`: `cast(idx(D), bf16)`, then `sqrt`), kept unlowered until a tile reads it;
+    there it is made as a `[P, 1]` fp32 column (`_Lowering.size_column`). `kind`: `size` (the
+    value of `size`), `const` (`value`), `func` (the activation function `name` of `args[0]`)
+    or `alu` (`args[0] name args[1]`, an ALU op of `tensor_scalar`). Compared by identity: a
+    node is made once per value of the kernel, its column once per partition count."""
+
+    kind: str
+    name: str = ""
+    size: IntExpr | None = None
+    value: float = 0.0
+    args: tuple[_Scalar, ...] = ()
+
+
+#: the scalar language's binary functions -> the ALU op (`tensor_scalar`, `tensor_tensor`)
+_FORM_ALU = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+             "max": "maximum", "min": "minimum"}
+
+def _scalar_of_form(body: ScalarExpr) -> _Scalar | str:
+    """The chain of a rank-0 form's body of sizes and constants (`cast(idx(D), bf16)`), or why
+    it is not one. Post-order on an explicit stack (each subexpression once)."""
+    made: dict[int, _Scalar] = {}
+    stack = [body]
+    while stack:
+        expr = stack[-1]
+        if id(expr) in made:
+            stack.pop()
+            continue
+        pending = [k for k in expr.children() if id(k) not in made]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        args = tuple(made[id(k)] for k in expr.children())
+        if isinstance(expr, Index):
+            node = _Scalar("size", size=expr.expr)
+        elif isinstance(expr, Const) and not isinstance(expr.value, bool):
+            node = _Scalar("const", value=float(expr.value))
+        elif isinstance(expr, Call) and expr.fn == "cast" and expr.param in ("bf16", "f16",
+                                                                             "f32"):
+            node = args[0]  # the program rounds here; the column holds the exact value
+        elif isinstance(expr, Call) and expr.fn in _FORM_ALU:
+            node = _Scalar("alu", _FORM_ALU[expr.fn], args=args)
+        elif isinstance(expr, Call) and expr.fn == "neg":
+            node = _Scalar("alu", "multiply", args=(args[0], _Scalar("const", value=-1.0)))
+        elif isinstance(expr, Call) and expr.fn in nki.ACTIVATIONS and expr.fn != "copy":
+            node = _Scalar("func", expr.fn, args=args)
+        else:
+            return (f"`{expr}` is not a size, a constant, a float cast, an ALU op or an "
+                    "activation function of those")
+        made[id(expr)] = node
+    return made[id(body)]
+
+
+
+def _column_args(node: _Scalar) -> list[_Scalar]:
+    """The chains whose columns `node`'s column is computed from: the operand of a function,
+    the operands of an ALU op but a constant (an immediate; the first of two constants)."""
+    if node.kind == "func":
+        return [node.args[0]]
+    if node.kind != "alu":
+        return []
+    a, b = node.args
+    if b.kind == "const":
+        return [a]
+    return [b] if a.kind == "const" else [a, b]
+
+
 @dataclass
 class _Lowering:
     kernel: KernelOp
@@ -431,11 +505,20 @@ class _Lowering:
     #: a squeezed tile given its leading unit dims back for its stores (`squeeze.py`): the
     #: rank-2 tile it reshapes
     unsqueezed: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: rank-0 values of sizes and constants, kept as chains until a tile reads them
+    #: (`size_scalar`, `size_column`)
+    scalars: dict[SSAValue, _Scalar] = field(default_factory=dict)
+    #: a chain as a `[P, 1]` column, by the chain and P
+    size_columns: dict[tuple[_Scalar, IntExpr], SSAValue] = field(default_factory=dict)
+    #: the lowered kernel's body, and the last op put at its start (`early`)
+    body: Block | None = None
+    early_last: Operation | None = None
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         src = self.kernel.body.block
         self.per_row = _per_row_values(self.kernel)
         body = Block(arg_types=[a.type for a in src.args])
+        self.body = body
         self.values.update(zip(src.args, body.args, strict=True))
         work = [(src, body)]
         while work:  # loops nest: each body is lowered once its loop op exists
@@ -451,6 +534,10 @@ class _Lowering:
         return op.results[0]
 
     def lower_op(self, op: Operation, target: Block) -> list[tuple[Block, Block]]:
+        if isinstance(op, (ForOp, YieldOp, StoreOp)) and any(v in self.scalars
+                                                              for v in op.operands):
+            raise Refused(f"'{op.name}' of a rank-0 value of sizes (such a value lowers where "
+                          "an elementwise op reads it with a [P, F] tile or a [P, 1] column)")
         if isinstance(op, ForOp):
             if op.invariant is not None or op.loop_kind not in ("sequential", "parallel"):
                 raise Refused(f"a {op.loop_kind} tile.for over '{op.iv.data}'"
@@ -512,6 +599,8 @@ class _Lowering:
             target.add_op(StoreOp(value, op.result.value.data, op.offset_exprs()))
         elif isinstance(op, ConstantOp) and _type(op.results[0]).rank == 0:
             self.constants[op.results[0]] = op.value.value.data
+        elif len(op.results) == 1 and _type(op.results[0]).rank == 0:
+            self.scalars[op.results[0]] = self.size_scalar(op)
         else:
             self.values[op.results[0]] = self.lower_compute(op, target)
         return []
@@ -678,6 +767,9 @@ class _Lowering:
         """The lowered `[P, F]` tile of `value`."""
         if value in self.constants:
             raise Refused("a scalar constant used as a tile")
+        if value in self.scalars:
+            raise Refused("a rank-0 value of sizes used as a tile (it lowers where an "
+                          "elementwise op reads it with a [P, F] tile or a [P, 1] column)")
         lowered = self.values[value]
         if _type(lowered).rank < 2:
             raise Refused(f"a rank-{_type(lowered).rank} tile {_type(lowered)} used as a "
@@ -700,8 +792,13 @@ class _Lowering:
         ta, tb = _type(a), _type(b)
         for tile, other, reverse in ((a, b, False), (b, a, True)):
             if other in self.constants and _type(tile).shape == result.shape:
-                return self.by_constant(op, self.tile(tile), alu,
+                return self.by_constant(op.name, self.tile(tile), alu,
                                         self.constants[other], reverse, target)
+        for tile, other, reverse in ((a, b, False), (b, a, True)):
+            if other in self.scalars and _type(tile).rank == 2 \
+                    and _type(tile).shape == result.shape:
+                return self.by_size_scalar(self.tile(tile), self.scalars[other], alu, reverse,
+                                           target)
         for tile, other, reverse in ((a, b, False), (b, a, True)):
             if other in self.broadcast_columns and tile not in self.broadcast_columns \
                     and _type(tile).shape == result.shape:
@@ -752,7 +849,7 @@ class _Lowering:
         raise Refused(f"'{op.name}' of {ta} and {tb} (tiles of one shape, a tile and a [P, 1] "
                       "column, a row [F] or a constant)")
 
-    def by_constant(self, op: Operation, tile: SSAValue, alu: str, value: float,
+    def by_constant(self, name: str, tile: SSAValue, alu: str, value: float,
                     reverse: bool, target: Block) -> SSAValue:
         """`tile alu value` (`value alu tile` when `reverse`) by `tensor_scalar` immediates.
         An engine holds an immediate in fp32 (the instructions' forms say so), so a constant
@@ -760,7 +857,7 @@ class _Lowering:
         pieces, two per instruction; a product or quotient by it is refused."""
         pieces = _fp32_pieces(value)
         if len(pieces) > 1 and alu not in ("add", "subtract"):
-            raise Refused(f"'{op.name}' by the constant {value!r}, which fp32 does not hold "
+            raise Refused(f"'{name}' by the constant {value!r}, which fp32 does not hold "
                           "exactly (an engine's immediate is fp32; only a sum splits into "
                           "fp32 pieces)")
         # x - c is x - c0 - c1 - ...; c - x is (c0 - x) + c1 + ...
@@ -838,8 +935,11 @@ class _Lowering:
         a, b = op.operands
         for tile, other, reverse in ((a, b, False), (b, a, True)):
             if other in self.constants:
-                return self.by_constant(op, self.per_row_column(tile, partitions, target), alu,
-                                        self.constants[other], reverse, target)
+                return self.by_constant(op.name, self.per_row_column(tile, partitions, target),
+                                        alu, self.constants[other], reverse, target)
+            if other in self.scalars:
+                return self.by_size_scalar(self.per_row_column(tile, partitions, target),
+                                           self.scalars[other], alu, reverse, target)
         x, y = (self.per_row_column(v, partitions, target) for v in (a, b))
         if _buffer(x) == _buffer(y) == "psum":
             y = self.add(target, nki.TensorCopyOp.make([y], buffer="sbuf",
@@ -873,6 +973,117 @@ class _Lowering:
             self.scalar_columns[key] = self.add(target, nki.TensorCopyOp.make(
                 [product], buffer="sbuf", dtype=COMPUTE_DTYPE))
         return self.scalar_columns[key]
+
+    # ---- rank-0 values of sizes ------------------------------------------------------------
+    def size_scalar(self, op: Operation) -> _Scalar:
+        """The chain of a rank-0 op made of sizes and constants: a form of them with no operand
+        (`cast(idx(D), bf16)`), an activation function or `ax.neg` of such a value, an ALU op
+        of two such values or constants. Nothing is lowered here: a tile reading the value
+        makes it as a column (`by_size_scalar`). Refused otherwise: NKI tiles are [P, F]."""
+        result = _type(op.results[0])
+
+        def chain(value: SSAValue) -> _Scalar | None:
+            if value in self.constants:
+                return _Scalar("const", value=self.constants[value])
+            return self.scalars.get(value)
+
+        args = [chain(v) for v in op.operands]
+        why = "it has no NKI lowering yet"
+        if isinstance(op, GenericOp):
+            form = op.generic_form()
+            found = _scalar_of_form(form.body) if not op.operands and not form.reduced \
+                and form.finalize is None else "it reads operands or reduces"
+            if isinstance(found, _Scalar):
+                return found
+            why = found
+        elif any(a is None for a in args):
+            why = "it reads a value that is not made of sizes and constants"
+        elif type(op) in _ACTIVATION:
+            (arg,) = (a for a in args if a is not None)
+            return _Scalar("func", _ACTIVATION[type(op)], args=(arg,))
+        elif isinstance(op, NegOp):
+            (arg,) = (a for a in args if a is not None)
+            return _Scalar("alu", "multiply", args=(arg, _Scalar("const", value=-1.0)))
+        elif type(op) in _ALU:
+            return _Scalar("alu", _ALU[type(op)], args=tuple(a for a in args if a is not None))
+        raise Refused(f"'{op.name}' gives a rank-{result.rank} tile {result} (NKI tiles here "
+                      "are [partitions, free]; a rank-0 value lowers where it is made of sizes "
+                      f"and constants, and {why})")
+
+    def by_size_scalar(self, tile: SSAValue, node: _Scalar, alu: str, reverse: bool,
+                       target: Block) -> SSAValue:
+        """`tile alu node` (`node alu tile` when `reverse`) for a lowered `[P, F]` tile or
+        `[P, 1]` column: `tensor_scalar` by the chain's column (`size_column`). A divide stays
+        one here, so the lowered kernel reads as the tiled one (softmax's max of `x / sqrt(D)`
+        is a reduction of the same body on both sides); fusion makes it a multiply by the
+        column's reciprocal (`fuse.py`'s `divide-reciprocal`), which ScalarE runs too."""
+        column = self.size_column(node, _type(tile).shape[0])
+        return self.add(target, nki.TensorScalarOp.make(
+            [tile, column], op0=alu, reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+    def size_column(self, node: _Scalar, partitions: IntExpr) -> SSAValue:
+        """The chain `node` on each of `partitions` partitions, a `[P, 1]` fp32 column in SBUF,
+        made once per chain and P at the start of the kernel's body (`early`: it reads no
+        tile, so the emitter computes it once before the grid, `emit._grid_invariant`): a size
+        as `count` (which the emitter prints as a memset of the size), a constant by `memset`,
+        a function by `activation`, an ALU op with a constant by `tensor_scalar` immediates
+        (`by_constant`), of two chains by `tensor_tensor`. Every instruction writes fp32: the
+        column holds the exact size (below 2**24) and fp32 functions of it where the program
+        rounds each step to its dtype (`cast(idx(D), bf16)`); the proof is about values (a
+        float cast is the identity there) and the result is rounded once, when stored."""
+        stack = [node]
+        while stack:
+            top = stack[-1]
+            if (top, partitions) in self.size_columns:
+                stack.pop()
+                continue
+            needed = _column_args(top)
+            pending = [a for a in needed if (a, partitions) not in self.size_columns]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            columns = [self.size_columns[(a, partitions)] for a in needed]
+            scratch = Block()
+            if top.kind == "size":
+                assert top.size is not None
+                made = self.count(partitions, top.size, scratch)
+            elif top.kind == "const":
+                if len(_fp32_pieces(top.value)) > 1:
+                    raise Refused(f"the constant {top.value!r} of a rank-0 value of sizes, "
+                                  "which fp32 does not hold exactly")
+                made = self.add(scratch, nki.MemsetOp.make(
+                    [], value=top.value, shape=[partitions, IntExpr.const(1)],
+                    dtype=COMPUTE_DTYPE, buffer="sbuf"))
+            elif top.kind == "func":
+                made = self.add(scratch, nki.ActivationOp.make(
+                    columns, func=top.name, buffer="sbuf", dtype=COMPUTE_DTYPE))
+            else:
+                a, b = top.args
+                if b.kind == "const" or a.kind == "const":
+                    reverse = b.kind != "const"
+                    constant = a.value if reverse else b.value
+                    made = self.by_constant(f"a rank-0 '{top.name}'", columns[0], top.name,
+                                            constant, reverse, scratch)
+                else:
+                    made = self.add(scratch, nki.TensorTensorOp.make(
+                        columns, op=top.name, buffer="sbuf", dtype=COMPUTE_DTYPE))
+            for op in list(scratch.ops):
+                scratch.detach_op(op)
+                self.early(op)
+            self.size_columns[(top, partitions)] = made
+        return self.size_columns[(node, partitions)]
+
+    def early(self, op: Operation) -> None:
+        """`op` put at the start of the lowered kernel's body, after those put there before."""
+        assert self.body is not None
+        if self.early_last is not None:
+            self.body.insert_op_after(op, self.early_last)
+        elif self.body.first_op is not None:
+            self.body.insert_op_before(op, self.body.first_op)
+        else:
+            self.body.add_op(op)
+        self.early_last = op
 
     def lower_access(self, op: Operation, target: Block) -> SSAValue:
         """A structural op of tiles that keeps the partition dim (a strided slice of the free

@@ -185,27 +185,51 @@ def _view(value: SSAValue) -> bool:
         and not any(isinstance(u.operation, ReturnOp) for u in value.uses)
 
 
+def _of_sizes(value: SSAValue) -> bool:
+    """`value` is a rank-0 value made of sizes and constants alone (attention's `sqrt(D)`,
+    `sqrt(cast(idx(D)))`), not returned: read by its users in place, as a constant is, not a
+    kernel of its own (a one-op function of it would return a rank-0 tensor that no input's
+    tile gives). Followed through its operands on a worklist."""
+    work, seen = [value], set()
+    while work:
+        v = work.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        owner = v.owner
+        if not (isinstance(owner, Operation) and isinstance(v.type, TensorType)
+                and v.type.rank == 0) or any(isinstance(u.operation, ReturnOp) for u in v.uses):
+            return False
+        work.extend(owner.operands)
+    return True
+
+
 def op_functions(func: FuncOp) -> list[OpKernel]:
     """One function per op of `func`'s body that is neither a constant, a broadcast read in
-    place (`_view`: cloned into each reader with the constants) nor the return."""
+    place (`_view`: cloned into each reader with the constants), a rank-0 value of sizes and
+    constants (`_of_sizes`: cloned likewise) nor the return."""
     kernels = []
     body = list(func.body.block.ops)
     for index, op in enumerate(body):
-        if isinstance(op, (ConstantOp, ReturnOp)) or any(_view(r) for r in op.results):
+        if isinstance(op, (ConstantOp, ReturnOp)) or any(_view(r) or _of_sizes(r)
+                                                         for r in op.results):
             continue
         operands: list[SSAValue] = []
         cloned: list[SSAValue] = []  # the constants and views the op reads, inputs first
         work = list(op.operands)
         while work:
             value = work.pop(0)
-            if isinstance(value.owner, ConstantOp) or _view(value):
+            if isinstance(value.owner, ConstantOp) or _view(value) or _of_sizes(value):
                 if value not in cloned:
                     cloned.insert(0, value)
                     owner = value.owner
-                    if _view(value) and isinstance(owner, Operation):
+                    if (_view(value) or _of_sizes(value)) and isinstance(owner, Operation):
                         work.extend(owner.operands)
             elif value not in operands:
                 operands.append(value)
+        # each after the values it reads
+        cloned.sort(key=lambda v: body.index(v.owner) if isinstance(v.owner, Operation)
+                    else -1)
         name = f"{func.sym_name.data}_{index}_{op.name.split('.')[-1]}"
         one = FuncOp(name, ([v.type for v in operands], [r.type for r in op.results]))
         mapping: dict[SSAValue, SSAValue] = dict(zip(operands, one.body.block.args,
