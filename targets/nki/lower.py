@@ -83,6 +83,7 @@ from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.dialects.tile.kernel import sole_kernel
 from axon.targets.nki.squeeze import squeezed, unit_lead
+from axon.tiling.lane_cut import cut_picked_lanes
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import ProofBudget
 
@@ -122,7 +123,10 @@ def lower_function(func: FuncOp) -> FuncOp:
     function of the same name, signature and `axon.*` attributes. Not yet proved: see
     `lower_and_prove`."""
     kernel = kernel_of(func)
-    held = squeezed(kernel) or kernel  # [1, 1, BM, D] tiles held as [BM, D]
+    # the tiled kernel as NKI holds it: loads cut to the lane their uses pick, then
+    # [1, 1, BM, D] tiles as [BM, D]; the proof below is against `func` as it was
+    cut = kernel.clone()
+    held = (squeezed(cut) or cut) if cut_picked_lanes(cut) else (squeezed(kernel) or kernel)
     out = FuncOp(func.sym_name.data, func.function_type)
     block = out.body.block
     args: dict[SSAValue, SSAValue] = dict(zip(func.body.block.args, block.args, strict=True))
@@ -131,6 +135,9 @@ def lower_function(func: FuncOp) -> FuncOp:
     except ShapeError as err:  # an instruction the lowering made does not take its operands
         raise Refused(f"@{func.sym_name.data}: an instruction breaks an NKI rule: {err}") \
             from None
+    finally:  # the rewritten kernels are not kept: drop their uses of the function's values
+        for temporary in {cut, held} - {kernel}:
+            temporary.drop_all_references()
     block.add_op(lowered)
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
@@ -370,6 +377,20 @@ def _row_reduction(op: Operation) -> bool:
     return isinstance(op, GenericOp)
 
 
+def _read_per_row(op: Operation, operand: int) -> bool:
+    """`op` is a generic form of a rank-2 result reading its rank-1 operand `operand` only
+    at the result's first (partition) dim: one value per row of the result (qknorm_gqa's
+    `kn[d3, d2] * g[d2]`)."""
+    if not isinstance(op, GenericOp):
+        return False
+    form = op.generic_form()
+    if len(form.parallel) != 2:
+        return False
+    first = (IntExpr.sym(form.parallel[0].name),)
+    mine = [r for r in form.reads() if r.operand == operand]
+    return bool(mine) and all(tuple(r.index) == first for r in mine)
+
+
 def _per_row_values(kernel: KernelOp) -> set[SSAValue]:
     """The rank-1 tiles of `kernel` that hold one value per row of its `[P, F]` tiles (a row
     reduction without keepdims, elementwise ops of such values, constants and scalars, a
@@ -382,8 +403,9 @@ def _per_row_values(kernel: KernelOp) -> set[SSAValue]:
     def elementwise(op: Operation) -> bool:
         return (type(op) in _ALU or type(op) in _ACTIVATION or isinstance(op, NegOp)) \
             and len(op.results) == 1 and _type(op.results[0]).rank == 1 \
-            and not any(_type(u.operation.results[0]).rank == 2 for u in op.results[0].uses
-                        if u.operation.results)
+            and not any(_type(u.operation.results[0]).rank == 2
+                        and not _read_per_row(u.operation, u.index)
+                        for u in op.results[0].uses if u.operation.results)
 
     changed = True
     while changed:
@@ -1182,6 +1204,8 @@ class _Lowering:
             found: SSAValue | str = "a finalized reduction has no NKI lowering yet"
         elif form.reduction is None:
             found = self.generic_by_size(op, form, target)
+            if isinstance(found, str):  # any other elementwise form, where it lowers
+                found = self.generic_elementwise(op, form, target) or found
         elif len(op.operands) == 2:
             found = self.generic_contraction(op, form, target)
         else:
@@ -1249,6 +1273,110 @@ class _Lowering:
         flipped = self.add(target, nki.NcTransposeOp.make([x], buffer="psum"))
         return self.add(target, nki.TensorCopyOp.make([flipped], buffer="sbuf", dtype=dtype))
 
+    def generic_elementwise(self, op: GenericOp, form: GenericForm, target: Block
+                            ) -> SSAValue | None:
+        """An elementwise form of `[P, F]` tiles read in place, `[P, 1]` columns (a per-row
+        `[P]` value read at `[d0]`, a column at `[d0, 0]`), sizes `idx(S)` (their count
+        columns) and constants, combined by +, -, *, /, max, min, neg and the activation
+        functions (the nu-graph's fused rmsnorm: `in0[d0, d1] * rsqrt(in1[d0] / idx(D) +
+        1e-6)`) -> one instruction per node: `tensor_tensor` of two tiles or two columns,
+        `tensor_scalar` of a tile by a column or a constant, `activation`. Float casts are
+        the identity on values (the proof's reading too; the tiled kernel rounds where the
+        program does, the lowered one computes in fp32). None where a node has no such
+        lowering; nothing is added to `target` then."""
+        if len(form.parallel) != 2:
+            return None
+        p_dim, f_dim = form.parallel
+        rows = p_dim.upper
+        here = (IntExpr.sym(p_dim.name), IntExpr.sym(f_dim.name))
+        shape = _type(op.results[0]).shape
+        loops = {p_dim.name, f_dim.name}
+        alus = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
+                "max": "maximum", "min": "minimum"}
+        functions = set(_ACTIVATION.values())
+        scratch = Block()
+        made: dict[int, tuple[str, SSAValue | float]] = {}  # node id: ("tile"|"col"|"const", v)
+
+        def leaf(node: ScalarExpr) -> tuple[str, SSAValue | float] | None:
+            if isinstance(node, Const):
+                return "const", float(node.value)
+            if isinstance(node, Index):
+                if node.expr.symbols() & loops:
+                    return None
+                return "col", self.count(rows, node.expr, scratch)
+            if not isinstance(node, Read):
+                return None
+            src = op.operands[node.operand]
+            t = _type(src)
+            if tuple(node.index) == here and t.shape == shape:
+                return "tile", self.tile(src)
+            if tuple(node.index) == here[::-1] and t.shape == shape[::-1]:  # on TensorE
+                x = self.tile(src)
+                return "tile", self.transposed(x, _type(x).dtype, scratch)
+            if tuple(node.index) == here[:1] and src in self.per_row:
+                return "col", self.column(src, scratch)
+            if tuple(node.index) == (here[0], IntExpr.const(0)) and _is_row(t) \
+                    and t.shape[0] == rows:
+                return "col", self.column(src, scratch)
+            return None
+
+        def combine(node: Call, args: list[tuple[str, SSAValue | float]]
+                    ) -> tuple[str, SSAValue | float] | None:
+            if node.fn == "cast" and args[0][0] != "const":
+                return args[0]
+            if len(args) == 1 and args[0][0] != "const" and node.fn in functions | {"neg"}:
+                kind, x = args[0]
+                assert isinstance(x, SSAValue)
+                made_op = nki.TensorScalarOp.make(
+                    [x], op0="multiply", scalar0=-1.0, buffer="sbuf", dtype=COMPUTE_DTYPE) \
+                    if node.fn == "neg" else nki.ActivationOp.make(
+                        [x], func=node.fn, buffer="sbuf", dtype=COMPUTE_DTYPE)
+                return kind, self.add(scratch, made_op)
+            if len(args) != 2 or node.fn not in alus:
+                return None
+            (ka, a), (kb, b) = args
+            alu = alus[node.fn]
+            if ka == "const" and kb == "const":
+                return None
+            if "const" in (ka, kb):
+                reverse = ka == "const"
+                kind, x = (kb, b) if reverse else (ka, a)
+                c = a if reverse else b
+                assert isinstance(x, SSAValue) and isinstance(c, float)
+                return kind, self.by_constant("ax.generic", x, alu, c, reverse, scratch)
+            assert isinstance(a, SSAValue) and isinstance(b, SSAValue)
+            if ka == kb:
+                return ka, self.add(scratch, nki.TensorTensorOp.make(
+                    [a, b], op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
+            reverse = ka == "col"
+            tile, col = (b, a) if reverse else (a, b)
+            return "tile", self.add(scratch, nki.TensorScalarOp.make(
+                [tile, col], op0=alu, reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+        stack: list[tuple[ScalarExpr, bool]] = [(form.body, False)]
+        try:
+            while stack:  # post-order on an explicit stack: no recursion on the form's depth
+                node, ready = stack.pop()
+                if isinstance(node, Call) and not ready:
+                    stack.append((node, True))
+                    stack.extend((c, False) for c in node.children())
+                    continue
+                value = combine(node, [made[id(c)] for c in node.children()]) \
+                    if isinstance(node, Call) else leaf(node)
+                if value is None:
+                    return None
+                made[id(node)] = value
+        except (Refused, ShapeError):
+            return None
+        kind, result = made[id(form.body)]
+        want = "col" if _is_row(_type(op.results[0])) else "tile"
+        if kind != want or not isinstance(result, SSAValue):
+            return None
+        for moved in list(scratch.ops):
+            moved.detach()
+            target.add_op(moved)
+        return result
+
     def generic_by_size(self, op: GenericOp, form: GenericForm, target: Block
                         ) -> SSAValue | str:
         """`in0[d0, d1] alu idx(S)` (or `idx(S) alu in0[d0, d1]`), `S` of sizes only."""
@@ -1314,6 +1442,14 @@ class _Lowering:
         if body == whole:
             return self.add(target, nki.TensorReduceOp.make(
                 [self.tile(x_src)], op=reduce, axes=(1,), keepdims=True, buffer="sbuf",
+                dtype=COMPUTE_DTYPE))
+        if reduce == "add" and body == Call("mul", (whole, whole)):
+            # a sum of squares (rmsnorm's, fused into one form): the squares on ScalarE, then
+            # their row sum (instruction fusion makes it one `activation` with its reduce)
+            squares = self.add(target, nki.ActivationOp.make(
+                [self.tile(x_src)], func="square", buffer="sbuf", dtype=COMPUTE_DTYPE))
+            return self.add(target, nki.TensorReduceOp.make(
+                [squares], op="add", axes=(1,), keepdims=True, buffer="sbuf",
                 dtype=COMPUTE_DTYPE))
         if not (isinstance(body, Call) and body.fn == "select" and body.args[1] == whole
                 and not _reads(body.args[0])):

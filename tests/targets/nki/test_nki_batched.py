@@ -138,3 +138,35 @@ def test_a_batched_rmsnorm_holds_its_row_statistics_as_columns() -> None:
     assert "src=in0[b0, b1, BM*i:BM*i + " in chosen.module_text
     (want,) = run_function(func, random_inputs(func, sizes), sizes, exact=True)
     np.testing.assert_allclose(chosen.output.astype(np.float64), want, rtol=2e-2, atol=2e-2)
+
+
+QKNORM_GQA = """def qknorm_gqa(q: bf16[B, HKV*G, S, D], k: bf16[B, HKV, L, D],
+               v: bf16[B, HKV, L, D], g_q: bf16[D], g_k: bf16[D]):
+    qn = rmsnorm(q, g_q)
+    kn = rmsnorm(k, g_k)
+    k_rep = reshape(broadcast_to(reshape(kn, [B, HKV, 1, L, D]), [B, HKV, G, L, D]),
+                    [B, HKV*G, L, D])
+    v_rep = reshape(broadcast_to(reshape(v, [B, HKV, 1, L, D]), [B, HKV, G, L, D]),
+                    [B, HKV*G, L, D])
+    scores = (qn @ transpose(k_rep, (0, 1, 3, 2))) / sqrt(D)
+    return softmax(scores, axis=-1) @ v_rep
+"""
+
+
+def test_qknorm_gqa_normalizes_only_the_kv_head_it_reads(tmp_path: Path) -> None:
+    # the variant's kernel normalizes every kv head's k ([1, HKV, L, D]) and reads the one at
+    # b1 floordiv G: the load is cut to that head (tiling/lane_cut.py), then squeezed; its
+    # fused rmsnorm forms (`k * rsqrt(s / idx(D) + 1e-6)`, `kn[d3, d2] * g[d2]`) lower by
+    # `generic_elementwise`, the sum of squares by `square` and its row sum
+    func = source(QKNORM_GQA)
+    sizes = {"B": 1, "HKV": 2, "G": 3, "S": 130, "L": 70, "D": 64}
+    chosen = choose_kernel(func, "trn2", sizes, lambda line: None, max_candidates=2)
+    assert chosen.kind == "batched_rows"
+    text = chosen.module_text
+    assert "src=in1[b0, (b1 // G), 0:L, 0:D]" in text  # one kv head, not HKV
+    assert "HKV, L, D)" not in text
+    other = {"B": 2, "HKV": 1, "G": 2, "S": 5, "L": 3, "D": 7}
+    inputs = random_inputs(func, other)
+    out = simulated(text, "qknorm_gqa", tmp_path, inputs)
+    (want,) = run_function(func, inputs, other, exact=True)
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=4e-2, atol=4e-2)
