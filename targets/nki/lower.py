@@ -1238,7 +1238,8 @@ class _Lowering:
         if sorted(reads) != [0, 1]:
             return "a contraction that does not read each operand once"
         p, n, k = (IntExpr.sym(d.name) for d in (d0, d1, r0))
-        ways = {(0, (p, k)): False, (0, (k, p)): True, (1, (k, n)): False, (1, (n, k)): True}
+        ways: dict[tuple[int, tuple[IntExpr, ...]], bool] = {
+            (0, (p, k)): False, (0, (k, p)): True, (1, (k, n)): False, (1, (n, k)): True}
         transposed = [ways.get((i, tuple(reads[i].index))) for i in (0, 1)]
         if None in transposed:
             return "a contraction reading an operand other than [d0, r0] / [r0, d0] and " \

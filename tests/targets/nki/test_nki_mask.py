@@ -22,7 +22,7 @@ from axon.dialects import nki
 from axon.dialects.ax import GenericOp
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Call, Const, Index
+from axon.dialects.form.scalar import Call, Const, Index, ScalarExpr
 from axon.dialects.tile import KernelOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
@@ -157,9 +157,13 @@ def test_an_affine_select_offset_names_no_dim_of_its_tile() -> None:
                                 buffer="sbuf")
 
 
-def _off_by_one(condition: object, row: str, column: str) -> object:
+def _off_by_one(condition: ScalarExpr, row: str, column: str
+                ) -> tuple[IntExpr, int, bool] | str:
     """A planted wrong mask: the bound one column further (the padded column kept)."""
-    offset, step, strict = RIGHT_BOUND(condition, row, column)  # type: ignore[misc]
+    bound = RIGHT_BOUND(condition, row, column)
+    if isinstance(bound, str):
+        return bound
+    offset, step, strict = bound
     return offset + 1, step, strict
 
 
