@@ -19,7 +19,15 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from xdsl.dialects.builtin import I64, BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+)
 from xdsl.ir import TypeAttribute
 from xdsl.irdl import (
     irdl_op_definition,
@@ -539,6 +547,8 @@ class AffineSelectOp(NkiOp):
     """`nisa.affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value,
     cmp_op, offset)` on GpSimd, into SBUF: `on_true` where the affine value of the element's
     indices (iota's) compares true against 0, else the constant `on_false` (a causal mask).
+    `size_offset` (iota's: sizes and loop indices, the value of `offset` when traced) makes
+    the column mask of a block past a row's end: `N - BK*k - f > 0`.
 
         out[p < P, f < F] = select(0 + p * 1 + f * -1 >= 0, in0[p, f], -inf)
     """
@@ -548,7 +558,7 @@ class AffineSelectOp(NkiOp):
     DST_BUFFERS: ClassVar[tuple[str, ...]] = ("sbuf",)
     ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("gpsimd",)
     ATTRS: ClassVar[dict[str, str]] = {"pattern": "ints", "channel_multiplier": "int",
-                                       "offset": "int", "cmp_op": "text",
+                                       "offset": "int", "size_offset": "dims", "cmp_op": "text",
                                        "on_false_value": "float", "buffer": "text",
                                        "dtype": "dtype"}
     DEFAULTS: ClassVar[dict[str, Any]] = {"offset": 0, "cmp_op": "equal"}
@@ -556,6 +566,7 @@ class AffineSelectOp(NkiOp):
     pattern = prop_def(DenseArrayBase)
     channel_multiplier = prop_def(IntegerAttr[I64])
     offset = prop_def(IntegerAttr[I64])
+    size_offset = opt_prop_def(ArrayAttr[StringAttr])
     cmp_op = prop_def(StringAttr)
     on_false_value = prop_def(FloatAttr)
     buffer = prop_def(StringAttr)

@@ -200,21 +200,25 @@ class MemsetOp(NkiOp):
 class IotaOp(NkiOp):
     """`nisa.iota(dst, pattern, offset, channel_multiplier)` on GpSimd, into SBUF: an affine
     function of the partition and free indices, computed in int32 and cast to the dst dtype.
-    `pattern` is the step of each free dim (its count is the dst's dim).
+    `pattern` is the step of each free dim (its count is the dst's dim). `size_offset`, an
+    expression of sizes and loop indices (`N - BK*k`), adds to `offset`: the new API traces a
+    kernel with its sizes and unrolled loop indices as Python integers, so the instruction's
+    `offset` is that expression's value (a column bound inside a loop over blocks).
 
-        out[p < P, f < F] = offset + p * channel_multiplier + f * step
+        out[p < P, f < F] = offset + size_offset + p * channel_multiplier + f * step
     """
 
     name = "nki.iota"
     DST_BUFFERS: ClassVar[tuple[str, ...]] = ("sbuf",)
     ENGINE_CHOICES: ClassVar[tuple[str, ...]] = ("gpsimd",)
     ATTRS: ClassVar[dict[str, str]] = {"shape": "dims", "pattern": "ints", "offset": "int",
-                                       "channel_multiplier": "int", "dtype": "dtype",
-                                       "buffer": "text"}
+                                       "size_offset": "dims", "channel_multiplier": "int",
+                                       "dtype": "dtype", "buffer": "text"}
     DEFAULTS: ClassVar[dict[str, Any]] = {"offset": 0, "channel_multiplier": 0}
     shape = prop_def(ArrayAttr[StringAttr])
     pattern = prop_def(DenseArrayBase)
     offset = prop_def(IntegerAttr[I64])
+    size_offset = opt_prop_def(ArrayAttr[StringAttr])
     channel_multiplier = prop_def(IntegerAttr[I64])
     dtype = prop_def(TypeAttribute)
     buffer = prop_def(StringAttr)
@@ -235,8 +239,10 @@ class IotaOp(NkiOp):
 
 
 def affine_index(par: Sequence[LoopDim], attrs: Mapping[str, Any]) -> IntExpr:
-    """`offset + p * channel_multiplier + sum of f_k * pattern[k]` over a tile's dims `par`
-    (the partition dim first): the affine value `iota` writes and `affine_select` compares."""
+    """`offset + size_offset + p * channel_multiplier + sum of f_k * pattern[k]` over a tile's
+    dims `par` (the partition dim first): the affine value `iota` writes and `affine_select`
+    compares. `size_offset` (one expression, or none) may name sizes and loop indices, never
+    the tile's own dims."""
     if len(par) < 2:
         raise ShapeError(f"the tile has rank {len(par)}; a partition dim and free dims are "
                          "needed")
@@ -244,6 +250,16 @@ def affine_index(par: Sequence[LoopDim], attrs: Mapping[str, Any]) -> IntExpr:
     if len(steps) != len(par) - 1:
         raise ShapeError(f"pattern has {len(steps)} steps for {len(par) - 1} free dims")
     index = IntExpr.const(int(attrs.get("offset", 0)))
+    extra = tuple(attrs.get("size_offset") or ())
+    if len(extra) > 1:
+        raise ShapeError(f"size_offset holds {len(extra)} expressions; it is one")
+    if extra:
+        added = IntExpr.lift(extra[0])
+        clash = added.symbols() & {d.name for d in par}
+        if clash:
+            raise ShapeError(f"size_offset {added} names the tile's own dims "
+                             f"({', '.join(sorted(clash))})")
+        index = index + added
     index = index + IntExpr.sym(par[0].name) * int(attrs.get("channel_multiplier", 0))
     for dim, step in zip(par[1:], steps, strict=True):
         index = index + IntExpr.sym(dim.name) * int(step)

@@ -53,15 +53,16 @@ func.func @two_ops(%0: !ax.tensor<[M, N], f32>) -> !ax.tensor<[M, N], f32> {
 
 // -----
 
-// Softmax's multipass kernel takes the max over masked blocks: padded columns are no identity of
-// max, so a column mask would have to be built on chip; the refusal names the form.
-// expected-error@unknown {{not lowered to nki: 'ax.generic' with the form `out[d0 < BM, d1 < 1] = max over r0 in [0, BK) of select((idx(r0) < idx(N)), in0[d0, r0], in0[d0, 0])`: a masked 'max' reduction whose masked columns read `in0[d0, 0]` needs a column mask built on chip (the bound N - BK*k against an iota; the nki dialect's iota and affine_select take integer offsets only), not built yet}}
+// Softmax's multipass kernel with its max over masked blocks changed to read 0.0 past the row's
+// end: the column mask built on chip fills a sum's masked columns with 0.0 and a max's with
+// column 0, no other; the refusal names the form.
+// expected-error@unknown {{not lowered to nki: 'ax.generic' with the form `out[d0 < BM, d1 < 1] = max over r0 in [0, BK) of select((idx(r0) < idx(N)), in0[d0, r0], 0.0)`: a masked 'max' reduction whose masked columns read `0.0` has no NKI lowering (a sum's take 0.0, a max's or min's column 0)}}
 // CHECK: lower-nki: not lowered to nki: 'ax.generic' with the form {{.*}} a masked 'max' reduction
 func.func @softmax_rows_multipass(%0: !ax.tensor<[M, N], bf16>) -> !ax.tensor<[M, N], bf16> {
   %1 = tile.kernel %0 {program_ids = ["i"], grid = ["(BM + M - 1) floordiv BM"], params = ["BM", "BK"], assume = ["BM >= 1", "BK >= 1", "BM <= 128", "8*BK + 2 <= 212984"]} : (!ax.tensor<[M, N], bf16>) -> !ax.tensor<[M, N], bf16> {
   ^bb0(%2: !ax.tensor<[M, N], bf16>):
     %3 = tile.load %2 {offsets = ["BM*i", "0"], shape = ["BM", "BK"], pad = 0.000000e+00 : f64, space = "sbuf"} : (!ax.tensor<[M, N], bf16>) -> !ax.tensor<[BM, BK], bf16>
-    %4 = ax.generic %3 {form = "out[d0 < BM, d1 < 1] = max over r0 in [0, BK) of select((idx(r0) < idx(N)), in0[d0, r0], in0[d0, 0])", dtype = bf16} : (!ax.tensor<[BM, BK], bf16>) -> !ax.tensor<[BM, 1], bf16>
+    %4 = ax.generic %3 {form = "out[d0 < BM, d1 < 1] = max over r0 in [0, BK) of select((idx(r0) < idx(N)), in0[d0, r0], 0.0)", dtype = bf16} : (!ax.tensor<[BM, BK], bf16>) -> !ax.tensor<[BM, 1], bf16>
     %5 = tile.for %4 {iv = "k", extent = "(BK + N - 1) floordiv BK"} : (!ax.tensor<[BM, 1], bf16>) -> !ax.tensor<[BM, 1], bf16> {
     ^bb0(%6: !ax.tensor<[BM, 1], bf16>):
       %7 = tile.load %2 {offsets = ["BM*i", "BK*k"], shape = ["BM", "BK"], pad = 0.000000e+00 : f64, space = "sbuf"} : (!ax.tensor<[M, N], bf16>) -> !ax.tensor<[BM, BK], bf16>

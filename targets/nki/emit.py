@@ -128,6 +128,18 @@ def python(expr: IntExpr) -> str:
     return "".join(parts)
 
 
+def _affine_offset(attrs: Mapping[str, object]) -> str:
+    """`iota` / `affine_select`'s `offset` as printed: the integer `offset` plus the
+    `size_offset` expression of sizes and loop indices, which the traced kernel holds as
+    Python integers."""
+    offset = IntExpr.const(int(str(attrs.get("offset") or 0)))
+    extras = attrs.get("size_offset") or ()
+    assert isinstance(extras, tuple)
+    for extra in extras:
+        offset = offset + IntExpr.lift(extra)
+    return python(offset)
+
+
 def _atom(atom: Atom) -> str:
     if atom.kind == "sym":
         return atom.name
@@ -1015,7 +1027,7 @@ class _Printer:
             call = (f"nisa.affine_select(dst={dst}, pattern=[{pattern}], "
                     f"channel_multiplier={int(attrs['channel_multiplier'])}, "
                     f"on_true_tile={operands[0]}, on_false_value={attrs['on_false_value']!r}, "
-                    f"cmp_op=nl.{attrs['cmp_op']}, offset={int(attrs.get('offset', 0))})")
+                    f"cmp_op=nl.{attrs['cmp_op']}, offset={_affine_offset(attrs)})")
         elif isinstance(op, nki.TensorReduceOp):
             axes = tuple(int(a) for a in attrs["axes"])
             call = (f"nisa.tensor_reduce(dst={dst}, op=nl.{attrs['op']}, data={operands[0]}, "

@@ -234,6 +234,30 @@ _KEEP_ZERO_UNARY: tuple[type[Operation], ...] = (NegOp, SquareOp, AbsOp, ReluOp,
                                                  SqrtOp, GeluOp, ErfOp)
 
 
+def _column_bound(condition: ScalarExpr, row: str, column: str
+                  ) -> tuple[IntExpr, int, bool] | str:
+    """A mask on the column index, `idx(a) < idx(b)` (or `<=`, `>`, `>=`) linear in `column`
+    with no `row`, as `affine_select`'s `(size_offset, step, strict)`: the bound holds exactly
+    where `size_offset + step * column` is > 0 (strict) or >= 0."""
+    flips = {"gt": "lt", "ge": "le"}
+    if not (isinstance(condition, Call) and condition.fn in ("lt", "le", "gt", "ge")
+            and all(isinstance(a, Index) for a in condition.args)):
+        return (f"a mask `{condition}` other than one bound on the column index has no NKI "
+                "lowering")
+    a, b = (arg.expr for arg in condition.args if isinstance(arg, Index))
+    fn = condition.fn
+    if fn in flips:
+        a, b, fn = b, a, flips[fn]
+    difference = b - a  # a < b: b - a > 0; a <= b: b - a >= 0
+    offset = difference.substitute({column: 0})
+    step = difference.substitute({column: 1}) - offset
+    if not (step.is_const and step.value != 0 and difference == offset + IntExpr.sym(column)
+            * step.value and row not in offset.symbols()):
+        return (f"a mask `{condition}` that is not linear in the column index alone has no "
+                "NKI lowering")
+    return offset, step.value, fn == "lt"
+
+
 def _zero_past_bounds(value: SSAValue) -> bool:
     """`value` (a tile of the tiled kernel) is zero wherever its block passes the tensor's
     end: a load padded with 0, or ops of such tiles that keep zeros (a product with any
@@ -1238,7 +1262,8 @@ class _Lowering:
         if sorted(reads) != [0, 1]:
             return "a contraction that does not read each operand once"
         p, n, k = (IntExpr.sym(d.name) for d in (d0, d1, r0))
-        ways = {(0, (p, k)): False, (0, (k, p)): True, (1, (k, n)): False, (1, (n, k)): True}
+        ways: dict[tuple[int, tuple[IntExpr, ...]], bool] = {
+            (0, (p, k)): False, (0, (k, p)): True, (1, (k, n)): False, (1, (n, k)): True}
         transposed = [ways.get((i, tuple(reads[i].index))) for i in (0, 1)]
         if None in transposed:
             return "a contraction reading an operand other than [d0, r0] / [r0, d0] and " \
@@ -1456,18 +1481,57 @@ class _Lowering:
             return ("a reduction body other than the tile or the tile masked by a bound on "
                     "its indices has no NKI lowering yet")
         fallback = body.args[2]
-        if reduce != "add" or not (isinstance(fallback, Const) and fallback.value == 0):
+        zero_fill = isinstance(fallback, Const) and fallback.value == 0
+        if reduce == "add" and zero_fill and _zero_past_bounds(x_src):
+            return self.add(target, nki.TensorReduceOp.make(
+                [self.tile(x_src)], op="add", axes=(1,), keepdims=True, buffer="sbuf",
+                dtype=COMPUTE_DTYPE))
+        column = Read(0, (IntExpr.sym(d0.name), IntExpr.const(0)))
+        if not ((reduce == "add" and zero_fill) or (reduce != "add" and fallback == column)):
             return (f"a masked '{form.reduction}' reduction whose masked columns read "
-                    f"`{fallback}` needs a column mask built on chip (the bound N - BK*k "
-                    "against an iota; the nki dialect's iota and affine_select take integer "
-                    "offsets only), not built yet")
-        if not _zero_past_bounds(x_src):
-            return ("a masked sum of a tile that is not zero past the tensor's end needs a "
-                    "column mask built on chip, not built yet (only a zero-padded load and "
-                    "ops keeping zeros reach tensor_reduce unmasked)")
+                    f"`{fallback}` has no NKI lowering (a sum's take 0.0, a max's or min's "
+                    "column 0)")
+        bound = _column_bound(body.args[0], d0.name, r0.name)
+        if isinstance(bound, str):
+            return bound
+        masked = self.column_masked(self.tile(x_src), bound, reduce, target)
         return self.add(target, nki.TensorReduceOp.make(
-            [self.tile(x_src)], op="add", axes=(1,), keepdims=True, buffer="sbuf",
-            dtype=COMPUTE_DTYPE))
+            [masked], op=reduce, axes=(1,), keepdims=True, buffer="sbuf", dtype=COMPUTE_DTYPE))
+
+    def column_masked(self, x: SSAValue, bound: tuple[IntExpr, int, bool], reduce: str,
+                      target: Block) -> SSAValue:
+        """The `[P, F]` tile `x` with the columns the bound excludes replaced: by 0.0 for a sum,
+        by column 0 for a max or min (`select(inside, x[d0, r0], x[d0, 0])`). The mask is
+        built on chip by `affine_select` on GpSimd, its offset the bound's `size_offset`
+        (`N - BK*k`, traced as a Python integer): `select(inside, x, 0.0)`, plus, for a max,
+        column 0 times `select(inside, 0.0, 1.0)` (exact: one term of each sum is 0)."""
+        offset, step, strict = bound
+        if _buffer(x) != "sbuf":
+            x = self.add(target, nki.TensorCopyOp.make([x], buffer="sbuf"))
+        kept = self.add(target, nki.AffineSelectOp.make(
+            [x], pattern=[step], channel_multiplier=0, offset=0, size_offset=[offset],
+            cmp_op="greater" if strict else "greater_equal", on_false_value=0.0,
+            buffer="sbuf", dtype=COMPUTE_DTYPE))
+        if reduce == "add":
+            return kept
+        shape = list(_type(x).shape)
+        ones = self.add(target, nki.MemsetOp.make(
+            [], value=1.0, shape=shape, dtype=COMPUTE_DTYPE, buffer="sbuf"))
+        # outside: -(offset + step*f) >= 0 where the bound is strict (> 0), > 0 where not
+        outside = self.add(target, nki.AffineSelectOp.make(
+            [ones], pattern=[-step], channel_multiplier=0, offset=0, size_offset=[-offset],
+            cmp_op="greater_equal" if strict else "greater", on_false_value=0.0,
+            buffer="sbuf", dtype=COMPUTE_DTYPE))
+        first = self.add(target, nki.AccessOp.make(
+            [x], layout="slice", start=[0, 0], stop=[shape[0], 1], step=[1, 1],
+            buffer="sbuf"))
+        if _type(first).dtype != COMPUTE_DTYPE:
+            first = self.add(target, nki.TensorCopyOp.make([first], buffer="sbuf",
+                                                           dtype=COMPUTE_DTYPE))
+        filler = self.add(target, nki.TensorScalarOp.make(
+            [outside, first], op0="multiply", buffer="sbuf", dtype=COMPUTE_DTYPE))
+        return self.add(target, nki.TensorTensorOp.make(
+            [kept, filler], op="add", buffer="sbuf", dtype=COMPUTE_DTYPE))
 
     def lower_reduce(self, op: Operation, reduce: str, target: Block) -> SSAValue:
         (x,) = op.operands

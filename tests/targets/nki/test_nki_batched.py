@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from xdsl.dialects.func import FuncOp
 
+from axon.dialects.ax import GenericOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
@@ -81,7 +82,7 @@ def test_a_batched_kernel_holds_its_tiles_without_the_unit_dims() -> None:
     shapes = {str(r.type) for op in kernel.walk() for r in op.results if op is not kernel}
     # the loads keep their blocks; everything computed on chip is [N, N]
     assert shapes == {"bf16[1, 1, N, N]", "bf16[N, N]"}
-    generic = next(op for op in kernel.walk() if op.name == "ax.generic")
+    generic = next(op for op in kernel.walk() if isinstance(op, GenericOp))
     assert "in0[d2, r0] * in1[d3, r0]" in str(generic.generic_form())
 
 

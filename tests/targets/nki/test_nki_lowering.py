@@ -125,9 +125,9 @@ def test_a_wrong_lowering_is_refuted_and_refused(monkeypatch: pytest.MonkeyPatch
 
 
 def test_what_has_no_lowering_is_refused_with_the_reason() -> None:
-    # softmax's multipass kernel takes a max over masked blocks through a generic form
-    with pytest.raises(Refused, match="'ax.generic' with the form .* needs a column mask"):
-        lower_function(trn2_kernel(program("softmax"), "rows_multipass"))
+    # softmax's online kernel: a loop stating an invariant
+    with pytest.raises(Refused, match="a sequential tile.for over 'k' stating an invariant"):
+        lower_function(trn2_kernel(program("softmax"), "rows_multipass_online"))
     with pytest.raises(Refused, match="not one tile.kernel"):
         lower_function(program("mul"))
 
@@ -328,8 +328,7 @@ MORE = ["gated_mlp", "layernorm", "linear_attention", "lora", "matmul_red_div",
 def test_every_tiling_lowers_and_runs_at_tiles_of_two(name: str, tmp_path: Path) -> None:
     # tiles of 2 over sizes of 2..7: several programs and loop iterations, a remainder in
     # each dim; every tiling the tile pass proves is lowered; one that does not lower is one
-    # whose masked partial reductions go through an `ax.generic` that needs a column mask on
-    # chip (the multipass kernels of layernorm and softmax), the gap docs/nki_lowering.md names
+    # holding an `ax.generic` with no lowering, the gaps docs/nki_lowering.md names
     func = program(name)
     sizes = small_sizes(PROGRAMS[name], 0)
     inputs = make_inputs(PROGRAMS[name], sizes)
