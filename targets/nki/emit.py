@@ -618,8 +618,40 @@ class _Printer:
                   into=(buf, index, f"{buf}[0:{rows}, {index}, 0:{cols}]"))
 
     def block(self, block: Block, depth: int) -> None:
+        releases = self.psum_releases(block)
         for op in block.ops:
             self.op(op, depth)
+            for value in releases.get(op, ()):
+                name = self.names.get(value)
+                if name is not None and self.buffers.get(name) == "psum" \
+                        and sum(n == name for n in self.names.values()) == 1:
+                    self.line(depth, f"del {name}")
+
+    def psum_releases(self, block: Block) -> dict[Operation, list[SSAValue]]:
+        """The PSUM tiles made by an instruction of `block`, each by the op of `block` (or
+        holding, in a loop, the op) that reads it last: its name is deleted there, so the
+        simulator (which frees a tile when no name holds it, as the compiler's allocator
+        would after its last read) does not count it live through later loops (attention's
+        transposes and products, eight banks in all)."""
+        order = {op: k for k, op in enumerate(block.ops)}
+        skipped = self.hoisted | self.per_block | self.streamed | self.folded | self.in_place
+        releases: dict[Operation, list[SSAValue]] = {}
+        for op in block.ops:
+            if not (isinstance(op, nki.NkiOp) and op.buffer_name() == "psum") \
+                    or op in skipped or not op.results[0].uses:
+                continue
+            last = None
+            for use in op.results[0].uses:
+                user: Operation | None = use.operation
+                while user is not None and user not in order:
+                    user = user.parent_op()
+                if user is None or isinstance(user, YieldOp) or user in skipped:
+                    last = None
+                    break
+                last = user if last is None or order[user] > order[last] else last
+            if last is not None:
+                releases.setdefault(last, []).append(op.results[0])
+        return releases
 
     def op(self, op: Operation, depth: int, hoisting: bool = False) -> None:
         if op in self.folded or isinstance(op, YieldOp) and op.parent_op() is self.kernel:

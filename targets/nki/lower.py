@@ -305,6 +305,9 @@ def _zero_rule(value: SSAValue) -> tuple[list[SSAValue], Callable[[dict[SSAValue
         if any(_type(v).shape != shape for v in terms):
             return [], lambda k: False
         return terms, lambda k: all(k[v] for v in terms)
+    if isinstance(owner, ReshapeOp) and unit_lead(_type(owner.operands[0]), _type(value)):
+        block = owner.operands[0]  # a batched block without its unit dims (`squeeze.py`)
+        return [block], lambda k: k[block]
     if isinstance(owner, MatmulOp):  # a column of a @ b is zero where b's column is
         right = owner.operands[1]
         return [right], lambda k: k[right]
