@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import re
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,8 +31,8 @@ OPTIONS = TorchForgeOptions(max_candidates=3, keep=2, time_on_gpu=False)
 Forge = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def _verdicts(problem: Path, sizes: list[dict[str, int]], dtype: str, modules: dict[str, Path],
-              scratch: Path) -> dict[str, Measured]:
+def _verdicts(problem: Path, sizes: Sequence[Mapping[str, int]], dtype: str,
+              modules: dict[str, Path], scratch: Path) -> dict[str, Measured]:
     """Each module's verdict from the frozen harness against the problem's float32 reference
     (`check_against_original` with no original), all of them in one child process."""
     check = problem_check(problem, sizes=sizes, dtype=dtype, device="cpu")
