@@ -8,7 +8,8 @@ failure, whose step and reason the driver records.
 3. correctness against the ORIGINAL kernel's outputs and the problem's float32 reference, by the
    frozen harness (`harness.forge_run.check_against_original`: the modules run in child
    processes, never imported here; two seeds; every tamper check on) at the check sizes; on the
-   CPU in float32 on Triton's interpreter, on a GPU in the problem's dtype;
+   CPU in float32 on Triton's interpreter (the original run once a cascade: its results are
+   those of the same runs for every proposal), on a GPU in the problem's dtype;
 4. performance, on a GPU: the proposal against the text it would replace (the stage before), so
    a stage that makes the kernel slower is rolled back; without a GPU it passes, untimed.
 
@@ -27,7 +28,14 @@ from axon.forge.driver import CheckOutcome
 from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.parse import TritonModule, parse_triton_source
 from axon.targets.xe_triton.cascade import PORTABLE_TL
-from axon.targets.xe_triton.harness.forge_run import check_against_original
+from axon.targets.xe_triton.harness.forge_run import (
+    Check,
+    OriginalChecked,
+    candidate_verdict,
+    check_against_original,
+    original_checked,
+    problem_check,
+)
 from axon.targets.xe_triton.kb import Config, Device, KernelFacts, config_error
 
 #: `tl` dtype names (attributes, not calls)
@@ -158,6 +166,7 @@ class ForgeCascade:
     """Proposals asked about."""
     _files: int = field(default=0, init=False)
     _vouched: dict[str, tuple[str, ...]] = field(default_factory=dict, init=False)
+    _on_cpu: tuple[Check, OriginalChecked] | None = field(default=None, init=False)
 
     def vouch(self, whole: str, singles: Sequence[str]) -> None:
         """Check `whole` (an autotuned module) without a GPU through `singles`: the same module
@@ -170,6 +179,16 @@ class ForgeCascade:
         path = self.scratch / f"{stem}_{self._files}.py"
         path.write_text(text)
         return path
+
+    def _cpu_check(self) -> tuple[Check, OriginalChecked]:
+        """The check on the CPU (in float32, at `sizes`) and the original's results under it,
+        made once: every proposal is judged on the same runs against the same original, so
+        its child process runs once, not once a proposal."""
+        if self._on_cpu is None:
+            check = problem_check(self.problem, sizes=list(self.sizes), dtype="f32",
+                                  atol_scale=self.atol_scale, device="cpu")
+            self._on_cpu = (check, original_checked(check, self.original))
+        return self._on_cpu
 
     def __call__(self, current: str, proposal: str) -> CheckOutcome:
         """The proposal's verdict: the first step that fails it, or passed (timed on a GPU)."""
@@ -184,10 +203,12 @@ class ForgeCascade:
             return CheckOutcome(False, "structure", why)
         parts = () if self.gpu else self._vouched.get(proposal, ())
         for number, text in enumerate(parts or (proposal,), start=1):
-            verdict = check_against_original(
-                self.problem, self.original, self._file(text, "proposal"),
-                sizes=list(self.sizes), dtype=None if self.gpu else "f32",
-                atol_scale=self.atol_scale, device="cuda" if self.gpu else "cpu")
+            if self.gpu:
+                verdict = check_against_original(
+                    self.problem, self.original, self._file(text, "proposal"),
+                    sizes=list(self.sizes), atol_scale=self.atol_scale, device="cuda")
+            else:
+                verdict = candidate_verdict(*self._cpu_check(), self._file(text, "proposal"))
             if not verdict.passed:
                 which = f"configuration {number} of {len(parts)} alone: " if parts else ""
                 return CheckOutcome(False, verdict.step or "correctness", which + verdict.reason)

@@ -235,7 +235,19 @@ def _input_shapes(problem: LoadedProblem,
                   state_names: Sequence[str]) -> list[list[int] | None]:
     """At the module's current size globals: the shapes of the tensors of a freshly built model
     named by `state_names` (None for one it does not hold as a parameter or buffer), then those
-    of a fresh `get_inputs()`."""
+    of a fresh `get_inputs()`. Only shapes are read, so both are built on the meta device (no
+    data made: a problem's inputs can be gigabytes); a problem whose model or inputs need real
+    data (`.item()`, a data-dependent shape) fails there and is built again on the CPU."""
+    try:
+        with torch.device("meta"):
+            return _built_shapes(problem, state_names)
+    except Exception:
+        return _built_shapes(problem, state_names)
+
+
+def _built_shapes(problem: LoadedProblem,
+                  state_names: Sequence[str]) -> list[list[int] | None]:
+    """`_input_shapes` on the current default device."""
     module = problem.module
     model = module.Model(*module.get_init_inputs())
     state = dict(model.named_parameters())

@@ -7,6 +7,7 @@ rule is also checked to fire (no prefix sums left) where the count is min/max-fr
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from fractions import Fraction
@@ -20,7 +21,9 @@ from axon.verifier.sums import fresh, make_sum
 N = IntExpr.sym("N")
 
 
+@functools.cache
 def _values(seed: int) -> dict[int, Fraction]:
+    """x[-40..39] drawn under `seed` (made once a seed: the tests only read it)."""
     rng = random.Random(seed)
     return {i: Fraction(rng.randint(-9, 9)) for i in range(-40, 40)}
 

@@ -249,26 +249,55 @@ def check_against_original(problem: Path, original: Path | None, candidate: Path
     check = problem_check(problem, sizes=sizes, seeds=seeds, dtype=dtype,
                           atol_scale=atol_scale, device=device, time=time, repeats=repeats,
                           timeout_s=timeout_s)
-    where, runs = check.device, check.runs
-    notes: list[str] = []
+    return candidate_verdict(check, original_checked(check, original), candidate)
+
+
+@dataclass(frozen=True)
+class OriginalChecked:
+    """The original kernel's check under a `Check` (`reference` None without an original): its
+    results, the notes every verdict against it carries, and the verdict every candidate gets
+    when the original itself fails."""
+
+    reference: Checked | None
+    notes: tuple[str, ...] = ()
+    failed: ForgeVerdict | None = None
+
+
+def original_checked(check: Check, original: Path | None) -> OriginalChecked:
+    """Run `original` (a ModelNew file, or None) under `check` in a child process. A caller that
+    checks several candidates against one original under one `Check` (the Forge cascade on the
+    CPU) runs it once: its results are those of the same runs each time."""
+    if original is None:
+        return OriginalChecked(None)
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
-        reference: Checked | None = None
-        if original is not None:
-            reference = check_modules([(ORIGINAL, original)], check, Path(scratch))[ORIGINAL]
-            if reference.ops:
-                notes.append(f"the original calls torch for compute: "
-                             f"{', '.join(sorted(reference.ops))}")
-            if not reference.measured.correct:
-                m = reference.measured
-                return ForgeVerdict(False, m.step or "correctness",
-                                    f"the original kernel failed: {m.reason}", notes=tuple(notes))
+        reference = check_modules([(ORIGINAL, original)], check, Path(scratch))[ORIGINAL]
+    notes: tuple[str, ...] = ()
+    if reference.ops:
+        notes = (f"the original calls torch for compute: {', '.join(sorted(reference.ops))}",)
+    if not reference.measured.correct:
+        m = reference.measured
+        return OriginalChecked(reference, notes,
+                               ForgeVerdict(False, m.step or "correctness",
+                                            f"the original kernel failed: {m.reason}",
+                                            notes=notes))
+    return OriginalChecked(reference, notes)
+
+
+def candidate_verdict(check: Check, original: OriginalChecked, candidate: Path) -> ForgeVerdict:
+    """`candidate`'s verdict under `check` against the original's results (see
+    `check_against_original`), the candidate run in a child process."""
+    if original.failed is not None:
+        return original.failed
+    reference, where, runs = original.reference, check.device, check.runs
+    notes = list(original.notes)
+    with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         got = check_modules([("candidate", candidate)], check, Path(scratch),
                             against=reference)["candidate"]
     m = got.measured
     if not m.correct:
         return ForgeVerdict(False, m.step or "crash", m.reason, m.max_abs_error,
                             max_abs_error_vs_original=got.error_vs_original, notes=tuple(notes))
-    if not time:
+    if not check.time:
         return ForgeVerdict(True, "", "", m.max_abs_error,
                             max_abs_error_vs_original=got.error_vs_original, notes=tuple(notes))
     original_timing = reference.measured.timing if reference is not None else None
