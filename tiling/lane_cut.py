@@ -85,7 +85,7 @@ def _plan(load: LoadOp, axis: int
     chain: dict[SSAValue, int] = {load.result: axis}
     pickers: list[Operation] = []
     lane: IntExpr | None = None
-    work = [load.result]
+    work: list[SSAValue] = [load.result]
     while work:
         value = work.pop()
         at = chain[value]

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.dialects.func import FuncOp
 
 from axon.dialects.ax import GenericOp
+from axon.dialects.tile import KernelOp, LoadOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
@@ -20,6 +22,8 @@ from axon.targets.nki.select import choose_kernel, random_inputs, tiled_programs
 from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.nki.squeeze import squeezed
+from axon.targets.profiles import load_profile
+from axon.tiling.search import tile_program
 from axon.tools.embed import parse_mlir, parse_source
 
 #: one program per batch coordinate: `q @ k.T` as the nu-graph writes it (a generic form
@@ -171,3 +175,28 @@ def test_qknorm_gqa_normalizes_only_the_kv_head_it_reads(tmp_path: Path) -> None
     out = simulated(text, "qknorm_gqa", tmp_path, inputs)
     (want,) = run_function(func, inputs, other, exact=True)
     np.testing.assert_allclose(out.astype(np.float64), want, rtol=4e-2, atol=4e-2)
+
+
+def test_a_lane_cut_to_the_wrong_head_is_refuted(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = {"B": 1, "HKV": 2, "G": 3, "S": 130, "L": 70, "D": 64}
+    (variant,) = tiled_programs(source(QKNORM_GQA), "trn2", sizes, 2)[1:]
+    result = tile_program([variant], load_profile("trn2"), sizes)
+    (tiled,) = (p.kernel for p in result.proved if p.tiling.kind == "batched_rows")
+    assert tiled is not None
+    assert lower_and_prove(tiled).proof_id  # the cut to head b1 floordiv G
+    real_cut = lower.cut_picked_lanes
+
+    def head_zero(kernel: KernelOp) -> int:
+        count = real_cut(kernel)
+        k_input = kernel.body.block.args[1]
+        for op in kernel.walk():
+            if isinstance(op, LoadOp) and op.source is k_input:
+                offsets = [o.data for o in op.offsets.data]
+                op.offsets = ArrayAttr([StringAttr("0" if i == 1 else o)
+                                        for i, o in enumerate(offsets)])
+        return count
+
+    # planted: every program reads (and normalizes) kv head 0
+    monkeypatch.setattr(lower, "cut_picked_lanes", head_zero)
+    with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
+        lower_and_prove(tiled)
