@@ -453,7 +453,6 @@ def _per_row_values(kernel: KernelOp) -> set[SSAValue]:
     return found
 
 
-
 @dataclass(eq=False)
 class _Scalar:
     """A rank-0 value of the tiled kernel computed from sizes and constants (attention's
@@ -473,6 +472,7 @@ class _Scalar:
 #: the scalar language's binary functions -> the ALU op (`tensor_scalar`, `tensor_tensor`)
 _FORM_ALU = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
              "max": "maximum", "min": "minimum"}
+
 
 def _scalar_of_form(body: ScalarExpr) -> _Scalar | str:
     """The chain of a rank-0 form's body of sizes and constants (`cast(idx(D), bf16)`), or why
@@ -508,7 +508,6 @@ def _scalar_of_form(body: ScalarExpr) -> _Scalar | str:
                     "activation function of those")
         made[id(expr)] = node
     return made[id(body)]
-
 
 
 def _column_args(node: _Scalar) -> list[_Scalar]:
@@ -1218,10 +1217,11 @@ class _Lowering:
           in0[d0, r0], 0.0)`, the same where its tile is zero past the tensor's end (a
           zero-padded load and ops keeping zeros: rmsnorm's `x * x`); the proof checks the
           mask against the load's bound;
-        - a tile and a size, `in0[d0, d1] / idx(N)` (the mean's count; also `*`, `+`, `-`, in
-          either order) -> the count as the row sum of a ones tile `[P, N]` (as a mean's, so
-          no size is a constant of the lowered function; the emitter writes N), then
-          `tensor_tensor` (or `tensor_scalar` by the count column for a `[P, F]` tile);
+        - an elementwise form (`generic_elementwise`): e.g. a tile and a size,
+          `in0[d0, d1] / idx(N)` (the mean's count) -> the count as the row sum of a ones tile
+          `[P, N]` (as a mean's, so no size is a constant of the lowered function; the emitter
+          writes N), then `tensor_tensor` of two columns or `tensor_scalar` of a `[P, F]`
+          tile by the count column;
         - a contraction of two tiles over a whole dim of each, either operand read either way
           round (`q @ k.T`, `p @ v`), masked or not -> `nc_matmul` (`generic_contraction`).
 
@@ -1230,9 +1230,7 @@ class _Lowering:
         if form.finalize is not None:
             found: SSAValue | str = "a finalized reduction has no NKI lowering yet"
         elif form.reduction is None:
-            found = self.generic_by_size(op, form, target)
-            if isinstance(found, str):  # any other elementwise form, where it lowers
-                found = self.generic_elementwise(op, form, target) or found
+            found = self.generic_elementwise(op, form, target)
         elif len(op.operands) == 2:
             found = self.generic_contraction(op, form, target)
         else:
@@ -1302,7 +1300,7 @@ class _Lowering:
         return self.add(target, nki.TensorCopyOp.make([flipped], buffer="sbuf", dtype=dtype))
 
     def generic_elementwise(self, op: GenericOp, form: GenericForm, target: Block
-                            ) -> SSAValue | None:
+                            ) -> SSAValue | str:
         """An elementwise form of `[P, F]` tiles read in place, `[P, 1]` columns (a per-row
         `[P]` value read at `[d0]`, a column at `[d0, 0]`), sizes `idx(S)` (their count
         columns) and constants, combined by +, -, *, /, max, min, neg and the activation
@@ -1310,17 +1308,20 @@ class _Lowering:
         1e-6)`) -> one instruction per node: `tensor_tensor` of two tiles or two columns,
         `tensor_scalar` of a tile by a column or a constant, `activation`. Float casts are
         the identity on values (the proof's reading too; the tiled kernel rounds where the
-        program does, the lowered one computes in fp32). None where a node has no such
-        lowering; nothing is added to `target` then."""
+        program does, the lowered one computes in fp32). A `[P, 1]` result reads its operands
+        of that shape as columns. Why not where a node has no such lowering; nothing is added
+        to `target` then."""
+        why = ("an elementwise form other than tiles read in place, columns, sizes and "
+               "constants combined by ALU ops, neg, float casts and activation functions has "
+               "no NKI lowering yet")
         if len(form.parallel) != 2:
-            return None
+            return why
         p_dim, f_dim = form.parallel
         rows = p_dim.upper
         here = (IntExpr.sym(p_dim.name), IntExpr.sym(f_dim.name))
         shape = _type(op.results[0]).shape
+        want = "col" if _is_row(_type(op.results[0])) else "tile"
         loops = {p_dim.name, f_dim.name}
-        alus = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide",
-                "max": "maximum", "min": "minimum"}
         functions = set(_ACTIVATION.values())
         scratch = Block()
         made: dict[int, tuple[str, SSAValue | float]] = {}  # node id: ("tile"|"col"|"const", v)
@@ -1337,7 +1338,7 @@ class _Lowering:
             src = op.operands[node.operand]
             t = _type(src)
             if tuple(node.index) == here and t.shape == shape:
-                return "tile", self.tile(src)
+                return (want, self.column(src, scratch) if want == "col" else self.tile(src))
             if tuple(node.index) == here[::-1] and t.shape == shape[::-1]:  # on TensorE
                 x = self.tile(src)
                 return "tile", self.transposed(x, _type(x).dtype, scratch)
@@ -1350,7 +1351,8 @@ class _Lowering:
 
         def combine(node: Call, args: list[tuple[str, SSAValue | float]]
                     ) -> tuple[str, SSAValue | float] | None:
-            if node.fn == "cast" and args[0][0] != "const":
+            if node.fn == "cast" and node.param in ("bf16", "f16", "f32") \
+                    and args[0][0] != "const":
                 return args[0]
             if len(args) == 1 and args[0][0] != "const" and node.fn in functions | {"neg"}:
                 kind, x = args[0]
@@ -1360,10 +1362,10 @@ class _Lowering:
                     if node.fn == "neg" else nki.ActivationOp.make(
                         [x], func=node.fn, buffer="sbuf", dtype=COMPUTE_DTYPE)
                 return kind, self.add(scratch, made_op)
-            if len(args) != 2 or node.fn not in alus:
+            if len(args) != 2 or node.fn not in _FORM_ALU:
                 return None
             (ka, a), (kb, b) = args
-            alu = alus[node.fn]
+            alu = _FORM_ALU[node.fn]
             if ka == "const" and kb == "const":
                 return None
             if "const" in (ka, kb):
@@ -1392,49 +1394,17 @@ class _Lowering:
                 value = combine(node, [made[id(c)] for c in node.children()]) \
                     if isinstance(node, Call) else leaf(node)
                 if value is None:
-                    return None
+                    return why
                 made[id(node)] = value
-        except (Refused, ShapeError):
-            return None
+        except (Refused, ShapeError) as err:
+            return f"{why} ({err})"
         kind, result = made[id(form.body)]
-        want = "col" if _is_row(_type(op.results[0])) else "tile"
         if kind != want or not isinstance(result, SSAValue):
-            return None
+            return why
         for moved in list(scratch.ops):
             moved.detach()
             target.add_op(moved)
         return result
-
-    def generic_by_size(self, op: GenericOp, form: GenericForm, target: Block
-                        ) -> SSAValue | str:
-        """`in0[d0, d1] alu idx(S)` (or `idx(S) alu in0[d0, d1]`), `S` of sizes only."""
-        par = [IntExpr.sym(d.name) for d in form.parallel]
-        body = form.body
-        alus = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
-        if not (isinstance(body, Call) and body.fn in alus and len(form.parallel) == 2
-                and len(op.operands) == 1):
-            return ("an elementwise form other than a tile and a size combined by +, -, * or / "
-                    "has no NKI lowering yet")
-        a, b = body.args
-        reverse = isinstance(a, Index)
-        read, size = (b, a) if reverse else (a, b)
-        names = {d.name for d in form.parallel}
-        if not (isinstance(read, Read) and list(read.index) == par and isinstance(size, Index)
-                and not size.expr.symbols() & names):
-            return ("an elementwise form other than a tile read in place and a size (no loop "
-                    "index) has no NKI lowering yet")
-        x = self.tile(op.operands[0])
-        tx = _type(x)
-        if tx.shape != _type(op.results[0]).shape:
-            return f"the tile {tx} is not the result's shape"
-        count = self.count(tx.shape[0], size.expr, target)
-        if _is_row(tx):
-            operands = [count, x] if reverse else [x, count]
-            return self.add(target, nki.TensorTensorOp.make(
-                operands, op=alus[body.fn], buffer="sbuf", dtype=COMPUTE_DTYPE))
-        return self.add(target, nki.TensorScalarOp.make(
-            [x, count], op0=alus[body.fn], reverse0=reverse, buffer="sbuf",
-            dtype=COMPUTE_DTYPE))
 
     def count(self, partitions: IntExpr, size: IntExpr, target: Block) -> SSAValue:
         """A `[P, 1]` column holding the size `size`: the row sum of a ones tile `[P, size]`

@@ -133,7 +133,7 @@ def _missing_count(self: lower._Lowering, op: GenericOp, form: GenericForm,
 @pytest.mark.parametrize("planted", [_wrong_reduce, _missing_count])
 def test_a_wrong_lowering_of_a_generic_is_refuted(planted: object,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    method = "generic_row_reduce" if planted is _wrong_reduce else "generic_by_size"
+    method = "generic_row_reduce" if planted is _wrong_reduce else "generic_elementwise"
     kernel = trn2_kernel("rmsnorm", "rows_multipass")
     monkeypatch.setattr(lower._Lowering, method, planted)
     with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
