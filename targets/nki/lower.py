@@ -36,7 +36,7 @@ from fractions import Fraction
 
 import numpy as np
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from axon.dialects import nki
@@ -82,6 +82,7 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.dialects.tile.kernel import sole_kernel
+from axon.dialects.tile.rebuild import KernelRebuild
 from axon.targets.nki.squeeze import squeezed, unit_lead
 from axon.tiling.lane_cut import cut_picked_lanes
 from axon.verifier import Proved, prove_equivalent
@@ -524,9 +525,7 @@ def _column_args(node: _Scalar) -> list[_Scalar]:
 
 
 @dataclass
-class _Lowering:
-    kernel: KernelOp
-    values: dict[SSAValue, SSAValue] = field(default_factory=dict)
+class _Lowering(KernelRebuild):
     #: scalar constants (`ax.constant` of shape []) by their value
     constants: dict[SSAValue, float] = field(default_factory=dict)
     #: transposes whose every use is a matmul's left operand: lowered to their input tile
@@ -558,28 +557,15 @@ class _Lowering:
     scalars: dict[SSAValue, _Scalar] = field(default_factory=dict)
     #: a chain as a `[P, 1]` column, by the chain and P
     size_columns: dict[tuple[_Scalar, IntExpr], SSAValue] = field(default_factory=dict)
-    #: the lowered kernel's body, and the last op put at its start (`early`)
-    body: Block | None = None
+    #: the last op put at the start of the lowered kernel's body (`early`)
     early_last: Operation | None = None
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
-        src = self.kernel.body.block
         self.per_row = _per_row_values(self.kernel)
-        body = Block(arg_types=[a.type for a in src.args])
-        self.body = body
-        self.values.update(zip(src.args, body.args, strict=True))
-        work = [(src, body)]
-        while work:  # loops nest: each body is lowered once its loop op exists
-            source, target = work.pop()
-            for op in source.ops:
-                work.extend(self.lower_op(op, target))
-        return KernelOp(inputs, self.kernel.output_types(), self.kernel.program_names(),
-                        self.kernel.grid_exprs(), self.kernel.param_names(), Region(body),
-                        self.kernel.assumptions())
+        return self.rebuild(inputs)
 
-    def add(self, target: Block, op: Operation) -> SSAValue:
-        target.add_op(op)
-        return op.results[0]
+    def rebuild_op(self, op: Operation, target: Block) -> list[tuple[Block, Block]]:
+        return self.lower_op(op, target)
 
     def lower_op(self, op: Operation, target: Block) -> list[tuple[Block, Block]]:
         if isinstance(op, (ForOp, YieldOp, StoreOp)) and any(v in self.scalars
@@ -591,19 +577,14 @@ class _Lowering:
                 raise Refused(f"a {op.loop_kind} tile.for over '{op.iv.data}'"
                               f"{' stating an invariant' if op.invariant is not None else ''}"
                               " (sequential accumulations and parallel loops only)")
-            inits = [self.values[v] for v in op.inits]
-            body = Block(arg_types=[v.type for v in inits])
-            self.values.update(zip(op.body.block.args, body.args, strict=True))
-            loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body), kind=op.loop_kind)
-            target.add_op(loop)
-            self.values.update(zip(op.results, loop.results, strict=True))
+            loop, bodies = self.loop(op, target)
             for index, (product, tile, column, alu) in _row_factors(op).items():
                 # sum_k (x * c) @ w = c * sum_k x @ w: c once, on the sum's way out of PSUM
                 self.unscaled[product] = tile
                 self.values[op.results[index]] = self.add(target, nki.TensorScalarOp.make(
                     [loop.results[index], self.column(column, target)], op0=alu,
                     buffer="sbuf", dtype=COMPUTE_DTYPE))
-            return [(op.body.block, body)]
+            return bodies
         if isinstance(op, YieldOp):
             target.add_op(YieldOp(*[self.values[v] for v in op.values]))
         elif isinstance(op, LoadOp):

@@ -21,9 +21,9 @@ this module does not know how to retype is left as it is (`squeezed` returns Non
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from axon.dialects.ax import (
     ConstantOp,
@@ -36,6 +36,7 @@ from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Read, ScalarExpr, map_reads, substitute
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
+from axon.dialects.tile.rebuild import KernelRebuild
 
 _ONE = IntExpr.const(1)
 _ZERO = IntExpr.const(0)
@@ -87,16 +88,14 @@ def squeezed(kernel: KernelOp) -> KernelOp | None:
     types = [_type(r) for op in ops for r in op.results if isinstance(r.type, TensorType)]
     try:
         batch = _batch_dims(types)
-        return _Squeeze(kernel, batch).run() if batch else None
+        return _Squeeze(kernel, batch=batch).rebuild(list(kernel.inputs)) if batch else None
     except _Unsqueezable:
         return None
 
 
-class _Squeeze:
-    def __init__(self, kernel: KernelOp, batch: int) -> None:
-        self.kernel = kernel
-        self.batch = batch
-        self.values: dict[SSAValue, SSAValue] = {}
+@dataclass
+class _Squeeze(KernelRebuild):
+    batch: int = 0
 
     def cut(self, t: TensorType) -> int:
         """The batch dims a tile of type `t` loses (tiles of rank 3 or more)."""
@@ -105,34 +104,11 @@ class _Squeeze:
     def squeezed_type(self, t: TensorType) -> TensorType:
         return TensorType(t.shape[self.cut(t):], t.dtype)
 
-    def run(self) -> KernelOp:
-        src = self.kernel.body.block
-        body = Block(arg_types=[a.type for a in src.args])
-        self.values.update(zip(src.args, body.args, strict=True))
-        work = [(src, body)]
-        while work:  # a loop's body once its loop op exists: no recursion on the nest's depth
-            source, target = work.pop()
-            for op in source.ops:
-                work.extend(self.op(op, target))
-        k = self.kernel
-        return KernelOp(list(k.inputs), k.output_types(), k.program_names(), k.grid_exprs(),
-                        k.param_names(), Region(body), k.assumptions())
-
-    def add(self, target: Block, op: Operation) -> SSAValue:
-        target.add_op(op)
-        return op.results[0]
-
-    def op(self, op: Operation, target: Block) -> list[tuple[Block, Block]]:
+    def rebuild_op(self, op: Operation, target: Block) -> list[tuple[Block, Block]]:
         if isinstance(op, ForOp):
             if op.invariant is not None:
                 raise _Unsqueezable("a loop states an invariant about its unsqueezed tiles")
-            inits = [self.values[v] for v in op.inits]
-            body = Block(arg_types=[v.type for v in inits])
-            self.values.update(zip(op.body.block.args, body.args, strict=True))
-            loop = ForOp(inits, op.iv.data, op.extent_expr(), Region(body), kind=op.loop_kind)
-            target.add_op(loop)
-            self.values.update(zip(op.results, loop.results, strict=True))
-            return [(op.body.block, body)]
+            return self.loop(op, target)[1]
         if isinstance(op, YieldOp):
             target.add_op(YieldOp(*[self.values[v] for v in op.values]))
         elif isinstance(op, StoreOp):
