@@ -317,6 +317,12 @@ def _candidate(record: dict[str, Any]) -> Candidate:
     return Candidate(dict(record["params"]), KernelCost(**cost))
 
 
+def profiled_kernel(func: FuncOp, tiling: Tiling, profile: DeviceProfile) -> FuncOp:
+    """The kernel of `tiling` of `func` in `profile`'s memory spaces (`tile_spaces`), the
+    profile's limits among its assumptions: what the search proves and prices."""
+    return _kernel(func, tiling, profile, *tile_spaces(profile))
+
+
 def _kernel(func: FuncOp, tiling: Tiling, profile: DeviceProfile, space: str,
             accumulator_space: str) -> FuncOp:
     """The kernel of `tiling` of `func`, the profile's limits among its assumptions."""

@@ -4,7 +4,6 @@ among the candidates (gqa's kv heads read at `h floordiv G`)."""
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +17,7 @@ from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.lower import Refused, kernel_of, lower_and_prove
-from axon.targets.nki.select import choose_kernel, random_inputs, tiled_programs
-from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
-from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.nki.select import KernelRunner, choose_kernel, random_inputs, tiled_programs
 from axon.targets.nki.squeeze import squeezed
 from axon.targets.profiles import load_profile
 from axon.tiling.search import tile_program
@@ -73,11 +70,8 @@ def source(text: str) -> FuncOp:
 
 
 def simulated(text: str, name: str, tmp_path: Path, inputs: list[np.ndarray]) -> np.ndarray:
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", SimulationWarning)
-        return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+    """The module's output on the simulator (Trn2's limits, a warning an error)."""
+    return KernelRunner("trn2", tmp_path).run(text, inputs, name)[0]
 
 
 def test_a_batched_kernel_holds_its_tiles_without_the_unit_dims() -> None:

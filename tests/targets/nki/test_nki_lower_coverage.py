@@ -7,7 +7,6 @@ refuted."""
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 
 import ml_dtypes
@@ -24,12 +23,10 @@ from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.lower import Refused, lower_and_prove, lower_function
-from axon.targets.nki.select import op_functions
-from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
-from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.nki.select import KernelRunner, op_functions
 from axon.targets.profiles import load_profile
-from axon.tiling.kernels import tile_function, tilings
-from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.tiling.kernels import tilings
+from axon.tiling.search import profiled_kernel
 from axon.tools.embed import parse_source
 
 
@@ -45,19 +42,12 @@ def program(name: str) -> FuncOp:
 def trn2_kernel(func: FuncOp, kind: str) -> FuncOp:
     """The `kind` tiling of `func` with Trn2's limits assumed."""
     (tiling,) = [t for t in tilings(func) if t.kind == kind]
-    profile = load_profile("trn2")
-    kernel = tile_function(func, tiling, *tile_spaces(profile))
-    (op,) = (o for o in kernel.body.block.ops if isinstance(o, KernelOp))
-    op.assume_also(kernel_constraints(profile, op))
-    return kernel
+    return profiled_kernel(func, tiling, load_profile("trn2"))
 
 
 def simulate_text(text: str, name: str, tmp_path: Path, inputs: list[np.ndarray]) -> np.ndarray:
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", SimulationWarning)
-        return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+    """The module's output on the simulator (Trn2's limits, a warning an error)."""
+    return KernelRunner("trn2", tmp_path).run(text, inputs, name)[0]
 
 
 def check_runs(func: FuncOp, kind: str, tiles: dict[str, int], shapes: list[dict[str, int]],
@@ -225,11 +215,7 @@ SUM_SHAPES = [{"M": 130, "K": 77, "N": 200}, {"M": 1, "K": 1, "N": 1},
 
 def nth_kernel(func: FuncOp, kind: str, nth: int) -> FuncOp:
     tiling = [t for t in tilings(func) if t.kind == kind][nth]
-    profile = load_profile("trn2")
-    kernel = tile_function(func, tiling, *tile_spaces(profile))
-    (op,) = (o for o in kernel.body.block.ops if isinstance(o, KernelOp))
-    op.assume_also(kernel_constraints(profile, op))
-    return kernel
+    return profiled_kernel(func, tiling, load_profile("trn2"))
 
 
 @pytest.mark.parametrize(("kind", "nth", "tiles"), GEMM_SUM_SCALE)

@@ -19,7 +19,7 @@ from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.dialects import nki
 from axon.dialects.ax import GenericOp
 from axon.dialects.form.generic_form import GenericForm
-from axon.dialects.tile import ForOp, KernelOp
+from axon.dialects.tile import ForOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
@@ -28,7 +28,8 @@ from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.profiles import load_profile
 from axon.tiling.kernels import tile_function, tilings
-from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.tiling.profiles import tile_spaces
+from axon.tiling.search import profiled_kernel
 from axon.tools.embed import parse_source
 
 #: (program, tiling, tile sizes): each holds `ax.generic` ops, lowers and is proved
@@ -50,11 +51,7 @@ def trn2_kernel(name: str, kind: str) -> FuncOp:
     """The `kind` tiling of suite program `name` with Trn2's limits assumed."""
     func = program(name)
     (tiling,) = [t for t in tilings(func) if t.kind == kind]
-    profile = load_profile("trn2")
-    kernel = tile_function(func, tiling, *tile_spaces(profile))
-    (op,) = (o for o in kernel.body.block.ops if isinstance(o, KernelOp))
-    op.assume_also(kernel_constraints(profile, op))
-    return kernel
+    return profiled_kernel(func, tiling, load_profile("trn2"))
 
 
 def generics(func: FuncOp) -> list[str]:

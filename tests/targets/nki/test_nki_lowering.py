@@ -30,8 +30,8 @@ from axon.targets.nki.lower import Refused, lower_and_prove, lower_function
 from axon.targets.nki.simulator import KernelError, SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.profiles import load_profile
-from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
-from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.tiling.kernels import NotTileable, Tiling, tilings
+from axon.tiling.search import profiled_kernel
 from axon.tools.embed import parse_mlir, parse_source
 from axon.verifier import Proved, prove_equivalent
 
@@ -55,11 +55,7 @@ def trn2_kernel(func: FuncOp, kind: str, tiling: Tiling | None = None) -> FuncOp
     SBUF with PSUM accumulators, assuming Trn2's limits."""
     if tiling is None:
         (tiling,) = [t for t in tilings(func) if t.kind == kind]
-    profile = load_profile("trn2")
-    kernel = tile_function(func, tiling, *tile_spaces(profile))
-    (op,) = (o for o in kernel.body.block.ops if isinstance(o, KernelOp))
-    op.assume_also(kernel_constraints(profile, op))
-    return kernel
+    return profiled_kernel(func, tiling, load_profile("trn2"))
 
 
 def instructions(func: object) -> list[str]:

@@ -7,7 +7,6 @@ multiple of the block; a mask off by one or a wrong fill is refuted."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,11 +27,10 @@ from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.lower import Refused, lower_and_prove
-from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
-from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.nki.select import KernelRunner
 from axon.targets.profiles import load_profile
-from axon.tiling.kernels import tile_function, tilings
-from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.tiling.kernels import tilings
+from axon.tiling.search import profiled_kernel
 from axon.tools.embed import parse_source
 
 #: a row min of a k loop (handwritten): the masked columns take column 0's value
@@ -56,11 +54,7 @@ def parsed(source: str, name: str) -> FuncOp:
 def trn2_kernel(func: FuncOp, kind: str) -> FuncOp:
     """The `kind` tiling of `func` with Trn2's limits assumed."""
     (tiling,) = [t for t in tilings(func) if t.kind == kind]
-    profile = load_profile("trn2")
-    kernel = tile_function(func, tiling, *tile_spaces(profile))
-    (op,) = (o for o in kernel.body.block.ops if isinstance(o, KernelOp))
-    op.assume_also(kernel_constraints(profile, op))
-    return kernel
+    return profiled_kernel(func, tiling, load_profile("trn2"))
 
 
 def masked_forms(func: FuncOp) -> list[str]:
@@ -69,11 +63,8 @@ def masked_forms(func: FuncOp) -> list[str]:
 
 
 def simulated(text: str, name: str, tmp_path: Path, inputs: list[np.ndarray]) -> np.ndarray:
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", SimulationWarning)
-        return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+    """The module's output on the simulator (Trn2's limits, a warning an error)."""
+    return KernelRunner("trn2", tmp_path).run(text, inputs, name)[0]
 
 
 def check_runs(func: FuncOp, kernel: FuncOp, tiles: dict[str, int], shapes: list[dict[str, int]],

@@ -8,7 +8,6 @@ partial tiles; planted wrong lowerings are refuted."""
 from __future__ import annotations
 
 import re
-import warnings
 from pathlib import Path
 
 import ml_dtypes
@@ -25,9 +24,7 @@ from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import Refused, lower_and_prove, lower_function
-from axon.targets.nki.select import choose_kernel, first_kernel, op_functions
-from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
-from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.nki.select import KernelRunner, choose_kernel, first_kernel, op_functions
 from axon.targets.profiles import load_profile
 from axon.tiling.search import tile_program
 from axon.tools.embed import parse_mlir, parse_source
@@ -52,11 +49,8 @@ def inputs_at(func: FuncOp, sizes: dict[str, int]) -> list[np.ndarray]:
 
 
 def simulate_text(text: str, name: str, tmp_path: Path, inputs: list[np.ndarray]) -> np.ndarray:
-    path = tmp_path / f"{name}.py"
-    path.write_text(text)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", SimulationWarning)
-        return simulate(load_kernel(path), *inputs, limits=load_limits("trn2"))
+    """The module's output on the simulator (Trn2's limits, a warning an error)."""
+    return KernelRunner("trn2", tmp_path).run(text, inputs, name)[0]
 
 
 def check_against_interpreter(func: FuncOp, text: str, name: str, shapes: list[dict[str, int]],
