@@ -70,6 +70,7 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -623,8 +624,11 @@ class _Printer:
             self.op(op, depth)
             for value in releases.get(op, ()):
                 name = self.names.get(value)
-                if name is not None and self.buffers.get(name) == "psum" \
-                        and sum(n == name for n in self.names.values()) == 1:
+                if name is None or self.buffers.get(name) != "psum":
+                    continue
+                # no other value is printed through the name (an alias, a view `t7[...]`)
+                named = re.compile(rf"\b{re.escape(name)}\b")
+                if sum(bool(named.search(n)) for n in self.names.values()) == 1:
                     self.line(depth, f"del {name}")
 
     def psum_releases(self, block: Block) -> dict[Operation, list[SSAValue]]:

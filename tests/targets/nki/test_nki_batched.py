@@ -4,6 +4,7 @@ among the candidates (gqa's kv heads read at `h floordiv G`)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +122,9 @@ def test_gqa_takes_its_kernel_from_a_nu_graph_variant(tmp_path: Path) -> None:
     assert chosen.kind.startswith("batched_rows")
     assert "G = _in0_1 // (HKV)" in chosen.module_text  # G given apart by k's heads
     assert "(b1 // G)" in chosen.module_text
+    # each PSUM tile (the transposes, the products) released after its last read: the
+    # simulator frees a tile no name holds, and attention's loops would pass 8 banks
+    assert re.search(r"\n +del t\d+\n", chosen.module_text)
     other = {"B": 2, "HKV": 1, "G": 2, "S": 5, "L": 3, "D": 7}
     inputs = random_inputs(func, other)
     out = simulated(chosen.module_text, "gqa", tmp_path, inputs)
