@@ -62,6 +62,7 @@ from axon.tiling.cost import (
     warp_counts,
     warps_to_fit,
 )
+from axon.tiling.profiles import held_on_chip
 
 #: the launch orders tried for a 2-D grid on a GPU: row-major (1), and groups of rows
 GROUP_SIZES = (1, 4, 8, 16)
@@ -87,7 +88,8 @@ def concretize(kernel: KernelOp, sizes: Mapping[str, int], profile: DeviceProfil
                top_k: int = 3) -> list[Candidate]:
     """The best `top_k` concrete tilings of `kernel` at `sizes` under `profile` (see the
     module docstring), best first; empty when none satisfies the assumptions and fits."""
-    plan = KernelPlan.of(kernel)
+    with held_on_chip(kernel, profile) as held:
+        plan = KernelPlan.of(held)
     names = kernel.param_names()
     values = [parameter_values(plan, name, sizes, profile) for name in names]
 

@@ -14,6 +14,11 @@ gives, under the profile's numbers:
   the contraction `b` at most the matmul's stationary limits, the moving free size `c` at most
   its moving limit.
 
+On a NeuronCore the constraints are those of the kernel as the NKI lowering holds it: a load
+whose uses pick one lane of a dim is cut to that lane first (`tiling.lane_cut`, which the
+lowering applies before it lowers; qknorm_gqa's `[1, HKV, BK, D]` k tiles count as
+`[1, 1, BK, D]`). Counting the uncut tiles would bound `BK` by tiles that never exist.
+
 A dim that is a number is checked here; a symbolic one becomes an assumption, so a kernel that
 loads a whole dim is proved only for the sizes where it fits (and concretization drops it at
 the sizes where it does not). A profile without those numbers (a GPU's) adds nothing: its
@@ -23,6 +28,9 @@ enumerated (`tiling.concretize`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from axon.dialects.ax import MatmulOp, TensorType
 from axon.dialects.ax.shapes import product
 from axon.dialects.form.dtypes import DTYPES
@@ -31,6 +39,7 @@ from axon.dialects.tile import FullOp, KernelOp, LoadOp
 from axon.targets.profiles import DeviceProfile, Quantity
 from axon.tiling.cost import across_partitions, laid_out, row_block
 from axon.tiling.kernels import NotTileable
+from axon.tiling.lane_cut import cut_picked_lanes
 
 #: bytes of one PSUM element: NeuronCore matmuls accumulate in fp32
 PSUM_ELEMENT_BYTES = 4
@@ -49,6 +58,26 @@ def tile_spaces(profile: DeviceProfile) -> tuple[str, str]:
 def kernel_constraints(profile: DeviceProfile, kernel: KernelOp) -> list[str]:
     """The assumptions `kernel`'s tiles need under `profile` (see the module docstring);
     NotTileable when a dim that is a number already breaks a limit."""
+    with held_on_chip(kernel, profile) as held:
+        return _constraints(profile, held)
+
+
+@contextmanager
+def held_on_chip(kernel: KernelOp, profile: DeviceProfile) -> Iterator[KernelOp]:
+    """`kernel` as `profile`'s lowering holds it on chip: on a NeuronCore a clone with its
+    loads cut to the lanes their uses pick (the module docstring), else `kernel` itself. The
+    clone lives for the `with` block only (its uses of the function's values are dropped)."""
+    if tile_spaces(profile)[0] != "sbuf":
+        yield kernel
+        return
+    cut = kernel.clone()
+    try:
+        yield cut if cut_picked_lanes(cut) else kernel
+    finally:
+        cut.drop_all_references()
+
+
+def _constraints(profile: DeviceProfile, kernel: KernelOp) -> list[str]:
     memory, limits = profile.memory, profile.limits
     found: list[str] = []
     per_space: dict[str, list[IntExpr]] = {}
