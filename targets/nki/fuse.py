@@ -59,6 +59,7 @@ instruction and the instruction that makes its operand, so finding them is one w
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -73,6 +74,7 @@ from axon.dialects.ax import TensorType
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import LoadOp
+from axon.targets.nki.hoist import hoist_kernel
 from axon.targets.nki.lower import LoweredKernel, lower_and_prove
 from axon.verifier import Proved, Refuted, prove_equivalent
 from axon.verifier.budget import ProofBudget
@@ -112,7 +114,8 @@ class FusedKernel:
 
     def summary(self) -> str:
         """`fused 2 (activation-scale-bias, activation-reduce); refuted 0; unknown 0`."""
-        proved = [a.rule for a in self.attempts if a.verdict == "proved"]
+        proved = [a.rule if a.rule != "hoist-invariants" else f"{a.rule}: {a.matched}"
+                  for a in self.attempts if a.verdict == "proved"]
         counts = {v: sum(1 for a in self.attempts if a.verdict == v)
                   for v in ("refuted", "unknown", "invalid")}
         named = f" ({', '.join(proved)})" if proved else ""
@@ -624,9 +627,17 @@ RULES: tuple[Rule, ...] = (
 
 def lower_and_fuse(func: FuncOp, budget: ProofBudget | None = None
                    ) -> tuple[LoweredKernel, FusedKernel]:
-    """`lower.lower_and_prove` of a tiled function, then `fuse_kernel` of the lowering: the
-    fused function with the lowering's proof id (each fusion has its own, in the record);
-    Refused as `lower_and_prove` is."""
+    """`lower.lower_and_prove` of a tiled function, then `fuse_kernel` of the lowering and
+    `hoist.hoist_kernel` of the fused function (its attempt, where anything moves, last among
+    the fusions'): the result with the lowering's proof id (each rewrite has its own, in the
+    record); Refused as `lower_and_prove` is."""
     lowered = lower_and_prove(func, budget)
     fused = fuse_kernel(lowered.func, budget)
+    moved = hoist_kernel(fused.func, budget)
+    if moved.verdict != "unchanged":
+        fused = dataclasses.replace(fused, func=moved.func, seconds=fused.seconds + moved.seconds,
+                                    attempts=(*fused.attempts, Attempt(
+                                        "hoist-invariants",
+                                        f"{moved.hoisted} hoisted, {moved.shared} shared",
+                                        moved.verdict, moved.detail, moved.seconds)))
     return LoweredKernel(fused.func, lowered.proof_id, lowered.seconds + fused.seconds), fused

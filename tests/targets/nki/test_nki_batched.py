@@ -11,12 +11,16 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ArrayAttr, StringAttr
 from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
 
+from axon.dialects import nki
 from axon.dialects.ax import GenericOp
-from axon.dialects.tile import KernelOp, LoadOp
+from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp
 from axon.interpreter import run_function
-from axon.targets.nki import lower
+from axon.targets.nki import hoist, lower
 from axon.targets.nki.emit import emit_nki
+from axon.targets.nki.fuse import fuse_kernel, lower_and_fuse
+from axon.targets.nki.hoist import hoist_kernel
 from axon.targets.nki.lower import Refused, kernel_of, lower_and_prove
 from axon.targets.nki.select import KernelRunner, choose_kernel, random_inputs, tiled_programs
 from axon.targets.nki.squeeze import squeezed
@@ -198,3 +202,97 @@ def test_a_lane_cut_to_the_wrong_head_is_refuted(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(lower, "cut_picked_lanes", head_zero)
     with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
         lower_and_prove(tiled)
+
+
+# ---- loop-invariant instructions hoisted, repeated ones shared (targets/nki/hoist.py) ----
+HOIST_SIZES = {"B": 1, "HKV": 2, "G": 3, "S": 130, "L": 70, "D": 64}
+
+
+@pytest.fixture(scope="module")
+def gqa_tiled() -> tuple[FuncOp, dict[str, int]]:
+    """gqa's variant (kv head `h floordiv G`) in its two-pass k-loop tiling: the max pass and
+    the sum pass each read the query tile loaded before them."""
+    (variant,) = tiled_programs(source(GQA), "trn2", HOIST_SIZES, 2)[1:]
+    result = tile_program([variant], load_profile("trn2"), HOIST_SIZES)
+    (proposal,) = (p for p in result.proved if p.tiling.kind == "batched_rows_k")
+    assert proposal.kernel is not None
+    return proposal.kernel, dict(proposal.candidates[0].params)
+
+
+def _in_loops(func: FuncOp, cls: type[Operation]) -> int:
+    return sum(1 for op in func.walk() if isinstance(op, cls)
+               and isinstance(op.parent_op(), ForOp))
+
+
+def test_the_query_transpose_leaves_the_key_loops(gqa_tiled: tuple[FuncOp, dict[str, int]],
+                                                  tmp_path: Path) -> None:
+    tiled, params = gqa_tiled
+    fused = fuse_kernel(lower_and_prove(tiled).func).func
+    moved = hoist_kernel(fused)
+    assert moved.verdict == "proved", moved.detail
+    assert moved.hoisted > 0 and moved.shared > 0
+    transposes = sum(1 for op in fused.walk() if isinstance(op, nki.NcTransposeOp))
+    # each k loop transposed q every iteration; now q is transposed once, before the loops
+    # (the k and p transposes stay: they read the iteration's tiles)
+    assert sum(1 for op in moved.func.walk() if isinstance(op, nki.NcTransposeOp)) \
+        == transposes - 2
+    assert _in_loops(moved.func, nki.NcTransposeOp) == _in_loops(fused, nki.NcTransposeOp) - 2
+    # the kernel computes the program, at the remainders of other sizes
+    text = emit_nki(moved.func, params).text
+    other = {"B": 2, "HKV": 1, "G": 2, "S": 5, "L": 3, "D": 7}
+    func = source(GQA)
+    inputs = random_inputs(func, other)
+    out, _ = KernelRunner("trn2", tmp_path).run(text, inputs, "gqa")
+    (want,) = run_function(func, inputs, other, exact=True)
+    np.testing.assert_allclose(out.astype(np.float64), want, rtol=3e-2, atol=3e-2)
+
+
+def test_lower_and_fuse_reports_the_hoisting(gqa_tiled: tuple[FuncOp, dict[str, int]]) -> None:
+    _, fused = lower_and_fuse(gqa_tiled[0])
+    assert "hoist-invariants: " in fused.summary()
+    (attempt,) = (a for a in fused.attempts if a.rule == "hoist-invariants")
+    assert attempt.verdict == "proved" and "hoisted" in attempt.matched
+
+
+def test_a_loop_index_named_by_a_hoisted_select_is_caught(
+        gqa_tiled: tuple[FuncOp, dict[str, int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    # planted: the loop's column masks (`offset=L - BK*k`) taken for invariant; the copy names
+    # `k` where nothing binds it and is refused before any proof
+    fused = fuse_kernel(lower_and_prove(gqa_tiled[0]).func).func
+    real = hoist._names
+    monkeypatch.setattr(hoist, "_names", lambda op: set() if isinstance(
+        op, nki.AffineSelectOp) else real(op))
+    moved = hoist_kernel(fused)
+    assert moved.verdict == "invalid" and "uses k, which nothing binds" in moved.detail
+    assert moved.func is fused  # the kernel as it was
+
+
+def test_ops_shared_whatever_they_read_are_refuted(
+        gqa_tiled: tuple[FuncOp, dict[str, int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    # planted: two ops of one name, properties and type taken for one whatever they read
+    # (the sum pass's loads of a k block and of the v block at the same offsets)
+    fused = fuse_kernel(lower_and_prove(gqa_tiled[0]).func).func
+    monkeypatch.setattr(hoist, "_key", lambda op: (
+        op.name, tuple(sorted(op.properties.items())), tuple(r.type for r in op.results)))
+    moved = hoist_kernel(fused)
+    assert moved.verdict == "refuted", moved.detail
+    assert moved.func is fused
+
+
+def test_an_accumulator_start_is_neither_moved_nor_shared() -> None:
+    # one k loop summing x and x * x, each into its own zero tile: equal ops, so sharing
+    # them is right as values go, but the emitter writes a carried tile in place, and one
+    # buffer for both would add both sums into it
+    func = source("""def two(x: f32[M, N]):
+    return sum(x, axis=1) + sum(x * x, axis=1)
+""")
+    result = tile_program([func], load_profile("trn2"), {"M": 130, "N": 300})
+    (proposal,) = (p for p in result.proved if p.tiling.kind == "rows_k")
+    assert proposal.kernel is not None
+    fused = fuse_kernel(lower_and_prove(proposal.kernel).func).func
+    (loop,) = (op for op in fused.walk() if isinstance(op, ForOp))
+    a, b = loop.inits
+    assert isinstance(a.owner, FullOp) and a.owner.properties == b.owner.properties
+    moved = hoist_kernel(fused)
+    assert (moved.verdict, moved.hoisted, moved.shared) == ("unchanged", 0, 0)
+    assert moved.func is fused
