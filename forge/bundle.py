@@ -164,7 +164,7 @@ def _torch_candidates(name: str, profile: str, executor: Executor, keep: int,
         report.dropped.append((f"{name}/torch", str(err)))
         log(f"{name}: torch path: {err}")
         return []
-    small = _twin_sizes(name, forged.captured.fixed, options)
+    small = twin_sizes(name, forged.captured.fixed, options)
     candidates: list[harness.ForgeCandidate] = []
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         for n, module in enumerate(forged.modules):
@@ -244,7 +244,7 @@ def _parser() -> ArgumentParser:
     return p
 
 
-def _twin_sizes(name: str, fixed: Mapping[str, int], options: TorchForgeOptions
+def twin_sizes(name: str, fixed: Mapping[str, int], options: TorchForgeOptions
                 ) -> dict[str, int]:
     """The sizes a torch-path twin is checked at: the problem's small sizes, or, where
     `torch.export` fixed one of them (21's kv heads at 8 beside 4 small query heads would not

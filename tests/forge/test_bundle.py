@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from axon.benchmarks.forge.problem_set import PROBLEMS
-from axon.forge.bundle import BundleReport, forge_case, main, merge_bundles
+from axon.forge import bundle as bundle_module
+from axon.forge.bundle import BundleReport, forge_case, main, merge_bundles, twin_sizes
+from axon.forge.torch_path import TorchForgeOptions
 from axon.selection.executor import make_executor
 from axon.targets.xe_triton.harness import forge_bundle as harness
 from axon.tools.user_errors import UsageError
@@ -75,3 +77,30 @@ def test_command_mistakes_are_user_errors(tmp_path: Path, capsys: pytest.Capture
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         assert exit_.value.code == 1 and message in capsys.readouterr().err
+
+
+def test_twins_of_a_problem_with_fixed_sizes_are_checked_where_model_runs() -> None:
+    # torch.export fixes 21's kv heads at 8: with the problem's 4 small query heads beside
+    # them the Model itself fails (group 4 // 8 = 0), so the twin is checked at check_sizes'
+    options = TorchForgeOptions(time_on_gpu=False)
+    small = PROBLEMS["21_gqa_attention"].small_sizes
+    assert twin_sizes("21_gqa_attention", {}, options) == dict(small)
+    sizes = twin_sizes("21_gqa_attention", {"num_kv_heads": 8}, options)
+    assert sizes["num_kv_heads"] == 8 and sizes["num_q_heads"] % 8 == 0
+    assert sizes["seq_len"] <= 96
+
+
+def test_an_internal_error_in_one_case_keeps_the_others(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(name: str, *args: object, **kwargs: object) -> None:
+        if name == "23_cumsum":
+            raise RuntimeError("planted")
+        return real(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    real = bundle_module.forge_case
+    monkeypatch.setattr(bundle_module, "forge_case", broken)
+    out = tmp_path / "b"
+    assert main(["--problems", f"23_cumsum,{NAME}", "--paths", "triton", "-o", str(out)]) == 0
+    assert [c.case for c in harness.read_forge_bundle(out).cases] == [NAME]
+    assert "23_cumsum: skipped: internal error: RuntimeError: planted" in capsys.readouterr().err
