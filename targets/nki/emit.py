@@ -940,14 +940,18 @@ class _Printer:
         self.names[op.results[0]] = view
         self.buffers[view] = "sbuf"
 
-    def load_column(self, load: LoadOp, copy: nki.NkiOp, depth: int) -> None:
+    def load_column(self, load: LoadOp, copy: nki.NkiOp, depth: int,
+                    transposed: nki.DmaTransposeOp | None = None) -> None:
         """A block loaded straight into the tile `copy` (the lowering's DMA reshape) makes of
         it, one DMA (a DMA needs only equal element counts): a rank-1 block `[P]` of per-row
         values into the column `[P, 1]`, one per partition; a batched kernel's block
         `[1, 1, BM, D]` into the tile `[BM, D]` (`squeeze.py`), its batch coordinates
-        indexing the tensor (a dim past the tensor's end leaves the tile to its padding)."""
+        indexing the tensor (a dim past the tensor's end leaves the tile to its padding);
+        with `transposed` (a `dma_transpose` of that tile, its only use), one
+        `nisa.dma_transpose` of the block into the transposed tile."""
         t = _type(load.result)
-        name = self.allocate(copy.results[0], depth, "sbuf")
+        name = self.allocate((copy if transposed is None else transposed).results[0], depth,
+                             "sbuf")
         offsets = [IntExpr.lift(o.data) for o in load.offsets.data]
         extents, slices = self.region(depth, offsets, list(t.shape), _type(load.source).shape)
         cut = [f"{e} < {python(s)}" for e, s in zip(extents, t.shape, strict=True)
@@ -959,7 +963,10 @@ class _Printer:
         lead = unit_lead(t, _type(copy.results[0]))
         inside = [f"0:{e}" for e in extents[lead:]] if lead else [f"0:{extents[0]}", "0:1"]
         src = [python(o) for o in offsets[:lead]] + slices[lead:]
-        self.guarded(extents[:lead], depth, f"nisa.dma_copy(dst={name}[{', '.join(inside)}], "
+        dma = "dma_copy" if transposed is None else "dma_transpose"
+        if transposed is not None:
+            inside.reverse()
+        self.guarded(extents[:lead], depth, f"nisa.{dma}(dst={name}[{', '.join(inside)}], "
                                             f"src={self.names[load.source]}[{', '.join(src)}])")
 
     def guarded(self, extents: Sequence[str], depth: int, line: str) -> None:
@@ -991,9 +998,17 @@ class _Printer:
             free = python(_type(ones.results[0]).shape[1])
             self.line(depth, f"nisa.memset(dst={dst}, value=float({free}))")
             return
+        if isinstance(op, nki.DmaTransposeOp) and _squeezed_transposed(op.operands[0]):
+            copy = op.operands[0].owner
+            assert isinstance(copy, nki.DmaCopyOp)
+            load = _column_load(copy)
+            assert load is not None
+            self.load_column(load, copy, depth, transposed=op)
+            return
         column = _column_load(op)
         if column is not None:
-            self.load_column(column, op, depth)
+            if not _squeezed_transposed(op.results[0]):  # else printed by its transpose
+                self.load_column(column, op, depth)
             return
         operands = [self.names[v] for v in op.operands]
         attrs = op.attrs()
@@ -1271,6 +1286,19 @@ def _column_load(op: Operation) -> LoadOp | None:
     if t.rank == 2 and unit_lead(block, t):
         return load
     return None
+
+
+def _squeezed_transposed(tile: SSAValue) -> bool:
+    """`tile` is a batched block's squeezed tile (`_column_load`'s DMA reshape of a
+    `[1, 1, BK, D]` load) whose only use is a `dma_transpose` (`fuse.py`'s `dma-transpose`):
+    the two are printed as one DMA transposing on its way in."""
+    owner = tile.owner
+    if not (isinstance(owner, nki.DmaCopyOp) and tile.has_one_use()
+            and _column_load(owner) is not None and _type(tile).rank == 2
+            and _type(owner.operands[0]).rank > 2):
+        return False
+    use = next(iter(tile.uses)).operation
+    return isinstance(use, nki.DmaTransposeOp) and use.parent_block() is owner.parent_block()
 
 
 def _column_of_load(load: LoadOp) -> Operation | None:

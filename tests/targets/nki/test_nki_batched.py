@@ -126,6 +126,10 @@ def test_gqa_takes_its_kernel_from_a_nu_graph_variant(tmp_path: Path) -> None:
     assert chosen.kind.startswith("batched_rows")
     assert "G = _in0_1 // (HKV)" in chosen.module_text  # G given apart by k's heads
     assert "(b1 // G)" in chosen.module_text
+    # k comes in transposed, one DMA from its kv head (fuse.py's dma-transpose of
+    # a squeezed block), not by a load, a TensorE transpose and a PSUM-to-SBUF copy
+    assert re.search(r"nisa\.dma_transpose\(dst=t\d+\[0:D, 0:\w+\], src=in1\[b0, \(b1 // G\), ",
+                     chosen.module_text)
     # each PSUM tile (the transposes, the products) released after its last read: the
     # simulator frees a tile no name holds, and attention's loops would pass 8 banks
     assert re.search(r"\n +del t\d+\n", chosen.module_text)
