@@ -1001,9 +1001,9 @@ class _Printer:
         if isinstance(op, nki.DmaTransposeOp) and _squeezed_transposed(op.operands[0]):
             copy = op.operands[0].owner
             assert isinstance(copy, nki.DmaCopyOp)
-            load = _column_load(copy)
-            assert load is not None
-            self.load_column(load, copy, depth, transposed=op)
+            block = _column_load(copy)
+            assert block is not None
+            self.load_column(block, copy, depth, transposed=op)
             return
         column = _column_load(op)
         if column is not None:
