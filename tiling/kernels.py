@@ -219,6 +219,8 @@ def _tilings(func: FuncOp, lead: int) -> list[Tiling]:
     last = {t.shape[-1].as_symbol if t.rank >= 2 else None for t in results}
     cols = last.pop() if len(last) == 1 else None
     col_options = [None] if cols is None or cols == rows else [None, cols]
+    if cols is None and not lead:
+        col_options += _middle_dims(results, rows)
     in_results = {s for t in results for d in t.shape for s in d.symbols()}
     reduced: list[str] = []
     for op in func.body.block.ops:
@@ -240,6 +242,21 @@ def _tilings(func: FuncOp, lead: int) -> list[Tiling]:
               if t.red is not None and not t.write_pass and not t.online
               for inner in _nested_dims(func, t.red, reduced, in_results)]
     return found
+
+
+def _middle_dims(results: list[TensorType], rows: str) -> list[str]:
+    """Where the results' last dim is no size to split (rope's `2*D2`, its pairs): the sizes
+    every result has between its rows and its last dim (rope's heads), each a dim the column
+    blocks may split instead, so a program holds `[BM, BN, 2*D2]`: all 128 partitions, a
+    free size a block of heads long, and its DMAs in and out overlapping the other programs'
+    compute."""
+    middle: list[str] = []
+    for k in range(1, results[0].rank - 1):
+        names = {t.shape[k].as_symbol if t.rank == results[0].rank else None for t in results}
+        name = names.pop() if len(names) == 1 else None
+        if name is not None and name != rows and name not in middle:
+            middle.append(name)
+    return middle
 
 
 def _nested_dims(func: FuncOp, red: str, reduced: list[str], in_results: set[str]
@@ -325,6 +342,13 @@ class _Builder:
                               "the loops of a tiling with a loop over a reduced dim, neither "
                               "multi-pass nor online")
         results = [t for t in func.function_type.outputs.data if isinstance(t, TensorType)]
+        #: where the results hold the columns: last, or, where their last dim is no size
+        #: (rope's `2*D2`), the dim between rows and last that `_middle_dims` proposed
+        self.col_dim = -1
+        if tiling.cols is not None and results and results[0].rank >= 3 \
+                and results[0].shape[-1].as_symbol is None:
+            self.col_dim = next((k for k, d in enumerate(results[0].shape)
+                                 if d.as_symbol == tiling.cols), -1)
         #: each leading dim's extent and its program id (one index per program)
         self.batch: dict[IntExpr, str] = {}
         for n in range(tiling.lead):
@@ -365,7 +389,8 @@ class _Builder:
                 if name == self.tiling.rows and position != self.tiling.lead:
                     raise NotTileable(f"@{self.name}: {what} of type {t} has the rows "
                                       f"{name} in dim {position}, not #{self.tiling.lead}")
-                if name == self.tiling.cols and position != t.rank - 1:
+                if name == self.tiling.cols and position != t.rank - 1 and (
+                        position != self.col_dim or t.shape[-1].as_symbol is not None):
                     raise NotTileable(f"@{self.name}: {what} of type {t} has the columns "
                                       f"{name} in dim {position}, not last")
                 dims.append(self.blocks[name])

@@ -514,13 +514,15 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     # what the program alone would have; a program that does not tile gets its variants')
     own = [c for c in firsts if proved[c.tiling].variant == name]
     ordered = [*own, *chain, *(c for c in firsts if c not in own), *others]
-    taken = ordered[:max_candidates]
-    if chain and not any(c is chain[0] for c in taken) and max_candidates > 1:
-        taken = [*ordered[:max_candidates - 1], chain[0]]
-    pruned = len(ordered) - len(taken)
-    # lower each tiling once, for the candidates taken
+    # lower each tiling once, in that order; the bound counts the candidates that lower (the
+    # ones simulated): a tiling the lowering refuses costs no simulation, and its candidates
+    # stay in the report as rejected without taking the place of one that runs
     lowered: dict[int, LoweredKernel | str] = {}
-    for c in taken:
+    taken: list[Candidate] = []
+    counted: list[Candidate] = []
+    for c in ordered:
+        if len(counted) >= max_candidates:
+            break
         if c.tiling >= 0 and c.tiling not in lowered:
             kernel = proved[c.tiling].kernel
             assert kernel is not None
@@ -530,6 +532,13 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                 lowered[c.tiling] = f"does not lower: {err}"
             else:
                 say(f"nki: @{name}: {proved[c.tiling].tiling.kind}: fusion: {fused.summary()}")
+        taken.append(c)
+        if c.tiling < 0 or not isinstance(lowered[c.tiling], str):
+            counted.append(c)
+    if chain and not any(c is chain[0] for c in taken) and max_candidates > 1:
+        # the unfused chain (the baseline) always runs
+        taken = [c for c in taken if c is not counted[-1]] + [chain[0]]
+    pruned = len(ordered) - len(taken)
     symbolic = time.perf_counter() - start
     candidates = [*taken, *extra]
     for c in candidates:

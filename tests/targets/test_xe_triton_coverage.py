@@ -59,7 +59,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "cumsum": {"rows": PASSES, "blocks": WRONG},
     "cumsum_f32": {"rows": PASSES, "blocks": WRONG},
     "rmsnorm": _ROW_NORM, "layernorm": _ROW_NORM, "ntrans": _ROW_NORM,
-    "rope": {"rows": PASSES, "batched_rows": PASSES},
+    "rope": {"rows": PASSES, "blocks": PASSES, "batched_rows": PASSES},
     "matmul": _MATMUL, "transpose_matmul": _MATMUL, "silu_matmul": _MATMUL,
     "relu_matmul": _MATMUL, "rmsnorm_matmul": _MATMUL, "matmul_red_div": _MATMUL,
     "reduce_broadcast_mul": _MATMUL, "gated_mlp": _MATMUL,

@@ -8,14 +8,16 @@ import pytest
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 
+from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.ax import GenericOp, TensorType
-from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp
+from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp
 from axon.interpreter import run_function
 from axon.targets.profiles import load_profile
 from axon.tiling import kernels
 from axon.tiling.kernels import NotTileable, Tiling, tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
-from axon.tools.embed import parse_mlir, print_ir
+from axon.tiling.search import tile_program
+from axon.tools.embed import parse_mlir, parse_source, print_ir
 from axon.verifier import ProofBudget, Proved, Refuted, prove_equivalent
 
 T = "!ax.tensor<[M, K], f32>"
@@ -444,3 +446,16 @@ def test_a_causal_mask_is_read_at_the_tiles_places_and_proved(tiling: Tiling) ->
     assert "ax.iota" not in text and "idx(" in text
     assert isinstance(prove_equivalent(tiled, func), Proved)
     run_both(func, tiled, SHAPES)
+
+
+def test_a_result_with_no_size_last_splits_a_middle_dim() -> None:
+    # rope's [T, H, 2*D2]: the columns may be the heads, each tile [BM, BN, 2*D2]; a result
+    # whose last dim is a size keeps its columns last
+    (func,) = (op for op in parse_source(PROGRAMS["rope"].source, "rope.py").ops
+               if isinstance(op, FuncOp))
+    result = tile_program([func], load_profile("trn2"), {"T": 128, "H": 32, "D2": 64})
+    (blocks,) = (p for p in result.proved if p.tiling.kind == "blocks")
+    assert blocks.tiling.cols == "H" and blocks.kernel is not None
+    (store,) = (op for op in kernel_op(blocks.kernel).walk() if isinstance(op, StoreOp))
+    assert [str(d) for d in store.value.type.shape] == ["BM", "BN", "2*D2"]
+    assert [str(o) for o in store.offset_exprs()] == ["BM*i", "BN*j", "0"]
