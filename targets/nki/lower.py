@@ -226,8 +226,15 @@ def _is_row(t: TensorType) -> bool:
 
 
 def _reads(expr: ScalarExpr) -> bool:
-    """`expr` reads an operand."""
-    return isinstance(expr, Read) or any(_reads(c) for c in expr.children())
+    """`expr` reads an operand (one walk of its tree on an explicit stack: a fused form of a
+    long elementwise chain is as deep as the chain)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Read):
+            return True
+        stack.extend(e.children())
+    return False
 
 
 #: tile ops whose result is zero wherever their operand is (f(0) = 0)
@@ -661,34 +668,45 @@ class _Lowering(KernelRebuild):
             owner = v.owner
             if not (isinstance(owner, nki.NkiOp) and (v.has_one_use() or not v.uses)):
                 return False
-            if access(owner):
-                return all(roundable(u) for u in owner.operands)
             return not isinstance(owner, nki.AccessOp) and owner.buffer_name() == "sbuf" \
                 and "dtype" in type(owner).ATTRS
 
+        # the accesses and instructions under `value`, each before the accesses that read it
+        # (a walk on an explicit stack, no recursion); None where one cannot round
+        order: list[SSAValue] = []
+        stack: list[tuple[SSAValue, bool]] = [(value, False)]
+        while stack:
+            v, expanded = stack.pop()
+            owner = v.owner
+            if expanded or not access(owner):
+                if not expanded and not roundable(v):
+                    return None
+                order.append(v)
+                continue
+            if not (v.has_one_use() or not v.uses):
+                return None
+            stack.append((v, True))
+            assert isinstance(owner, Operation)
+            stack.extend((u, False) for u in reversed(owner.operands))
+        made: dict[SSAValue, SSAValue] = {}
         old: list[Operation] = []
-
-        def rebuilt(v: SSAValue) -> SSAValue:
+        for v in order:
             owner = v.owner
             assert isinstance(owner, nki.NkiOp)
             if access(owner):
-                new = nki.AccessOp.make([rebuilt(u) for u in owner.operands], **owner.attrs())
+                new = nki.AccessOp.make([made[u] for u in owner.operands], **owner.attrs())
             else:
                 new = type(owner).make(list(owner.operands), **{**owner.attrs(), "dtype": dtype})
             block = owner.parent_block()
             assert block is not None
             block.insert_op_before(new, owner)
             old.append(owner)
-            return new.results[0]
-
-        if not roundable(value):
-            return None
-        made = rebuilt(value)
+            made[v] = new.results[0]
         for owner in reversed(old):  # the outermost first: each has no use left
             block = owner.parent_block()
             assert block is not None
             block.erase_op(owner)
-        return made
+        return made[value]
 
     def round_factors(self, tile_value: SSAValue, value: SSAValue) -> None:
         """The factors of `value`, a `tensor_tensor` product writing a 16-bit dtype, written in

@@ -8,6 +8,7 @@ interpreter of the untiled program at three shapes: sizes that are no multiple o
 from __future__ import annotations
 
 import ast
+import sys
 import warnings
 from pathlib import Path
 
@@ -22,11 +23,13 @@ from axon.dialects import nki
 from axon.dialects.ax import MulOp
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.interface import has_form
+from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.scalar import Const, Read, call
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import EmittedKernel, _fill, emit_nki
-from axon.targets.nki.lower import Refused, lower_and_prove, lower_function
+from axon.targets.nki.lower import Refused, _reads, lower_and_prove, lower_function
 from axon.targets.nki.simulator import KernelError, SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.profiles import load_profile
@@ -350,3 +353,16 @@ def test_every_tiling_lowers_and_runs_at_tiles_of_two(name: str, tmp_path: Path)
                                    rtol=rtol, atol=atol, err_msg=f"{name} {tiling.kind}")
         ran.append(tiling.kind)
     assert ran
+
+
+def test_a_deep_form_is_read_without_recursion() -> None:
+    # a fused form of a long elementwise chain is as deep as the chain: the lowering's walks
+    # over it use an explicit stack, past Python's recursion limit
+    deep = Read(0, (IntExpr.sym("d0"),))
+    for _ in range(5 * sys.getrecursionlimit()):
+        deep = call("exp", deep)
+    assert _reads(deep)
+    flat = Const(1.0)
+    for _ in range(5 * sys.getrecursionlimit()):
+        flat = call("exp", flat)
+    assert not _reads(flat)
