@@ -457,5 +457,7 @@ def test_a_result_with_no_size_last_splits_a_middle_dim() -> None:
     (blocks,) = (p for p in result.proved if p.tiling.kind == "blocks")
     assert blocks.tiling.cols == "H" and blocks.kernel is not None
     (store,) = (op for op in kernel_op(blocks.kernel).walk() if isinstance(op, StoreOp))
-    assert [str(d) for d in store.value.type.shape] == ["BM", "BN", "2*D2"]
+    tile = store.value.type
+    assert isinstance(tile, TensorType)
+    assert [str(d) for d in tile.shape] == ["BM", "BN", "2*D2"]
     assert [str(o) for o in store.offset_exprs()] == ["BM*i", "BN*j", "0"]

@@ -313,7 +313,8 @@ def test_an_accumulator_start_is_neither_moved_nor_shared() -> None:
     fused = fuse_kernel(lower_and_prove(proposal.kernel).func).func
     (loop,) = (op for op in fused.walk() if isinstance(op, ForOp))
     a, b = loop.inits
-    assert isinstance(a.owner, FullOp) and a.owner.properties == b.owner.properties
+    assert isinstance(a.owner, FullOp) and isinstance(b.owner, FullOp)
+    assert a.owner.properties == b.owner.properties
     moved = hoist_kernel(fused)
     assert (moved.verdict, moved.hoisted, moved.shared) == ("unchanged", 0, 0)
     assert moved.func is fused

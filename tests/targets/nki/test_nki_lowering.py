@@ -24,7 +24,7 @@ from axon.dialects.ax import MulOp
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.interface import has_form
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Const, Read, call
+from axon.dialects.form.scalar import Const, Read, ScalarExpr, call
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
@@ -358,11 +358,11 @@ def test_every_tiling_lowers_and_runs_at_tiles_of_two(name: str, tmp_path: Path)
 def test_a_deep_form_is_read_without_recursion() -> None:
     # a fused form of a long elementwise chain is as deep as the chain: the lowering's walks
     # over it use an explicit stack, past Python's recursion limit
-    deep = Read(0, (IntExpr.sym("d0"),))
+    deep: ScalarExpr = Read(0, (IntExpr.sym("d0"),))
     for _ in range(5 * sys.getrecursionlimit()):
         deep = call("exp", deep)
     assert _reads(deep)
-    flat = Const(1.0)
+    flat: ScalarExpr = Const(1.0)
     for _ in range(5 * sys.getrecursionlimit()):
         flat = call("exp", flat)
     assert not _reads(flat)
