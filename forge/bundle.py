@@ -298,6 +298,9 @@ def _run(args: argparse.Namespace) -> None:
                 say(f"{name}: skipped: {why}")
     finally:
         executor.close()
+    if not report.cases:
+        raise UsageError("no problem gave a candidate, nothing written: " + "; ".join(
+            f"{name}: {why}" for name, why in report.skipped))
     bundle = harness.ForgeBundle(args.output, args.profile, 0, axon_version(),
                                  tuple(report.cases))
     path = harness.write_forge_bundle(bundle, report.files)

@@ -93,14 +93,22 @@ def test_twins_of_a_problem_with_fixed_sizes_are_checked_where_model_runs() -> N
 def test_an_internal_error_in_one_case_keeps_the_others(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    def broken(name: str, *args: object, **kwargs: object) -> None:
+    def planted(name: str, profile: str, executor: object, keep: int, max_candidates: int,
+                report: BundleReport, *rest: object) -> None:
         if name == "23_cumsum":
             raise RuntimeError("planted")
-        return real(name, *args, **kwargs)  # type: ignore[arg-type]
+        # the other problem's case as forging would add it (its own kernel as the candidate)
+        text = PROBLEMS[name].kernel_path.read_text()
+        report.files.update({f"{name}/problem.py": PROBLEMS[name].problem_path.read_text(),
+                             f"{name}/input.py": text, f"{name}/stages.py": text})
+        report.cases.append(harness.ForgeCase(
+            name, f"{name}/problem.py", {}, "f32", 1.0, f"{name}/input.py",
+            (harness.ForgeCandidate("stages", f"{name}/stages.py"),)))
 
-    real = bundle_module.forge_case
-    monkeypatch.setattr(bundle_module, "forge_case", broken)
+    monkeypatch.setattr(bundle_module, "forge_case", planted)
     out = tmp_path / "b"
     assert main(["--problems", f"23_cumsum,{NAME}", "--paths", "triton", "-o", str(out)]) == 0
     assert [c.case for c in harness.read_forge_bundle(out).cases] == [NAME]
-    assert "23_cumsum: skipped: internal error: RuntimeError: planted" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "23_cumsum: skipped: internal error: RuntimeError: planted (a bug in Axon)" in err
+    assert "1 problems skipped (23_cumsum)" in err
