@@ -1339,7 +1339,7 @@ def _broadcast_row(op: Operation) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Op
     if not (isinstance(load, LoadOp) and isinstance(load.source, BlockArgument)
             and _type(load.result).rank == 1 and _type(load.source).rank == 1):
         return None
-    if _written_in_place(op.results[0]):
+    if written_in_place(op.results[0]):
         return None
     return op, load, row, ones
 
@@ -1483,7 +1483,7 @@ def _made_in_sbuf(value: SSAValue) -> bool:
     return isinstance(owner, nki.NkiOp) and owner.buffer_name() == "sbuf"
 
 
-def _written_in_place(value: SSAValue) -> bool:
+def written_in_place(value: SSAValue) -> bool:
     """Does the emitter let some instruction write the tile of `value` (a loop's carried
     value started by it, or a matmul accumulating onto it)?"""
     for use in value.uses:
@@ -1518,7 +1518,7 @@ def _grid_invariant(kernel: KernelOp) -> set[Operation]:
             ok = all(known(v) for v in op.operands)
         else:
             ok = False
-        if ok and not any(_written_in_place(r) for r in op.results):
+        if ok and not any(written_in_place(r) for r in op.results):
             out.add(op)
     return out
 
@@ -1555,7 +1555,7 @@ def _stream_candidates(kernel: KernelOp, hoisted: set[Operation],
                 continue
             transpose = _transposed_on_load(op)
             value = op.result if transpose is None else transpose.results[0]
-            if _written_in_place(value) or op in hoisted:
+            if written_in_place(value) or op in hoisted:
                 continue
             try:  # the tile's elements; a tile sized by the tensor (not by the tiling) is
                 # left alone: its buffer's size would depend on the inputs twice over
@@ -1614,7 +1614,7 @@ def _loads_ahead(kernel: KernelOp, hoisted: set[Operation]) -> list[LoadOp]:
         if not isinstance(op, LoadOp) or (named := _input_load_names(op, body)) is None:
             continue
         if not named & pids or op in hoisted \
-                or _transposed_on_load(op) is not None or _written_in_place(op.result) \
+                or _transposed_on_load(op) is not None or written_in_place(op.result) \
                 or _printed_specially(op):
             continue
         out.append(op)
@@ -1769,7 +1769,7 @@ def _earlier_load(body: Block, later: ForOp, load: LoadOp, top: set[Operation]
                     and first.pad.value.data == load.pad.value.data
                     and first.space.data == load.space.data
                     and _transposed_on_load(first) is None
-                    and not _written_in_place(first.result)):
+                    and not written_in_place(first.result)):
                 continue
             there = [IntExpr.lift(o.data).substitute({loop.iv.data: iv})
                      for o in first.offsets.data]

@@ -465,12 +465,12 @@ def _find_dma_transpose(op: Operation) -> tuple[Operation, ...] | None:
     # only a tile loaded for this transpose alone: the DMA transpose then replaces the load;
     # of a tile computed on chip it would be one more DMA (SBUF to SBUF, at half the rate, its
     # fixed latency in the loop's dependence chain), dearer than TensorE's transpose
-    if not (data.has_one_use() and loaded_alone(data)):
+    if not (data.has_one_use() and _loaded_alone(data)):
         return None
     return op, transpose
 
 
-def loaded_alone(tile: SSAValue) -> bool:
+def _loaded_alone(tile: SSAValue) -> bool:
     """`tile` is what a load brings in: the load's own tile, or the tile a batched kernel's
     block `[1, 1, BK, D]` is held as (`squeeze.py`: the lowering's DMA reshape of a load
     used only there, which the emitter prints as the load itself)."""

@@ -11,7 +11,7 @@ own copy. `hoist_kernel` rewrites a copy of the function:
   constant tile of the loop's body whose operands are all defined before the loop and whose
   properties and type name neither the loop's index nor anything else (a load's offsets, an
   `affine_select`'s `size_offset`), none written in place by the emitter (a loop's carried
-  value or the tile a matmul accumulates onto, `emit._written_in_place`) and none reading such
+  value or the tile a matmul accumulates onto, `emit.written_in_place`) and none reading such
   a tile or yielded. Each goes right before its loop, in the body's order, so a loop nest
   gives an instruction up level by level;
 - **sharing**: in each block, an instruction, load or constant tile with the name, operands,
@@ -40,6 +40,7 @@ from axon.dialects.ax import TensorType
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import ForOp, FullOp, LoadOp, YieldOp
+from axon.targets.nki.emit import written_in_place
 from axon.verifier import Proved, Refuted, prove_equivalent
 from axon.verifier.budget import ProofBudget
 
@@ -140,14 +141,11 @@ def _key(op: Operation) -> Hashable:
 
 
 def _free(op: Operation) -> bool:
-    """Neither `op`'s results nor its operands are tiles the emitter writes in place (a loop's
-    carried value, a matmul's accumulator), and no result is yielded: moving or sharing `op`
-    cannot change which buffer an in-place write lands in."""
-    for value in (*op.results, *op.operands):
-        for use in value.uses:
-            user = use.operation
-            if isinstance(user, ForOp) or (isinstance(user, nki.NcMatmulOp) and use.index == 2):
-                return False
+    """Neither `op`'s results nor its operands are tiles the emitter writes in place
+    (`emit.written_in_place`: a loop's carried value, a matmul's accumulator), and no result
+    is yielded: moving or sharing `op` cannot change which buffer an in-place write lands in."""
+    if any(written_in_place(v) for v in (*op.results, *op.operands)):
+        return False
     return not any(isinstance(use.operation, YieldOp) for r in op.results for use in r.uses)
 
 

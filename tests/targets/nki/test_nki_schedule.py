@@ -130,7 +130,7 @@ def test_an_accumulator_is_never_hoisted_out_of_the_grid(tmp_path: Path,
     assert acc not in emit._grid_invariant(kernel_of(func))
     # planted: the PSUM accumulator taken as the same in every program and allocated once
     # before the grid, so each output block adds onto the last one's sum: wrong
-    monkeypatch.setattr(emit, "_written_in_place", lambda value: False)
+    monkeypatch.setattr(emit, "written_in_place", lambda value: False)
     monkeypatch.setattr(emit, "_stream_loads", lambda *args: None)
     assert acc in emit._grid_invariant(kernel_of(func))
     text = emit_nki(func, TILES).text
