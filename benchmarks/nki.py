@@ -1,7 +1,7 @@
 """Axon's NKI kernels against a naive lowering and hand-written kernels, under one cost model.
 
     python -m axon.benchmarks.nki                                # every Tier 1 and 2 program
-    python -m axon.benchmarks.nki --programs softmax,matmul --profile trn2
+    python -m axon.benchmarks.nki --programs softmax,matmul --profile trn2 --max-candidates 4
 
 For each suite program (`benchmarks/suite.py`), at the shape the table lists (the suite's first
 default shape, or a smaller one `SHAPES` states with the reason), three kernels run on the NKI
@@ -14,7 +14,11 @@ simulator and are priced by the NeuronCore cost model (`targets/nki/cost/`):
 - **naive**: one kernel per `ax` op of the program, no fusion of ops (a constant goes into the
   kernel of the op that reads it), each op's kernel `select.py`'s `first_kernel` of the op
   alone (the first proved tiling that lowers, at its best tile sizes by the tiled cost model,
-  its instructions fused as axon's are);
+  its instructions fused as axon's are; where none of the op's own tilings lowers, the first
+  of the nu-graph's programs equal to it: gqa's `reshape(broadcast_to(k))` as the read
+  `k[b, h floordiv G, ...]`). A size no tensor of the op gives (that broadcast's `G`) is
+  printed into its kernel at the benchmark's value; a value of sizes its tensors lack
+  (`scores / sqrt(D)`) is a rank-0 input, computed by the interpreter;
   the kernels run one after the other, each reading its operands from HBM and writing its
   result there, and the latency is the sum of theirs (no launch cost is added);
 - **hand**: the kernel of `benchmarks/nki_baselines/<program>.py` where there is one.
@@ -61,6 +65,7 @@ from axon.targets.nki.select import (
     failure,
     first_kernel,
     op_functions,
+    sizes_value,
     symbols,
 )
 from axon.targets.nki.simulator import SimulationWarning
@@ -186,7 +191,7 @@ def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
                 chosen[key] = first_kernel(k.func, profile, own, lambda line: None).text
             except NoKernel as err:
                 return Priced(why=f"{what} does not lower: {err}", kernels=len(kernels))
-        args = [values[v] for v in k.operands]
+        args = [values[v] if v in values else sizes_value(v, sizes) for v in k.operands]
         try:
             out, latency = runner.run(chosen[key], args, k.func.sym_name.data)
         except (KernelError, SimulationError, SimulationWarning) as err:
@@ -228,8 +233,10 @@ def run_hand(program: Program, sizes: Mapping[str, int], inputs: Sequence[np.nda
 
 
 def bench_program(program: Program, profile: str, runner: KernelRunner,
-                  say: Callable[[str], None], sizes: Mapping[str, int] | None = None) -> Row:
-    """The table's row of `program` at `sizes` (default: `sizes_for`)."""
+                  say: Callable[[str], None], sizes: Mapping[str, int] | None = None,
+                  max_candidates: int = DEFAULT_MAX_CANDIDATES) -> Row:
+    """The table's row of `program` at `sizes` (default: `sizes_for`), axon's kernel chosen of
+    at most `max_candidates` (`choose_kernel`'s bound)."""
     if sizes is None:
         chosen_sizes, note = sizes_for(program)
     else:
@@ -240,7 +247,8 @@ def bench_program(program: Program, profile: str, runner: KernelRunner,
     row = Row(program.name, program.tier, chosen_sizes, note, Priced(), Priced(), None)
     say(f"nki-bench: {program.name} at "
         f"{', '.join(f'{k}={v}' for k, v in chosen_sizes.items())}")
-    run_axon(func, program, chosen_sizes, inputs, want, runner, profile, row, say)
+    run_axon(func, program, chosen_sizes, inputs, want, runner, profile, row, say,
+             max_candidates)
     row.naive = run_naive(func, program, chosen_sizes, inputs, runner, profile, say)
     row.hand = run_hand(program, chosen_sizes, inputs, want, runner, say)
     return row
@@ -319,7 +327,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="comma-separated suite programs (default: every Tier 1 and 2)")
     parser.add_argument("--profile", default="trn2",
                         help=f"the NeuronCore profile ({', '.join(NKI_PROFILES)}; trn2)")
+    parser.add_argument("--max-candidates", type=int, default=DEFAULT_MAX_CANDIDATES,
+                        metavar="N", help="the candidates axon's selection simulates per "
+                        f"program, at most (default {DEFAULT_MAX_CANDIDATES})")
     args = parser.parse_args(argv)
+    if args.max_candidates < 1:
+        parser.error(f"--max-candidates: must be at least 1, not {args.max_candidates}")
     if args.profile not in NKI_PROFILES:
         parser.error(f"--profile: '{args.profile}' is not a NeuronCore profile; known: "
                      f"{', '.join(NKI_PROFILES)}")
@@ -338,7 +351,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         runner = KernelRunner(args.profile, Path(tmp))
         for name in names:
-            rows.append(bench_program(PROGRAMS[name], args.profile, runner, say))
+            rows.append(bench_program(PROGRAMS[name], args.profile, runner, say,
+                                      max_candidates=args.max_candidates))
     print(table(rows, args.profile))
     print(summary(rows, time.perf_counter() - start))
 

@@ -82,15 +82,64 @@ class ReshapeOp(TensorOp):
                              f"({product(x.shape)} elements) to {fmt_shape(out)} "
                              f"({product(out)} elements)")
         par, d = _parallel(operand_types, out)
-        linear = IntExpr.const(0)
-        for i, dim in enumerate(d):
-            linear = linear + dim * product(out[i + 1:])
-        index = []
-        for j in range(x.rank):
-            part = linear.floordiv(product(x.shape[j + 1:]))
-            index.append(part if j == 0 else part.mod(x.shape[j]))
-        form = GenericForm(par, Read(0, tuple(index)), 1)
+        kept_in = [j for j, dim in enumerate(x.shape) if dim != ONE]
+        kept_out = [i for i, dim in enumerate(out) if dim != ONE]
+        if [x.shape[j] for j in kept_in] == [out[i] for i in kept_out]:
+            # only unit dims put in or taken out: each other dim reads its own (the row-major
+            # order is the same), with no flattened index for the prover to take apart
+            read = [IntExpr.const(0)] * x.rank
+            for j, i in zip(kept_in, kept_out, strict=True):
+                read[j] = d[i]
+            form = GenericForm(par, Read(0, tuple(read)), 1)
+            return Semantics(form, TensorType(form.output_shape, x.dtype))
+        grouped = _grouped_index(list(x.shape), out, d)
+        if grouped is None:  # the whole index flattened and taken apart again
+            linear = IntExpr.const(0)
+            for i, dim in enumerate(d):
+                linear = linear + dim * product(out[i + 1:])
+            grouped = []
+            for j in range(x.rank):
+                part = linear.floordiv(product(x.shape[j + 1:]))
+                grouped.append(part if j == 0 else part.mod(x.shape[j]))
+        form = GenericForm(par, Read(0, tuple(grouped)), 1)
         return Semantics(form, TensorType(form.output_shape, x.dtype))
+
+
+def _grouped_index(shape: list[IntExpr], out: list[IntExpr], d: Sequence[IntExpr]
+                   ) -> list[IntExpr] | None:
+    """The index of `shape` that `out`'s index `d` reads through a row-major reshape, where
+    the dims pair up left to right as groups of one dim against a run of the other whose
+    product it is (`[B, HKV, G, L, D] -> [B, HKV*G, L, D]`: `HKV*G` against `HKV, G`): each
+    group's index is flattened and taken apart alone, so the prover meets `h floordiv G`
+    rather than the whole flattened index. None where the dims do not pair up so."""
+    index: list[IntExpr] = []
+    i = j = 0
+    while i < len(shape) and j < len(out):
+        if shape[i] == out[j]:
+            index.append(d[j])
+            i, j = i + 1, j + 1
+            continue
+        merge = next((k for k in range(2, len(shape) - i + 1)
+                      if product(shape[i:i + k]) == out[j]), None)
+        if merge is not None:  # shape[i:i+merge] flattened into out[j]
+            for m in range(merge):
+                part = d[j].floordiv(product(shape[i + m + 1:i + merge]))
+                index.append(part if m == 0 else part.mod(shape[i + m]))
+            i, j = i + merge, j + 1
+            continue
+        split = next((k for k in range(2, len(out) - j + 1)
+                      if product(out[j:j + k]) == shape[i]), None)
+        if split is None:
+            return None
+        linear = IntExpr.const(0)  # out[j:j+split] flattened into shape[i]
+        for m in range(split):
+            linear = linear + d[j + m] * product(out[j + m + 1:j + split])
+        index.append(linear)
+        i, j = i + 1, j + split
+    # what is left on either side is unit dims (read at 0; the element counts are equal)
+    if any(dim != ONE for dim in [*shape[i:], *out[j:]]):
+        return None
+    return index + [IntExpr.const(0)] * (len(shape) - i)
 
 
 @irdl_op_definition

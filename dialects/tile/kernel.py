@@ -242,7 +242,10 @@ class KernelOp(IRDLOperation):
         if len(self.grid.data) != len(pids):
             raise VerifyException(f"'tile.kernel': {len(pids)} program ids for a grid of "
                                   f"{len(self.grid.data)} dims")
-        outer = sizes | set(params)
+        # a size only the results name (a broadcast's `G`) is the caller's too: it knows the
+        # shapes of what it asks for (the emitter prints it as a value or refuses the kernel)
+        outer = sizes | set(params) | ({s for t in self.output_types() for d in t.shape
+                                        for s in d.symbols()} - set(pids))
         try:
             grid = self.grid_exprs()
             for text in self.assumptions():

@@ -100,15 +100,20 @@ class EmittedKernel:
     text: str
 
 
-def emit_nki(func: FuncOp, tile_sizes: Mapping[str, int]) -> EmittedKernel:
+def emit_nki(func: FuncOp, tile_sizes: Mapping[str, int],
+             sizes: Mapping[str, int] | None = None) -> EmittedKernel:
     """The module of a lowered function (`lower.lower_function`) with its tile parameters
-    bound to `tile_sizes`; Refused naming what it cannot print."""
+    bound to `tile_sizes`; Refused naming what it cannot print. A kernel takes its sizes from
+    its inputs' shapes; a size no input gives (a broadcast's `G` in `[B, HKV*G, L, D]`, which
+    its input `[B, HKV, 1, L, D]` lacks) is printed as the value `sizes` gives it, the kernel
+    then specialized at it (NKI compiles a kernel per shape anyway), and without `sizes`
+    refused."""
     kernel = kernel_of(func)
     missing = sorted(set(kernel.param_names()) - set(tile_sizes))
     if missing:
         raise Refused(f"@{func.sym_name.data}: no value for tile parameter(s) "
                       f"{', '.join(missing)}")
-    printer = _Printer(kernel, func.sym_name.data)
+    printer = _Printer(kernel, func.sym_name.data, fixed=dict(sizes or {}))
     return EmittedKernel(func.sym_name.data, printer.module(tile_sizes))
 
 
@@ -179,6 +184,8 @@ def _held_shape(t: TensorType) -> list[IntExpr]:
 class _Printer:
     kernel: KernelOp
     name: str
+    #: the sizes a size no input gives is printed as (`emit_nki`'s `sizes`)
+    fixed: dict[str, int] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     names: dict[SSAValue, str] = field(default_factory=dict)
     #: results not printed on their own (an nc_matmul folded into its accumulation)
@@ -234,7 +241,16 @@ class _Printer:
             solved = next(((d, held, s) for d, held in unsolved
                            if (s := _solve_dim(d, bound)) is not None), None)
             if solved is None:
-                break
+                # two sizes unbound in one dim: the first the caller fixed is printed as its
+                # value, and the dims are solved again
+                given = sorted(s for d, _ in unsolved for s in d.symbols()
+                               if s not in bound and s in self.fixed)
+                if not given:
+                    break
+                self.line(1, f"{given[0]} = {self.fixed[given[0]]}  # no input gives "
+                             f"{given[0]}: specialized at it")
+                bound.add(given[0])
+                continue
             d, held, (symbol, a, b) = solved
             self.line(1, f"{symbol} = ({held} - ({python(b)})) // ({python(a)})"
                       if b != IntExpr.const(0) else f"{symbol} = {held} // ({python(a)})")
@@ -243,6 +259,15 @@ class _Printer:
         if unknown:
             raise Refused(f"the kernel's inputs do not give the sizes {', '.join(unknown)} "
                           f"apart (dims {', '.join(str(d) for d, _ in unsolved)})")
+        # a size of the results alone (a broadcast's): the value the caller fixed
+        outputs = sorted({s for t in self.kernel.output_types() for d in t.shape
+                          for s in d.symbols()} - bound - set(self.kernel.param_names()))
+        for symbol in outputs:
+            if symbol not in self.fixed:
+                raise Refused(f"no input of the kernel gives the size {symbol} of its results")
+            self.line(1, f"{symbol} = {self.fixed[symbol]}  # no input gives {symbol}: "
+                         "specialized at it")
+            bound.add(symbol)
         for check in checks:
             self.line(1, check)
         for p in self.kernel.param_names():

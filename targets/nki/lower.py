@@ -893,8 +893,16 @@ class _Lowering(KernelRebuild):
                     else [self.tile(tile), row]
                 return self.add(target, nki.TensorTensorOp.make(
                     operands, op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
+        for tile, other, reverse in ((a, b, False), (b, a, True)):
+            if _type(other).rank == 0 and isinstance(other.owner, LoadOp) \
+                    and _type(tile).rank == 2 and _type(tile).shape == result.shape:
+                # a scalar the kernel takes (a value of sizes the caller computed), on each
+                # partition
+                return self.add(target, nki.TensorScalarOp.make(
+                    [self.tile(tile), self.scalar_column(other, result.shape[0], target)],
+                    op0=alu, reverse0=reverse, buffer="sbuf", dtype=COMPUTE_DTYPE))
         raise Refused(f"'{op.name}' of {ta} and {tb} (tiles of one shape, a tile and a [P, 1] "
-                      "column, a row [F] or a constant)")
+                      "column, a row [F], a constant or a loaded scalar)")
 
     def by_constant(self, name: str, tile: SSAValue, alu: str, value: float,
                     reverse: bool, target: Block) -> SSAValue:

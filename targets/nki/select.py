@@ -41,6 +41,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from axon.dialects.ax import BroadcastToOp, MatmulOp, TensorType
 from axon.dialects.ax.creation import ConstantOp
 from axon.dialects.form.dtypes import DTYPES, numpy_dtype
+from axon.dialects.form.interface import generic_form, has_form
 from axon.interpreter import run_function
 from axon.selection.variants import program_variants, unnamed
 from axon.targets.nki.cost import estimate, load_constants
@@ -207,26 +208,22 @@ def _of_sizes(value: SSAValue) -> bool:
 def op_functions(func: FuncOp) -> list[OpKernel]:
     """One function per op of `func`'s body that is neither a constant, a broadcast read in
     place (`_view`: cloned into each reader with the constants), a rank-0 value of sizes and
-    constants (`_of_sizes`: cloned likewise) nor the return."""
+    constants (`_of_sizes`: cloned likewise) nor the return. A value of sizes that the op's
+    own operands and results do not give (gqa's `scores / sqrt(D)`, scores `[B, HKV*G, S,
+    L]`) is a rank-0 parameter instead, which the caller computes (`sizes_value`): a kernel
+    takes its sizes from its tensors."""
     kernels = []
     body = list(func.body.block.ops)
     for index, op in enumerate(body):
         if isinstance(op, (ConstantOp, ReturnOp)) or any(_view(r) or _of_sizes(r)
                                                          for r in op.results):
             continue
-        operands: list[SSAValue] = []
-        cloned: list[SSAValue] = []  # the constants and views the op reads, inputs first
-        work = list(op.operands)
-        while work:
-            value = work.pop(0)
-            if isinstance(value.owner, ConstantOp) or _view(value) or _of_sizes(value):
-                if value not in cloned:
-                    cloned.insert(0, value)
-                    owner = value.owner
-                    if (_view(value) or _of_sizes(value)) and isinstance(owner, Operation):
-                        work.extend(owner.operands)
-            elif value not in operands:
-                operands.append(value)
+        operands, cloned = _reads(op, passed=set())
+        given = {s for v in [*operands, *op.results] if isinstance(v.type, TensorType)
+                 for d in v.type.shape for s in d.symbols()}
+        passed = {v for v in cloned if _of_sizes(v) and not _size_symbols(v) <= given}
+        if passed:
+            operands, cloned = _reads(op, passed)
         # each after the values it reads
         cloned.sort(key=lambda v: body.index(v.owner) if isinstance(v.owner, Operation)
                     else -1)
@@ -245,6 +242,63 @@ def op_functions(func: FuncOp) -> list[OpKernel]:
         one.body.block.add_ops([clone, ReturnOp(*clone.results)])
         kernels.append(OpKernel(op, one, tuple(operands)))
     return kernels
+
+
+def _reads(op: Operation, passed: set[SSAValue]) -> tuple[list[SSAValue], list[SSAValue]]:
+    """The values `op`'s one-op function takes as parameters and those it clones (constants,
+    views and values of sizes, inputs first), found on a worklist; a value of `passed` is a
+    parameter though it could be cloned."""
+    operands: list[SSAValue] = []
+    cloned: list[SSAValue] = []
+    work = list(op.operands)
+    while work:
+        value = work.pop(0)
+        if value not in passed and (isinstance(value.owner, ConstantOp) or _view(value)
+                                    or _of_sizes(value)):
+            if value not in cloned:
+                cloned.insert(0, value)
+                owner = value.owner
+                if (_view(value) or _of_sizes(value)) and isinstance(owner, Operation):
+                    work.extend(owner.operands)
+        elif value not in operands:
+            operands.append(value)
+    return operands, cloned
+
+
+def _size_ops(value: SSAValue) -> list[Operation]:
+    """The ops of a value of sizes (`_of_sizes`), each after those it reads."""
+    ops: list[Operation] = []
+    work = [value]
+    while work:
+        owner = work.pop().owner
+        if isinstance(owner, Operation) and owner not in ops:
+            ops.append(owner)
+            work.extend(owner.operands)
+    block = ops[0].parent_block() if ops else None
+    order = list(block.ops) if block is not None else []
+    return sorted(ops, key=order.index)
+
+
+def _size_symbols(value: SSAValue) -> set[str]:
+    """The sizes a value of sizes reads (`idx(D)` in a form)."""
+    return {s for op in _size_ops(value) if has_form(op)
+            for s in generic_form(op).size_symbols()}
+
+
+def sizes_value(value: SSAValue, sizes: Mapping[str, int]) -> np.ndarray:
+    """A value of sizes (`_of_sizes`) that `op_functions` passes as a parameter, computed by
+    the reference interpreter at `sizes`."""
+    t = value.type
+    assert isinstance(t, TensorType)
+    alone = FuncOp("sizes_value", ([], [t]))
+    mapping: dict[SSAValue, SSAValue] = {}
+    for op in _size_ops(value):
+        copy = op.clone(value_mapper=mapping)
+        alone.body.block.add_op(copy)
+        mapping.update(zip(op.results, copy.results, strict=True))
+    alone.body.block.add_op(ReturnOp(mapping[value]))
+    (result,) = run_function(alone, [], {s: sizes[s] for s in _size_symbols(value)})
+    return np.asarray(result)
 
 
 def split_functions(func: FuncOp) -> list[OpKernel] | None:
@@ -297,26 +351,36 @@ class FirstKernel:
     lowering_proof: str
 
 
+#: the nu-graph programs `first_kernel` tries where the function's own tilings do not lower
+FIRST_VARIANTS = 4
+
+
 def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                  say: Callable[[str], None]) -> FirstKernel:
     """The proved tilings of `func` cheapest first by the tiled cost model; the first whose
-    lowering is proved, printed with its best tile sizes (no simulation). `NoKernel` when none
-    lowers."""
-    result = tile_program([func], load_profile(profile), sizes)
-    proved = [p for p in result.proved if p.candidates and p.kernel is not None]
-    refusals = []
-    for proposal in proved:
-        assert proposal.kernel is not None
-        params = dict(proposal.candidates[0].params)
-        try:
-            lowered, _ = lower_and_fuse(proposal.kernel)
-            emitted = emit_nki(lowered.func, params)
-        except Refused as err:  # the lowering, or the emitter (sizes the inputs do not give)
-            say(f"{proposal.tiling.kind}: {err}")
-            refusals.append(f"{proposal.tiling.kind}: {err}")
-            continue
-        return FirstKernel(proposal.tiling.kind, emitted.name, params, emitted.text,
-                           proposal.proof_id, lowered.proof_id)
+    lowering is proved, printed with its best tile sizes (no simulation) and specialized at
+    `sizes` where no input gives a size (`emit_nki`). Where none of `func`'s own lowers, the
+    same of the nu-graph's programs equal to it (`tiled_programs`, up to `FIRST_VARIANTS`):
+    gqa's one-op `reshape(broadcast_to(k))` tiles only as the read `k[b, h floordiv G, ...]`
+    propagation gives. `NoKernel` when none lowers."""
+    refusals: list[str] = []
+    for own in (True, False):
+        funcs = [func] if own else tiled_programs(func, profile, sizes, FIRST_VARIANTS)[1:]
+        if not funcs:
+            break
+        result = tile_program(funcs, load_profile(profile), sizes)
+        for proposal in (p for p in result.proved if p.candidates and p.kernel is not None):
+            assert proposal.kernel is not None
+            params = dict(proposal.candidates[0].params)
+            try:
+                lowered, _ = lower_and_fuse(proposal.kernel)
+                emitted = emit_nki(lowered.func, params, sizes)
+            except Refused as err:  # the lowering, or the emitter
+                say(f"{proposal.tiling.kind}: {err}")
+                refusals.append(f"{proposal.tiling.kind}: {err}")
+                continue
+            return FirstKernel(proposal.tiling.kind, emitted.name, params, emitted.text,
+                               proposal.proof_id, lowered.proof_id)
     why = "; ".join(refusals) or "no tiling is proved and fits the profile"
     raise NoKernel(f"no kernel lowers to nki ({why})")
 
@@ -337,6 +401,12 @@ def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
     bodies: list[str] = []
     emitted: dict[str, str] = {}  # a one-op function's text (without its name): kernel name
     steps = []
+    made = set(index)
+    for number, k in enumerate(kernels):
+        if any(v not in made for v in k.operands):  # a value of sizes (`op_functions`)
+            raise NoKernel(f"%{number} '{k.op.name}' reads a value of sizes as a parameter, "
+                           "which the chain's host function does not compute")
+        made.update(k.op.results)
     for number, k in enumerate(kernels):
         key = str(k.func).replace(f"@{k.func.sym_name.data}(", "@op(", 1)
         if key not in emitted:
@@ -628,7 +698,7 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
         c.rejected = low
         return
     try:
-        emitted = emit_nki(low.func, c.params)
+        emitted = emit_nki(low.func, c.params, sizes)
     except Refused as err:
         c.rejected = f"does not emit: {err}"
         return

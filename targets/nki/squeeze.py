@@ -76,9 +76,17 @@ def _batch_dims(types: list[TensorType]) -> int:
     if not big:
         return 0
     count = min(min(_leading_ones(t), t.rank - 1) for t in big)
-    if count == 0 or any(t.rank - count > 2 for t in big):
+    if count == 0 or any(_cut(t, count) is None for t in big):
         raise _Unsqueezable("a tile keeps a batch dim or more than two dims")
     return count
+
+
+def _cut(t: TensorType, batch: int) -> int | None:
+    """The leading unit dims a tile of rank 3 or more loses: the kernel's `batch` dims, and
+    more where it would keep more than two dims and the next are ones too (a broadcast
+    operand's `[1, 1, 1, BM, D]` beside `[1, 1, BM, D]` tiles); None where it cannot."""
+    cut = max(batch, t.rank - 2)
+    return cut if _leading_ones(t) >= cut else None
 
 
 def squeezed(kernel: KernelOp) -> KernelOp | None:
@@ -98,8 +106,13 @@ class _Squeeze(KernelRebuild):
     batch: int = 0
 
     def cut(self, t: TensorType) -> int:
-        """The batch dims a tile of type `t` loses (tiles of rank 3 or more)."""
-        return self.batch if t.rank >= 3 else 0
+        """The leading unit dims a tile of type `t` loses (tiles of rank 3 or more; `_cut`)."""
+        if t.rank < 3:
+            return 0
+        cut = _cut(t, self.batch)
+        if cut is None:
+            raise _Unsqueezable(f"a tile {t} keeps a batch dim or more than two dims")
+        return cut
 
     def squeezed_type(self, t: TensorType) -> TensorType:
         return TensorType(t.shape[self.cut(t):], t.dtype)
@@ -152,9 +165,12 @@ class _Squeeze(KernelRebuild):
             if perm[:cut] != list(range(cut)):
                 raise _Unsqueezable("a transpose moves a unit dim it drops")
             attrs["perm"] = [a - cut for a in perm[cut:]]
+        elif isinstance(op, ReshapeOp):
+            attrs["shape"] = list(self.squeezed_type(_type(op.results[0])).shape)
         elif "axes" in attrs:
             rank = _type(op.operands[0]).rank
-            axes = [int(a) % rank - cut for a in attrs["axes"]]
+            gone = self.cut(_type(op.operands[0]))
+            axes = [int(a) % rank - gone for a in attrs["axes"]]
             if any(a < 0 for a in axes):
                 raise _Unsqueezable(f"'{op.name}' reduces over a unit dim it drops")
             attrs["axes"] = axes
