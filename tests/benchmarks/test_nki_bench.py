@@ -24,6 +24,11 @@ def row(name: str, sizes: dict[str, int], tmp_path: Path) -> bench.Row:
     return bench.bench_program(PROGRAMS[name], "trn2", runner, lambda line: None, sizes)
 
 
+def no_kernel(*args: object, **kwargs: object) -> None:
+    """A planted selection that finds nothing."""
+    raise bench.NoKernel("no kernel lowers to nki (planted)")
+
+
 def test_a_program_is_split_into_one_function_per_op() -> None:
     kernels = bench.op_functions(bench.parse_program(PROGRAMS["rmsnorm"]))
     assert [k.op.name for k in kernels] == ["ax.mul", "ax.mean", "ax.add", "ax.rsqrt", "ax.mul",
@@ -58,10 +63,7 @@ def test_a_chain_that_does_not_lower_is_listed_with_the_reason(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # (every suite program's chain lowers since gqa's did: its broadcast kernel specialized at
     # G, its sqrt(D) a parameter; test_nki_naive_ops)
-    def planted(*args: object, **kwargs: object) -> None:
-        raise bench.NoKernel("no kernel lowers to nki (planted)")
-
-    monkeypatch.setattr(bench, "first_kernel", planted)
+    monkeypatch.setattr(bench, "first_kernel", no_kernel)
     r = row("mul", {"M": 3, "N": 5}, tmp_path)
     assert r.axon.latency_s is not None
     assert r.naive.latency_s is None and "'ax.mul' does not lower" in r.naive.why
@@ -89,10 +91,7 @@ def test_a_value_of_sizes_is_computed_for_the_kernel_that_takes_it(tmp_path: Pat
 
 def test_a_program_that_does_not_lower_is_listed_with_the_reason(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def planted(*args: object, **kwargs: object) -> None:
-        raise bench.NoKernel("no kernel lowers to nki (planted)")
-
-    monkeypatch.setattr(bench, "choose_kernel", planted)
+    monkeypatch.setattr(bench, "choose_kernel", no_kernel)
     r = row("mul", {"M": 3, "N": 5}, tmp_path)
     assert r.axon.latency_s is None and "no kernel lowers to nki (planted)" in r.axon.why
     assert "mul (axon): no kernel lowers to nki (planted)" in bench.table([r], "trn2")

@@ -116,7 +116,7 @@ def test_a_value_of_sizes_the_scores_lack_is_a_parameter(tmp_path: Path) -> None
 
 
 def test_a_value_of_sizes_the_tensors_give_is_cloned_in() -> None:
-    # rmsnorm-like: mean(x * x) / D with D the row size: no parameter
+    # x / sqrt(D) with D the row size x gives: cloned in, no parameter
     (func,) = (op for op in parse_source(
         "def f(x: bf16[M, D]):\n    return x / sqrt(D)\n", "f.py").ops
         if isinstance(op, FuncOp))
