@@ -7,11 +7,14 @@
   tile a tuned config is for;
 - `block_pointers` before `swizzle`: the frontend's access analysis reads `pid * BLOCK + lane`
   offsets, and the swizzle's remap (`%`, `tl.minimum`) would hide them;
-- `swizzle` and `block_pointers` before `xe_tuning`: the tuning is for the code that runs;
+- `swizzle` before `persistent`: the swizzle reads `tl.program_id(0)` as a statement, which the
+  persistent loop turns into its loop variable (the remap then runs per tile, inside the loop);
+- `swizzle`, `block_pointers` and `persistent` before `xe_tuning`: the tuning is for the code
+  that runs;
 - `autotune` last: it takes the launch settings the earlier stages fixed away from the launches
   and hands them to its configurations.
 
-Only stages that exist are registered (the algorithmic, fusion and persistent rewrites of
+Only stages that exist are registered (the algorithmic, fusion and memory-access rewrites of
 issue 14 are not built at the Triton level). `make_plan` sorts the given stages by these
 dependencies (ties in registration order) and asks each whether it applies to the file as
 given; the driver asks again before each stage, on the file the earlier stages left.
@@ -32,8 +35,9 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "dtype": ("analysis",),
     "block_pointers": ("analysis", "dtype"),
     "swizzle": ("analysis", "dtype", "block_pointers"),
-    "xe_tuning": ("analysis", "dtype", "block_pointers", "swizzle"),
-    "autotune": ("analysis", "dtype", "block_pointers", "swizzle", "xe_tuning"),
+    "persistent": ("analysis", "dtype", "block_pointers", "swizzle"),
+    "xe_tuning": ("analysis", "dtype", "block_pointers", "swizzle", "persistent"),
+    "autotune": ("analysis", "dtype", "block_pointers", "swizzle", "persistent", "xe_tuning"),
 }
 
 

@@ -4,6 +4,7 @@
     dtype           stages/dtype.py           tl.dot on the loaded dtype, not float32 casts
     block_pointers  stages/block_pointers.py  masked 2-D accesses -> tl.make_block_ptr
     swizzle         stages/swizzle.py         grouped program order (z3-proved bijection)
+    persistent      stages/persistent.py      grid axis 0 as a loop over tiles (z3-proved cover)
     xe_tuning       stages/xe_tuning.py       num_warps / num_stages / grf_mode / tiles from the KB
     autotune        stages/autotune.py        @triton.autotune over the KB's grid
 
@@ -19,15 +20,17 @@ from axon.forge.stages.base import Applicability, Proposal, Stage
 from axon.forge.stages.block_pointers import BlockPointersStage
 from axon.forge.stages.dtype import DtypeStage
 from axon.forge.stages.facts import ForgeOptions
+from axon.forge.stages.persistent import PersistentStage, prove_cover
 from axon.forge.stages.swizzle import SwizzleStage, prove_bijection
 from axon.forge.stages.xe_tuning import XeTuningStage
 
 __all__ = ["AnalysisReport", "AnalysisStage", "Applicability", "AutotuneStage",
-           "BlockPointersStage", "DtypeStage", "ForgeOptions", "Proposal", "Stage",
-           "SwizzleStage", "XeTuningStage", "analyse_file", "builtin_stages", "prove_bijection"]
+           "BlockPointersStage", "DtypeStage", "ForgeOptions", "PersistentStage", "Proposal",
+           "Stage", "SwizzleStage", "XeTuningStage", "analyse_file", "builtin_stages",
+           "prove_bijection", "prove_cover"]
 
 
 def builtin_stages(options: ForgeOptions | None = None) -> list[Stage]:
     """One instance of every built-in stage."""
     return [AnalysisStage(), DtypeStage(), BlockPointersStage(), SwizzleStage(options),
-            XeTuningStage(options), AutotuneStage(options)]
+            PersistentStage(options), XeTuningStage(options), AutotuneStage(options)]

@@ -77,7 +77,7 @@ def test_triton_path_keeps_only_checked_stages(tmp_path: Path) -> None:
     result, checked = forge_kernel(PROBLEMS[name].kernel_path, PROBLEMS[name].problem_path,
                                    load_device("h200"), [PROBLEMS[name].small_sizes], gpu=False,
                                    scratch=tmp_path)
-    assert result.applied() == ["block_pointers", "swizzle", "xe_tuning"]
+    assert result.applied() == ["block_pointers", "swizzle", "persistent", "xe_tuning"]
     assert checked >= 3
     lines = "\n".join(result.report_lines())
     assert "autotune: skipped: autotune: not applied: choosing among its configurations needs " \

@@ -19,7 +19,8 @@ from axon.forge.stages import AnalysisReport, ForgeOptions, Proposal, builtin_st
 from axon.targets.xe_triton.kb import Device, load_device
 
 B70 = load_device("b70")
-ORDER = ["analysis", "dtype", "block_pointers", "swizzle", "xe_tuning", "autotune"]
+ORDER = ["analysis", "dtype", "block_pointers", "swizzle", "persistent", "xe_tuning",
+         "autotune"]
 
 
 def path_of(name: str) -> Path:
@@ -51,9 +52,10 @@ def test_planner_orders_by_dependencies_and_says_why_it_skips() -> None:
     assert lines[3] == ("swizzle: skipped: swizzle: not applicable: kernel `softmax_kernel` has "
                         "no tl.dot")
     assert lines[1].startswith("dtype: skipped: dtype: not applicable: ")
-    assert lines[4].startswith("xe_tuning: applies: ")
+    assert lines[4].startswith("persistent: applies: ")
+    assert lines[5].startswith("xe_tuning: applies: ")
     gemm = make_plan(KernelFile.read(path_of("01_gemm_bias_relu")))
-    assert [s.applies for s in gemm] == [True, False, True, True, True, True]
+    assert [s.applies for s in gemm] == [True, False, True, True, True, True, True]
 
 
 def test_driver_runs_the_plan_on_a_gemm(checked: Callable[[str, str], forge.CheckResult]
@@ -62,16 +64,21 @@ def test_driver_runs_the_plan_on_a_gemm(checked: Callable[[str, str], forge.Chec
     result = optimize_kernel_file(path_of("01_gemm_bias_relu"), B70,
                                   interpreter_check("01_gemm_bias_relu", checked), said.append,
                                   ForgeOptions(max_proposals=2, max_configs=2))
-    assert result.applied() == ["block_pointers", "swizzle", "xe_tuning", "autotune"]
-    assert said == result.report_lines() and len(said) == 6
+    assert result.applied() == ["block_pointers", "swizzle", "persistent", "xe_tuning",
+                                "autotune"]
+    assert said == result.report_lines() and len(said) == 7
     assert said[1].startswith("dtype: skipped: ")
     assert said[2].startswith("block_pointers: applied (1 proposal(s)): ")
-    assert said[4].startswith("xe_tuning: applied (2 proposal(s)): ")
-    # autotune after the swizzle and the tuning: the grid reads both blocks from META
-    assert said[5].startswith("autotune: applied (1 proposal(s)): ")
+    assert said[4].startswith("persistent: applied (2 proposal(s)): persistent "
+                              "`linear_bias_relu_kernel`: 32 programs loop")
+    assert said[5].startswith("xe_tuning: applied (2 proposal(s)): ")
+    # autotune after the swizzle, the loop and the tuning: the grid reads both blocks from
+    # META, the loop's bound the kernel's own blocks
+    assert said[6].startswith("autotune: applied (1 proposal(s)): ")
     assert "tl.make_block_ptr" in result.source and "tl.minimum(" in result.source
-    assert "grid = lambda META: (triton.cdiv(M, META['BLOCK_M']) * triton.cdiv(N, " \
-        "META['BLOCK_N']),)" in result.source
+    assert "grid = lambda META: (min(triton.cdiv(M, META['BLOCK_M']) * triton.cdiv(N, " \
+        "META['BLOCK_N']), PERSISTENT_PROGRAMS),)" in result.source
+    assert "num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)" in result.source
     assert checked("01_gemm_bias_relu", result.source).passed
     # the text after each applied stage, each the next stage's input: the bundle's prefixes
     assert [stage for stage, _ in result.snapshots] == result.applied()
@@ -91,7 +98,8 @@ def test_driver_rolls_back_what_the_check_rejects() -> None:
     result = optimize_source(source, "01.py", B70, reject)
     assert result.source == source and not result.changed
     rolled = [r for r in result.records if r.status == "rolled back"]
-    assert [r.stage for r in rolled] == ["block_pointers", "swizzle", "xe_tuning", "autotune"]
+    assert [r.stage for r in rolled] == ["block_pointers", "swizzle", "persistent", "xe_tuning",
+                                         "autotune"]
     assert rolled[0].line() == ("block_pointers: rolled back (1 proposal(s)): every proposal "
                                 "failed; the first at correctness: max error 3.5 at (0, 1)")
     assert all(c != source for c in calls)
@@ -159,5 +167,5 @@ def test_a_file_that_does_not_parse_skips_every_stage_with_the_located_error() -
     result = optimize_source(broken, "bad.py", B70, lambda current, proposal: CheckOutcome(
         True, "syntax", "unreachable"))
     assert not result.changed
-    assert [r.status for r in result.records] == ["skipped"] * 6
+    assert [r.status for r in result.records] == ["skipped"] * len(ORDER)
     assert all("bad.py:4:" in r.why for r in result.records), result.report_lines()

@@ -17,10 +17,12 @@ from axon.forge.stages import (
     BlockPointersStage,
     DtypeStage,
     ForgeOptions,
+    PersistentStage,
     SwizzleStage,
     XeTuningStage,
     analyse_file,
     prove_bijection,
+    prove_cover,
 )
 from axon.forge.stages.swizzle import SWIZZLE_TEMPLATE
 from axon.targets.xe_triton.kb import load_device
@@ -108,6 +110,63 @@ def test_swizzle_remap_is_proved_and_a_wrong_one_refuted() -> None:
     assert SwizzleStage(template=planted).propose(kernel_file("01_gemm_bias_relu"), B70) == []
     swapped = good.replace("pn = (pid % g) // gs", "pn = (pid % g) % gs")
     assert not prove_bijection(swapped, "pid", "nm", "nn", "G", "pm", "pn").proved
+
+
+@pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale", "16_softmax",
+                                  "19_attention"])
+def test_persistent_keeps_the_outputs(name: str, checked: Checked) -> None:
+    """Grid axis 0 becomes a loop over tiles (a GEMM's bound in the kernel's own blocks, a row
+    kernel's passed at the launch); any number of programs gives the same outputs, so one
+    program looping over every tile at the small sizes must match the Model. The GEMMs are
+    swizzled first (the planner's order), so axis 0 holds every tile of the output."""
+    file = kernel_file(name)
+    if name in ("01_gemm_bias_relu", "06_bmm_scale"):
+        file = KernelFile(SwizzleStage(SMALL).propose(file, H200)[0].source)
+    assert PersistentStage().applies(file).applies
+    proposals = PersistentStage(SMALL).propose(file, H200)
+    assert [p.description.split(": ")[1].split(" programs")[0] for p in proposals] == [
+        "132", "264"]
+    text = proposals[0].source
+    assert "PERSISTENT_PROGRAMS = 132" in text
+    assert "in range(tl.program_id(0), num_tiles, tl.num_programs(0)):" in text
+    assert "cover proved" in proposals[0].description
+    if name == "16_softmax":
+        assert "num_tiles=M" in text and "softmax_kernel[(min(M, PERSISTENT_PROGRAMS),)]" in text
+    elif name == "01_gemm_bias_relu":
+        assert "num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)" in text
+        assert "grid = (min(triton.cdiv(M, 64) * triton.cdiv(N, 64), PERSISTENT_PROGRAMS),)" \
+            in text
+    few = text.replace("PERSISTENT_PROGRAMS = 132", "PERSISTENT_PROGRAMS = 1")
+    assert checked(name, few).passed
+    # a loop that strides past its programs' tiles leaves outputs unwritten
+    skipping = few.replace("tl.num_programs(0)):", "2 * tl.num_programs(0)):")
+    assert skipping != few and not checked(name, skipping).passed
+
+
+def test_persistent_cover_is_proved_and_a_wrong_stride_refuted() -> None:
+    assert prove_cover().proved
+    refuted = prove_cover(step_programs=2)
+    assert not refuted.proved and refuted.detail.startswith("refuted (every tile is visited)")
+    assert PersistentStage.program_counts(H200, 4) == [132, 264, 528]
+    assert PersistentStage.program_counts(H200, 32) == [132, 264]  # 64 warps an SM
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    (("x_row = x_ptr + row * stride_xm", "x_ptr += row * stride_xm\n    x_row = x_ptr"),
+     "kernel `softmax_kernel` assigns x_ptr after reading its program id (a tile would see "
+     "the one before)"),
+    (("    x_row = ", "    if row < 0:\n        return\n    x_row = "),
+     "kernel `softmax_kernel` returns early (a loop over tiles would stop)"),
+    (("tl.store(y_ptr + row * stride_ym", "tl.store(x_ptr + row * stride_xm"),
+     "kernel `softmax_kernel` loads and stores x_ptr (a tile may read another's output)"),
+    (("x_row = x_ptr + row * stride_xm", "x_row = x_ptr + row * stride_xm * tl.num_programs(0)"),
+     "kernel `softmax_kernel` reads tl.num_programs"),
+])
+def test_persistent_not_applicable_says_why(edit: tuple[str, str], why: str) -> None:
+    text = kernel_file("16_softmax").source
+    assert edit[0] in text
+    verdict = PersistentStage().applies(KernelFile(text.replace(edit[0], edit[1], 1)))
+    assert not verdict.applies and verdict.why == f"persistent: not applicable: {why}"
 
 
 def test_dtype_keeps_the_loaded_dtype_for_the_dot(checked: Checked) -> None:
