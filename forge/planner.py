@@ -3,6 +3,8 @@
 `DEPENDENCIES` names, for each registered stage, the stages that must run before it:
 
 - `analysis` first: every stage reads its report;
+- `memory_access` after `dtype`, before `block_pointers` (Xe-Forge's order): its hints are on
+  the loads as the user wrote them;
 - `dtype` before `block_pointers`, the swizzle and the tuning: the operand dtype changes the
   tile a tuned config is for;
 - `block_pointers` before `swizzle`: the frontend's access analysis reads `pid * BLOCK + lane`
@@ -14,10 +16,11 @@
 - `autotune` last: it takes the launch settings the earlier stages fixed away from the launches
   and hands them to its configurations.
 
-Only stages that exist are registered (the algorithmic, fusion and memory-access rewrites of
-issue 14 are not built at the Triton level). `make_plan` sorts the given stages by these
-dependencies (ties in registration order) and asks each whether it applies to the file as
-given; the driver asks again before each stage, on the file the earlier stages left.
+Only stages that exist are registered (the algorithmic and fusion rewrites of issue 14 are
+Axon's own pipeline on the raised and torch paths, not Triton-level stages). `make_plan` sorts
+the given stages by these dependencies (ties in registration order) and asks each whether it
+applies to the file as given; the driver asks again before each stage, on the file the earlier
+stages left.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ __all__ = ["DEPENDENCIES", "PlanError", "PlanStep", "make_plan", "order_stages"]
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "analysis": (),
     "dtype": ("analysis",),
-    "block_pointers": ("analysis", "dtype"),
+    "memory_access": ("analysis", "dtype"),
+    "block_pointers": ("analysis", "dtype", "memory_access"),
     "swizzle": ("analysis", "dtype", "block_pointers"),
     "persistent": ("analysis", "dtype", "block_pointers", "swizzle"),
     "xe_tuning": ("analysis", "dtype", "block_pointers", "swizzle", "persistent"),

@@ -2,6 +2,7 @@
 
     analysis        stages/analysis.py        report per kernel (what the planner reads)
     dtype           stages/dtype.py           tl.dot on the loaded dtype, not float32 casts
+    memory_access   stages/memory_access.py   cache hints on loads a row kernel reads again
     block_pointers  stages/block_pointers.py  masked 2-D accesses -> tl.make_block_ptr
     swizzle         stages/swizzle.py         grouped program order (z3-proved bijection)
     persistent      stages/persistent.py      grid axis 0 as a loop over tiles (z3-proved cover)
@@ -20,17 +21,19 @@ from axon.forge.stages.base import Applicability, Proposal, Stage
 from axon.forge.stages.block_pointers import BlockPointersStage
 from axon.forge.stages.dtype import DtypeStage
 from axon.forge.stages.facts import ForgeOptions
+from axon.forge.stages.memory_access import MemoryAccessStage
 from axon.forge.stages.persistent import PersistentStage, prove_cover
 from axon.forge.stages.swizzle import SwizzleStage, prove_bijection
 from axon.forge.stages.xe_tuning import XeTuningStage
 
 __all__ = ["AnalysisReport", "AnalysisStage", "Applicability", "AutotuneStage",
-           "BlockPointersStage", "DtypeStage", "ForgeOptions", "PersistentStage", "Proposal",
-           "Stage", "SwizzleStage", "XeTuningStage", "analyse_file", "builtin_stages",
-           "prove_bijection", "prove_cover"]
+           "BlockPointersStage", "DtypeStage", "ForgeOptions", "MemoryAccessStage",
+           "PersistentStage", "Proposal", "Stage", "SwizzleStage", "XeTuningStage",
+           "analyse_file", "builtin_stages", "prove_bijection", "prove_cover"]
 
 
 def builtin_stages(options: ForgeOptions | None = None) -> list[Stage]:
     """One instance of every built-in stage."""
-    return [AnalysisStage(), DtypeStage(), BlockPointersStage(), SwizzleStage(options),
-            PersistentStage(options), XeTuningStage(options), AutotuneStage(options)]
+    return [AnalysisStage(), DtypeStage(), MemoryAccessStage(), BlockPointersStage(),
+            SwizzleStage(options), PersistentStage(options), XeTuningStage(options),
+            AutotuneStage(options)]

@@ -17,6 +17,7 @@ from axon.forge.stages import (
     BlockPointersStage,
     DtypeStage,
     ForgeOptions,
+    MemoryAccessStage,
     PersistentStage,
     SwizzleStage,
     XeTuningStage,
@@ -114,7 +115,8 @@ def test_swizzle_remap_is_proved_and_a_wrong_one_refuted() -> None:
 
 @pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale", "16_softmax",
                                   "19_attention"])
-def test_persistent_keeps_the_outputs(name: str, checked: Checked) -> None:
+def test_persistent_keeps_the_outputs(name: str, checked: Checked,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Grid axis 0 becomes a loop over tiles (a GEMM's bound in the kernel's own blocks, a row
     kernel's passed at the launch); any number of programs gives the same outputs, so one
     program looping over every tile at the small sizes must match the Model. The GEMMs are
@@ -138,8 +140,14 @@ def test_persistent_keeps_the_outputs(name: str, checked: Checked) -> None:
             in text
     few = text.replace("PERSISTENT_PROGRAMS = 132", "PERSISTENT_PROGRAMS = 1")
     assert checked(name, few).passed
-    # a loop that strides past its programs' tiles leaves outputs unwritten
+    # a loop that strides past its programs' tiles leaves outputs unwritten (new memory is
+    # NaN here, so a row left over from an earlier run cannot pass for one written)
+    for alloc in ("empty", "empty_like"):
+        real = getattr(torch, alloc)
+        monkeypatch.setattr(torch, alloc, lambda *a, _real=real, **k: _real(*a, **k).fill_(
+            float("nan")))
     skipping = few.replace("tl.num_programs(0)):", "2 * tl.num_programs(0)):")
+    assert checked(name, few).passed
     assert skipping != few and not checked(name, skipping).passed
 
 
@@ -167,6 +175,42 @@ def test_persistent_not_applicable_says_why(edit: tuple[str, str], why: str) -> 
     assert edit[0] in text
     verdict = PersistentStage().applies(KernelFile(text.replace(edit[0], edit[1], 1)))
     assert not verdict.applies and verdict.why == f"persistent: not applicable: {why}"
+
+
+@pytest.mark.parametrize("name", ["16_softmax", "11_layernorm"])
+def test_memory_access_hints_keep_the_outputs(name: str, checked: Checked) -> None:
+    """A multi-pass row kernel keeps its row cached for the next pass and drops it after the
+    last; a vector every program reads stays cached; a row read once is left alone."""
+    file = kernel_file(name)
+    (proposal,) = MemoryAccessStage().propose(file, H200)
+    text = proposal.source
+    assert text.count('eviction_policy="evict_last"') == (2 if name == "16_softmax" else 4)
+    assert text.count('eviction_policy="evict_first"') == 1
+    if name == "11_layernorm":
+        assert 'tl.load(w_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_last")' in text
+        assert "`w_ptr + offs` is read by every program" in proposal.description
+    assert "is read for the last of 3 passes" in proposal.description
+    assert checked(name, text).passed
+
+
+def test_memory_access_not_applicable_says_why() -> None:
+    assert MemoryAccessStage().applies(kernel_file("17_log_softmax")).why == (
+        "memory_access: not applicable: kernel `log_softmax_kernel` reads nothing twice and "
+        "nothing every program reads")
+    assert MemoryAccessStage().applies(kernel_file("01_gemm_bias_relu")).why == (
+        "memory_access: not applicable: kernel `linear_bias_relu_kernel` has a tl.dot (its "
+        "tiles' reuse is the swizzle's)")
+    # a load the user gave a hint is the user's: rmsnorm's one shared load, hinted already
+    text = kernel_file("12_rmsnorm").source
+    load = "w = tl.load(w_ptr + offs, mask=mask, other=0.0)"
+    assert load in text
+    hinted = text.replace(load, 'w = tl.load(w_ptr + offs, mask=mask, other=0.0, '
+                                'cache_modifier=".cg")')
+    assert not MemoryAccessStage().applies(KernelFile(hinted)).applies
+    # a row read through a name assigned from the program id is no shared vector
+    assert MemoryAccessStage().applies(KernelFile(text)).applies
+    per_row = text.replace("w_ptr + offs", "w_ptr + row * 0 + offs")
+    assert not MemoryAccessStage().applies(KernelFile(per_row)).applies
 
 
 def test_dtype_keeps_the_loaded_dtype_for_the_dot(checked: Checked) -> None:
