@@ -86,10 +86,13 @@ class Step:
 @dataclass(frozen=True)
 class KernelModule:
     """A printed NKI module and how it runs: its steps in order; the result is the last
-    step's."""
+    step's. A step's operand indexes the module's inputs, then its `constants` (values of
+    sizes computed at the sizes the module is specialized at, as its host function does), then
+    the steps' results."""
 
     text: str
     steps: tuple[Step, ...]
+    constants: tuple[np.ndarray, ...] = ()
 
 
 def single_module(text: str, name: str, inputs: int) -> KernelModule:
@@ -139,7 +142,7 @@ class KernelRunner:
         """The module's result and the sum of its kernels' latencies, its steps run in order,
         each on the simulator (errors as `run`)."""
         path = self._path(module.text, label)
-        values = list(inputs)
+        values = [*inputs, *module.constants]
         total = 0.0
         for step in module.steps:
             with warnings.catch_warnings():
@@ -389,24 +392,30 @@ def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
                  parts: Sequence[OpKernel] | None = None) -> KernelModule:
     """The unfused chain of `func` as one module: each op's `first_kernel` (one kernel per
     distinct one-op function), and a host function `<name>` calling them in order through
-    HBM. `NoKernel` naming the op that does not lower; `ValueError` when `func` is not a
-    chain of one-result ops ending in the last one's result. `parts`: other functions to
-    chain instead of one per op (`split_functions`)."""
+    HBM. A value of sizes an op takes as a parameter (`op_functions`: attention's `sqrt(D)`)
+    is computed at `sizes` (`sizes_value`) and printed in the host as that constant, the
+    module specialized at it. `NoKernel` naming the op that does not lower; `ValueError` when
+    `func` is not a chain of one-result ops ending in the last one's result. `parts`: other
+    functions to chain instead of one per op (`split_functions`)."""
     kernels = op_functions(func) if parts is None else list(parts)
     (ret,) = (op for op in func.body.block.ops if isinstance(op, ReturnOp))
     if not kernels or any(len(k.op.results) != 1 for k in kernels) or \
             len(ret.arguments) != 1 or ret.arguments[0] is not kernels[-1].op.results[0]:
         raise ValueError("the chain needs one-result ops, the last one's result returned")
     index: dict[SSAValue, int] = {a: k for k, a in enumerate(func.body.block.args)}
+    made = set(index) | {r for k in kernels for r in k.op.results}
+    of_sizes: list[SSAValue] = []
+    for k in kernels:
+        for v in k.operands:
+            if v not in made and v not in index:  # a value of sizes (`op_functions`)
+                if not _of_sizes(v):
+                    raise ValueError("the chain reads a value no kernel makes")
+                index[v] = len(index)
+                of_sizes.append(v)
+    constants = [sizes_value(v, sizes) for v in of_sizes]
     bodies: list[str] = []
     emitted: dict[str, str] = {}  # a one-op function's text (without its name): kernel name
     steps = []
-    made = set(index)
-    for number, k in enumerate(kernels):
-        if any(v not in made for v in k.operands):  # a value of sizes (`op_functions`)
-            raise NoKernel(f"%{number} '{k.op.name}' reads a value of sizes as a parameter, "
-                           "which the chain's host function does not compute")
-        made.update(k.op.results)
     for number, k in enumerate(kernels):
         key = str(k.func).replace(f"@{k.func.sym_name.data}(", "@op(", 1)
         if key not in emitted:
@@ -425,15 +434,21 @@ def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
             f'    """@{name}: its kernels in order, each reading its operands from HBM and '
             'writing its result there."""']
     values = list(params)
+    for v, value in zip(of_sizes, constants, strict=True):
+        values.append(f"v{len(values)}")
+        at = ", ".join(f"{s}={sizes[s]}" for s in sorted(_size_symbols(v)))
+        host.append(f"    {values[-1]} = np.asarray({float(value)!r}, "
+                    f"dtype=nl.{value.dtype.name})  # a value of sizes, at {at}")
     for step in steps:
         values.append(f"v{len(values)}")
         host.append(f"    {values[-1]} = {step.kernel}"
                     f"({', '.join(values[k] for k in step.operands)})")
     host.append(f"    return {values[-1]}")
     header = [f'"""{name}: the unfused chain of {len(steps)} NKI kernels emitted by Axon, one '
-              'per op, each from a proved lowering of its tiled kernel."""', "", _IMPORTS]
+              'per op, each from a proved lowering of its tiled kernel."""', "",
+              ("import numpy as np\n" if constants else "") + _IMPORTS]
     text = "\n".join([*header, *(b + "\n\n" for b in bodies), *host]) + "\n"
-    return KernelModule(text, tuple(steps))
+    return KernelModule(text, tuple(steps), tuple(constants))
 
 
 #: the widening of the dtype's tolerance for a function of several ops: the reference

@@ -21,11 +21,13 @@ from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import Refused
 from axon.targets.nki.select import (
     KernelRunner,
-    NoKernel,
     OpKernel,
     chain_module,
+    check_close,
+    default_tolerance,
     first_kernel,
     op_functions,
+    random_inputs,
     sizes_value,
     symbols,
     tiled_programs,
@@ -110,9 +112,16 @@ def test_a_value_of_sizes_the_scores_lack_is_a_parameter(tmp_path: Path) -> None
     (expected,) = run_function(k.func, args, sizes)
     np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64),
                                rtol=1e-2, atol=1e-2)
-    # the unfused chain's host function computes no such value: that candidate is refused
-    with pytest.raises(NoKernel, match="reads a value of sizes as a parameter"):
-        chain_module(gqa(), "trn2", SIZES)
+    # the unfused chain computes it at the sizes it is specialized at, and runs right
+    func = gqa()
+    module = chain_module(func, "trn2", SIZES)
+    assert [float(c) for c in module.constants] == [2.0]
+    assert "= np.asarray(2.0, dtype=nl.bfloat16)  # a value of sizes, at D=4" in \
+        module.text
+    inputs = random_inputs(func, SIZES)
+    out, _ = KernelRunner("trn2", tmp_path).run_module(module, inputs, "gqa_chain")
+    (expected,) = run_function(func, inputs, SIZES)
+    assert check_close(out, expected, default_tolerance(func)) == ""
 
 
 def test_a_value_of_sizes_the_tensors_give_is_cloned_in() -> None:
