@@ -131,7 +131,7 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
                                      for s in strides)
                 key = (pointer, size_texts, stride_texts)
                 view = (f"torch.as_strided({pointer}, ({', '.join(size_texts)},), "
-                        f"({', '.join(stride_texts)},))")
+                        f"({', '.join(stride_texts)},)).float()")  # see launch_replacement
             keys.append(key)
             if key in written:
                 env[f"%in{index}"] = written[key]

@@ -20,7 +20,8 @@ against the ORIGINAL kernel file (`forge/cascade.py`); a proposal that fails it 
 Sizes: the file's text gives no sizes, so the selection prices every size symbol at `SIZE`
 (the KB's facts use the same rule in the Triton path); the proof and the checks hold at all
 sizes. Dtypes: the raise reads every pointer as float32 (`raise_xt`); the Triton target's
-emitted kernels compute in float32 and the copy into the user's output converts.
+emitted kernels compute in float32, a narrower input is widened at the call (`.float()`, an
+extra pass over it) and the copy into the user's output converts back.
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
     user's tensors seen as the raised kernel's, its results copied into the user's outputs."""
     grid_names = {f"G{k}": f"({text})" for k, text in enumerate(site.grid_dims)}
 
-    def view(param: str) -> str:
+    def view(param: str, read: bool = False) -> str:
         pointer = site.arg(param)
         if pointer is None:
             raise NotRaised(f"the launch at line {site.loc[0]} does not bind {param}")
@@ -204,12 +205,14 @@ def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
             if text is None:
                 raise NotRaised(f"the launch at line {site.loc[0]} does not bind {s}")
             stride_texts.append(text)
+        # Axon's kernel takes float32 (the raise reads every pointer so): a bf16 or f16
+        # input is widened at the call (`.float()` is the tensor itself when it is float32)
         return (f"torch.as_strided({pointer}, ({', '.join(size_texts)},), "
-                f"({', '.join(stride_texts)},))")
+                f"({', '.join(stride_texts)},)){'.float()' if read else ''}")
 
     keywords = "".join(f", {k}={v!r}" for k, v in kwargs.items())
     outs = [f"_axon_out{k}" for k in range(len(kernel.outputs))]
-    lines = [f"{', '.join(outs)} = {host}({', '.join(view(p) for p in kernel.inputs)}"
+    lines = [f"{', '.join(outs)} = {host}({', '.join(view(p, read=True) for p in kernel.inputs)}"
              f"{keywords})"]
     for name, param in zip(outs, kernel.outputs, strict=True):
         lines.append(f"{view(param)}.copy_({name})")

@@ -104,7 +104,11 @@ PROBLEMS: dict[str, Problem] = {p.name: p for p in [
             {"num_tokens": 33, "hidden_size": 130, "intermediate_size": 65}),
     Problem("06_bmm_scale", "gemm_epilogue", {"batch_size": 3, "m": 33, "k": 130, "n": 65}),
     Problem("07_gemm_row_max", "gemm_reduction", _GEMM_LONG_ROWS),
-    Problem("08_gemm_sum_scale", "gemm_reduction", _GEMM_LONG_ROWS),
+    # torch in bf16 rounds each of the row's out_features GEMM outputs (|v| ~ 0.6 at the
+    # benchmark's 4096) before summing them: the sum is off by a random walk of 4096 roundings
+    # of 2^-9 |v|, about 0.07 per row and 0.21 at worst over 2048 rows (seen on the GPU), where
+    # the result is as small as 0.6; 64x bf16's atol (0.5) keeps eager itself within tolerance
+    Problem("08_gemm_sum_scale", "gemm_reduction", _GEMM_LONG_ROWS, atol_scale=64.0),
     Problem("09_gemm_logsumexp", "gemm_reduction", _GEMM_LONG_ROWS),
     Problem("10_gemm_softmax", "gemm_reduction", _GEMM),
     Problem("11_layernorm", "norm", _ROWS),

@@ -6,10 +6,13 @@ why."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
+import torch
 
+from axon.benchmarks.forge.problem_set import check
 from axon.forge.fuse_raised import fuse_host
 from axon.forge.raised_path import assumption_error, forge_raised, raise_file
 from axon.forge.source import KernelFile
@@ -47,9 +50,19 @@ def test_the_raised_log_softmax_replaces_the_launch_and_matches_the_original(
         executor.close()
     assert result.replaced == ["log_softmax_kernel"]
     assert result.outcome is not None and result.outcome.passed, result.report_lines()
-    assert "torch.as_strided(x, ((M), N,), (x.stride(0), 1,))" in result.source
+    assert "torch.as_strided(x, ((M), N,), (x.stride(0), 1,)).float()" in result.source
     assert "log_softmax_kernel[(M,)]" not in result.source  # the user's launch is gone
     assert "class ModelNew(nn.Module)" in result.source  # the user's module otherwise
+    # Axon's kernel takes float32: the problem's own bf16 inputs are widened at the call and
+    # the result narrowed into the user's output (the cascade checks float32 on the CPU)
+    forged = tmp_path / "forged.py"
+    forged.write_text(result.source)
+    spec = importlib.util.spec_from_file_location("forged_log_softmax", forged)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    checked = check(name, {"batch_size": 33, "dim": 65}, dtype=torch.bfloat16, kernel=module)
+    assert checked.passed and checked.dtype == torch.bfloat16, checked.message
 
 
 def test_the_triton_path_runs_the_raised_path_first_and_fuses_the_chain(
@@ -82,7 +95,7 @@ def test_the_fused_chain_is_one_function_of_the_external_buffers() -> None:
     file = KernelFile.read(ROOT / "kernels" / "24_scale_tanh_residual.py")
     fused = fuse_host(file, raise_file(file), "forward")
     assert fused.kernels == ["scale_kernel", "tanh_kernel", "add_kernel"]
-    assert fused.inputs[0] == "torch.as_strided(x, (n,), (1,))"
+    assert fused.inputs[0] == "torch.as_strided(x, (n,), (1,)).float()"
     assert fused.outputs == ["torch.as_strided(y, (n,), (1,))"]
     assert [str(t) for t in fused.ax.function_type.inputs.data] == ["f32[n]", "f32[1]", "f32[n]"]
     # the intermediates `scaled` and `squashed` are values inside it, not inputs
