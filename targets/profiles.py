@@ -98,6 +98,8 @@ class Memory:
     """GPU: the L2 cache every SM shares (serves re-reads of tiles before they reach HBM)."""
     l2_bytes_per_s: Quantity | None = None
     """GPU: bandwidth from L2 to the SMs (every tile a program loads passes through it)."""
+    sector_bytes: Quantity | None = None
+    """GPU: the unit L2 moves to the SMs; a load narrower than it still moves all of it."""
     shared_per_core_bytes: Quantity | None = None
     """GPU: shared memory of one SM, split among the programs resident on it."""
     shared_per_program_bytes: Quantity | None = None

@@ -87,7 +87,11 @@ one-element programs are not free, and a small tile gains nothing from more warp
 **Time**: `overhead + max(max(hbm_bytes / bandwidth, loaded_bytes / l2_bandwidth, matrix_flops /
 matrix_peak + vector_flops / vector_peak) / efficiency, waves * iterations * loop_latency)`,
 where `loaded_bytes` is what every execution of every load brings on chip (on a GPU through
-L2, at `memory.l2_bytes_per_s`; the term is left out where the profile has no such rate), and
+L2, at `memory.l2_bytes_per_s`; the term is left out where the profile has no such rate),
+counted in whole sectors where the profile has `memory.sector_bytes` (a tile whose rows of
+the operand's contiguous run are narrower than a sector, a column block of one element say,
+moves a sector per row: a `[4096, 1]` bf16 tile of a row-major `[4096, 4096]` loads 16 times
+what it uses), and
 `efficiency = P / (ceil(P / cores) * cores)` for `P` programs: the busiest core runs
 `ceil(P / cores)` of them at its share of the device's peaks (a tail wave or a grid smaller
 than the cores leaves cores idle). `overhead` is the profile's one launch.
@@ -274,7 +278,9 @@ class KernelPlan:
         l2 = memory.l2_bytes.value if memory is not None and memory.l2_bytes else None
         traffic = _Traffic(self, env, grid, counts, extents, wave, group)
         hbm = traffic.uncached() if l2 is None else traffic.cached(l2)
-        loaded = sum(traffic.executed(a) for a in self.loads)
+        sector = (int(memory.sector_bytes.value)
+                  if memory is not None and memory.sector_bytes is not None else None)
+        loaded = sum(traffic.executed(a) * traffic.sector_scale(a, sector) for a in self.loads)
 
         matrix, vector, matrix_busy, vector_busy = self._flops(env, profile, programs, extents,
                                                                warps)
@@ -541,6 +547,22 @@ class _Traffic:
         written = sum(math.prod(shape) * DTYPES[t.dtype].storage.itemsize
                       for shape, t in zip(self.outputs, self.plan.outputs, strict=True))
         return sum(read.values()) + written
+
+    def sector_scale(self, access: _Access, sector: int | None) -> float:
+        """How many bytes a load of `access` moves per byte it uses, where memory moves whole
+        sectors of `sector` bytes (None: 1): a tile row of the operand's contiguous run (its
+        trailing dims while the tile holds them whole, then the first one it cuts) rounded up
+        to whole sectors, over the run."""
+        if not sector:
+            return 1.0
+        extent = self.inputs[access.operand]
+        shape = self.shapes[id(access)]
+        run = access.itemsize
+        for d in reversed(range(len(shape))):
+            run *= min(shape[d], extent[d])
+            if shape[d] < extent[d]:
+                break
+        return -(-run // sector) * sector / run if run else 1.0
 
     def executed(self, access: _Access, store: bool = False) -> float:
         """Bytes moved when every execution of `access` goes to HBM."""

@@ -303,3 +303,33 @@ def test_a_row_reduction_keeps_every_thread_busy_whatever_its_result_size() -> N
     sizes = {"M": 4096, "N": 4096, "BM": 1}
     seconds = [kernel_cost(kernel, sizes, H200, warps=w).seconds for w in (2, 4, 8)]
     assert seconds[0] == pytest.approx(seconds[1]) == pytest.approx(seconds[2])
+
+
+COLUMNS = "!ax.tensor<[M, N], bf16>"
+COLUMN_SUM = f"""
+func.func @colsum(%x: {COLUMNS}) -> !ax.tensor<[N], f32> {{
+  %s = ax.generic %x {{form = "out[d0 < N] = add over r0 in [0, M) of in0[r0, d0]",
+                      dtype = f32}} : ({COLUMNS}) -> !ax.tensor<[N], f32>
+  func.return %s : !ax.tensor<[N], f32>
+}}
+"""
+
+
+def test_a_tile_narrower_than_a_sector_loads_whole_sectors_from_l2() -> None:
+    # a column sum of a row-major [4096, 4096] bf16 tiled by column blocks of BM: each of a
+    # program's 4096 tile rows is BM x 2 bytes of one row, and L2 moves 32-byte sectors
+    (func,) = (op for op in parse_mlir(COLUMN_SUM, "f.mlir").ops if isinstance(op, FuncOp))
+    tiled = tile_function(func, Tiling("N"), "registers", "registers")
+    kernel = next(op for op in tiled.walk() if isinstance(op, KernelOp))
+    assert H200.memory is not None and H200.memory.sector_bytes is not None
+    assert H200.memory.sector_bytes.value == 32
+    loaded = {bm: kernel_cost(kernel, {"M": 4096, "N": 4096, "BM": bm}, H200, warps=8)
+              for bm in (1, 2, 16, 64)}
+    x = 4096 * 4096 * 2
+    assert [loaded[bm].loaded_bytes for bm in (1, 2, 16, 64)] == [16 * x, 8 * x, x, x]
+    # from HBM once: a wave's programs share the sectors (the sums' 4096 f32 written once)
+    assert loaded[1].hbm_bytes == loaded[16].hbm_bytes == x + 4096 * 4
+    assert loaded[1].seconds > 4 * loaded[16].seconds
+    # without the sector the model takes the one-column tile for free (what it used to)
+    flat = replace(H200, memory=replace(H200.memory, sector_bytes=None))
+    assert kernel_cost(kernel, {"M": 4096, "N": 4096, "BM": 1}, flat, warps=8).loaded_bytes == x
