@@ -120,9 +120,11 @@ def test_gqa_takes_its_kernel_from_a_nu_graph_variant(tmp_path: Path) -> None:
     func = source(GQA)
     sizes = {"B": 1, "HKV": 2, "G": 3, "S": 130, "L": 70, "D": 64}
     # the program as written does not tile (its reshapes of k and v take no tiles); the
-    # nu-graph's variant reads kv head `h floordiv G`
-    assert len(tiled_programs(func, "trn2", sizes, 2)) == 2
-    chosen = choose_kernel(func, "trn2", sizes, lambda line: None, max_candidates=2)
+    # nu-graph's variant reads kv head `h floordiv G` (`tiled_programs` gives both: the
+    # selection says how many it tiled)
+    said: list[str] = []
+    chosen = choose_kernel(func, "trn2", sizes, said.append, max_candidates=2, programs=2)
+    assert said[0].startswith("nki: @gqa: 2 program(s) (1 nu-graph variant(s)), "), said[0]
     assert chosen.kind.startswith("batched_rows")
     assert "G = _in0_1 // (HKV)" in chosen.module_text  # G given apart by k's heads
     assert "(b1 // G)" in chosen.module_text
