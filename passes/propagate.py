@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -147,12 +148,14 @@ class PropagatePass(CheckedPass):
                         self.proof_budget(), self.max_proofs)
         cache = ProofCache(self.cache or None)
         for func_op in [f for f in op.walk() if isinstance(f, FuncOp)]:
-            key = self._result_key(func_op, sizes)
+            text = function_text(func_op)  # printed once: the result key's and the proofs'
+            key = self._result_key(func_op, sizes, text)
             is_graph = any(isinstance(o, nu.GraphOp) for o in func_op.walk())
             stored = None if self.report or is_graph else cache.result(key)
             found = None if stored is None else stored_functions(stored.get("functions"),
                                                                 self.name)
-            if found is not None and self._still_proved(func_op, found, cache) is not None:
+            if found is not None and \
+                    self._still_proved(func_op, found, cache, text) is not None:
                 Rewriter.replace_op(func_op, found)
                 continue
             cost = RooflineCost(self.device, sizes)
@@ -193,24 +196,26 @@ class PropagatePass(CheckedPass):
             if _repeatable(report, prover):
                 # the check a later run makes of the stored functions, made now: its queries'
                 # verdicts are then in the cache, and that run is served them unnormalized
-                again = self._still_proved(func_op, new, cache)
+                texts = function_texts(new)
+                again = self._still_proved(func_op, new, cache, text, texts)
                 if again is not None:
-                    cache.put_result(key, {"functions": function_texts(new)},
-                                     [*prover.proofs, *again])
+                    cache.put_result(key, {"functions": texts}, [*prover.proofs, *again])
             Rewriter.replace_op(func_op, new)
         if self.cache:
             cache.save()
 
-    def _still_proved(self, func_op: FuncOp, found: list[FuncOp], cache: ProofCache
+    def _still_proved(self, func_op: FuncOp, found: list[FuncOp], cache: ProofCache,
+                      text: str | None = None, found_texts: Sequence[str] | None = None
                       ) -> list[str] | None:
         """The obligation keys of the proofs that each function of `found` (read back from
         text, or about to be stored) equals `func_op` (a graph: every membership); None, with
         a warning, when one is not proved. Text is never trusted on its own: each function is
         proved again through `prove_equivalent`, whose query (the two texts, the budget, the
         code) is served from the cache without normalizing when this check was made before,
-        as the run that stored the result made it."""
+        as the run that stored the result made it. `text` and `found_texts`: the functions'
+        printed texts where the caller has them (the queries' keys print them otherwise)."""
         proofs: list[str] = []
-        for f in found:
+        for n, f in enumerate(found):
             if any(isinstance(o, nu.GraphOp) for o in f.walk()):
                 prover = Prover(budget=self.proof_budget(), cache=cache)
                 try:
@@ -221,7 +226,9 @@ class PropagatePass(CheckedPass):
                     ok = True
                     proofs.extend(prover.proofs)
             else:
-                verdict = prove_equivalent(func_op, f, budget=self.proof_budget(), cache=cache)
+                verdict = prove_equivalent(
+                    func_op, f, budget=self.proof_budget(), cache=cache,
+                    texts=(text, None if found_texts is None else found_texts[n]))
                 ok = isinstance(verdict, Proved)
                 if isinstance(verdict, Proved):
                     proofs.append(verdict.obligation)
@@ -231,14 +238,15 @@ class PropagatePass(CheckedPass):
                 return None
         return proofs
 
-    def _result_key(self, func_op: FuncOp, sizes: dict[str, int]) -> str:
+    def _result_key(self, func_op: FuncOp, sizes: dict[str, int], text: str | None = None
+                    ) -> str:
         """What determines a function's result: its text, the options that shape the search
         and the emitted programs, the device's profile data and the verifier's encoding."""
         options = (f"max_iterations={self.max_iterations} max_nodes={self.max_nodes} "
                    f"max_proofs={self.max_proofs} time_limit={self.time_limit!r} "
                    f"proof budget {self.proof_budget().key()} "
                    f"emit={self.emit} top_k={self.top_k} sizes={sorted(sizes.items())}")
-        return step_key(self.name, function_text(func_op), options,
+        return step_key(self.name, function_text(func_op) if text is None else text, options,
                         repr(load_profile(self.device)), f"encoding {ENCODING_REVISION}")
 
 

@@ -175,8 +175,8 @@ Verdict = Proved | Refuted | Unknown | Inconsistent
 
 
 def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
-                     budget: ProofBudget = DEFAULT_BUDGET, cache: ProofCache | None = None
-                     ) -> Verdict:
+                     budget: ProofBudget = DEFAULT_BUDGET, cache: ProofCache | None = None,
+                     texts: tuple[str | None, str | None] = (None, None)) -> Verdict:
     """Decide whether `a` and `b` compute the same results for all sizes and all inputs.
 
     `assumptions` are integer facts over size symbols, e.g. "K mod 4 == 0" or "M >= 2"
@@ -188,11 +188,12 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
     decided is stored under this budget and served again without any work. So does a failure
     inside the verifier itself give Unknown: a caller (propagation, the pass) then keeps going
     without the equality, and the reason names the failure so it can be reported. Assumptions
-    that no sizes satisfy give `Inconsistent`.
+    that no sizes satisfy give `Inconsistent`. `texts`: `a`'s and `b`'s printed text where the
+    caller holds it already (the query key's; a function's is printed here otherwise).
     """
     global _obligation
     start = time.perf_counter()
-    query = query_key(a, b, assumptions, budget) if cache is not None else ""
+    query = query_key(a, b, assumptions, budget, texts) if cache is not None else ""
     if cache is not None:
         stored = cache.limited(query)
         if stored is not None:
@@ -232,19 +233,23 @@ def prove_equivalent(a: FuncOp, b: FuncOp, assumptions: Sequence[str] = (),
 _obligation = ""
 
 
-def query_key(a: FuncOp, b: FuncOp, assumptions: Sequence[str], budget: ProofBudget) -> str:
+def query_key(a: FuncOp, b: FuncOp, assumptions: Sequence[str], budget: ProofBudget,
+              texts: tuple[str | None, str | None] = (None, None)) -> str:
     """The key of a query: what determines its verdict (both functions' text, the assumptions,
     the budget's counts, z3's version, Axon's code and its encoding revision). An Unknown a
     count decided is stored under it, and so is the obligation a proved or refuted query was
-    decided by (`ProofCache.answer`)."""
-    texts = []
-    for func in (a, b):
-        out = StringIO()
-        Printer(stream=out).print_op(func)
-        texts.append(out.getvalue())
+    decided by (`ProofCache.answer`). `texts`: a function's printed text where the caller has
+    it (a 10,000-statement function takes a second to print), None to print it here."""
+    printed = []
+    for func, given in zip((a, b), texts, strict=True):
+        if given is None:
+            out = StringIO()
+            Printer(stream=out).print_op(func)
+            given = out.getvalue()
+        printed.append(given)
     text = "\n".join(["query", code_fingerprint(), f"encoding {ENCODING_REVISION}",
                       f"z3 {z3.get_version_string()}",
-                      budget.key(), f"assume {' ; '.join(sorted(assumptions))}", *texts])
+                      budget.key(), f"assume {' ; '.join(sorted(assumptions))}", *printed])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
