@@ -272,7 +272,7 @@ def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
     """
     arith = arithmetic(exact)
     if exact:
-        form = replace(form, body=arith.body(form.body))
+        form = _exact_form(form, arith)
     compute = arith.compute(dtype) if dtype is not None else None
     limits = DTYPES[dtype].storage if dtype == "i32" else None
     par_ext = eval_dims([d.upper for d in form.parallel], sizes, "generic form parallel dims")
@@ -318,7 +318,8 @@ def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
             strays.append(r)
             if x.size == 0:
                 return np.zeros(full_shape, dtype=x.dtype)
-        return x[tuple(np.clip(p, 0, n - 1) for p, n in zip(points, x.shape, strict=True))]
+            return x[tuple(np.clip(p, 0, n - 1) for p, n in zip(points, x.shape, strict=True))]
+        return x[tuple(points)]  # every point inside: clipping would change none
 
     def index(expr: IntExpr) -> Any:
         value = eval_index(expr, env)
@@ -349,6 +350,26 @@ def evaluate_form_vectorized(form: GenericForm, operands: Sequence[np.ndarray],
 
     return np.broadcast_to(np.asarray(scalar.evaluate(form.finalize, _no_read, fin_index, acc)),
                            tuple(par_ext))
+
+
+#: exact arithmetic's form of each form evaluated exactly, by the form's identity (a form is
+#: immutable, and an op's is memoized with its meaning: each run of a kernel's loop meets the
+#: same object, and rebuilding it re-ran the form's structural checks every time)
+_EXACT_FORMS: dict[int, tuple[GenericForm, GenericForm]] = {}
+_EXACT_FORMS_HELD = 4096
+
+
+def _exact_form(form: GenericForm, arith: Arithmetic) -> GenericForm:
+    """`form` with the body exact arithmetic evaluates (`Arithmetic.body`)."""
+    held = _EXACT_FORMS.get(id(form))
+    if held is not None and held[0] is form:
+        return held[1]
+    body = arith.body(form.body)
+    exact = form if body == form.body else replace(form, body=body)
+    if len(_EXACT_FORMS) >= _EXACT_FORMS_HELD:
+        _EXACT_FORMS.clear()
+    _EXACT_FORMS[id(form)] = (form, exact)
+    return exact
 
 
 def _outside(points: Sequence[np.ndarray], shape: Sequence[int]) -> Any:
