@@ -16,6 +16,7 @@ parameters, and its launch options. Every mistake is a SourceError at file:line:
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +124,9 @@ class TritonModule:
     kernels: dict[str, JitKernel] = field(default_factory=dict)
     launches: list[LaunchSite] = field(default_factory=list)
     constants: dict[str, int | float | bool] = field(default_factory=dict)
+    #: `text` split as `ast.get_source_segment` splits it, once (`segment`)
+    _segment_lines: list[str] | None = field(default=None, init=False, repr=False,
+                                             compare=False)
 
     def helpers(self) -> set[str]:
         """The jit functions another jit function calls (analysed where they are called)."""
@@ -150,8 +154,25 @@ class TritonModule:
 
     def segment(self, node: ast.AST) -> str:
         """The source text of `node` (one line, whitespace runs folded)."""
-        text = ast.get_source_segment(self.text, node) or "?"
+        text = self._source_segment(node) or "?"
         return " ".join(text.split())
+
+    def _source_segment(self, node: ast.AST) -> str | None:
+        """`ast.get_source_segment(self.text, node)`, the text split into lines once: that
+        function splits it again (character by character) on every call."""
+        line, end_line = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        start, end = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if line is None or end_line is None or start is None or end is None:
+            return None
+        first, last = line - 1, end_line - 1
+        if self._segment_lines is None:
+            # at \r\n, \r and \n only (not str.splitlines' \f, \v and others), ends kept
+            self._segment_lines = _LINE.findall(self.text)
+        lines = self._segment_lines
+        if first == last:
+            return lines[first].encode()[start:end].decode()
+        return "".join([lines[first].encode()[start:].decode(), *lines[first + 1:last],
+                        lines[last].encode()[:end].decode()])
 
     def qualified(self, node: ast.AST) -> str | None:
         """The dotted name `node` spells with its root resolved through the imports
@@ -163,6 +184,9 @@ class TritonModule:
         if not isinstance(node, ast.Name) or node.id not in self.aliases:
             return None
         return ".".join([self.aliases[node.id], *reversed(parts)])
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 def parse_triton_source(source: str | bytes, filename: str = "<source>") -> TritonModule:
