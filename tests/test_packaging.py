@@ -98,4 +98,4 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_readme_test_command_runs_both_suites() -> None:
     steps = [step.strip() for step in _readme_test_command().split("&&")]
     assert steps[0].startswith("pip install") and "[test]" in steps[0]
-    assert "pytest" in steps and "lit -v lit_tests" in steps
+    assert any(step.split()[:1] == ["pytest"] for step in steps) and "lit -v lit_tests" in steps
