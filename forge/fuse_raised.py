@@ -47,6 +47,13 @@ class FusedHost:
     ax_text: str
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
+    input_params: list[tuple[LaunchSite, str]] = field(default_factory=list)
+    """Each input's launch and the kernel parameter it binds (its dtype is that argument's)."""
+    output_params: list[tuple[LaunchSite, str]] = field(default_factory=list)
+    """Each result's launch and the kernel parameter it is stored through."""
+    symbols: dict[str, tuple[LaunchSite, str]] = field(default_factory=dict)
+    """Each size symbol of `ax`: a launch binding it and that kernel's own symbol (its value
+    is what the launch passes for it)."""
 
 
 def _clean(text: str) -> str:
@@ -73,16 +80,20 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
         if why:
             raise NotRaised(why)
     symbols: dict[str, str] = {}  # launch text -> composed symbol
+    bindings: dict[str, tuple[LaunchSite, str]] = {}  # composed symbol -> a launch's own
 
-    def symbol(text: str) -> str:
+    def symbol(text: str, site: LaunchSite, own: str) -> str:
         text = _clean(text)
         if text not in symbols:
             symbols[text] = text if text.isidentifier() else f"S{len(symbols)}"
+            bindings[symbols[text]] = (site, own)
         return symbols[text]
 
     written: dict[tuple, str] = {}   # view key -> SSA name of its value
     read_later: set[tuple] = set()
     inputs: dict[tuple, tuple[str, str, str]] = {}  # key -> (ssa, type, host text)
+    input_params: dict[tuple, tuple[LaunchSite, str]] = {}
+    output_params: dict[tuple, tuple[LaunchSite, str]] = {}
     lines: list[str] = []
     pointers: dict[tuple, str] = {}
     result_types: dict[tuple, str] = {}
@@ -100,7 +111,7 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
                     bound = grid.get(s) if s in grid else site.arg(s)
                     if bound is None:
                         raise NotRaised(f"the launch of {site.kernel} does not bind {s}")
-                    rename[s] = symbol(bound)
+                    rename[s] = symbol(bound, site, s)
         rename = {s: v for s, v in rename.items() if s in names}
 
         pattern = re.compile(r"(?<![%\w.])(" + "|".join(map(re.escape, rename)) + r")(?!\w)") \
@@ -131,7 +142,7 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
                                      for s in strides)
                 key = (pointer, size_texts, stride_texts)
                 view = (f"torch.as_strided({pointer}, ({', '.join(size_texts)},), "
-                        f"({', '.join(stride_texts)},)).float()")  # see launch_replacement
+                        f"({', '.join(stride_texts)},))")
             keys.append(key)
             if key in written:
                 env[f"%in{index}"] = written[key]
@@ -142,6 +153,7 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
                                     "the kernel that wrote it")
                 if key not in inputs:
                     inputs[key] = (f"%x{len(inputs)}", sub(type_text), view)
+                    input_params[key] = (site, param)
                 env[f"%in{index}"] = inputs[key][0]
         def argument(m: re.Match[str], env: dict[str, str] = env) -> str:
             return env[f"%in{m.group(1)}"]
@@ -166,6 +178,7 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
             if any(i[0] == pointer for i in inputs):
                 raise NotRaised(f"{pointer} is read before {site.kernel} writes it")
             written[key] = f"%k{n}a{number}"
+            output_params[key] = (site, param)
             pointers[key] = pointer
             result_types[key] = sub(type_text)
             views[key] = (f"torch.as_strided({pointer}, ({', '.join(size_texts)},), "
@@ -180,7 +193,9 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
     device = pointers[results[0]]  # float parameters go where the first result lives
     return FusedHost(host, [s.kernel for s in sites], sites, _parse(text, "fused ax"), text,
                      [v.replace("@DEVICE@", device) for _, _, v in inputs.values()],
-                     [views[k] for k in results])
+                     [views[k] for k in results], list(input_params.values()),
+                     [output_params[k] for k in results],
+                     {s: b for s, b in bindings.items() if re.search(rf"\b{s}\b", sig)})
 
 
 def _check_intermediates(file: KernelFile, host: str, sites: Sequence[LaunchSite],

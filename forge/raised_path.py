@@ -17,11 +17,21 @@ those strides), and the result copied into the user's output the same way, so `M
 constructor and its entry points stay the user's. The module is checked by the Forge cascade
 against the ORIGINAL kernel file (`forge/cascade.py`); a proposal that fails it is not used.
 
-Sizes: the file's text gives no sizes, so the selection prices every size symbol at `SIZE`
-(the KB's facts use the same rule in the Triton path); the proof and the checks hold at all
-sizes. Dtypes: the raise reads every pointer as float32 (`raise_xt`); the Triton target's
-emitted kernels compute in float32, a narrower input is widened at the call (`.float()`, an
-extra pass over it) and the copy into the user's output converts back.
+Sizes and dtypes: the file's text has neither, so the launches are recorded at the problem's
+sizes (`launch_record.py`: the kernel file's `ModelNew` run on meta tensors, each launch
+intercepted) and the selection prices each size symbol at the value its launch passes (13's
+flat add at `n_elements = 16777216`); a symbol no launch gives (host code that cannot run on
+meta) is priced at `SIZE`, and the notes say so. The raise reads every pointer as float32
+(`raise_xt`); where every tensor a kernel (or a fused host function) reads and writes has one
+dtype, bf16 or f16, the `ax` function is selected in that dtype (float parameters stay float32;
+the Triton target's kernels load bf16 and compute in float32), and its launch passes the user's
+tensors as they are. Elsewhere (mixed dtypes, such as 08's bf16 GEMM writing a float32 buffer)
+it is selected in float32 and a narrower input is widened at the call (`.float()`, an extra
+pass over it). Two modules come out: `device_source`, Axon's kernels in those dtypes (what a GPU
+runs), and `source`, what the cascade checked: on the CPU interpreter, whose bf16 `tl.dot` is
+wrong, each kernel's float32 twin with every input widened (on a GPU the two are one). The
+result is copied into the user's output view (one pass over it: the emitted host function
+allocates its results and takes no `out=`).
 """
 
 from __future__ import annotations
@@ -37,6 +47,8 @@ from xdsl.dialects.func import FuncOp
 from axon.dialects.form.intexpr import IntExpr
 from axon.forge.cascade import ForgeCascade
 from axon.forge.driver import CheckOutcome
+from axon.forge.fuse_raised import FusedHost, fuse_host
+from axon.forge.launch_record import LaunchRecord, record_launches
 from axon.forge.source import (
     Edit,
     KernelFile,
@@ -49,9 +61,10 @@ from axon.forge.stages.analysis import analysable
 from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.kernel_ir import analyse_kernel
 from axon.frontend.triton.parse import LaunchSite
-from axon.frontend.triton.raise_tile import NotRaised, RaisedKernel, raise_to_ax
+from axon.frontend.triton.raise_tile import NotRaised, RaisedKernel, _parse, raise_to_ax
 from axon.frontend.triton.raise_xt import _Raising
 from axon.frontend.triton.report import launch_constexprs
+from axon.nugraph.stored import function_text
 from axon.selection.executor import Executor
 from axon.targets.xe_triton.kb import Device
 from axon.targets.xe_triton.select import (
@@ -62,10 +75,14 @@ from axon.targets.xe_triton.select import (
 )
 
 __all__ = ["KernelRaise", "RaisedResult", "assumption_error", "forge_raised",
-           "launch_replacement", "raise_file"]
+           "launch_replacement", "raise_file", "retyped_to"]
 
-#: the size every symbol is priced at in the selection (the text has no sizes)
+#: the size a symbol is priced at in the selection where no recorded launch gives its value
 SIZE = 4096
+#: the dtypes a raised function is selected in where all its tensors have one (torch's names);
+#: float32 is the raise's own
+NARROW_DTYPES = {"bf16": "torch.bfloat16", "f16": "torch.float16"}
+_TORCH_DTYPES = {"f32": "torch.float32", **NARROW_DTYPES}
 
 Say = Callable[[str], None]
 
@@ -106,6 +123,14 @@ class RaisedResult:
     notes: list[str] = field(default_factory=list)
     proposal: str = ""
     """The module put to the cascade (kept when it failed, for the report)."""
+    device_source: str = ""
+    """The module with Axon's kernels in the tensors' dtypes, for a GPU (`source` where the
+    cascade ran on one; on the CPU `source` holds the float32 twins the interpreter checked);
+    the input's text where nothing was replaced."""
+    selected: list[str] = field(default_factory=list)
+    """Per selection: the function, the kernel chosen, its launch, the sizes and dtype."""
+    record: LaunchRecord | None = None
+    """The launches recorded at the problem's sizes (None where nothing raised)."""
 
     def report_lines(self) -> list[str]:
         """One line per kernel, then the notes."""
@@ -181,10 +206,35 @@ def assumption_error(kernel: KernelRaise, site: LaunchSite) -> str | None:
     return None
 
 
+def retyped_to(func: FuncOp, dtype: str) -> tuple[FuncOp, str]:
+    """The raise's `func` (every tensor float32) with its tensors in `dtype`, and the dtype its
+    float parameters (inputs of one element) take: float32 as the user's kernel reads them,
+    unless another value of the function has their type (then `dtype` too). NotRaised when
+    neither retyping parses."""
+    narrow = re.sub(r"\bf32\b", dtype, function_text(func))
+    scalar = f"!ax.tensor<[1], {dtype}>"
+    if not re.search(rf"-> \(?{re.escape(scalar)}", narrow.split("\n", 1)[1]):
+        try:
+            return _parse(narrow.replace(scalar, "!ax.tensor<[1], f32>"), dtype), "f32"
+        except NotRaised:
+            pass
+    return _parse(narrow, dtype), dtype
+
+
+def _one_dtype(dtypes: Sequence[str | None]) -> str | None:
+    """The dtype all of `dtypes` are, where it is one of NARROW_DTYPES; else None."""
+    first = dtypes[0] if dtypes else None
+    return first if first in NARROW_DTYPES and all(d == first for d in dtypes) else None
+
+
 def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
-                       kwargs: Mapping[str, object], indent: str) -> str:
+                       kwargs: Mapping[str, object], indent: str, *, widen: bool = True,
+                       scalar_dtype: str = "f32") -> str:
     """The statements replacing the launch `site`: the host function `host` called on the
-    user's tensors seen as the raised kernel's, its results copied into the user's outputs."""
+    user's tensors seen as the raised kernel's, its results copied into the user's outputs.
+    `widen`: the host function takes float32 (each input `.float()`, the tensor itself when it
+    is float32); otherwise it takes the user's tensors as they are. Float parameters are
+    one-element tensors of `scalar_dtype`."""
     grid_names = {f"G{k}": f"({text})" for k, text in enumerate(site.grid_dims)}
 
     def view(param: str, read: bool = False) -> str:
@@ -193,7 +243,8 @@ def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
             raise NotRaised(f"the launch at line {site.loc[0]} does not bind {param}")
         if param in kernel.scalars:
             first = site.arg(kernel.outputs[0]) if kernel.outputs else None
-            return (f"torch.full((1,), {pointer}, dtype=torch.float32, device={first}.device)")
+            return (f"torch.full((1,), {pointer}, dtype={_TORCH_DTYPES[scalar_dtype]}, "
+                    f"device={first}.device)")
         strides, sizes = kernel.tensors[param]
         size_texts = [_size_text(s, site, grid_names) for s in sizes]
         stride_texts = []
@@ -205,10 +256,8 @@ def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
             if text is None:
                 raise NotRaised(f"the launch at line {site.loc[0]} does not bind {s}")
             stride_texts.append(text)
-        # Axon's kernel takes float32 (the raise reads every pointer so): a bf16 or f16
-        # input is widened at the call (`.float()` is the tensor itself when it is float32)
         return (f"torch.as_strided({pointer}, ({', '.join(size_texts)},), "
-                f"({', '.join(stride_texts)},)){'.float()' if read else ''}")
+                f"({', '.join(stride_texts)},)){'.float()' if read and widen else ''}")
 
     keywords = "".join(f", {k}={v!r}" for k, v in kwargs.items())
     outs = [f"_axon_out{k}" for k in range(len(kernel.outputs))]
@@ -229,34 +278,72 @@ def _launch_statements(file: KernelFile, kernel: str) -> list[ast.stmt]:
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
 
 
+@dataclass
+class _Picked:
+    """A selection's outcome: the host function, the chosen candidate, and how the call passes
+    tensors (`narrow`: as they are, in the dtype the kernel was selected in; else widened) and
+    float parameters (`scalar_dtype`)."""
+
+    host: str
+    chosen: Candidate
+    narrow: bool
+    scalar_dtype: str
+
+
 def forge_raised(path: Path, problem: Path, device: Device,
                  sizes: Sequence[Mapping[str, int]], executor: Executor, *, gpu: bool,
                  scratch: Path, atol_scale: float = 1.0, max_candidates: int = 4,
-                 fuse: bool = True, say: Say = lambda line: None) -> RaisedResult:
+                 fuse: bool = True, say: Say = lambda line: None,
+                 problem_sizes: Mapping[str, int] | None = None) -> RaisedResult:
     """The raised path on the kernel file `path` (module docstring): each raised kernel's
     launches replaced by Axon's selected kernel, the module checked by the Forge cascade
-    against the original. With `fuse`, a host function whose launches are all raised and
-    compose (`forge/fuse_raised.py`) is one `ax` program, selected once, its launches replaced
-    by one call. Kernels that do not raise, or whose selection or replacement fails, keep their
-    launches, and the result says why."""
-    from axon.forge.fuse_raised import fuse_host
-
+    against the original at `sizes`. The selection prices the sizes and takes the dtypes the
+    launches have at the problem's size globals (`problem_sizes` replacing some; by default
+    the problem file's own, its benchmark sizes), recorded on the meta device. With `fuse`, a
+    host function whose launches are all raised and compose (`forge/fuse_raised.py`) is one
+    `ax` program, selected once, its launches replaced by one call. Kernels that do not
+    raise, or whose selection or replacement fails, keep their launches, and the result says
+    why."""
     file = KernelFile.read(path)
     kernels = raise_file(file)
-    result = RaisedResult(kernels, file.source, [])
+    result = RaisedResult(kernels, file.source, [], device_source=file.source)
     for k in kernels:
         say(k.line())
-    edits: list[Edit] = []
-    emitted_texts: list[str] = []
+    if not any(k.raised is not None for k in kernels):
+        return result
+    record = result.record = record_launches(file, path, problem, problem_sizes)
+    if record.error:
+        result.notes.append(f"the launches are not recorded at the problem's sizes (its host "
+                            f"code on the meta device: {record.error}): every size is priced "
+                            f"at {SIZE} and every kernel selected in float32")
+    device_edits: list[Edit] = []
+    check_edits: list[Edit] = []
+    device_texts: list[str] = []
+    check_texts: list[str] = []
     taken = set(re.findall(r"^(?:def|class)\s+(\w+)", file.source, re.M))
     ours: set[str] = set()  # Axon's shared helpers (`_wide`, ...) may repeat across kernels
 
-    def select(func: FuncOp, name: str) -> tuple[str, str, Candidate] | None:
-        """Axon's kernel for `func`: the host function's name, the module text, the chosen
-        candidate; None (with a note) where the selection or the names fail."""
+    def select(func: FuncOp, name: str, bound: Mapping[str, int | None],
+               dtypes: Sequence[str | None]) -> _Picked | None:
+        """Axon's kernel for `func`, priced at the recorded sizes `bound` (`SIZE` where None)
+        and selected in the one dtype of `dtypes` where they have one; None (with a note)
+        where the selection or the names fail."""
         symbols = sorted({s for t in func.function_type.inputs.data
                           for d in t.shape for s in d.symbols()})  # type: ignore[attr-defined]
-        options = SelectOptions(profile=device.name, sizes={s: SIZE for s in symbols},
+        unbound = [s for s in symbols if bound.get(s) is None]
+        if unbound and not record.error:
+            result.notes.append(f"{name}: no recorded launch gives {', '.join(unbound)}: "
+                                f"priced at {SIZE}")
+        priced = {s: bound.get(s) or SIZE for s in symbols}
+        dtype = _one_dtype(dtypes)
+        scalar_dtype = "f32"
+        if dtype is not None:
+            try:
+                func, scalar_dtype = retyped_to(func, dtype)
+            except NotRaised as err:
+                result.notes.append(f"{name}: selected in float32: {err}")
+                dtype = None
+        options = SelectOptions(profile=device.name, sizes=priced,
                                 max_candidates=max_candidates, time_on_gpu=gpu)
         try:
             selection = select_kernel(func, options, executor, program=name,
@@ -269,8 +356,8 @@ def forge_raised(path: Path, problem: Path, device: Device,
             result.notes.append(f"{name}: no selected candidate passed the target's cascade")
             return None
         emitted = selection.emitted[chosen.id]
-        text = emitted.text if gpu else selection.twins[chosen.id]
-        names = set(re.findall(r"^def\s+(\w+)", text, re.M))
+        twin = emitted.text if gpu else selection.twins[chosen.id]
+        names = set(re.findall(r"^def\s+(\w+)", emitted.text, re.M))
         hosts = {emitted.name, *(n for n in names if n.startswith(emitted.name))}
         clash = sorted((names & taken) | (hosts & ours))
         if clash:
@@ -278,11 +365,27 @@ def forge_raised(path: Path, problem: Path, device: Device,
                                 "which the file defines too")
             return None
         ours.update(names)
-        emitted_texts.append(f"# ---- Axon: {name} raised to ax (proved), {chosen.tiling} "
-                             f"({chosen.launch()}) ----\n"
-                             + without_docstring(text).rstrip() + "\n")
-        return emitted.name, text, chosen
+        header = (f"# ---- Axon: {name} raised to ax (proved), {chosen.tiling} "
+                  f"({chosen.launch()}) ----\n")
+        device_texts.append(header + without_docstring(emitted.text).rstrip() + "\n")
+        check_texts.append(header + without_docstring(twin).rstrip() + "\n")
+        line = (f"{name}: {chosen.tiling} ({chosen.launch()}) selected at "
+                + ", ".join(f"{s}={v}" for s, v in priced.items())
+                + f" in {dtype or 'f32'}" + ("" if dtype else " (inputs widened)"))
+        result.selected.append(line)
+        say(line)
+        return _Picked(emitted.name, chosen, dtype is not None, scalar_dtype)
 
+    def replace(statements: Sequence[ast.stmt], texts: Callable[[bool], str]) -> None:
+        """The launch statements replaced: the last by `texts(device)`, the others removed
+        (`device`: the module for the GPU, or the one the cascade checks)."""
+        for j, st in enumerate(statements):
+            begin, stop = statement_span(file, st)
+            last = j == len(statements) - 1
+            device_edits.append(Edit(begin, stop, texts(True) if last else ""))
+            check_edits.append(Edit(begin, stop, texts(gpu) if last else ""))
+
+    by_name = {k.name: k for k in kernels}
     fused_kernels: set[str] = set()
     if fuse:
         for host in dict.fromkeys(s.host for s in file.module.launches):
@@ -293,23 +396,38 @@ def forge_raised(path: Path, problem: Path, device: Device,
                     result.notes.append(f"{host}(): the launches are not fused: {err}")
                 continue
             say(f"{host}(): {', '.join(fused.kernels)} composed into one ax program")
-            picked = select(fused.ax, f"{host}_fused")
+            bound = [(site, param) for site, param in [*fused.input_params,
+                                                       *fused.output_params]
+                     if param not in by_name[site.kernel].scalars]
+            picked = select(fused.ax, f"{host}_fused",
+                            {sym: _size(record, site, own)
+                             for sym, (site, own) in fused.symbols.items()},
+                            [_dtype(record, site, param) for site, param in bound])
             if picked is None:
                 continue
             statements = [st for k in dict.fromkeys(fused.kernels)
                           for st in _launch_statements(file, k)]
             statements.sort(key=lambda st: st.lineno)
             indent = indent_of(file, statements[-1])
-            keywords = "".join(f", {k}={v!r}" for k, v in picked[2].kwargs.items())
-            outs = [f"_axon_out{j}" for j in range(len(fused.outputs))]
-            lines = [f"{', '.join(outs)} = {picked[0]}({', '.join(fused.inputs)}{keywords})"]
-            lines += [f"{view}.copy_({o})" for view, o in zip(fused.outputs, outs,
-                                                              strict=True)]
-            text = "\n".join(indent + line for line in lines) + "\n"
-            for j, st in enumerate(statements):
-                begin, stop = statement_span(file, st)
-                # at the last launch: every input and output buffer exists by then
-                edits.append(Edit(begin, stop, text if j == len(statements) - 1 else ""))
+
+            def fused_call(for_device: bool, picked: _Picked = picked,
+                           fused: FusedHost = fused, indent: str = indent) -> str:
+                narrow = for_device and picked.narrow
+                scalar = _TORCH_DTYPES[picked.scalar_dtype if for_device else "f32"]
+                inputs = [text.replace("dtype=torch.float32", f"dtype={scalar}")
+                          if param in by_name[site.kernel].scalars
+                          else text + ("" if narrow else ".float()")
+                          for text, (site, param) in zip(fused.inputs, fused.input_params,
+                                                         strict=True)]
+                keywords = "".join(f", {k}={v!r}" for k, v in picked.chosen.kwargs.items())
+                outs = [f"_axon_out{j}" for j in range(len(fused.outputs))]
+                lines = [f"{', '.join(outs)} = {picked.host}({', '.join(inputs)}{keywords})"]
+                lines += [f"{view}.copy_({o})" for view, o in zip(fused.outputs, outs,
+                                                                  strict=True)]
+                return "\n".join(indent + line for line in lines) + "\n"
+
+            # at the last launch: every input and output buffer exists by then
+            replace(statements, fused_call)
             fused_kernels.update(fused.kernels)
             result.replaced.extend(fused.kernels)
             result.notes.append(f"{host}(): {', '.join(fused.kernels)} fused into one ax "
@@ -325,20 +443,33 @@ def forge_raised(path: Path, problem: Path, device: Device,
             why = next((w for w in (assumption_error(k, site) for site in sites) if w), None)
             if why:
                 raise NotRaised(why)
-            picked = select(k.raised.ax, k.name)
+            symbols = {s for _, dims in k.tensors.values() for d in dims for s in d.symbols()}
+            tensors = [p for p in [*k.inputs, *k.outputs] if p not in k.scalars]
+            picked = select(k.raised.ax, k.name,
+                            {s: _size(record, sites[0], s) for s in symbols},
+                            [_dtype(record, site, p) for site in sites for p in tensors])
             if picked is None:
                 continue
             for site, stmt in zip(sites, statements, strict=True):
-                begin, stop = statement_span(file, stmt)
-                edits.append(Edit(begin, stop, launch_replacement(
-                    k, site, picked[0], picked[2].kwargs, indent_of(file, stmt))))
+                def call(for_device: bool, site: LaunchSite = site, stmt: ast.stmt = stmt,
+                         picked: _Picked = picked, k: KernelRaise = k) -> str:
+                    narrow = for_device and picked.narrow
+                    return launch_replacement(
+                        k, site, picked.host, picked.chosen.kwargs, indent_of(file, stmt),
+                        widen=not narrow,
+                        scalar_dtype=picked.scalar_dtype if for_device else "f32")
+
+                replace([stmt], call)
         except NotRaised as err:
             result.notes.append(f"kernel {k.name}: its launch is not replaced: {err}")
             continue
         result.replaced.append(k.name)
     if not result.replaced:
         return result
-    proposal = apply_edits(file.source, edits).rstrip() + "\n\n\n" + "\n\n".join(emitted_texts)
+    proposal = apply_edits(file.source, check_edits).rstrip() + "\n\n\n" + "\n\n".join(
+        check_texts)
+    device_proposal = apply_edits(file.source, device_edits).rstrip() + "\n\n\n" + \
+        "\n\n".join(device_texts)
     result.proposal = proposal
     cascade = ForgeCascade(path, problem, device, list(sizes), scratch, gpu=gpu,
                            atol_scale=atol_scale)
@@ -346,6 +477,7 @@ def forge_raised(path: Path, problem: Path, device: Device,
     result.outcome = outcome
     if outcome.passed:
         result.source = proposal
+        result.device_source = device_proposal
         result.notes.append(f"raised path: {', '.join(result.replaced)} replaced by Axon's "
                             f"kernels; cascade: {outcome.step}: {outcome.reason}")
     else:
@@ -353,3 +485,15 @@ def forge_raised(path: Path, problem: Path, device: Device,
                             f"replaced failed the cascade at {outcome.step}: {outcome.reason}")
         result.replaced = []
     return result
+
+
+def _size(record: LaunchRecord, site: LaunchSite, symbol: str) -> int | None:
+    """The value the first launch recorded from `site` passes for `symbol`, or None."""
+    launch = record.at(site)
+    return launch.size(symbol) if launch is not None else None
+
+
+def _dtype(record: LaunchRecord, site: LaunchSite, param: str) -> str | None:
+    """The dtype of the tensor the first launch recorded from `site` binds to `param`."""
+    launch = record.at(site)
+    return launch.dtype(param) if launch is not None else None
