@@ -16,7 +16,8 @@ proposal is kept). The raised path (`raised_path.forge_raised`) replaces the use
 raise to `ax` with proof by Axon's selected kernels, through the same cascade. A problem with no
 candidate left is reported as skipped. The bundle holds per case `problem.py`, `input.py` (the
 user's kernel), `axon_<n>.py` (the torch path, in the problem's dtype), `stages.py` (the Triton
-path after every stage it applied), `stages_<n>.py` (after its first n) and `raised.py`.
+path after every stage it applied), `stages_<n>.py` (after its first n) and `raised.py` (Axon's
+kernels in the launches' dtypes, selected at the benchmark sizes; their float32 twins checked).
 """
 
 from __future__ import annotations
@@ -128,8 +129,11 @@ def _triton_candidates(name: str, profile: str, report: BundleReport,
 def _raised_candidates(name: str, profile: str, executor: Executor, report: BundleReport,
                        log: Callable[[str], None]) -> list[harness.ForgeCandidate]:
     """The raised path alone (`raised_path.forge_raised`): the user's kernels that raise to `ax`
-    with proof replaced by Axon's selected kernels, the module through the cascade against the
-    original on the CPU."""
+    with proof replaced by Axon's selected kernels (priced at the launches' sizes at the
+    problem's benchmark sizes, in their dtypes), the module through the cascade against the
+    original on the CPU (with the kernels' float32 twins); the candidate is the module with
+    the kernels themselves (`device_source`), as the torch path writes its kernels and checks
+    their twins."""
     problem = PROBLEMS[name]
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         result = forge_raised(problem.kernel_path, problem.problem_path, load_device(profile),
@@ -138,6 +142,8 @@ def _raised_candidates(name: str, profile: str, executor: Executor, report: Bund
     passed = result.outcome is not None and result.outcome.passed
     log(f"{name}: raised path: {', '.join(result.replaced) or 'nothing'} replaced"
         + ("" if result.outcome is None else f", cascade: {result.outcome.step}"))
+    for line in result.selected:
+        log(f"{name}: raised path: {line}")
     if not result.replaced or not passed:
         why = "; ".join(result.report_lines())
         if result.outcome is not None and not result.outcome.passed:
@@ -145,10 +151,11 @@ def _raised_candidates(name: str, profile: str, executor: Executor, report: Bund
         report.dropped.append((f"{name}/raised", why))
         return []
     relative = f"{name}/raised.py"
-    report.files[relative] = result.source
+    report.files[relative] = result.device_source
     return [harness.ForgeCandidate("raised", relative, "the user's kernels "
                                    + ", ".join(result.replaced)
-                                   + " replaced by Axon's (raised to ax with proof)")]
+                                   + " replaced by Axon's (raised to ax with proof): "
+                                   + "; ".join(result.selected))]
 
 
 def _torch_candidates(name: str, profile: str, executor: Executor, keep: int,
