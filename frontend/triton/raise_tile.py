@@ -20,14 +20,16 @@ whole the reduction over that dim, a loop carrying `tl.dot`'s accumulator over t
 `xt.for` -> `tile.for`), with one change: a dim held whole is cut to its size S (no lane past
 it). That is exact where the lanes past S reach nothing the kernel stores: they are masked at
 every store, and every reduction over that dim meets them as its identity (a sum 0, a max
--inf); a pad analysis of the block values checks it (`_Pad`: the value at the lanes past S,
-computed from the loads' `other` through each map's scalar function at sample values of the
-operands that do not span the dim), else the kernel is not raised. The verifier then proves
-the `tile.kernel` equal to the `ax` function for every size and every block size the
-assumptions admit (`prove_equivalent`, the call the tiling search makes); Refuted or Unknown is
-`NotRaised` with the verdict's reason. What this slice does not read is `NotRaised` too, saying
-what: a loop carrying anything but a dot accumulator (a running max of blocks), a store inside
-a loop, a reduction across programs or loop blocks, blocks with lanes no tensor dim gives.
+-inf); a pad analysis proves it (`_Raise.map_pad`: the value at the lanes past S, from the
+loads' `other` through each map's scalar function, proved constant by z3 for every real the
+operands that do not span the dim hold and every lane n with S <= n < B; an infinity is
+carried where IEEE arithmetic settles it, `_PadTerm`), else the kernel is not raised, with
+the reason. The verifier then proves the `tile.kernel` equal to the `ax` function for every
+size and every block size the assumptions admit (`prove_equivalent`, the call the tiling
+search makes); Refuted or Unknown is `NotRaised` with the verdict's reason. What this slice
+does not read is `NotRaised` too, saying what: a loop carrying anything but a dot accumulator
+(a running max of blocks), a store inside a loop, a reduction across programs or loop blocks,
+blocks with lanes no tensor dim gives.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
-import numpy as np
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
@@ -44,10 +46,13 @@ from axon.dialects import xt
 from axon.dialects.ax import TensorType
 from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.intexpr import IntExpr
-from axon.dialects.form.scalar import Call, Index, Read, ScalarExpr, evaluate, map_reads
+from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr, expand, map_reads
 from axon.dialects.form.syntax import parse_form
 from axon.tools.embed import parse_mlir
 from axon.verifier import ProofBudget, Proved, Verdict, prove_equivalent
+from axon.verifier import terms as T
+from axon.verifier.budget import SEARCH_BUDGET, OutOfBudget, spending
+from axon.verifier.constant import NOT_PROVED, IntegerFacts, scalar_term
 
 __all__ = ["NotRaised", "RaisedKernel", "prove_raised", "raise_to_ax", "raise_to_tile"]
 
@@ -58,8 +63,9 @@ SPACE = "registers"
 #: each reduction's identity: the value lanes past a dim must hold to leave it unchanged
 IDENTITY = {"add": 0.0, "max": -math.inf, "min": math.inf}
 AX_REDUCE = {"add": "ax.sum", "max": "ax.reduce_max", "min": "ax.reduce_min"}
-#: values a finite operand is sampled at when the pad analysis evaluates a map
-SAMPLES = (-2.5, 0.0, 1.75, 3.0e3)
+#: one map's pad analysis (`_Raise.map_pad`: a few small z3 queries) is one query of the
+#: tiling search's budget
+PAD_BUDGET = SEARCH_BUDGET
 
 
 class NotRaised(Exception):
@@ -90,8 +96,9 @@ UNIT = Role("one")
 class _Val:
     """A block value: its tile SSA name and shape, each dim's role (None: lanes no tensor dim
     gives, such as an accumulator's start), program dims dropped by a reshape (`implicit`,
-    leading in the whole tensor), its `ax` counterpart, the pad at lanes past a dim held whole
-    (`padded`: it has such a dim; `pad` None: not a constant), and what a dot made it of."""
+    leading in the whole tensor), its `ax` counterpart, the pad at every lane past one of its
+    dims held whole (`padded`: it has such a dim; `pad` None: not proved constant, `pad_why`
+    says why), and what a dot made it of."""
 
     tile: str
     shape: tuple[IntExpr, ...]
@@ -100,6 +107,7 @@ class _Val:
     ax: str | None = None
     padded: bool = False
     pad: float | None = None
+    pad_why: str = ""
     dot: tuple[_Val, _Val, _Val] | None = None
     full: float | None = None
     carried: bool = False
@@ -390,7 +398,8 @@ class _Raise:
         name = self.fresh("t")
         self.emit_tile(f"{name} = ax.reshape {v.tile} {{shape = {_dims(shape)}}} : "
                        f"({_ty(v.shape)}) -> {_ty(shape)}")
-        new = _Val(name, shape, tuple(roles), tuple(new_implicit), padded=v.padded, pad=v.pad)
+        new = _Val(name, shape, tuple(roles), tuple(new_implicit), padded=v.padded, pad=v.pad,
+                   pad_why=v.pad_why)
         whole_before = v.whole
         whole_after = new.whole
         if v.ax is None:
@@ -471,7 +480,7 @@ class _Raise:
         self.emit_tile(f"{name} = ax.generic {ins} {{form = \"{tile_form}\", dtype = {dtype}}}"
                        f" : ({types}) -> {_ty(tile_shape, dtype)}")
         new = _Val(name, tile_shape, out_roles, tuple(implicit))
-        new.padded, new.pad = self.map_pad(form, operands, out_roles)
+        new.padded, new.pad, new.pad_why = self.map_pad(form, operands, out_roles)
         # the whole-tensor form: program dims first, then the block's dims at their sizes
         pnames = [f"p{self.pids.index(r.name)}" for r in implicit]
 
@@ -530,46 +539,49 @@ class _Raise:
         self.values[op.results[0]] = _Val(name, shape, fresh.roles, dot=(a, b, acc))
 
     def map_pad(self, form: GenericForm, operands: list[_Val],
-                roles: tuple[Role, ...]) -> tuple[bool, float | None]:
-        """Whether the map's block has a dim held whole, and its value at the lanes past it:
-        the body evaluated with each operand spanning that dim at its pad and the others at
-        sample values, the math's integers at sample sizes with the lane past the dim's size;
-        a constant when every sample agrees, else None."""
+                roles: tuple[Role, ...]) -> tuple[bool, float | None, str]:
+        """Whether the map's block has a dim held whole, and its value at the lanes past it,
+        proved: for each such dim, the body (`_PadTerm`) with each operand spanning it read at
+        its pad and every other operand any real is one constant at every point where that
+        dim's lane n has S <= n < B, the other lanes, programs and iterations lie in their
+        ranges and the sizes are >= 1; else None, with the reason."""
         whole = [i for i, r in enumerate(roles) if r.kind == "whole"]
         if not whole:
-            return False, None
-        names = {form.parallel[i].name: roles[i] for i in whole}
-        symbols = {n for e in _index_terms(form.body) for n in e.symbols()} - set(names)
-        results = set()
-        for k, sample in enumerate(SAMPLES):
-            for past in (0, 1, 3):
-                env = {n: 5 + 7 * k + len(n) for n in symbols}
-                for n, r in names.items():
-                    size = r.size.evaluate(env) if r.size.symbols() <= set(env) else None
-                    if size is None:
-                        env.update({s: 5 + 7 * k for s in r.size.symbols() if s not in env})
-                        size = r.size.evaluate(env)
-                    env[n] = size + past
-
-                def read(r: Read, sample: float = sample) -> float:
-                    v = operands[r.operand]
-                    if any(i.as_symbol in names for i in r.index):
-                        return v.pad if v.pad is not None else math.nan
-                    return sample
-
-                def index(e: IntExpr, env: dict[str, int] = env) -> int | float:
-                    try:
-                        return e.evaluate(env)
-                    except (KeyError, ValueError, ZeroDivisionError):
-                        return math.nan
-
-                with np.errstate(all="ignore"):
-                    out = evaluate(form.body, read, index)
-                value = float(out)
-                if math.isnan(value):
-                    return True, None
-                results.add(value)
-        return True, (results.pop() if len(results) == 1 else None)
+            return False, None, ""
+        ranges = {d.name: (d.lower, d.upper) for d in form.parallel}
+        ranges.update({p: (ZERO, g) for p, g in zip(self.pids, self.grid, strict=True)})
+        ranges.update({iv: (ZERO, extent) for iv, extent in self.loops.items()})
+        # the verifier's own names (>= 0), so its normalizer takes none of them for a size
+        rename = {n: IntExpr.sym(f"{T.OUTPUT_INDEX}pad_{n}") for n in ranges}
+        in_range = [e for n, (lo, hi) in ranges.items()
+                     for e in (rename[n] - lo.substitute(rename),
+                               hi.substitute(rename) - ONE - rename[n])]
+        pads: set[float] = set()
+        try:
+            with spending(PAD_BUDGET):
+                for i in whole:
+                    past = form.parallel[i].name
+                    facts = IntegerFacts([*in_range, rename[past]
+                                          - roles[i].size.substitute(rename)])
+                    read = _pad_reads(operands, past, {form.parallel[j].name for j in whole},
+                                      rename)
+                    value = _PadTerm(facts, read, rename).value(expand(form.body))
+                    found = value if isinstance(value, float) else facts.constant(value)
+                    if found is None:
+                        return True, None, "z3 finds it varying, or gives up"
+                    pad = float(found)
+                    if not math.isinf(pad) and Fraction(pad) != found:
+                        return True, None, f"{found}, not a float"
+                    pads.add(pad)
+        except _NoPad as err:
+            return True, None, str(err)
+        except OutOfBudget as err:
+            return True, None, f"the proof ran out of its budget: {err}"
+        except NOT_PROVED as err:
+            return True, None, f"{type(err).__name__}: {err}"
+        if len(pads) > 1:
+            return True, None, f"{sorted(pads)} past different dims"
+        return True, pads.pop(), ""
 
     def reduce(self, op: xt.ReduceOp) -> None:
         attrs = op.attrs()
@@ -588,9 +600,9 @@ class _Raise:
             raise NotRaised(f"a reduction over a dim walked by {role.kind} {role.name}: "
                             "raised by a later slice")
         if v.padded and v.pad != IDENTITY[kind]:
-            raise NotRaised(f"the lanes past the dim's size hold "
-                            f"{'a varying value' if v.pad is None else v.pad} where the "
-                            f"{kind} needs {IDENTITY[kind]}")
+            held = v.pad if v.pad is not None else f"a value not proved constant ({v.pad_why})"
+            raise NotRaised(f"the lanes past the dim's size hold {held} where the {kind} needs "
+                            f"{IDENTITY[kind]}")
         roles = list(v.roles)
         if keep:
             roles[axis] = UNIT
@@ -604,7 +616,7 @@ class _Raise:
                        f"{keepdims}}} : ({_ty(v.shape)}) -> {_ty(shape)}")
         new = _Val(name, shape, tuple(roles), v.implicit)
         new.padded = any(r.kind == "whole" for r in roles)
-        new.pad = None
+        new.pad, new.pad_why = None, "a reduction's result"
         new.ax = self.fresh("a")
         self.emit_ax(f"{new.ax} = {red} {v.ax} {{axes = array<i64: "
                      f"{axis + len(v.implicit)}>, keepdims = {keepdims}}} : "
@@ -619,7 +631,8 @@ class _Raise:
             raise NotRaised(f"a dot contracting {a.roles[-1]} with {b.roles[0]}")
         k = a.roles[1]
         if k.kind == "whole" and (a.pad != 0.0 or b.pad != 0.0):
-            raise NotRaised("a dot over a dim held whole whose lanes past it are not 0")
+            raise NotRaised("a dot over a dim held whole whose lanes past it are not proved 0 "
+                            f"({a.pad_why or a.pad}, {b.pad_why or b.pad})")
         if k.kind not in ("loop", "whole"):
             raise NotRaised(f"a dot contracting a dim walked by {k.kind}")
         shape = (a.shape[0], b.shape[1])
@@ -733,6 +746,169 @@ def _map_index_terms(expr: ScalarExpr, fn: Callable[[IntExpr], IntExpr]) -> Scal
     return done[id(expr)]
 
 
+#: a pad's term: a real (the verifier's terms) or an infinity (a float)
+_Ext = T.Poly | T.Bool | float
+#: each function's value at -inf and +inf, where the limit is the IEEE value
+_AT_INFINITY: dict[str, tuple[float | None, float | None]] = {
+    "exp": (0.0, math.inf), "log": (None, math.inf), "sqrt": (None, math.inf),
+    "rsqrt": (None, 0.0), "tanh": (-1.0, 1.0), "sigmoid": (0.0, 1.0), "erf": (-1.0, 1.0),
+    "abs": (math.inf, math.inf), "neg": (math.inf, -math.inf)}
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+def _pad_reads(operands: list[_Val], past: str, whole: set[str],
+               rename: dict[str, IntExpr]) -> Callable[[Read], _Ext]:
+    """A map's reads at the lanes past its dim `past` (`_Raise.map_pad`): an operand spanning
+    it is its pad there; one that does not is any real (a tensor of the verifier's terms), which
+    covers its values at lanes past another dim held whole only where its pad is a real."""
+
+    def read(r: Read) -> _Ext:
+        v = operands[r.operand]
+        dims = {i.as_symbol for i in r.index}
+        if past not in dims and (not dims & whole or v.pad is not None
+                                 and math.isfinite(v.pad)):
+            return T.atom(T.Read(f"in{r.operand}", tuple(i.substitute(rename)
+                                                         for i in r.index)))
+        if v.pad is None:
+            raise _NoPad(f"operand {r.operand} holds a value not proved constant there"
+                         + (f" ({v.pad_why})" if v.pad_why else ""))
+        if past not in dims:
+            raise _NoPad(f"operand {r.operand} holds {v.pad} past another dim held whole")
+        if math.isnan(v.pad):
+            raise _NoPad(f"operand {r.operand} holds NaN there")
+        return v.pad if math.isinf(v.pad) else T.const(Fraction(v.pad))
+
+    return read
+
+
+class _NoPad(Exception):
+    """The value at the lanes past a dim is not proved constant; the message says why."""
+
+
+class _PadTerm:
+    """A map's scalar function at the lanes past one of its dims held whole (`_pad_reads`), as
+    the verifier's term (`verifier.constant.scalar_term`; `IntegerFacts` proves it constant and
+    decides selects on the indices). An infinity
+    (a load's `other=-inf`) is carried as a float only where IEEE arithmetic settles the
+    result for every real the other operands hold (`-inf - x`, `exp(-inf)`, `max(-inf, x)`, a
+    comparison) or a select the facts decide drops it; anything else with an infinity is
+    `_NoPad`, as is a read of an operand whose pad is not proved (unless a decided select
+    drops it)."""
+
+    def __init__(self, facts: IntegerFacts, read: Callable[[Read], _Ext],
+                 rename: dict[str, IntExpr]) -> None:
+        self.facts = facts
+        self.read = read
+        self.rename = rename
+
+    def value(self, e: ScalarExpr) -> _Ext:
+        """The term of `e` (after `expand`), an infinity, or `_NoPad`."""
+        if isinstance(e, Const):
+            if isinstance(e.value, bool):
+                return T.bconst(e.value)
+            if math.isnan(e.value):
+                raise _NoPad("the math holds a NaN")
+            return float(e.value) if math.isinf(e.value) else T.const(Fraction(e.value))
+        if isinstance(e, Read):
+            return self.read(e)
+        if isinstance(e, Index):
+            return T.idx(e.expr.substitute(self.rename))
+        if not isinstance(e, Call):
+            raise _NoPad(f"{e} in a map")
+        if e.fn == "select":
+            cond = self.value(e.args[0])
+            decided = self.decide(cond)
+            if decided is not None:
+                return self.value(e.args[1 if decided else 2])
+            a, b = self.value(e.args[1]), self.value(e.args[2])
+            if isinstance(a, float) or isinstance(b, float):
+                if a == b:
+                    return a
+                raise _NoPad("a select the facts do not decide chooses an infinity")
+            assert not isinstance(cond, float)  # an infinity decides (`decide`)
+            return scalar_term("select", [cond, a, b], None)
+        args = [self.value(a) for a in e.args]
+        if any(isinstance(a, float) for a in args):
+            return _infinite(e.fn, args, e.param)
+        _real_at_constants(e.fn, args, e.param)
+        return scalar_term(e.fn, args, e.param)  # type: ignore[arg-type]
+
+    def decide(self, cond: _Ext) -> bool | None:
+        """The select's condition where the facts prove it true or false, else None."""
+        if isinstance(cond, float):
+            return True  # an infinity is nonzero
+        b = cond if isinstance(cond, T.Bool) else T.compare("ne", cond, T.ZERO)
+        if b.op == "const":
+            return bool(b.args[0])
+        if self.facts.holds(b):
+            return True
+        if self.facts.holds(T.bnot(b)):
+            return False
+        return None
+
+
+def _real_at_constants(fn: str, args: list[_Ext], param: float | str | None) -> None:
+    """`_NoPad` where a constant argument (a pad) gives `fn` no real IEEE value (1 / 0, log 0):
+    the verifier's reals would read it as some real, and `0 * (1 / 0)` as 0."""
+    at = [x.const_value if isinstance(x, T.Poly) and x.is_const else None for x in args]
+    c = at[0]
+    if fn == "div" and at[1] == 0 or c is not None and (
+            fn in ("log", "rsqrt") and c <= 0 or fn == "sqrt" and c < 0
+            or fn == "pow" and (c == 0 and float(param or 0) < 0
+                                or c < 0 and not float(param or 0).is_integer())):
+        raise _NoPad(f"{fn} of {', '.join(map(str, args))} has no real value")
+
+
+def _infinite(fn: str, args: list[_Ext], param: float | str | None) -> _Ext:
+    """`fn` of `args`, some of them infinities: the IEEE value where every real the others hold
+    gives the same one (no NaN), else `_NoPad`."""
+    if fn in _COMPARE:  # an infinity against any real compares as against 0
+        a, b = (x if isinstance(x, float) else 0.0 for x in args)
+        return T.bconst(_COMPARE[fn](a, b))
+    if fn in ("and", "or", "not"):
+        return scalar_term(fn, [T.TRUE if isinstance(x, float) else x for x in args], param)
+    if fn == "cast" and param == "i1":
+        return T.TRUE
+    if fn == "cast" and not str(param).startswith(("i", "u")):
+        return args[0]  # a float cast keeps an infinity
+    if fn in ("add", "sub"):  # the real term is finite: the infinities decide
+        infinities = {-x if k == 1 and fn == "sub" else x
+                      for k, x in enumerate(args) if isinstance(x, float)}
+        if len(infinities) == 1:
+            return infinities.pop()
+        raise _NoPad("inf - inf in the math")
+    if fn in ("max", "min"):
+        if all(isinstance(x, float) for x in args):
+            return max(args) if fn == "max" else min(args)  # type: ignore[type-var]
+        inf, other = args if isinstance(args[0], float) else args[::-1]
+        assert isinstance(inf, float)
+        return other if (inf < 0) == (fn == "max") else inf
+    if fn == "div" and not isinstance(args[0], float):
+        return T.ZERO  # a real over an infinity
+    if fn in ("mul", "div"):
+        sign = 1.0
+        for k, x in enumerate(args):
+            if isinstance(x, float):
+                if fn == "div" and k == 1:
+                    raise _NoPad("an infinity over an infinity in the math")
+                sign *= x
+            elif isinstance(x, T.Poly) and x.is_const and x.const_value != 0:
+                sign *= float(x.const_value)
+            else:
+                raise _NoPad(f"an infinity times a value not proved a nonzero constant ({x})")
+        return math.copysign(math.inf, sign)
+    if fn in _AT_INFINITY:
+        (x,) = args
+        assert isinstance(x, float)
+        out = _AT_INFINITY[fn][x > 0]
+        if out is None:
+            raise _NoPad(f"{fn}({x}) in the math")
+        return out if math.isinf(out) else T.const(Fraction(out))
+    raise _NoPad(f"{fn} of an infinity in the math")
+
+
 def raise_to_tile(func: FuncOp) -> tuple[str, str, list[str]]:
     """The `tile` kernel's text, the `ax` function's text and the raise's assumptions for the
     `xt` function `func` (from `raise_kernel`); NotRaised with the reason."""
@@ -752,8 +928,6 @@ def prove_raised(func: FuncOp, tile_text: str, ax_text: str, assumptions: list[s
                  budget: ProofBudget | None = None) -> RaisedKernel:
     """The raised texts parsed and the `tile` kernel proved equal to the `ax` function by the
     verifier (the tiling search's call and budget); NotRaised unless Proved."""
-    from axon.tiling.search import SEARCH_BUDGET
-
     tile = _parse(tile_text, "tile")
     ax = _parse(ax_text, "ax")
     verdict = prove_equivalent(tile, ax, budget=budget or SEARCH_BUDGET)

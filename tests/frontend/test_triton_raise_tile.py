@@ -7,14 +7,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from xdsl.dialects.func import FuncOp
 
 from axon.forge.source import KernelFile
 from axon.forge.stages.analysis import analysable
-from axon.frontend.triton import analyse_kernel, parse_triton_source
+from axon.frontend.triton import analyse_kernel, parse_triton_source, raise_tile
 from axon.frontend.triton.raise_tile import NotRaised, prove_raised, raise_to_ax, raise_to_tile
 from axon.frontend.triton.raise_xt import raise_kernel
 from axon.frontend.triton.report import launch_constexprs
-from axon.verifier import Proved
+from axon.tools.embed import parse_mlir
+from axon.verifier import ProofBudget, Proved
 
 KERNELS = Path(__file__).resolve().parents[2] / "benchmarks" / "forge" / "kernels"
 
@@ -157,3 +159,93 @@ def test_a_loop_blocks_mask_in_the_math_reads_off_in_whole_coordinates() -> None
     assert "select((idx(BLOCK_N*n0_iter_1 + d0) < idx(N)), in0[d0], 0.0)" in raised.tile_text
     assert "out[p0 < G0, d0 < N] = select((idx(d0) < idx(N)), in0[p0, d0], 0.0)" \
         in raised.ax_text
+
+
+ROW_MATH = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_math_kernel(x_ptr, y_ptr, N, stride_xm, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + row * stride_xm + offs, mask=offs < N, other=PAD)
+    tl.store(y_ptr + row, tl.sum(MATH, axis=0))
+"""
+
+
+def row_math(pad: str, math: str):
+    return xt_of_text(ROW_MATH.replace("PAD", pad).replace("MATH", math), "row_math_kernel")
+
+
+def test_a_pad_zero_at_the_lanes_the_old_check_sampled_but_not_at_all_is_not_raised() -> None:
+    # 0 at lanes N, N + 1 and N + 3 past the row (the sampling's), -2 at N + 2: the sum reads it
+    func = row_math("0.0", "x + (offs - N) * (offs - N - 1) * (offs - N - 3)")
+    with pytest.raises(NotRaised, match="hold a value not proved constant .*z3 finds it "
+                                        "varying.* where the add needs 0.0"):
+        raise_to_tile(func)
+
+
+def test_a_pad_zero_at_the_operand_values_the_old_check_sampled_is_not_raised() -> None:
+    # b * (b + 2.5) * (b - 1.75) * (b - 3000) is 0 at the four values the sampling took
+    text = str(xt_of_text(ROW_SUM.replace("PAD", "0.0").replace(
+        "x_ptr, y_ptr", "x_ptr, b_ptr, y_ptr").replace(
+        "    tl.store", "    b = tl.load(b_ptr + row)\n    x = x + b\n    tl.store"),
+        "row_sum_kernel"))
+    form = "out[d0 < BLOCK_N] = in0[d0] + in1[0]"
+    assert form in text
+    planted = text.replace(form, "out[d0 < BLOCK_N] = in0[d0] + in1[0] * (in1[0] + 2.5) * "
+                                 "(in1[0] - 1.75) * (in1[0] - 3000.0)")
+    (func,) = parse_mlir(planted, "<planted>").ops
+    assert isinstance(func, FuncOp)
+    with pytest.raises(NotRaised, match="hold a value not proved constant .* where the add "
+                                        "needs 0.0"):
+        raise_to_tile(func)
+
+
+def test_a_pad_a_select_on_the_mask_decides_is_proved() -> None:
+    # the lanes past N hold 1.0 + 1.0, but tl.where drops them: the facts decide the mask
+    raised = raise_to_ax(row_math("1.0", "tl.where(offs < N, x + 1.0, 0.0)"))
+    assert raised.assumptions == ["BLOCK_N >= N"]
+
+
+def test_an_infinite_pad_is_carried_only_where_ieee_settles_it() -> None:
+    # exp(-inf - m) is 0 for every real m; -inf * x has no one value (x may be 0 or negative)
+    raise_to_ax(row_math("float('-inf')", "tl.exp(x - tl.max(x, axis=0))"))
+    with pytest.raises(NotRaised, match="an infinity times a value not proved a nonzero"):
+        raise_to_tile(row_math("float('-inf')", "x * tl.max(x, axis=0)"))
+    # over the verifier's reals 0 * (1 / 0) is 0; IEEE gives NaN, so a pad divided by 0 is not read
+    with pytest.raises(NotRaised, match="div of 0, 0 has no real value"):
+        raise_to_tile(row_math("0.0", "x * 0.0 / x"))
+
+
+TWO_WHOLE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rows_kernel(x_ptr, b_ptr, y_ptr, M, N, stride_xm, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr):
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_n[None, :],
+                mask=(offs_m[:, None] < M) & (offs_n[None, :] < N), other=0.0)
+    b = tl.load(b_ptr + offs_m, mask=offs_m < M, other=0.0)
+    tl.store(y_ptr + offs_m, tl.sum(MATH, axis=1), mask=offs_m < M)
+"""
+
+
+def test_a_pad_is_proved_past_each_dim_held_whole_apart() -> None:
+    # past N and inside M, x + b holds b[m], not 0: the sum over N reads it
+    with pytest.raises(NotRaised, match="hold a value not proved constant"):
+        raise_to_tile(xt_of_text(TWO_WHOLE.replace("MATH", "x + b[:, None]"), "rows_kernel"))
+    raised = raise_to_ax(xt_of_text(TWO_WHOLE.replace("MATH", "x * b[:, None]"), "rows_kernel"))
+    assert raised.assumptions == ["BLOCK_M >= M", "BLOCK_N >= N"]
+
+
+def test_a_pad_proof_out_of_budget_is_not_admitted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(raise_tile, "PAD_BUDGET", ProofBudget(steps=1, rlimit=1, seconds=10.0))
+    with pytest.raises(NotRaised, match="not proved constant .*ran out of its budget"):
+        raise_to_tile(row_math("1.0", "tl.where(offs < N, x + 1.0, 0.0)"))
