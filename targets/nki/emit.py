@@ -1445,7 +1445,11 @@ def _vector_weight(op: Operation) -> int:
     if _type(read).shape[-1] == IntExpr.const(1):
         return 0
     if isinstance(op, nki.TensorTensorOp):
-        return 1 if any(_buffer(v) == "psum" for v in op.operands) else 2
+        if any(_buffer(v) == "psum" for v in op.operands):
+            return 1
+        # NC-v3's perf mode: 16-bit inputs and dst, all in SBUF, twice the throughput
+        return 1 if all(str(_type(v).dtype) in ("bf16", "f16")
+                        for v in (*op.operands, op.results[0])) else 2
     if isinstance(op, (nki.TensorScalarOp, nki.TensorReduceOp, nki.TensorCopyOp,
                        nki.MemsetOp)):
         return 1
@@ -1489,13 +1493,14 @@ def _balance_engines(kernel: KernelOp, hoisted: set[Operation]) -> dict[Operatio
             vector, scalar = vector - 1, scalar + 1
         gpsimd = 0
         for op in ops:
-            if not (isinstance(op, nki.TensorTensorOp) and _vector_weight(op) == 2
+            weight = _vector_weight(op)
+            if not (isinstance(op, nki.TensorTensorOp) and weight
                     and all(_made_in_sbuf(v) for v in op.operands)):
                 continue
             if gpsimd + 2 >= vector:  # the move would not shorten the busier engine
                 break
-            moved[op] = "gpsimd"
-            vector, gpsimd = vector - 2, gpsimd + 2
+            moved[op] = "gpsimd"  # GpSimd reads both inputs: two passes, no perf mode
+            vector, gpsimd = vector - weight, gpsimd + 2
     return moved
 
 

@@ -21,6 +21,13 @@ tolerance of the interpreter's rounded run (every intermediate rounded to its dt
 chain does in HBM) or of its exact run (float64 throughout, which a fused kernel's fp32
 intermediates approach). A candidate the simulator stops or that computes a wrong result is
 rejected with the reason, never selected; the cheapest of the others wins.
+
+The fastest right fused candidate is then printed the other ways `EMISSIONS` lists, each a
+candidate checked and priced the same way: its intermediates in the program's 16-bit dtype
+(`narrow.py`: the rounding the program's own ops do; VectorE's perf mode needs 16-bit on every
+side) and its blocks in dependence order (`schedule.py`: an in-order engine's queue does not
+wait on another engine while its own work is ready). Neither wins everywhere under the cost
+model: rope gains from the first alone, gqa from the second.
 """
 
 from __future__ import annotations
@@ -48,18 +55,29 @@ from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import LoweredKernel, Refused
+from axon.targets.nki.narrow import narrowed
+from axon.targets.nki.schedule import scheduled
 from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, simulate
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.profiles import load_profile
 from axon.tiling.search import Proposal, tile_program
 
-#: candidates simulated at most unless told (`--max-candidates`)
+#: candidates of the search simulated at most unless told (`--max-candidates`; the best is
+#: then printed the `EMISSIONS` ways too)
 DEFAULT_MAX_CANDIDATES = 8
 
 #: programs tiled: the program and the nu-graph's cheapest other program equal to it
 #: (`selection/variants.py`; gqa's kv heads read at `h floordiv G` tile only there)
 DEFAULT_PROGRAMS = 2
+#: the other ways the fastest right fused candidate is printed, each run as a candidate of its
+#: own: intermediates in the program's 16-bit dtype (`narrow.py`), each block in dependence
+#: order (`schedule.py`), both
+EMISSIONS: tuple[tuple[str, ...], ...] = (("16-bit intermediates",), ("dependence order",),
+                                          ("16-bit intermediates", "dependence order"))
+#: each way's rewrite of a lowered function: the copy and how much changed, or None
+TRANSFORMS: dict[str, Callable[[FuncOp], tuple[FuncOp, int] | None]] = {
+    "16-bit intermediates": narrowed, "dependence order": scheduled}
 
 #: the split chain (all ops but the last in one kernel) is a candidate only where the tiling
 #: search of the whole function took at most this many seconds: its first part's search costs
@@ -518,6 +536,7 @@ class Candidate:
     latency_s: float | None = None
     output: np.ndarray | None = None
     rejected: str = ""
+    ways: str = ""  # how it is printed other than the lowering's way (`EMISSIONS`)
 
 
 @dataclass(frozen=True)
@@ -541,14 +560,16 @@ class ChosenKernel:
     output: np.ndarray
     candidates: tuple[Candidate, ...]
     space: int
+    ways: str = ""
 
     @property
     def chosen(self) -> str:
         """The tile sizes as `BM=128 BN=128` (the chain: `unfused`; the split chain: `last op
-        apart`)."""
+        apart`), then how it is printed where that is not the lowering's way."""
         if self.kind == "chain-split":
             return "last op apart"
-        return " ".join(f"{k}={v}" for k, v in self.params.items()) or "unfused"
+        sizes = " ".join(f"{k}={v}" for k, v in self.params.items()) or "unfused"
+        return f"{sizes} ({self.ways})" if self.ways else sizes
 
 
 def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
@@ -644,6 +665,14 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                 what = (f"{c.latency_s * 1e6:.1f} us" if c.latency_s is not None
                         else f"rejected: {c.rejected}")
                 say(f"nki: @{name}: candidate {number}/{len(candidates)} {c.label}: {what}")
+            twins = _twins(candidates, func, sizes, lowered)
+            for number, c in enumerate(twins, len(candidates) + 1):
+                if c.module is not None:
+                    _run(c, f"{name}_{number}", runner, inputs, expected, tolerance)
+                what = (f"{c.latency_s * 1e6:.1f} us" if c.latency_s is not None
+                        else f"rejected: {c.rejected}")
+                say(f"nki: @{name}: candidate {number} {c.label}: {what}")
+            candidates += twins
     right = [c for c in candidates if c.latency_s is not None]
     rejected = [c for c in candidates if c.latency_s is None]
     seconds = time.perf_counter() - start
@@ -661,13 +690,50 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
             or "no tiling is proved and fits the profile") + ")")
     best = min(right, key=lambda c: c.latency_s if c.latency_s is not None else float("inf"))
     assert best.module is not None and best.latency_s is not None and best.output is not None
+    printed = sum(1 for c in candidates if c.ways)
+    printings = f" (and the best printed {printed} other ways)" if printed else ""
     say(f"nki: @{name}: selection: space {space}, pruned {pruned} by the bound "
-        f"(--max-candidates {max_candidates}), checked {len(candidates)}, rejected "
-        f"{len(rejected)}{f' ({why})' if rejected else ''}; chosen {best.label}, predicted "
-        f"{best.latency_s * 1e6:.1f} us; {seconds:.1f} s")
+        f"(--max-candidates {max_candidates}), checked {len(candidates) - printed}{printings}, "
+        f"rejected {len(rejected)}{f' ({why})' if rejected else ''}; chosen {best.label}, "
+        f"predicted {best.latency_s * 1e6:.1f} us; {seconds:.1f} s")
     return ChosenKernel(best.kind, best.params, best.module.text, best.tiling_proof,
                         best.lowering_proof, symbolic, seconds - symbolic, best.latency_s,
-                        best.output, tuple(candidates), space)
+                        best.output, tuple(candidates), space, best.ways)
+
+
+def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, int],
+           lowered: Mapping[int, LoweredKernel | str]) -> list[Candidate]:
+    """The fastest right fused candidate printed the other ways (`EMISSIONS`: intermediates
+    in the program's 16-bit dtype, `narrow.py`; each block in dependence order,
+    `schedule.py`), emitted, not yet run; a way that changes nothing is left out."""
+    right = sorted((c for c in candidates if c.latency_s is not None and c.tiling >= 0),
+                   key=lambda c: c.latency_s or 0.0)
+    low = lowered.get(right[0].tiling) if right else None
+    if low is None or isinstance(low, str):
+        return []
+    best = right[0]
+    twins = []
+    for ways in EMISSIONS:
+        kernel, notes = low.func, []
+        for way in ways:
+            changed = TRANSFORMS[way](kernel)
+            if changed is None:
+                break
+            kernel, count = changed
+            notes.append(f"{way} ({count})")
+        else:
+            twin = Candidate(f"{best.label} {', '.join(notes)}", best.kind, dict(best.params),
+                             best.tiling, tiling_proof=best.tiling_proof,
+                             lowering_proof=best.lowering_proof, ways=", ".join(ways))
+            try:
+                emitted = emit_nki(kernel, best.params, sizes)
+            except Refused as err:
+                twin.rejected = f"does not emit: {err}"
+            else:
+                twin.module = single_module(emitted.text, emitted.name,
+                                            len(func.body.block.args))
+            twins.append(twin)
+    return twins
 
 
 def tiled_programs(func: FuncOp, profile: str, sizes: Mapping[str, int], count: int

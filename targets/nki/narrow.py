@@ -1,0 +1,101 @@
+"""Intermediates kept in the program's own 16-bit dtype: a second choice of storage dtype for a
+lowered NKI kernel, priced and checked by the selection like any candidate.
+
+The lowering writes every instruction's result in fp32 (`lower.COMPUTE_DTYPE`): a fused kernel
+keeps its intermediates more precise than the program, whose every op rounds to its dtype
+(`ax` ops on bf16 tensors give bf16). On NC-v3 that precision costs time: VectorE's perf mode
+doubles a `tensor_tensor`'s throughput only when its inputs and dst are all 16-bit
+(reference/nki.md 6.2), and a 16-bit tile is half the SBUF. `narrowed(func)` writes, in a copy,
+the result of each elementwise instruction (`tensor_tensor`, `tensor_scalar`, `activation`,
+`tensor_copy`) in SBUF in the program's dtype where
+
+- every float tensor of the function's signature has that one 16-bit dtype (so every `ax` op
+  of the program computes in it, and the interpreter's rounded run rounds each intermediate to
+  it: the narrowed kernel rounds where the program does);
+- every use is an instruction's data operand (never a `[P, 1]` operand of `tensor_scalar` or
+  `activation`, which the ISA takes in fp32), and every such user states its own dst dtype,
+  so no other type changes;
+- the tile is no loop's carried value, no matmul's accumulator (`emit.written_in_place`), no
+  store's, no yield's and no view's (`nki.access`) operand.
+
+Only storage changes: each instruction computes in fp32 and rounds when it writes (the
+dialect's rule), so the copy has the generic forms of the function it was made from, op for
+op, over the reals the verifier reasons in; the lowering's proof covers it as it covers the
+fp32 kernel, and what the rounding does to the values is the selection's check against the
+interpreter's rounded and exact runs, as for every candidate.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation
+
+from axon.dialects import nki
+from axon.dialects.ax import TensorType
+from axon.targets.nki.emit import written_in_place
+
+__all__ = ["narrowed", "narrowing_dtype"]
+
+#: the 16-bit float dtypes an intermediate may be kept in
+SIXTEEN_BIT = ("bf16", "f16")
+#: instructions whose result may be narrowed: elementwise, one rounding when they write
+ELEMENTWISE = (nki.TensorTensorOp, nki.TensorScalarOp, nki.ActivationOp, nki.TensorCopyOp)
+
+
+def narrowing_dtype(func: FuncOp) -> str | None:
+    """The one 16-bit float dtype of every float tensor of `func`'s signature, else None."""
+    types = [*func.function_type.inputs.data, *func.function_type.outputs.data]
+    dtypes = {str(t.dtype) for t in types if isinstance(t, TensorType)
+              and str(t.dtype).startswith(("f", "bf"))}
+    if len(dtypes) != 1:
+        return None
+    (dtype,) = dtypes
+    return dtype if dtype in SIXTEEN_BIT else None
+
+
+def _narrowable(op: Operation) -> bool:
+    """May `op`'s result be written in 16 bits (module docstring)?"""
+    if not isinstance(op, ELEMENTWISE) or op.buffer_name() != "sbuf":
+        return False
+    (result,) = op.results
+    assert isinstance(result.type, TensorType)
+    if str(result.type.dtype) != "f32" or written_in_place(result) or not result.uses:
+        return False
+    for use in result.uses:
+        user = use.operation
+        if not isinstance(user, nki.NkiOp) or isinstance(user, nki.AccessOp):
+            return False
+        if use.index >= len(user.ROLES) or user.ROLES[use.index].startswith("["):
+            return False  # a [P, 1] operand, which the ISA takes in fp32
+        if "dtype" not in user.properties:
+            return False  # its dst would follow the operand's dtype
+    return True
+
+
+def _retyped(op: Operation, dtype: str) -> Operation:
+    assert isinstance(op, nki.NkiOp)
+    return type(op).make(list(op.operands), **{**op.attrs(), "dtype": dtype})
+
+
+def narrowed(func: FuncOp) -> tuple[FuncOp, int] | None:
+    """A copy of the lowered `func` with its narrowable intermediates in the program's 16-bit
+    dtype (module docstring) and how many it narrowed; None where nothing narrows."""
+    dtype = narrowing_dtype(func)
+    if dtype is None:
+        return None
+    copy = func.clone()
+    targets = [op for op in copy.walk() if _narrowable(op)]
+    if not targets:
+        return None
+    for op in targets:
+        new = _retyped(op, dtype)
+        (old_result,) = op.results
+        (new_result,) = new.results
+        block = op.parent_block()
+        assert block is not None
+        block.insert_op_before(new, op)
+        old_result.replace_all_uses_with(new_result)
+        block.erase_op(op)
+    copy.verify()
+    return copy, len(targets)
+

@@ -1,0 +1,178 @@
+"""The other ways a lowered NKI kernel is printed (`targets/nki/narrow.py`,
+`targets/nki/schedule.py`) and the selection's use of them: intermediates in the program's
+16-bit dtype where every use takes them so, each block in dependence order with the tiles the
+emitter writes in place read first. Each printed kernel runs on the simulator against the
+reference interpreter at shapes with remainder tiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Operation, SSAValue
+
+from axon.benchmarks.suite import PROGRAMS, make_inputs
+from axon.dialects import nki
+from axon.dialects.ax import TensorType
+from axon.dialects.tile import ForOp
+from axon.targets.nki.cost import estimate, load_constants
+from axon.targets.nki.emit import emit_nki, written_in_place
+from axon.targets.nki.lower import kernel_of
+from axon.targets.nki.narrow import narrowed, narrowing_dtype
+from axon.targets.nki.schedule import scheduled
+from axon.targets.nki.select import choose_kernel
+
+from .test_nki_schedule import close, kernel, program, run
+
+ROPE = {"BM": 128, "BN": 8}
+
+
+def dtype(op: Operation) -> str:
+    t = op.results[0].type
+    assert isinstance(t, TensorType)
+    return str(t.dtype)
+
+
+def instructions(func: FuncOp) -> list[nki.NkiOp]:
+    return [op for op in func.walk() if isinstance(op, nki.NkiOp)
+            and not isinstance(op, nki.AccessOp)]
+
+
+def test_rope_keeps_its_products_in_bf16_and_gains_the_perf_mode(tmp_path: Path) -> None:
+    func = kernel("rope", "blocks")
+    result = narrowed(func)
+    assert result is not None
+    narrow, count = result
+    # the four products: fp32 before, bf16 after; the difference and the sum were bf16 already
+    products = [op for op in instructions(narrow) if op.attrs().get("op") == "multiply"]
+    assert count == 4 and [dtype(op) for op in products] == ["bf16"] * 4
+    assert [dtype(op) for op in instructions(func) if op.attrs().get("op") == "multiply"] \
+        == ["f32"] * 4
+    assert all(dtype(op) == "bf16" for op in instructions(narrow))
+    sizes = {"T": 128, "H": 32, "D2": 64}
+    latencies = []
+    for f in (func, narrow):
+        inputs = make_inputs(PROGRAMS["rope"], sizes)
+        out, trace = run(emit_nki(f, ROPE).text, tmp_path, inputs)
+        assert close("rope", sizes, out, inputs)
+        latencies.append(estimate(trace, load_constants("trn2")).total_s)
+    # VectorE's products at twice the throughput, and one more on VectorE in place of GpSimd
+    assert latencies[1] < 0.9 * latencies[0], latencies
+
+
+@pytest.mark.parametrize("sizes", [{"T": 5, "H": 3, "D2": 4}, {"T": 130, "H": 9, "D2": 3}])
+def test_narrowed_rope_matches_the_reference_with_remainders(sizes: dict[str, int],
+                                                             tmp_path: Path) -> None:
+    result = narrowed(kernel("rope", "blocks"))
+    assert result is not None
+    inputs = make_inputs(PROGRAMS["rope"], sizes)
+    out, _ = run(emit_nki(result[0], ROPE).text, tmp_path, inputs)
+    assert close("rope", sizes, out, inputs)
+
+
+def test_a_column_operand_and_an_accumulator_stay_fp32() -> None:
+    # rmsnorm_matmul: the row sums accumulate across the k loop (carried), the rstd column is
+    # a tensor_scalar operand (the ISA takes it in fp32); neither is narrowed
+    func = kernel("rmsnorm_matmul", "blocks_k")
+    result = narrowed(func)
+    narrow = func if result is None else result[0]
+    for op in instructions(narrow):
+        for use in op.results[0].uses:
+            user = use.operation
+            if isinstance(user, nki.NkiOp) and user.ROLES[use.index].startswith("["):
+                assert dtype(op) == "f32", op
+        if written_in_place(op.results[0]):
+            assert dtype(op) == "f32", op
+    assert any(isinstance(op, ForOp) for op in narrow.walk())
+
+
+def test_a_program_in_fp32_is_not_narrowed() -> None:
+    assert narrowing_dtype(program("cumsum_f32")) is None
+    assert narrowing_dtype(program("rope")) == "bf16"
+
+
+def _signature(func: FuncOp) -> list[tuple[str, tuple[str, ...]]]:
+    """Each op as its name and the names of the ops it reads (block arguments: `arg`), sorted:
+    the dataflow graph up to the order of the ops."""
+    kinds: dict[SSAValue, str] = {v: op.name for op in func.walk() for v in op.results}
+    return sorted((op.name, tuple(kinds.get(v, "arg") for v in op.operands))
+                  for op in func.walk())
+
+
+def test_dependence_order_keeps_the_dataflow() -> None:
+    func = kernel("rmsnorm_matmul", "blocks_k")
+    result = scheduled(func)
+    assert result is not None
+    ordered, changed = result
+    assert changed >= 1
+    assert _signature(ordered) == _signature(func)
+    assert [op.name for op in ordered.walk()] != [op.name for op in func.walk()]
+
+
+def test_a_tile_written_in_place_is_read_before_the_writer() -> None:
+    # planted: before the matmul loop, a read of the zero tile the loop accumulates onto, over
+    # the rstd column (deep: after the sum loop and its activations); by depth alone it would
+    # follow the loop (which depends on the zero tile only), and read the accumulated sums
+    func = kernel("rmsnorm_matmul", "blocks_k")
+    body = kernel_of(func).body.block
+    loops = [op for op in body.ops if isinstance(op, ForOp)]
+    acc_loop = loops[-1]
+    zero = acc_loop.operands[0]
+    column = next(op for op in body.ops if isinstance(op, nki.ActivationOp)).results[0]
+    reader = nki.TensorScalarOp.make([zero, column], op0="multiply", buffer="sbuf",
+                                     dtype="f32")
+    body.insert_op_before(reader, acc_loop)
+    result = scheduled(func)
+    assert result is not None
+    order = [op.name for op in kernel_of(result[0]).body.block.ops]
+    position = {op: k for k, op in enumerate(kernel_of(result[0]).body.block.ops)}
+    (moved_reader,) = (op for op in position if isinstance(op, nki.TensorScalarOp)
+                       and op.operands[0].owner is not None and written_in_place(op.operands[0]))
+    (moved_loop,) = (op for op in position if isinstance(op, ForOp)
+                     and op.operands[0] is moved_reader.operands[0])
+    assert position[moved_reader] < position[moved_loop], order
+    assert written_in_place(zero)
+
+
+@pytest.mark.parametrize("sizes", [{"M": 130, "N": 200, "K": 300}, {"M": 1, "N": 1, "K": 1}])
+def test_rmsnorm_matmul_in_dependence_order_matches_the_reference(sizes: dict[str, int],
+                                                                  tmp_path: Path) -> None:
+    result = scheduled(kernel("rmsnorm_matmul", "blocks_k"))
+    assert result is not None
+    inputs = make_inputs(PROGRAMS["rmsnorm_matmul"], sizes)
+    out, _ = run(emit_nki(result[0], {"BM": 128, "BN": 256, "BK": 128}).text, tmp_path,
+                 inputs)
+    assert close("rmsnorm_matmul", sizes, out, inputs)
+
+
+def test_rope_a_product_ahead_of_the_difference_waiting_on_gpsimd() -> None:
+    # in the lowering's order the difference of the first two products sits in VectorE's
+    # queue ahead of the two products VectorE can start at once; in dependence order the four
+    # products come first
+    result = scheduled(kernel("rope", "blocks"))
+    assert result is not None
+    ops = [op.attrs().get("op") for op in instructions(result[0])
+           if isinstance(op, nki.TensorTensorOp)]
+    assert ops == ["multiply"] * 4 + ["subtract", "add"]
+
+
+def test_the_selection_prices_the_other_ways_and_takes_the_cheapest(tmp_path: Path) -> None:
+    said: list[str] = []
+    chosen = choose_kernel(program("rope"), "trn2", {"T": 128, "H": 32, "D2": 64},
+                           said.append, max_candidates=3)
+    others = [c for c in chosen.candidates if c.ways]
+    assert {c.ways for c in others} == {"16-bit intermediates", "dependence order",
+                                         "16-bit intermediates, dependence order"}
+    best = min(c.latency_s for c in chosen.candidates if c.latency_s is not None)
+    assert chosen.latency_s == best
+    # rope at the table's size, of the first three candidates: one program of all heads (30.4
+    # us) is the best; its products in bf16 alone or in dependence order alone cost more (31.3
+    # each: VectorE then waits on GpSimd's products or on the slower fp32 ones), both 27.0
+    assert chosen.kind == "rows" and chosen.ways == "16-bit intermediates, dependence order"
+    assert chosen.chosen == "BM=128 (16-bit intermediates, dependence order)"
+    (plain,) = (c for c in chosen.candidates if not c.ways and c.params == chosen.params)
+    assert plain.latency_s is not None and chosen.latency_s < 0.9 * plain.latency_s
+    assert "and the best printed 3 other ways" in said[-1]
+    assert np.isfinite(chosen.output.astype(np.float64)).all()
