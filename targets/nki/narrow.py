@@ -33,6 +33,8 @@ from xdsl.ir import Operation
 from axon.dialects import nki
 from axon.dialects.ax import TensorType
 from axon.targets.nki.emit import written_in_place
+from axon.verifier import Proved, prove_equivalent
+from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
 
 __all__ = ["narrowed", "narrowing_dtype"]
 
@@ -77,9 +79,10 @@ def _retyped(op: Operation, dtype: str) -> Operation:
     return type(op).make(list(op.operands), **{**op.attrs(), "dtype": dtype})
 
 
-def narrowed(func: FuncOp) -> tuple[FuncOp, int] | None:
+def narrowed(func: FuncOp, budget: ProofBudget = DEFAULT_BUDGET) -> tuple[FuncOp, int] | None:
     """A copy of the lowered `func` with its narrowable intermediates in the program's 16-bit
-    dtype (module docstring) and how many it narrowed; None where nothing narrows."""
+    dtype (module docstring) and how many it narrowed, proved equal to `func`; None where
+    nothing narrows or the proof says anything but Proved."""
     dtype = narrowing_dtype(func)
     if dtype is None:
         return None
@@ -97,5 +100,7 @@ def narrowed(func: FuncOp) -> tuple[FuncOp, int] | None:
         old_result.replace_all_uses_with(new_result)
         block.erase_op(op)
     copy.verify()
+    if not isinstance(prove_equivalent(func, copy, budget=budget), Proved):
+        return None
     return copy, len(targets)
 

@@ -10,7 +10,8 @@ difference, which waits for them, ahead of the next two products, which wait for
 `scheduled(func)` returns a copy whose every block lists its ops by the length of the longest
 chain of instructions that leads to each inside the block (a view, `nki.access`, adds no
 instruction), ties in the order they had: a topological order of the same dataflow graph, so
-every value is the one it was, computed from the same operands.
+every value is the one it was, computed from the same operands; the copy is proved equal to
+the function all the same (`prove_equivalent`, as `hoist.py`'s rewrites are).
 
 What the emitter reads from the order besides the dataflow is kept:
 
@@ -32,19 +33,24 @@ from xdsl.traits import IsTerminator
 
 from axon.dialects import nki
 from axon.targets.nki.emit import written_in_place
+from axon.verifier import Proved, prove_equivalent
+from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
 
 __all__ = ["scheduled"]
 
 
-def scheduled(func: FuncOp) -> tuple[FuncOp, int] | None:
+def scheduled(func: FuncOp, budget: ProofBudget = DEFAULT_BUDGET) -> tuple[FuncOp, int] | None:
     """A copy of `func` with each block's ops ordered by dependence depth (module docstring)
-    and how many blocks changed order; None where every block is in that order already."""
+    and how many blocks changed order, proved equal to `func`; None where every block is in
+    that order already or the proof says anything but Proved."""
     copy = func.clone()
     blocks = [block for op in copy.walk() for region in op.regions for block in region.blocks]
     changed = sum(_schedule(block) for block in blocks)
     if not changed:
         return None
     copy.verify()
+    if not isinstance(prove_equivalent(func, copy, budget=budget), Proved):
+        return None
     return copy, changed
 
 
