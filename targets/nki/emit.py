@@ -44,7 +44,9 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
   reading its block of the buffer; a second load of the loop naming one other id (the
   stationary operand) is read whole before the grid (`_stream_loads`, `grid_streaming`: each
   where it is read more than once and the buffers take at most half of SBUF, else the plain
-  grid, chosen when the kernel is traced);
+  grid, chosen when the kernel is traced); a buffer read over every column block whose blocks
+  are an input's column blocks is read a step of whole rows at a time (`stream_rows`: a DMA
+  moves a partition's N elements at once, 2 KiB at N = 1024 bf16, where a block moves BN);
 - in a one-id grid whose body has no loop, every program's tiles are loaded first into one
   SBUF buffer per load, then the grid computes and stores, each program reading its block
   (`_loads_ahead`, `grid_loading_ahead`: where the buffers take at most half of SBUF);
@@ -379,11 +381,14 @@ class _Printer:
             if len(streams) == 2:
                 assert whole is not None
                 (pid,) = whole.uses
-                buf = self.stream_buffer(whole, f"{_group(python(extents[pid]))} * "
-                                                f"{_group(steps)}", depth)
-                self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
-                self.line(depth + 1, f"for {iv} in nl.affine_range({steps}):")
-                self.stream_into(whole, buf, f"{pid} * {_group(steps)} + {iv}", depth + 2)
+                if _rows_of(whole, pid, extents[pid]):
+                    self.stream_rows(whole, pid, steps, extents[pid], depth)
+                else:
+                    buf = self.stream_buffer(whole, f"{_group(python(extents[pid]))} * "
+                                                    f"{_group(steps)}", depth)
+                    self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
+                    self.line(depth + 1, f"for {iv} in nl.affine_range({steps}):")
+                    self.stream_into(whole, buf, f"{pid} * {_group(steps)} + {iv}", depth + 2)
             for pid in self.kernel.program_names():
                 if pid in plan.uses:
                     self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
@@ -633,6 +638,38 @@ class _Printer:
         self.line(depth, f"{buf} = nl.ndarray(({python(held.shape[0])}, {count}, "
                          f"{python(held.shape[1])}), dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
         return buf
+
+    def stream_rows(self, stream: _Stream, pid: str, steps: str, blocks: IntExpr,
+                    depth: int) -> None:
+        """`stream`'s blocks over every value of `pid` read as whole rows (`_rows_of`): a
+        buffer `[P, steps, blocks * F]`, one DMA a step of the rows' every column (the tensor's
+        rows are contiguous, so a partition moves `cols * itemsize` bytes at once, not one
+        block's: a DMA reaches its bandwidth from 2 KiB a partition, nki.md 6.2), the columns
+        past the tensor's end filled with the load's pad; block `pid` of step `iv` is then the
+        buffer's columns `[F * pid, F * pid + F)` of that step."""
+        load = stream.load
+        t = _type(load.result)
+        source = _type(load.source)
+        rows, cols = t.shape
+        width = f"{_group(python(blocks))} * {_group(python(cols))}"
+        iv = stream.loop.iv.data
+        buf = self.fresh("s")
+        self.line(depth, f"{buf} = nl.ndarray(({python(rows)}, {steps}, {width}), "
+                         f"dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+        self.line(depth, f"for {iv} in nl.affine_range({steps}):")
+        offsets = [IntExpr.lift(load.offsets.data[0].data), IntExpr.const(0)]
+        extents, slices = self.region(depth + 1, offsets, [rows, source.shape[1]],
+                                      source.shape)
+        cut = [f"{extents[0]} < {python(rows)}", f"{python(source.shape[1])} < {width}"]
+        self.line(depth + 1, f"if {' or '.join(cut)}:")
+        self.line(depth + 2, f"nisa.memset(dst={buf}[0:{python(rows)}, {iv}, 0:{width}], "
+                             f"value={_fill(load.pad.value.data, t.dtype)})")
+        self.line(depth + 1, f"nisa.dma_copy(dst={buf}[0:{extents[0]}, {iv}, 0:{extents[1]}], "
+                             f"src={self.names[load.source]}[{', '.join(slices)}])")
+        start = f"{_group(python(cols))} * {pid}"
+        block = f"{buf}[0:{python(rows)}, {iv}, {start}:{start} + {python(cols)}]"
+        self.names[load.result] = block
+        self.buffers[block] = "sbuf"
 
     def stream_into(self, stream: _Stream, buf: str, index: str, depth: int) -> None:
         """The load of `stream` into block `index` of `buf`; the loop then reads the block at
@@ -1551,6 +1588,22 @@ def _grid_invariant(kernel: KernelOp) -> set[Operation]:
         if ok and not any(written_in_place(r) for r in op.results):
             out.add(op)
     return out
+
+
+def _rows_of(stream: _Stream, pid: str, blocks: IntExpr) -> bool:
+    """Can `stream` (read over every value of `pid`) be read as whole rows: a plain 2-D load
+    of an input whose columns are `pid`'s blocks, `[F * pid, F * pid + F)` over
+    `blocks = ceildiv(N, F)` of the tensor's N columns, its rows at an offset naming no
+    program id?"""
+    load = stream.load
+    t, source = _type(load.result), _type(load.source)
+    if stream.transpose is not None or t.rank != 2 or source.rank != 2:
+        return False
+    rows, cols = t.shape
+    row_offset, col_offset = (IntExpr.lift(o.data) for o in load.offsets.data)
+    if row_offset.symbols() & {pid} or col_offset != cols * IntExpr.sym(pid):
+        return False
+    return blocks == (cols + source.shape[1] - IntExpr.const(1)).floordiv(cols)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,31 @@ def test_matmul_reads_x_once_and_w_once_per_column_block(
     assert loads_of(trace, "dma_transpose") == x_loads
 
 
+@pytest.mark.parametrize("sizes", [{"M": 300, "N": 200, "K": 300}, {"M": 260, "N": 256, "K": 128},
+                                   {"M": 129, "N": 129, "K": 1}])
+def test_w_read_over_every_column_block_comes_in_whole_rows(sizes: dict[str, int],
+                                                            tmp_path: Path) -> None:
+    # at BN = 128 the buffer read over every column block is w's (x's blocks are re-read per
+    # row block): one DMA a K step of w's whole rows (a partition moves N elements at once,
+    # not BN), the columns past N filled, each column block then read at BN*j of the step
+    tiles = {"BM": 128, "BN": 128, "BK": 128}
+    text = emit_nki(kernel("matmul", "blocks_k"), tiles).text
+    both = text.split("\n    elif ")[0]
+    assert "nisa.dma_copy(dst=s0[0:n1, k, 0:N], src=in1[BK*k:BK*k + n1, 0:N])" in both
+    assert "moving=s0[0:BK, k, BN * j:BN * j + BN]" in both
+    inputs = make_inputs(PROGRAMS["matmul"], sizes)
+    out, trace = run(text, tmp_path, inputs)
+    assert close("matmul", sizes, out, inputs), sizes
+    rows, cols, steps = (-(-sizes["M"] // 128), -(-sizes["N"] // 128), -(-sizes["K"] // 128))
+    assert loads_of(trace, "dma_copy") == steps + rows * cols
+    # each of w's DMAs moves a partition's whole row: N * 2 bytes contiguous on both sides
+    w_dmas = [inst for inst in trace.instructions if inst.name == "dma_copy"
+              and inst.writes[0][1].buffer == "sbuf"]
+    assert len(w_dmas) == steps
+    assert all(a.contiguous_bytes == sizes["N"] * 2 for inst in w_dmas
+               for _, a in (*inst.reads, *inst.writes))
+
+
 def test_an_accumulator_is_never_hoisted_out_of_the_grid(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     func = kernel("matmul", "blocks_k")
