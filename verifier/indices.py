@@ -14,16 +14,25 @@ The same ranges decide integer comparisons (`decide`): a concat reads `select(d1
 under a slice that keeps columns [0, N) (or [N, N + P)) the condition is constant, so only one
 branch is left to compare. Inside a branch, its conditions may fix an atom to one value (`pin`):
 a concat of `[..., 1]` pieces (an interleave) reads each piece at 0.
+
+Integer facts of the query's assumptions (`assuming`) settle more comparisons: where `K mod B
+== 0` is assumed, `B*((K + B - 1) floordiv B)` (the blocks of a loop over ceildiv(K, B)) is
+`K`, so a block's lanes `B*k + r` (k < ceildiv(K, B), r < B) are < K and a tile's load reads no
+pad; an assumed `B <= S` pays for `S - B` in a comparison (a first block read before its loop,
+`r < B`, lies below S). Outside `assuming` there are no facts and nothing else is decided.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from axon.dialects.form.intexpr import Atom as IntAtom
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.ranges import split_monomial
+from axon.dialects.tile import parse_assumption
 from axon.verifier import terms as T
 from axon.verifier.terms import is_loop_var, nonneg
 
@@ -217,6 +226,105 @@ def bounds(e: IntExpr, ranges: Ranges) -> tuple[IntExpr, IntExpr] | None:
     return _bounds(e, ranges, 0)
 
 
+@dataclass(frozen=True)
+class Facts:
+    """Integer facts of a query's assumptions: `divides` the pairs (K, B) of `K mod B == 0`
+    (B a size or a positive constant, so B >= 1), `nonneg` expressions assumed >= 0."""
+
+    divides: frozenset[tuple[IntExpr, IntExpr]] = frozenset()
+    nonneg: tuple[IntExpr, ...] = ()
+
+
+#: the facts of the query under way (`assuming`); none outside one
+_facts = Facts()
+
+
+def facts() -> Facts:
+    """The facts of the query under way."""
+    return _facts
+
+
+def facts_of(assumptions: Sequence[str]) -> Facts:
+    """The divisibility and order facts among `assumptions` (others are left to z3)."""
+    divides, order = set(), []
+    for text in assumptions:
+        lhs, op, rhs = parse_assumption(text)
+        if op == "==" and rhs == IntExpr.const(0) and len(lhs.terms) == 1:
+            (mono, coeff), = lhs.terms
+            if coeff == 1 and len(mono) == 1 and mono[0].kind == "mod" \
+                    and _divisor(mono[0].args[1]):
+                divides.add((mono[0].args[0], mono[0].args[1]))
+        elif op in ("<=", "<", ">=", ">"):
+            low, high = (lhs, rhs) if op in ("<=", "<") else (rhs, lhs)
+            order.append(high - low - (1 if op in ("<", ">") else 0))
+    return Facts(frozenset(divides), tuple(order))
+
+
+@contextmanager
+def assuming(assumptions: Sequence[str]) -> Iterator[None]:
+    """Decide comparisons under the facts of `assumptions` (module docstring) while inside.
+    The normal forms' memos depend on the facts: they are emptied on the way in and out."""
+    global _facts
+    from axon.verifier import sums  # sums reads the facts too
+    previous, _facts = _facts, facts_of(assumptions)
+    sums.reset()
+    try:
+        yield
+    finally:
+        _facts = previous
+        sums.reset()
+
+
+def divided(e: IntExpr) -> IntExpr:
+    """`e` with each `B*((K + B - 1) floordiv B)` (or `B*(K floordiv B)`) of an assumed
+    `K mod B == 0` as `K`: the quotient is exact, K/B, for B >= 1."""
+    if not _facts.divides:
+        return e
+    out = IntExpr.const(0)
+    for mono, c in e.terms:
+        term = IntExpr(((mono, c),))
+        for atom in mono:
+            found = _exact(atom)
+            if found is None:
+                continue
+            whole, block = found
+            rest = list(mono)
+            rest.remove(atom)
+            name = block.as_symbol
+            if name is not None and IntExpr.sym(name).terms[0][0][0] in rest:
+                rest.remove(IntExpr.sym(name).terms[0][0][0])
+                term = IntExpr(((tuple(rest), c),)) * whole
+                break
+            if block.is_const and c % block.value == 0:
+                term = IntExpr(((tuple(rest), c // block.value),)) * whole
+                break
+        out = out + term
+    return out
+
+
+def _exact(atom: IntAtom) -> tuple[IntExpr, IntExpr] | None:
+    """(K, B) when `atom` is `(K + B - 1) floordiv B` or `K floordiv B` of an assumed
+    `K mod B == 0`."""
+    if atom.kind != "floordiv":
+        return None
+    x, block = atom.args
+    for whole in (x - block + 1, x):
+        if (whole, block) in _facts.divides:
+            return whole, block
+    return None
+
+
+def holds_nonneg(e: IntExpr) -> bool:
+    """e >= 0 where sizes >= 1 show it, or the facts (`divided`, then one assumed `f >= 0`
+    paying for part of e)."""
+    if nonneg(e):
+        return True
+    if not (_facts.divides or _facts.nonneg):
+        return False
+    e = divided(e)
+    return nonneg(e) or any(nonneg(e - f) for f in _facts.nonneg)
+
+
 def decide(b: T.Bool, ranges: Ranges) -> T.Bool:
     """An integer comparison `e <= 0` / `e == 0` made constant when the loop ranges settle it.
 
@@ -231,11 +339,11 @@ def decide(b: T.Bool, ranges: Ranges) -> T.Bool:
     if found is None:
         return b
     lower, upper = found
-    positive = nonneg(lower - 1)  # e >= 1
+    positive = holds_nonneg(lower - 1)  # e >= 1
     if op == "le":
-        return T.TRUE if nonneg(-upper) else T.FALSE if positive else b
+        return T.TRUE if holds_nonneg(-upper) else T.FALSE if positive else b
     if op == "eq":
-        if positive or nonneg(-upper - 1):  # e >= 1 or e <= -1
+        if positive or holds_nonneg(-upper - 1):  # e >= 1 or e <= -1
             return T.FALSE
         if lower.is_const and upper.is_const and lower.value == upper.value == 0:
             return T.TRUE

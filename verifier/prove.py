@@ -32,7 +32,7 @@ from xdsl.printer import Printer
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 from axon.dialects.tile import ForOp, KernelOp
-from axon.verifier import induction, kernels, sums
+from axon.verifier import indices, induction, kernels, sums
 from axon.verifier import terms as T
 from axon.verifier.budget import (
     DEFAULT_BUDGET,
@@ -273,6 +273,14 @@ def _prove(a: FuncOp, b: FuncOp, assumptions: tuple[str, ...], cache: ProofCache
     assumptions = tuple(sorted({*assumptions, *(text for f in (a, b) for op in f.walk()
                                                 if isinstance(op, KernelOp)
                                                 for text in kernels.assumptions(op))}))
+    # the normal forms may use the assumptions' divisibility and order facts (`indices.assuming`)
+    with indices.assuming(assumptions):
+        return _prove_assumed(a, b, sig_a, assumptions, cache, start)
+
+
+def _prove_assumed(a: FuncOp, b: FuncOp, sig_a: list[TensorType], assumptions: tuple[str, ...],
+                   cache: ProofCache | None, start: float) -> Verdict:
+    global _obligation
     shared = shared_structure(a, b)
     if shared is not None:
         # the same DAG of ops: equal by construction, once the premises are seen to hold

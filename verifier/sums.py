@@ -29,7 +29,9 @@
   reduction cut at K (a tiled K loop's masked partials) is the reduction over [0, K), for any
   body of the element: sums linear in the blocks' sums (`_blocked_partition`), max / min whose
   masked lanes repeat the block's first element (`_blocked_extremum`); a max / min loop
-  started at its own first step is the reduction of its steps (`fold`).
+  started at its own first step is the reduction of its steps (`fold`). Where the query
+  assumes `K mod B == 0` (`indices.assuming`) every block is whole and the same rules read
+  the reduction of the whole blocks (no cut block to match) as the reduction over [0, K).
 
 Each step is an identity of finite sums over the integers, valid for every extent including empty
 ranges (`count` and the guards keep empty ranges at 0); the max / min rules other than the
@@ -45,6 +47,7 @@ from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 
 from axon.dialects.form.intexpr import IntExpr
+from axon.verifier import indices
 from axon.verifier import terms as T
 from axon.verifier.budget import nested, tick
 from axon.verifier.terms import Bool, Fn, IdxAtom, Monomial, Poly, Prefix, Read, Reduce, Select, Sum
@@ -420,7 +423,7 @@ def _blocked_partition(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Pol
         rest = T.monomial_poly(tuple(f for f in mono if f is not inner[0]), c)
         expected = expected + rest * make_sum(u, start, total, g)
         whole = whole + rest * make_sum(u, IntExpr.const(0), total, g)
-    return whole if expected == cut else None
+    return whole if cut is None or expected == cut else None
 
 
 def _blocked_prefixes(var: str, lo: IntExpr, hi: IntExpr, dep: Monomial) -> Poly | None:
@@ -497,7 +500,7 @@ def _blocked_extremum(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly
     u, g = block_body
     part = scale * make_reduce(inner, u, start, total, g) + shift
     lane = scale * subst(g, {u: start}) + shift
-    if cut != part and cut != T.apply(kind, part, lane):
+    if cut is not None and cut != part and cut != T.apply(kind, part, lane):
         return None
     whole = scale * make_reduce(inner, u, IntExpr.const(0), total, g) + shift
     return _nonempty_or(IntExpr.const(0), total, whole,
@@ -545,20 +548,24 @@ def _blocks(lo: IntExpr, hi: IntExpr) -> tuple[IntExpr, IntExpr] | None:
 
 
 def _block_split(var: str, lo: IntExpr, hi: IntExpr, body: Poly
-                 ) -> tuple[IntExpr, IntExpr, IntExpr, Poly, Poly] | None:
+                 ) -> tuple[IntExpr, IntExpr, IntExpr, Poly, Poly | None] | None:
     """(start, B, K, full, cut) when var ranges over the ceildiv(K, B) blocks of B (`_blocks`)
     and body, with its block's start var*B inside [0, K) (every block of the range starts
     there: var*B <= (ceildiv(K, B) - 1)*B < K), is sel(start + B <= K, full, cut): full is
     the body of a whole block, cut the body of the block cut at K, in which start + B > K is
-    decided; else None."""
+    decided; else None. Where the query assumes `K mod B == 0` (`indices.facts`) every block
+    is whole: full is the body with start + B <= K decided, and cut is None."""
     blocks = _blocks(lo, hi)
     if blocks is None:
         return None
     total, block = blocks
     start = IntExpr.sym(var) * block
     inside = _decide_int(body, start - total + 1, True)  # start < K
-    s = _single_atom(inside)
     whole = start + block - total  # start + B <= K
+    if blocks in indices.facts().divides:
+        # B divides K: every block is whole (var*B + B <= ceildiv(K, B)*B = K); no cut block
+        return start, block, total, _decide_int(inside, whole, True), None
+    s = _single_atom(inside)
     if not isinstance(s, Select) or s.cond != T.icompare("le", whole):
         return None
     return start, block, total, s.a, _decide_int(s.b, whole, False)
