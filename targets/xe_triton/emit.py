@@ -7,9 +7,10 @@ The module holds `<name>_kernel`, a `@triton.jit` function whose parameters are 
 result pointers, the sizes, the block sizes as `tl.constexpr` and `grf_mode: tl.constexpr`
 (so the Intel register-file mode reaches the XPU backend's options when passed at launch, and
 NVIDIA's Triton, which rejects an unknown launch keyword, sees a kernel parameter), and the
-host function `<name>(in0, in1, ..., *, BM=..., num_warps=..., grf_mode="default")`, which takes
-torch tensors, checks their ranks, sizes and dtypes, allocates the results, computes the grid
-and the padded blocks (`triton.next_power_of_2`) from the sizes and launches. The block sizes
+host function `<name>(in0, in1, ..., *, BM=..., num_warps=..., grf_mode="default", out=None)`,
+which takes torch tensors, checks their ranks, sizes and dtypes, allocates the results (or
+writes them into `out`, tensors the caller passes: checked, row-major), computes the grid and
+the padded blocks (`triton.next_power_of_2`) from the sizes and launches. The block sizes
 and `num_warps` default to the kernel's concrete tile sizes (`axon.tile_sizes`) or, for
 `num_warps`, the device's default from the knowledge base; `num_warps` must be one the device
 takes. Only APIs of Triton 3.6 that the Intel XPU backend and the CPU interpreter also take are
@@ -1127,7 +1128,8 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
              f"num_warps={num_warps}", f"num_stages={options['num_stages']}",
              'grf_mode="default"',
              *([f"block_io={options['block_io']!r}"] if shape.block_io else []),
-             *([f"prologue={options['prologue']!r}"] if shape.prologue else []), "int64=None"]
+             *([f"prologue={options['prologue']!r}"] if shape.prologue else []), "int64=None",
+             "out=None"]
     signature = [*inputs, "*", *params, *knobs]
     lines = [*(_host_helpers(dev) if shape.block_io else []),
              "def _needs_int64(*tensors):",
@@ -1135,6 +1137,7 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
              'more."""',
              "    return max(t.numel() for t in tensors) >= 2**31",
              "", "",
+             *_WRITTEN_INTO,
              f"def {name}({', '.join(signature)}):",
              f'    """Run @{name} on torch tensors; block sizes are powers of two. `int64`: '
              'pointer',
@@ -1144,7 +1147,10 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
                 if shape.block_io else "")
              + (" `prologue`:\n    \"split\" computes the dot operand's elementwise maps "
                 "once in a kernel before the\n    GEMM, \"fused\" in the GEMM for each block."
-                if shape.prologue else "") + '"""']
+                if shape.prologue else "")
+             + "\n    `out`: the tensors the results are written to, one a result (its shape and "
+             "dtype, on the\n    inputs' device, row-major, sharing no memory with an input); "
+             'None: new ones."""']
     bound: set[str] = set()
     composite: list[tuple[str, int, IntExpr]] = []
     for arg, t in zip(inputs, kernel.input_types(), strict=True):
@@ -1168,13 +1174,17 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
     for p in [*kernel.param_names(), *(["GROUP_SIZE_M"] if shape.swizzled else [])]:
         lines.append(f"    if {p} < 1 or {p} & ({p} - 1):")
         lines.append(f'        raise ValueError(f"{p}={{{p}}} is not a power of two")')
-    outputs = []
-    for n, t in enumerate(kernel.output_types()):
-        out_shape = _tuple([py_int(d, kernel=False) for d in t.shape])
-        device = f"{inputs[0]}.device" if inputs else '"cpu"'
-        lines.append(f"    out{n} = torch.empty({out_shape}, dtype={TORCH_DTYPES[t.dtype]}, "
-                     f"device={device})")
-        outputs.append(f"out{n}")
+    outputs = [f"out{n}" for n in range(len(kernel.output_types()))]
+    device = f"{inputs[0]}.device" if inputs else 'torch.device("cpu")'
+    results = [(_tuple([py_int(d, kernel=False) for d in t.shape]), TORCH_DTYPES[t.dtype])
+               for t in kernel.output_types()]
+    lines.append("    if out is None:")
+    for out, (out_shape, dtype) in zip(outputs, results, strict=True):
+        lines.append(f"        {out} = torch.empty({out_shape}, dtype={dtype}, device={device})")
+    lines.append("    else:")
+    wanted = ", ".join(f"({out_shape}, {dtype})" for out_shape, dtype in results)
+    lines.append(f"        {_tuple(outputs)} = _written_into(out, [{wanted}], {device}, "
+                 f"[{', '.join(inputs)}])")
     for b, e in kernel.block_defs():
         lines.append(f"    {b} = triton.next_power_of_2({py_int(e, kernel=False)})")
     if shape.prologue:
@@ -1207,6 +1217,29 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
     lines.append(f"    {name}_kernel[grid]({', '.join(launch)})")
     lines.append(f"    return {', '.join(outputs)}")
     return lines
+
+
+#: the host's check of the tensors a caller passes as `out` (the kernel stores row-major)
+_WRITTEN_INTO = [
+    "def _written_into(out, results, device, inputs):",
+    '    """`out` as the tensors the results are written to: one a result, each of its (shape, '
+    'dtype),',
+    "    on `device`, row-major and sharing no memory with an input (the kernel may read an "
+    'input\n    after it wrote a block); ValueError otherwise."""',
+    "    if not isinstance(out, (tuple, list)) or len(out) != len(results):",
+    '        raise ValueError(f"out: expected a tuple of {len(results)} tensor(s), got "',
+    '                         f"{type(out).__name__}")',
+    "    for n, (t, (shape, dtype)) in enumerate(zip(out, results)):",
+    "        if tuple(t.shape) != shape or t.dtype != dtype or t.device != device:",
+    '            raise ValueError(f"out[{n}]: expected a {shape} {dtype} tensor on {device}, got "',
+    '                             f"{tuple(t.shape)} {t.dtype} on {t.device}")',
+    "        if not t.is_contiguous():",
+    '            raise ValueError(f"out[{n}]: strides {t.stride()} are not row-major")',
+    "        if any(t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr() "
+    "for x in inputs):",
+    '            raise ValueError(f"out[{n}]: shares memory with an input")',
+    "    return tuple(out)",
+    "", ""]
 
 
 def _folded(kernel: xt.KernelOp) -> int:
@@ -1303,7 +1336,7 @@ _MODULE_NAMES = frozenset({"tl", "triton", "torch", "math", "np", "grid", "num_w
                            "TensorDescriptor",
                            "num_stages", "grf_mode", "block_io", "int64", "device",
                            "_BLOCK_IO", "_block_io", "_needs_int64", "_wide", "prologue",
-                           "autotune_configs"})
+                           "autotune_configs", "out", "_written_into"})
 
 
 def _check_names(kernel: xt.KernelOp, ours: list[str]) -> None:

@@ -2,14 +2,15 @@
 its own host function, and one host function of the program's parameters that runs them (a
 split loop's partials and combine (`tiling.split_loop`) are joined the same way).
 
-    def gemm_sum_scale_k1_staged(in0, in1, in2):
+    def gemm_sum_scale_k1_staged(in0, in1, in2, *, out=None):
         t = gemm_sum_scale_k1_stage1_rows(in1)           # the producer writes the cut value
-        return gemm_sum_scale_k1_stage2_rows_k(in0, in2, t)
+        return gemm_sum_scale_k1_stage2_rows_k(in0, in2, t, out=out)
 
 Each stage's module is the emitter's own (`emit.emit_triton`), launch settings as its host
 function's defaults; the modules are joined with each top-level definition kept once (the
 emitter's helpers and tables are the same text in both) and without `autotune_configs()`,
-whose keywords are one kernel's. The joined module takes no launch keywords.
+whose keywords are one kernel's. The joined module takes no launch keywords but `out` (the
+consumer's).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ def staged_module(split: Split, parts: Sequence[EmittedModule]) -> EmittedModule
            f'`{name}` runs both (Triton 3.6; Intel XPU and NVIDIA)."""']
     kept = f", in {split.dtype} ({split.widened})" if split.widened else ""
     host = [
-        f"def {name}({', '.join(params)}):",
+        f"def {name}({', '.join([*params, '*', 'out=None'])}):",
         f'    """Run @{split.function} as two launches on torch tensors: `t` is {split.value}'
-        f' in memory{kept}."""',
+        f' in memory{kept};\n    `out`: the tensors the results are written to (None: new '
+        'ones)."""',
         f"    t = {producer.name}({first})",
-        f"    return {consumer.name}({second})"]
+        f"    return {consumer.name}({second}, out=out)"]
     return _joined(name, doc, parts, host)
 
 
@@ -57,18 +59,18 @@ def split_loop_module(function: str, params: int, parts: Sequence[EmittedModule]
     `<function>_split`."""
     partials, combine = parts
     name = f"{function}_split"
-    args = ", ".join(f"in{n}" for n in range(params))
+    inputs = [f"in{n}" for n in range(params)]
     doc = [f'"""Triton kernels emitted by Axon from @{function}, its loop split across '
            "programs:",
            f"@{partials.name} writes each stretch's running max and sums, @{combine.name} "
            "combines them,",
            f'`{name}` runs both (Triton 3.6; Intel XPU and NVIDIA)."""']
     host = [
-        f"def {name}({args}):",
+        f"def {name}({', '.join([*inputs, '*', 'out=None'])}):",
         f'    """Run @{function} as two launches on torch tensors: the partials, then their '
-        'combine."""',
-        f"    partials = {partials.name}({args})",
-        f"    return {combine.name}(*partials)"]
+        'combine;\n    `out`: the tensors the results are written to (None: new ones)."""',
+        f"    partials = {partials.name}({', '.join(inputs)})",
+        f"    return {combine.name}(*partials, out=out)"]
     return _joined(name, doc, parts, host)
 
 

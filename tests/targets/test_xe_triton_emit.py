@@ -113,6 +113,32 @@ def test_the_host_function_rejects_a_tensor_of_another_dtype_or_shape() -> None:
             run(x, torch.ones(3, 5))
 
 
+def test_the_host_function_writes_its_result_into_a_checked_out_tensor() -> None:
+    """`out=`: the result written into the caller's tensor, no other allocated; a tensor the
+    kernel cannot store into as it is (strides, dtype, shape) or that an input shares is
+    refused, never written wrong."""
+    func = program("mul")
+    emitted = emit_triton(tiled(func, "blocks"), tile_sizes=BLOCKS)
+    with tempfile.TemporaryDirectory() as scratch:
+        run = getattr(load_module(emitted, Path(scratch)), emitted.name)
+        x, y = torch.rand(5, 7), torch.rand(5, 7)
+        want = run(x, y)
+        out = torch.full((5, 7), -1.0)
+        assert run(x, y, out=(out,)) is out
+        torch.testing.assert_close(out, want)
+        refused = {"are not row-major": torch.empty(7, 5).t(),
+                   "expected a \\(5, 7\\) torch.float32 tensor on cpu, got \\(5, 7\\) "
+                   "torch.bfloat16": torch.empty(5, 7, dtype=torch.bfloat16),
+                   "got \\(5, 8\\)": torch.empty(5, 8),
+                   "shares memory with an input": x}
+        for why, bad in refused.items():
+            with pytest.raises(ValueError, match=why):
+                run(x, y, out=(bad,))
+        with pytest.raises(ValueError, match="expected a tuple of 1 tensor"):
+            run(x, y, out=out)
+        torch.testing.assert_close(out, want)  # a refused call wrote nothing
+
+
 @pytest.mark.parametrize(("power", "text"), [(3, "x ** 3"), (-2, "x ** -2"),
                                              (1.5, "x ** 1.5")])
 def test_integer_powers_hold_for_negative_values(power: float, text: str) -> None:

@@ -164,6 +164,9 @@ def test_a_staged_candidate_sums_w_once_and_passes_the_cascade() -> None:
     run = _load(module.text.replace("bfloat16", "float32"), module.name)
     x, w, s = torch.rand(5, 7), torch.rand(7, 9), torch.tensor(1.5)
     torch.testing.assert_close(run(x, w, s), (x @ w.sum(1)) * s, rtol=1e-5, atol=1e-5)
+    out = torch.empty(5)  # the consumer's result written into the caller's tensor
+    assert run(x, w, s, out=(out,)) is out
+    torch.testing.assert_close(out, (x @ w.sum(1)) * s, rtol=1e-5, atol=1e-5)
 
 
 def test_a_staged_plan_pairs_the_kb_launches_where_the_cost_model_ties() -> None:
