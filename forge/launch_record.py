@@ -5,6 +5,7 @@ kernel's launch `kernel[grid](...)` intercepted.
     record = record_launches(KernelFile.read(kernel), kernel, problem)   # problem's own sizes
     launch = record.at(site)            # the first launch from this site, or None
     launch.size("N"), launch.size("G0"), launch.dtype("x_ptr")           # 4096, 4096, "bf16"
+    launch.tensor("y_ptr")          # TensorArg: shape, strides, dtype, storage
 
 The raised path (`raised_path.py`) prices its selection at these sizes and selects in these
 dtypes: the text has neither (a size is a host expression such as `M * N`, a dtype is whatever
@@ -13,9 +14,10 @@ and the kernel file too (it imports Triton); `Model` and `ModelNew` are built an
 drawn under `torch.device("meta")`, so no data is made (a problem's inputs can be gigabytes)
 and no kernel runs: each launched kernel's module global is replaced by a recorder that binds
 the launch's arguments to the kernel's parameters, as Triton does, and keeps the integers and
-each tensor's shape, strides and dtype. Host code that needs real data (`.item()`, a
-data-dependent shape) fails on meta: the record then holds the error and no launch, and the
-caller falls back to its own rule.
+each tensor's shape, strides, dtype and storage (whether a result is written into the user's
+buffer directly depends on its layout and on its sharing no memory with an input). Host code
+that needs real data (`.item()`, a data-dependent shape) fails on meta: the record then holds
+the error and no launch, and the caller falls back to its own rule.
 """
 
 from __future__ import annotations
@@ -45,12 +47,14 @@ _loaded = itertools.count()
 
 @dataclass(frozen=True)
 class TensorArg:
-    """A tensor a launch passed: its shape, strides (in elements) and dtype (Axon's name, such as
-    "bf16", or torch's for a dtype Axon does not name)."""
+    """A tensor a launch passed: its shape, strides (in elements), dtype (Axon's name, such as
+    "bf16", or torch's for a dtype Axon does not name) and storage (a number of the record's:
+    tensors with one storage, views of one buffer, have the same)."""
 
     shape: tuple[int, ...]
     strides: tuple[int, ...]
     dtype: str
+    storage: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,13 @@ class RecordedLaunch:
 
     def dtype(self, param: str) -> str | None:
         """The dtype of the tensor bound to `param`, or None for a non-tensor."""
+        tensor = self.tensor(param)
+        return tensor.dtype if tensor is not None else None
+
+    def tensor(self, param: str) -> TensorArg | None:
+        """The tensor bound to `param`, or None for a non-tensor."""
         value = self.args.get(param)
-        return value.dtype if isinstance(value, TensorArg) else None
+        return value if isinstance(value, TensorArg) else None
 
 
 @dataclass
@@ -102,11 +111,12 @@ class _Recorder:
     """Stands for a Triton kernel: `recorder[grid](*args, **kwargs)` records the launch."""
 
     def __init__(self, name: str, params: list[str], filename: str,
-                 out: list[RecordedLaunch]) -> None:
+                 out: list[RecordedLaunch], storages: dict[int, int]) -> None:
         self.name = name
         self.params = params
         self.filename = filename
         self.out = out
+        self.storages = storages
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         def launch(*args: Any, **kwargs: Any) -> None:
@@ -114,7 +124,8 @@ class _Recorder:
             bound.update({k: v for k, v in kwargs.items() if k in self.params})
             self.out.append(RecordedLaunch(self.name, self._host_line(sys._getframe(1)),
                                            _grid(grid, {**kwargs, **bound}),
-                                           {k: _argument(v) for k, v in bound.items()}))
+                                           {k: _argument(v, self.storages)
+                                            for k, v in bound.items()}))
         return launch
 
     def _host_line(self, frame: FrameType | None) -> int:
@@ -124,10 +135,15 @@ class _Recorder:
         return frame.f_lineno if frame is not None else 0
 
 
-def _argument(value: Any) -> int | float | bool | TensorArg | None:
+def _argument(value: Any, storages: dict[int, int]) -> int | float | bool | TensorArg | None:
+    """A launch argument as recorded; `storages` numbers the storages met so far (a meta tensor
+    has no address: its storage's C object, alive while the forward holds the tensor, is what
+    views of one buffer share; a freed buffer's reused one merges two storages, never splits
+    one)."""
     if isinstance(value, torch.Tensor):
+        storage = storages.setdefault(value.untyped_storage()._cdata, len(storages))
         return TensorArg(tuple(value.shape), tuple(value.stride()),
-                         _DTYPE_NAMES.get(value.dtype, str(value.dtype)))
+                         _DTYPE_NAMES.get(value.dtype, str(value.dtype)), storage)
     if isinstance(value, (bool, int, float)):
         return value
     return None
@@ -158,13 +174,14 @@ def record_launches(file: KernelFile, kernel_path: Path, problem_path: Path,
         record.sizes = {k: v for k, v in vars(problem).items() if not k.startswith("_")
                         and isinstance(v, int) and not isinstance(v, bool)}
         kernels = load_file(kernel_path, f"axon_forge_kernel_record_{next(_loaded)}")
+        storages: dict[int, int] = {}
         for site in file.module.launches:
             statement = _statement_lines(file, site)
             record.sites[(site.kernel, site.loc[0])] = statement
             if site.kernel in file.module.kernels:
                 params = [p.name for p in file.module.kernels[site.kernel].params]
                 setattr(kernels, site.kernel, _Recorder(site.kernel, params, str(kernel_path),
-                                                        record.launches))
+                                                        record.launches, storages))
         with torch.device("meta"), torch.no_grad():
             model = kernels.ModelNew(*problem.get_init_inputs()).to(problem.dtype)
             model(*problem.get_inputs())

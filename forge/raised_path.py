@@ -22,16 +22,25 @@ sizes (`launch_record.py`: the kernel file's `ModelNew` run on meta tensors, eac
 intercepted) and the selection prices each size symbol at the value its launch passes (13's
 flat add at `n_elements = 16777216`); a symbol no launch gives (host code that cannot run on
 meta) is priced at `SIZE`, and the notes say so. The raise reads every pointer as float32
-(`raise_xt`); where every tensor a kernel (or a fused host function) reads and writes has one
-dtype, bf16 or f16, the `ax` function is selected in that dtype (float parameters stay float32;
-the Triton target's kernels load bf16 and compute in float32), and its launch passes the user's
-tensors as they are. Elsewhere (mixed dtypes, such as 08's bf16 GEMM writing a float32 buffer)
-it is selected in float32 and a narrower input is widened at the call (`.float()`, an extra
-pass over it). Two modules come out: `device_source`, Axon's kernels in those dtypes (what a GPU
-runs), and `source`, what the cascade checked: on the CPU interpreter, whose bf16 `tl.dot` is
-wrong, each kernel's float32 twin with every input widened (on a GPU the two are one). The
-result is copied into the user's output view (one pass over it: the emitted host function
-allocates its results and takes no `out=`).
+(`raise_xt`); where every tensor a kernel (or a fused host function) reads has one dtype, bf16
+or f16, the `ax` function is selected in that dtype (float parameters stay float32; the Triton
+target's kernels load bf16 and compute in float32), and its launch passes the user's tensors
+as they are. Elsewhere (inputs of mixed dtypes) it is selected in float32 and a narrower input
+is widened at the call (`.float()`, an extra pass over it). Each result is then cast to the
+dtype of the user's output (`with_result_dtypes`: 08's bf16 GEMM writing a float32 buffer is a
+bf16 `tl.dot` whose float32 accumulator is stored as it is; a row kernel reading that buffer
+and writing bf16 rounds at its store). Two modules come out: `device_source`, Axon's kernels in
+those dtypes (what a GPU runs), and `source`, what the cascade checked: on the CPU
+interpreter, whose bf16 `tl.dot` is wrong, each kernel's float32 twin with every input widened
+(on a GPU the two are one).
+
+Outputs: the host function writes its results into the user's output views (`out=`) where
+the launch recorded at the problem's sizes shows each view row-major, in the result's dtype
+and sharing no memory with a tensor the kernel reads (the host checks the same at every call:
+ValueError, never a wrong write); otherwise the results are new tensors copied into the views,
+one more pass over the output (`copy_reason` says why, in the selection's line). The twin
+module decides the same for its float32 results (the views qualify where the problem's
+outputs are float32; the cascade's float32 run exercises the `out=` call there).
 """
 
 from __future__ import annotations
@@ -42,13 +51,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
+from axon.dialects.ax import CastOp, TensorType
+from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.intexpr import IntExpr
 from axon.forge.cascade import ForgeCascade
 from axon.forge.driver import CheckOutcome
 from axon.forge.fuse_raised import FusedHost, fuse_host
-from axon.forge.launch_record import LaunchRecord, record_launches
+from axon.forge.launch_record import LaunchRecord, RecordedLaunch, TensorArg, record_launches
 from axon.forge.source import (
     Edit,
     KernelFile,
@@ -74,8 +86,8 @@ from axon.targets.xe_triton.select import (
     select_kernel,
 )
 
-__all__ = ["KernelRaise", "RaisedResult", "assumption_error", "forge_raised",
-           "launch_replacement", "raise_file", "retyped_to"]
+__all__ = ["KernelRaise", "RaisedResult", "assumption_error", "copy_reason", "forge_raised",
+           "launch_replacement", "raise_file", "retyped_to", "with_result_dtypes"]
 
 #: the size a symbol is priced at in the selection where no recorded launch gives its value
 SIZE = 4096
@@ -221,20 +233,107 @@ def retyped_to(func: FuncOp, dtype: str) -> tuple[FuncOp, str]:
     return _parse(narrow, dtype), dtype
 
 
+def with_result_dtypes(func: FuncOp, dtypes: Sequence[str]) -> FuncOp:
+    """`func` with each result cast to its dtype of `dtypes` where it has another (an `ax.cast`
+    before the return). The Triton target computes blocks in float32 and converts at the store
+    (`lower.COMPUTE_DTYPE`), so a bf16 matmul's result cast to float32 is its float32
+    accumulator stored as it is, never rounded to bf16 first (a staged plan keeps a reduction
+    feeding arithmetic in float32 in memory too, `tiling.split.intermediate_dtype`). NotRaised
+    where the casts do not verify."""
+    clone = func.clone()
+    (ret,) = [op for op in clone.body.block.ops if isinstance(op, ReturnOp)]
+    values = []
+    try:
+        for value, dtype in zip(ret.operands, dtypes, strict=True):
+            assert isinstance(value.type, TensorType)
+            if value.type.dtype == dtype:
+                values.append(value)
+                continue
+            cast = CastOp.make([value], dtype=dtype)
+            clone.body.block.insert_op_before(cast, ret)
+            values.append(cast.results[0])
+        ret.operands = values
+        clone.update_function_type()
+        clone.verify()
+    except (ShapeError, VerifyException, DiagnosticException) as err:
+        raise NotRaised(f"the results cast to {', '.join(dtypes)} do not verify: {err}") from None
+    return clone
+
+
 def _one_dtype(dtypes: Sequence[str | None]) -> str | None:
     """The dtype all of `dtypes` are, where it is one of NARROW_DTYPES; else None."""
     first = dtypes[0] if dtypes else None
     return first if first in NARROW_DTYPES and all(d == first for d in dtypes) else None
 
 
+def _row_major(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether a view of `sizes` and `strides` is row-major (a dim of size 1 has any stride)."""
+    step = 1
+    for size, stride in zip(reversed(sizes), reversed(strides), strict=True):
+        if size != 1 and stride != step:
+            return False
+        step *= size
+    return True
+
+
+def copy_reason(record: LaunchRecord, kernel: KernelRaise, site: LaunchSite, param: str,
+                 dtype: str, reads: Sequence[tuple[LaunchSite, str]]) -> str:
+    """Why the user's view of the output `param` of `kernel` at `site` cannot take the host
+    function's result of `dtype` as it is written (`out=`), from the launch recorded at the
+    problem's sizes: no record, another dtype, a layout that is not row-major, memory shared
+    with a tensor of `reads` (launch, parameter); "" where it can."""
+    launch = record.at(site)
+    tensor = launch.tensor(param) if launch is not None else None
+    if launch is None or tensor is None:
+        return "no launch recorded at the problem's sizes"
+    if tensor.dtype != dtype:
+        return f"it is {tensor.dtype}, the result {dtype}"
+    strides, sizes = kernel.tensors[param]
+    size_values = [launch.size(d.as_symbol) if d.as_symbol else None for d in sizes]
+    stride_values = [1 if s is None else _int(launch, s) for s in strides]
+    if any(v is None for v in [*size_values, *stride_values]):
+        return "its view's sizes or strides are not recorded"
+    if not _row_major(size_values, stride_values):  # type: ignore[arg-type]
+        return (f"its view (sizes {tuple(size_values)}, strides {tuple(stride_values)}) is not "
+                "row-major")
+    shared = [p for s, p in reads
+              if (t := _tensor(record, s, p)) is not None and t.storage == tensor.storage]
+    if shared:
+        return f"it shares memory with {', '.join(shared)}, which the kernel reads"
+    return ""
+
+
+def _int(launch: RecordedLaunch, param: str) -> int | None:
+    value = launch.args.get(param)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _tensor(record: LaunchRecord, site: LaunchSite, param: str) -> TensorArg | None:
+    launch = record.at(site)
+    return launch.tensor(param) if launch is not None else None
+
+
+def _call(host: str, inputs: Sequence[str], keywords: str, outputs: Sequence[str],
+          direct: bool, indent: str) -> str:
+    """The statements calling `host`: its results written into the views `outputs` (`direct`),
+    or new tensors copied into them."""
+    if direct:
+        lines = [f"{host}({', '.join(inputs)}{keywords}, out=({', '.join(outputs)},))"]
+    else:
+        names = [f"_axon_out{k}" for k in range(len(outputs))]
+        lines = [f"{', '.join(names)} = {host}({', '.join(inputs)}{keywords})"]
+        lines += [f"{view}.copy_({name})" for view, name in zip(outputs, names, strict=True)]
+    return "\n".join(indent + line for line in lines) + "\n"
+
+
 def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
                        kwargs: Mapping[str, object], indent: str, *, widen: bool = True,
-                       scalar_dtype: str = "f32") -> str:
+                       scalar_dtype: str = "f32", direct: bool = False) -> str:
     """The statements replacing the launch `site`: the host function `host` called on the
-    user's tensors seen as the raised kernel's, its results copied into the user's outputs.
-    `widen`: the host function takes float32 (each input `.float()`, the tensor itself when it
-    is float32); otherwise it takes the user's tensors as they are. Float parameters are
-    one-element tensors of `scalar_dtype`."""
+    user's tensors seen as the raised kernel's, its results written into the user's outputs
+    (`direct`: passed as `out`) or copied into them. `widen`: the host function takes float32
+    (each input `.float()`, the tensor itself when it is float32); otherwise it takes the
+    user's tensors as they are. Float parameters are one-element tensors of `scalar_dtype`."""
     grid_names = {f"G{k}": f"({text})" for k, text in enumerate(site.grid_dims)}
 
     def view(param: str, read: bool = False) -> str:
@@ -260,12 +359,8 @@ def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
                 f"({', '.join(stride_texts)},)){'.float()' if read and widen else ''}")
 
     keywords = "".join(f", {k}={v!r}" for k, v in kwargs.items())
-    outs = [f"_axon_out{k}" for k in range(len(kernel.outputs))]
-    lines = [f"{', '.join(outs)} = {host}({', '.join(view(p, read=True) for p in kernel.inputs)}"
-             f"{keywords})"]
-    for name, param in zip(outs, kernel.outputs, strict=True):
-        lines.append(f"{view(param)}.copy_({name})")
-    return "\n".join(indent + line for line in lines) + "\n"
+    return _call(host, [view(p, read=True) for p in kernel.inputs], keywords,
+                 [view(p) for p in kernel.outputs], direct, indent)
 
 
 def _launch_statements(file: KernelFile, kernel: str) -> list[ast.stmt]:
@@ -280,14 +375,17 @@ def _launch_statements(file: KernelFile, kernel: str) -> list[ast.stmt]:
 
 @dataclass
 class _Picked:
-    """A selection's outcome: the host function, the chosen candidate, and how the call passes
-    tensors (`narrow`: as they are, in the dtype the kernel was selected in; else widened) and
-    float parameters (`scalar_dtype`)."""
+    """A selection's outcome: the host function, the chosen candidate, how the call passes
+    tensors (`widen`: each input `.float()`; else as they are, in the dtype the kernel was
+    selected in) and float parameters (`scalar_dtype`), the dtype of each result, and the
+    selection's line (its outputs' handling is added where the launches are replaced)."""
 
     host: str
     chosen: Candidate
-    narrow: bool
+    widen: bool
     scalar_dtype: str
+    results: list[str]
+    line: str
 
 
 def forge_raised(path: Path, problem: Path, device: Device,
@@ -324,10 +422,12 @@ def forge_raised(path: Path, problem: Path, device: Device,
     ours: set[str] = set()  # Axon's shared helpers (`_wide`, ...) may repeat across kernels
 
     def select(func: FuncOp, name: str, bound: Mapping[str, int | None],
-               dtypes: Sequence[str | None]) -> _Picked | None:
-        """Axon's kernel for `func`, priced at the recorded sizes `bound` (`SIZE` where None)
-        and selected in the one dtype of `dtypes` where they have one; None (with a note)
-        where the selection or the names fail."""
+               input_dtypes: Sequence[str | None],
+               output_dtypes: Sequence[str | None]) -> _Picked | None:
+        """Axon's kernel for `func`, priced at the recorded sizes `bound` (`SIZE` where None),
+        selected in the one dtype of `input_dtypes` where they have one, each result cast to
+        its dtype of `output_dtypes` (a float dtype; else the function's own); None (with a
+        note) where the selection or the names fail."""
         symbols = sorted({s for t in func.function_type.inputs.data
                           for d in t.shape for s in d.symbols()})  # type: ignore[attr-defined]
         unbound = [s for s in symbols if bound.get(s) is None]
@@ -335,7 +435,7 @@ def forge_raised(path: Path, problem: Path, device: Device,
             result.notes.append(f"{name}: no recorded launch gives {', '.join(unbound)}: "
                                 f"priced at {SIZE}")
         priced = {s: bound.get(s) or SIZE for s in symbols}
-        dtype = _one_dtype(dtypes)
+        dtype = _one_dtype(input_dtypes)
         scalar_dtype = "f32"
         if dtype is not None:
             try:
@@ -343,6 +443,15 @@ def forge_raised(path: Path, problem: Path, device: Device,
             except NotRaised as err:
                 result.notes.append(f"{name}: selected in float32: {err}")
                 dtype = None
+        own = dtype or "f32"
+        results = [d if d in _TORCH_DTYPES else own for d in output_dtypes]
+        if any(d != own for d in results):
+            try:
+                func = with_result_dtypes(func, results)
+            except NotRaised as err:
+                result.notes.append(f"{name}: results in {own}: {err}")
+                results = [own] * len(results)
+        widen = dtype is None and any(d != "f32" for d in input_dtypes)
         options = SelectOptions(profile=device.name, sizes=priced,
                                 max_candidates=max_candidates, time_on_gpu=gpu)
         try:
@@ -369,12 +478,24 @@ def forge_raised(path: Path, problem: Path, device: Device,
                   f"({chosen.launch()}) ----\n")
         device_texts.append(header + without_docstring(emitted.text).rstrip() + "\n")
         check_texts.append(header + without_docstring(twin).rstrip() + "\n")
+        cast = (f", result{'s' if len(results) > 1 else ''} in {', '.join(results)}"
+                if any(d != own for d in results) else "")
         line = (f"{name}: {chosen.tiling} ({chosen.launch()}) selected at "
                 + ", ".join(f"{s}={v}" for s, v in priced.items())
-                + f" in {dtype or 'f32'}" + ("" if dtype else " (inputs widened)"))
+                + f" in {own}" + (" (inputs widened)" if widen else "") + cast)
+        return _Picked(emitted.name, chosen, widen, scalar_dtype, results, line)
+
+    def outputs_line(picked: _Picked, writes: Sequence[Sequence[tuple[str, str]]]) -> bool:
+        """The selection's line with how each launch's outputs (parameter, why a copy; ""
+        where written directly) are written, recorded and said; whether the device module
+        writes them all directly."""
+        parts = dict.fromkeys(
+            f"{param} written directly (out=)" if not why else f"{param} copied ({why})"
+            for site in writes for param, why in site)
+        line = picked.line + "; " + "; ".join(parts)
         result.selected.append(line)
         say(line)
-        return _Picked(emitted.name, chosen, dtype is not None, scalar_dtype)
+        return all(not why for site in writes for _, why in site)
 
     def replace(statements: Sequence[ast.stmt], texts: Callable[[bool], str]) -> None:
         """The launch statements replaced: the last by `texts(device)`, the others removed
@@ -396,13 +517,13 @@ def forge_raised(path: Path, problem: Path, device: Device,
                     result.notes.append(f"{host}(): the launches are not fused: {err}")
                 continue
             say(f"{host}(): {', '.join(fused.kernels)} composed into one ax program")
-            bound = [(site, param) for site, param in [*fused.input_params,
-                                                       *fused.output_params]
+            reads = [(site, param) for site, param in fused.input_params
                      if param not in by_name[site.kernel].scalars]
             picked = select(fused.ax, f"{host}_fused",
                             {sym: _size(record, site, own)
                              for sym, (site, own) in fused.symbols.items()},
-                            [_dtype(record, site, param) for site, param in bound])
+                            [_dtype(record, site, param) for site, param in reads],
+                            [_dtype(record, site, param) for site, param in fused.output_params])
             if picked is None:
                 continue
             statements = [st for k in dict.fromkeys(fused.kernels)
@@ -410,21 +531,30 @@ def forge_raised(path: Path, problem: Path, device: Device,
             statements.sort(key=lambda st: st.lineno)
             indent = indent_of(file, statements[-1])
 
+            def fused_copies(dtypes: Sequence[str], fused: FusedHost = fused,
+                       reads: Sequence[tuple[LaunchSite, str]] = reads) -> list[tuple[str, str]]:
+                return [(param, copy_reason(record, by_name[site.kernel], site, param, dtype,
+                                             reads))
+                        for (site, param), dtype in zip(fused.output_params, dtypes,
+                                                        strict=True)]
+
+            direct = outputs_line(picked, [fused_copies(picked.results)])
+            direct_check = direct if gpu else not any(
+                why for _, why in fused_copies(["f32"] * len(picked.results)))
+
             def fused_call(for_device: bool, picked: _Picked = picked,
-                           fused: FusedHost = fused, indent: str = indent) -> str:
-                narrow = for_device and picked.narrow
+                           fused: FusedHost = fused, indent: str = indent,
+                           direct: bool = direct, direct_check: bool = direct_check) -> str:
+                widen = not for_device or picked.widen
                 scalar = _TORCH_DTYPES[picked.scalar_dtype if for_device else "f32"]
                 inputs = [text.replace("dtype=torch.float32", f"dtype={scalar}")
                           if param in by_name[site.kernel].scalars
-                          else text + ("" if narrow else ".float()")
+                          else text + (".float()" if widen else "")
                           for text, (site, param) in zip(fused.inputs, fused.input_params,
                                                          strict=True)]
                 keywords = "".join(f", {k}={v!r}" for k, v in picked.chosen.kwargs.items())
-                outs = [f"_axon_out{j}" for j in range(len(fused.outputs))]
-                lines = [f"{', '.join(outs)} = {picked.host}({', '.join(inputs)}{keywords})"]
-                lines += [f"{view}.copy_({o})" for view, o in zip(fused.outputs, outs,
-                                                                  strict=True)]
-                return "\n".join(indent + line for line in lines) + "\n"
+                return _call(picked.host, inputs, keywords, fused.outputs,
+                             direct if for_device else direct_check, indent)
 
             # at the last launch: every input and output buffer exists by then
             replace(statements, fused_call)
@@ -444,20 +574,34 @@ def forge_raised(path: Path, problem: Path, device: Device,
             if why:
                 raise NotRaised(why)
             symbols = {s for _, dims in k.tensors.values() for d in dims for s in d.symbols()}
-            tensors = [p for p in [*k.inputs, *k.outputs] if p not in k.scalars]
+            tensors = [p for p in k.inputs if p not in k.scalars]
             picked = select(k.raised.ax, k.name,
                             {s: _size(record, sites[0], s) for s in symbols},
-                            [_dtype(record, site, p) for site in sites for p in tensors])
+                            [_dtype(record, site, p) for site in sites for p in tensors],
+                            [_dtype(record, sites[0], p) for p in k.outputs])
             if picked is None:
                 continue
+
+            def copies(site: LaunchSite, dtypes: Sequence[str], k: KernelRaise = k,
+                       tensors: Sequence[str] = tensors) -> list[tuple[str, str]]:
+                reads = [(site, p) for p in tensors]
+                return [(param, copy_reason(record, k, site, param, dtype, reads))
+                        for param, dtype in zip(k.outputs, dtypes, strict=True)]
+
+            outputs_line(picked, [copies(site, picked.results) for site in sites])
             for site, stmt in zip(sites, statements, strict=True):
+                direct = not any(why for _, why in copies(site, picked.results))
+                direct_check = direct if gpu else not any(
+                    why for _, why in copies(site, ["f32"] * len(picked.results)))
+
                 def call(for_device: bool, site: LaunchSite = site, stmt: ast.stmt = stmt,
-                         picked: _Picked = picked, k: KernelRaise = k) -> str:
-                    narrow = for_device and picked.narrow
+                         picked: _Picked = picked, k: KernelRaise = k, direct: bool = direct,
+                         direct_check: bool = direct_check) -> str:
                     return launch_replacement(
                         k, site, picked.host, picked.chosen.kwargs, indent_of(file, stmt),
-                        widen=not narrow,
-                        scalar_dtype=picked.scalar_dtype if for_device else "f32")
+                        widen=not for_device or picked.widen,
+                        scalar_dtype=picked.scalar_dtype if for_device else "f32",
+                        direct=direct if for_device else direct_check)
 
                 replace([stmt], call)
         except NotRaised as err:

@@ -11,11 +11,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from axon.benchmarks.forge.problem_set import check, load_file, load_problem
+from axon.benchmarks.forge.problem_set import PROBLEMS, check, load_file, load_problem
 from axon.forge import raised_path
 from axon.forge.fuse_raised import fuse_host
 from axon.forge.launch_record import record_launches
-from axon.forge.raised_path import SIZE, assumption_error, forge_raised, raise_file
+from axon.forge.raised_path import (
+    SIZE,
+    assumption_error,
+    copy_reason,
+    forge_raised,
+    raise_file,
+)
 from axon.forge.source import KernelFile
 from axon.forge.triton_path import forge_kernel
 from axon.frontend.triton.raise_tile import NotRaised
@@ -27,16 +33,22 @@ from axon.verifier import Proved
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "forge"
 
 
+Asked = dict[str, tuple[list[str], dict[str, int]]]
+
+
 def _asked(monkeypatch: pytest.MonkeyPatch, kernel: Path, name: str,
-           tmp_path: Path) -> tuple[dict[str, tuple[list[str], dict[str, int]]], list[str]]:
+           tmp_path: Path, results: Asked | None = None) -> tuple[Asked, list[str]]:
     """forge_raised on `kernel` with the selection replaced by a spy that fails: per function
-    selected, its input types and the sizes it was asked at; and the result's notes."""
-    asked: dict[str, tuple[list[str], dict[str, int]]] = {}
+    selected, its input types and the sizes it was asked at (into `results`: its result
+    types and options' sizes); and the result's notes."""
+    asked: Asked = {}
 
     def spy(func: object, options: SelectOptions, *args: object, program: str = "",
             **kwargs: object) -> None:
-        types = func.function_type.inputs.data  # type: ignore[attr-defined]
-        asked[program] = ([str(t) for t in types], dict(options.sizes))
+        types = func.function_type  # type: ignore[attr-defined]
+        asked[program] = ([str(t) for t in types.inputs.data], dict(options.sizes))
+        if results is not None:
+            results[program] = ([str(t) for t in types.outputs.data], dict(options.sizes))
         raise SelectionError("the spy selects nothing")
 
     monkeypatch.setattr(raised_path, "select_kernel", spy)
@@ -97,6 +109,20 @@ def test_the_selection_is_asked_at_the_recorded_sizes_in_the_tensors_dtype(
                                          {"G0": 4096, "N": 4096})
 
 
+def test_a_bf16_gemm_writing_a_float32_buffer_is_selected_in_bf16_with_a_float32_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """08's GEMM reads bf16 and writes the float32 buffer `z` the user allocated: its inputs
+    stay bf16 (a bf16 `tl.dot`, no `.float()`), its result is cast to float32; the row sum
+    reading `z` is float32 with a bf16 result, as the user's `y`."""
+    name = "08_gemm_sum_scale"
+    results: Asked = {}
+    asked, _ = _asked(monkeypatch, ROOT / "kernels" / f"{name}.py", name, tmp_path, results)
+    assert asked["linear_kernel"][0] == ["bf16[M, K]", "bf16[K, N]", "bf16[N]"]
+    assert results["linear_kernel"][0] == ["f32[M, N]"]
+    assert asked["row_sum_scale_kernel"][0] == ["f32[G0, N]", "f32[1]"]
+    assert results["row_sum_scale_kernel"][0] == ["bf16[G0]"]
+
+
 def test_host_code_that_cannot_run_on_meta_falls_back_to_the_priced_size(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     name = "12_rmsnorm"
@@ -130,18 +156,24 @@ def test_the_raised_log_softmax_replaces_the_launch_and_matches_the_original(
     assert result.outcome is not None and result.outcome.passed, result.report_lines()
     problem = load_problem(name)
     (selected,) = result.selected
-    assert selected.endswith(f"selected at G0={problem.batch_size}, N={problem.dim} in bf16")
+    assert selected.endswith(f"selected at G0={problem.batch_size}, N={problem.dim} in bf16; "
+                             "y_ptr written directly (out=)")
     view = "torch.as_strided(x, ((M), N,), (x.stride(0), 1,))"
+    out = "torch.as_strided(y, ((M), N,), (y.stride(0), 1,))"
     assert f"{view}.float()" in result.source
     assert "log_softmax_kernel[(M,)]" not in result.source  # the user's launch is gone
     assert "class ModelNew(nn.Module)" in result.source  # the user's module otherwise
-    # for the GPU: no widening, the kernel takes bf16 and writes bf16
+    # for the GPU: no widening, the kernel takes bf16 and writes bf16 into the user's y
     device = result.device_source
     assert f"{view}," in device and ".float()" not in device
+    assert f"out=({out},))" in device and ".copy_(" not in device
     assert "in0.dtype != torch.bfloat16" in device and "in0.dtype != torch.float32" in \
         result.source
+    # the float32 twin's result is not y's bf16: copied (narrowed) into it
+    assert f"{out}.copy_(_axon_out0)" in result.source
     # the checked module at the problem's bf16: its inputs widened, its result narrowed into
-    # the user's output; the bf16 module itself (no tl.dot: the interpreter computes it right)
+    # the user's output; the bf16 module itself writing into y (no tl.dot: the interpreter
+    # computes it right)
     for n, text in enumerate((result.source, device)):
         forged = tmp_path / f"forged_{n}.py"
         forged.write_text(text)
@@ -205,3 +237,109 @@ def test_a_launch_that_may_break_the_raises_assumption_is_not_replaced() -> None
     assert assumption_error(kernel, site) == (
         "the raise assumes BLOCK_N >= N (the block holds the dim whole); the launch at line 32 "
         "passes BLOCK_N='64', not triton.next_power_of_2(N)")
+
+
+def test_a_float32_problems_output_is_written_directly_through_the_cascade(
+        tmp_path: Path) -> None:
+    """15 is float32: the twin the cascade runs is the kernel itself, its result written into
+    the user's y (`out=`, no copy), and it matches the original."""
+    name = "15_l2_normalize"
+    executor = make_executor("local")
+    try:
+        result = forge_raised(ROOT / "kernels" / f"{name}.py", ROOT / "problems" / f"{name}.py",
+                              load_device("h200"), [{"batch_size": 9, "dim": 70}], executor,
+                              gpu=False, scratch=tmp_path, max_candidates=1)
+    finally:
+        executor.close()
+    assert result.outcome is not None and result.outcome.passed, result.report_lines()
+    (selected,) = result.selected
+    assert selected.endswith("in f32; y_ptr written directly (out=)")
+    out = "out=(torch.as_strided(y, ((M), N,), (y.stride(0), 1,)),))"
+    for text in (result.source, result.device_source):
+        assert out in text and ".copy_(" not in text
+
+
+def test_an_output_view_that_is_not_row_major_keeps_the_copy(tmp_path: Path) -> None:
+    """17 writing into the first N columns of a wider buffer: Axon's kernel stores row-major,
+    so its result is copied into that view, and the module still matches the original."""
+    name = "17_log_softmax"
+    text = (ROOT / "kernels" / f"{name}.py").read_text()
+    padded = text.replace("y = torch.empty_like(x)",
+                          "y = torch.empty((M, N + 3), dtype=x.dtype, device=x.device)[:, :N]")
+    assert padded != text
+    kernel = tmp_path / f"{name}.py"
+    kernel.write_text(padded)
+    executor = make_executor("local")
+    try:
+        result = forge_raised(kernel, ROOT / "problems" / f"{name}.py", load_device("h200"),
+                              [{"batch_size": 9, "dim": 33}], executor, gpu=False,
+                              scratch=tmp_path, max_candidates=1)
+    finally:
+        executor.close()
+    assert result.outcome is not None and result.outcome.passed, result.report_lines()
+    (selected,) = result.selected
+    assert selected.endswith("y_ptr copied (its view (sizes (4096, 8192), strides (8195, 1)) "
+                             "is not row-major)")
+    for module in (result.source, result.device_source):
+        assert "out=(" not in module
+        assert "torch.as_strided(y, ((M), N,), (y.stride(0), 1,)).copy_(_axon_out0)" in module
+
+
+@pytest.mark.parametrize(("allocation", "why"), [
+    ("y = torch.empty_like(x, dtype=torch.float64)", "it is torch.float64, the result f32"),
+    ("y = x", "it shares memory with x_ptr, which the kernel reads")])
+def test_an_output_of_another_dtype_or_sharing_an_input_keeps_the_copy(
+        tmp_path: Path, allocation: str, why: str) -> None:
+    """The recorded launch decides: an output of a dtype Axon's kernel does not write, or one
+    that is an input's memory (Axon's kernel may read a block after writing it), is copied."""
+    name = "15_l2_normalize"
+    text = (ROOT / "kernels" / f"{name}.py").read_text()
+    changed = text.replace("y = torch.empty_like(x)", allocation)
+    assert changed != text
+    kernel = tmp_path / f"{name}.py"
+    kernel.write_text(changed)
+    file = KernelFile.read(kernel)
+    (raised,) = raise_file(file)
+    (site,) = file.kernel_launches(raised.name)
+    record = record_launches(file, kernel, ROOT / "problems" / f"{name}.py")
+    reads = [(site, "x_ptr")]
+    assert copy_reason(record, raised, site, "y_ptr", "f32", reads) == why
+    plain = record_launches(KernelFile.read(ROOT / "kernels" / f"{name}.py"),
+                            ROOT / "kernels" / f"{name}.py", ROOT / "problems" / f"{name}.py")
+    assert copy_reason(plain, raised, site, "y_ptr", "f32", reads) == ""
+
+
+def test_the_bf16_gemm_into_a_float32_buffer_is_a_bf16_dot_stored_as_it_accumulates(
+        tmp_path: Path) -> None:
+    """08 through the raised path: the device module's GEMM takes bf16 (no `.float()`), runs a
+    bf16 `tl.dot` accumulating in float32 and stores the accumulator into the user's float32 z
+    without a bf16 rounding between; the float32 twin the CPU checks (the interpreter's bf16
+    `tl.dot` is wrong) matches the original, at the problem's bf16 too."""
+    name = "08_gemm_sum_scale"
+    small = PROBLEMS[name].small_sizes
+    executor = make_executor("local")
+    try:
+        result = forge_raised(ROOT / "kernels" / f"{name}.py", ROOT / "problems" / f"{name}.py",
+                              load_device("h200"), [small], executor, gpu=False,
+                              scratch=tmp_path, max_candidates=1,
+                              atol_scale=PROBLEMS[name].atol_scale)
+    finally:
+        executor.close()
+    assert result.outcome is not None and result.outcome.passed, result.report_lines()
+    linear, row_sum = result.selected
+    assert "in bf16, result in f32; z_ptr written directly (out=)" in linear
+    assert "in f32, result in bf16; y_ptr written directly (out=)" in row_sum
+    device = result.device_source
+    assert "torch.as_strided(x, (M, K,), (x.stride(0), x.stride(1),))," in device
+    assert ".float()" not in device and ".copy_(" not in device
+    assert "out=(torch.as_strided(z, (M, N,), (z.stride(0), z.stride(1),)),))" in device
+    gemm = device.split("# ---- Axon: linear_kernel")[1].split("# ---- Axon:")[0]
+    kernel, host = gemm.split("def _block_io")
+    assert "tl.dot(" in kernel and "tl.bfloat16" not in kernel  # stored as accumulated
+    assert "in0.dtype != torch.bfloat16" in host and "in1.dtype != torch.bfloat16" in host
+    assert "_written_into(out, [((M, N), torch.float32)]" in host
+    module = tmp_path / "forged_twin.py"
+    module.write_text(result.source)
+    checked = check(name, dict(small), dtype=torch.bfloat16,
+                    kernel=load_file(module, "forged_gemm_sum_scale"))
+    assert checked.passed and checked.dtype == torch.bfloat16, checked.message
