@@ -19,10 +19,16 @@ from axon.dialects.ax import TensorType
 from axon.dialects.tile import ForOp
 from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki, written_in_place
+from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import kernel_of
 from axon.targets.nki.narrow import narrowed, narrowing_dtype
 from axon.targets.nki.schedule import scheduled
-from axon.targets.nki.select import choose_kernel
+from axon.targets.nki.select import KernelRunner, choose_kernel
+from axon.targets.nki.simulator.errors import KernelError
+from axon.targets.profiles import load_profile
+from axon.tiling.kernels import tile_function, tilings
+from axon.tiling.profiles import kernel_constraints, tile_spaces
+from axon.tiling.specialize import specialized
 
 from .test_nki_schedule import close, kernel, program, run
 
@@ -176,3 +182,53 @@ def test_the_selection_prices_the_other_ways_and_takes_the_cheapest(tmp_path: Pa
     assert plain.latency_s is not None and chosen.latency_s < 0.9 * plain.latency_s
     assert "and the best printed 3 other ways" in said[-1]
     assert np.isfinite(chosen.output.astype(np.float64)).all()
+
+
+def _tiled(name: str, kind: str) -> FuncOp:
+    """The `kind` tiling of suite program `name` for Trn2, with the profile's limits assumed."""
+    (tiling,) = [t for t in tilings(program(name)) if t.kind == kind]
+    profile = load_profile("trn2")
+    tiled = tile_function(program(name), tiling, *tile_spaces(profile))
+    kernel_of(tiled).assume_also(kernel_constraints(profile, kernel_of(tiled)))
+    return tiled
+
+
+@pytest.mark.parametrize("sizes", [{"M": 256, "N": 512}, {"M": 128, "N": 128}])
+def test_sizes_that_divide_the_tiles_drop_the_remainder_masks(sizes: dict[str, int],
+                                                              tmp_path: Path) -> None:
+    # softmax's two passes over N in blocks of BK mask the columns past N in every block (five
+    # affine_selects on GpSimd a row block); where BK divides N the masks go, proved under the
+    # facts the kernel then asserts when traced
+    tiled = _tiled("softmax", "rows_multipass")
+    params = {"BM": 128, "BK": 128}
+    special = specialized(tiled, program("softmax"), sizes, params)
+    assert special is not None and special.dropped == 3 and special.proof_id
+    assert special.facts == ("M mod BM == 0", "BM <= M", "N mod BK == 0", "BK <= N")
+    plain = emit_nki(lower_and_fuse(tiled)[0].func, params).text
+    text = emit_nki(lower_and_fuse(special.func)[0].func, params).text
+    assert plain.count("affine_select") == 5 and text.count("affine_select") == 0
+    assert 'assumes N mod BK == 0"' in text and 'assumes BK <= N"' in text
+    inputs = make_inputs(PROGRAMS["softmax"], sizes)
+    out, _ = run(text, tmp_path, inputs)
+    assert close("softmax", sizes, out, inputs)
+    # traced at an N the tiles do not divide, the kernel refuses (its assertion), never computes
+    other = {"M": sizes["M"], "N": sizes["N"] + 1}
+    with pytest.raises(KernelError, match="N mod BK == 0"):
+        KernelRunner("trn2", tmp_path).run(text, make_inputs(PROGRAMS["softmax"], other))
+    # where they do not divide, nothing is specialized
+    assert specialized(tiled, program("softmax"), other, params) is None
+
+
+def test_the_selection_prices_the_kernel_without_masks() -> None:
+    # gqa at sizes its key blocks divide: the best candidate without its masks, and that
+    # printed the other ways, all priced; one of them wins
+    said: list[str] = []
+    chosen = choose_kernel(program("gqa"), "trn2",
+                           {"B": 1, "HKV": 1, "G": 2, "S": 128, "L": 256, "D": 16},
+                           said.append, max_candidates=2)
+    divided = [c for c in chosen.candidates if c.ways.startswith("sizes divide the tiles")]
+    assert len(divided) == 4 and all(c.latency_s is not None for c in divided)
+    assert chosen.ways.startswith("sizes divide the tiles")
+    plain = min(c.latency_s for c in chosen.candidates if c.latency_s is not None
+                and not c.ways)
+    assert chosen.latency_s < 0.95 * plain
