@@ -85,10 +85,11 @@ DIVIDED = "sizes divide the tiles"
 TRANSFORMS: dict[str, Callable[[FuncOp], tuple[FuncOp, int] | None]] = {
     "16-bit intermediates": narrowed, "dependence order": scheduled}
 
-#: the split chain (all ops but the last in one kernel) is a candidate only where the tiling
-#: search of the whole function took at most this many seconds: its first part's search costs
-#: about as much again (ntrans's, of 14 ops, minutes)
-SPLIT_SEARCH_S = 5.0
+#: the split chain (all ops but the last in one kernel) is a candidate only of a function of at
+#: most this many ops: its first part's tiling search costs about as much again as the whole's
+#: (ntrans's, of 15 ops, minutes). A count, not the search's seconds (the rule before), so the
+#: candidates do not depend on how loaded the machine is
+SPLIT_MAX_OPS = 10
 
 #: the header every emitted module starts with (`emit.py`), up to its first kernel
 _IMPORTS = "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n"
@@ -598,9 +599,8 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     result = tile_program(funcs, load_profile(profile), sizes)
     proved = [p for p in result.proved if p.candidates and p.kernel is not None]
     ops = len(op_functions(func))
-    searched = time.perf_counter() - start
-    # the split chain's first part is searched again: only where the whole took little
-    split = split_functions(func) if ops > 1 and searched <= SPLIT_SEARCH_S else None
+    # the split chain's first part is searched again: only where the whole is small
+    split = split_functions(func) if 1 < ops <= SPLIT_MAX_OPS else None
     space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0) + \
         (1 if split is not None else 0)
     chains = " and the unfused chain" if ops > 1 else ""
