@@ -697,7 +697,8 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     best = min(right, key=lambda c: c.latency_s if c.latency_s is not None else float("inf"))
     assert best.module is not None and best.latency_s is not None and best.output is not None
     printed = sum(1 for c in candidates if c.ways)
-    printings = f" (and the best printed {printed} other ways)" if printed else ""
+    printings = (f" (and the best printed {printed} other way{'' if printed == 1 else 's'})"
+                 if printed else "")
     say(f"nki: @{name}: selection: space {space}, pruned {pruned} by the bound "
         f"(--max-candidates {max_candidates}), checked {len(candidates) - printed}{printings}, "
         f"rejected {len(rejected)}{f' ({why})' if rejected else ''}; chosen {best.label}, "

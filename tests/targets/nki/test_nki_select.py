@@ -83,7 +83,7 @@ def test_the_cheapest_right_candidate_wins_over_both_chains(tmp_path: Path) -> N
         assert check_close(out, expected, default_tolerance(func)) == ""
     assert re.fullmatch(r"nki: @linear_attention: selection: space 26, pruned 18 by the bound "
                         r"\(--max-candidates 8\), checked 8 \(and the best printed 1 other "
-                        r"ways\), rejected 0; chosen blocks_k BM=128 BN=128 BK=128, predicted "
+                        r"way\), rejected 0; chosen blocks_k BM=128 BN=128 BK=128, predicted "
                         r"7\.\d us; \d+\.\d s", said[-1]), said[-1]
     assert sum(1 for line in said if re.search(r" candidate \d+/8 ", line)) == 8
 
