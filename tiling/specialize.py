@@ -51,38 +51,15 @@ class Specialized:
     proof_id: str
 
 
-def _ceildiv_parts(extent: IntExpr) -> tuple[str, str] | None:
-    """(S, B) of an extent `(B + S - 1) floordiv B` (S a size, B a tile parameter)."""
-    if len(extent.terms) != 1:
-        return None
-    (mono, coeff), = extent.terms
-    if coeff != 1 or len(mono) != 1 or mono[0].kind != "floordiv":
-        return None
-    whole, part = mono[0].args
-    block = part.as_symbol
-    if block is None:
-        return None
-    rest = whole - part + IntExpr.const(1)
-    size = rest.as_symbol
-    return (size, block) if size is not None else None
-
-
 def _pairs(kernel: KernelOp, sizes: Mapping[str, int], params: Mapping[str, int]
            ) -> list[tuple[str, str]]:
     """The (S, B) of the kernel's loops and grid over `ceildiv(S, B)` blocks where the
     concrete `B` divides `S` and is at most `S`."""
-    extents = [IntExpr.lift(e) for e in kernel.grid_exprs()]
-    extents += [op.extent_expr() for op in kernel.walk() if isinstance(op, ForOp)]
-    found = []
-    for extent in extents:
-        parts = _ceildiv_parts(extent)
-        if parts is None or parts in found:
-            continue
-        size, block = parts
-        if size in sizes and block in params and params[block] <= sizes[size] \
-                and sizes[size] % params[block] == 0:
-            found.append(parts)
-    return found
+    extents = {*kernel.grid_exprs(), *(op.extent_expr() for op in kernel.walk()
+                                         if isinstance(op, ForOp))}
+    return [(size, block) for size, n in sizes.items() for block, b in params.items()
+            if b <= n and n % b == 0
+            and IntExpr.sym(size).ceildiv(IntExpr.sym(block)) in extents]
 
 
 def _dropped(expr: ScalarExpr, masked: set[str]) -> tuple[ScalarExpr, int]:

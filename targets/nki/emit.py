@@ -1485,8 +1485,8 @@ def _vector_weight(op: Operation) -> int:
         if any(_buffer(v) == "psum" for v in op.operands):
             return 1
         # NC-v3's perf mode: 16-bit inputs and dst, all in SBUF, twice the throughput
-        return 1 if all(str(_type(v).dtype) in ("bf16", "f16")
-                        for v in (*op.operands, op.results[0])) else 2
+        return 1 if all(sixteen_bit(_type(v).dtype) for v in (*op.operands, op.results[0])) \
+            else 2
     if isinstance(op, (nki.TensorScalarOp, nki.TensorReduceOp, nki.TensorCopyOp,
                        nki.MemsetOp)):
         return 1
@@ -1550,15 +1550,22 @@ def _made_in_sbuf(value: SSAValue) -> bool:
     return isinstance(owner, nki.NkiOp) and owner.buffer_name() == "sbuf"
 
 
+def in_place_writers(value: SSAValue) -> list[Operation]:
+    """The ops the emitter lets write the tile of `value`: a loop whose carried value it
+    starts, a matmul accumulating onto it."""
+    return [use.operation for use in value.uses if isinstance(use.operation, ForOp)
+            or isinstance(use.operation, nki.NcMatmulOp) and use.index == 2]
+
+
 def written_in_place(value: SSAValue) -> bool:
-    """Does the emitter let some instruction write the tile of `value` (a loop's carried
-    value started by it, or a matmul accumulating onto it)?"""
-    for use in value.uses:
-        if isinstance(use.operation, ForOp):
-            return True
-        if isinstance(use.operation, nki.NcMatmulOp) and use.index == 2:
-            return True
-    return False
+    """Does the emitter let some instruction write the tile of `value` (`in_place_writers`)?"""
+    return bool(in_place_writers(value))
+
+
+def sixteen_bit(dtype: object) -> bool:
+    """Is `dtype` a 16-bit float (bf16, f16: VectorE's perf mode, nki.md 6.2)?"""
+    d = DTYPES.get(str(dtype))
+    return d is not None and d.is_float and d.storage.itemsize == 2
 
 
 def _grid_invariant(kernel: KernelOp) -> set[Operation]:

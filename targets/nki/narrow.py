@@ -32,14 +32,13 @@ from xdsl.ir import Operation
 
 from axon.dialects import nki
 from axon.dialects.ax import TensorType
-from axon.targets.nki.emit import written_in_place
+from axon.dialects.form.dtypes import DTYPES
+from axon.targets.nki.emit import sixteen_bit, written_in_place
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
 
 __all__ = ["narrowed", "narrowing_dtype"]
 
-#: the 16-bit float dtypes an intermediate may be kept in
-SIXTEEN_BIT = ("bf16", "f16")
 #: instructions whose result may be narrowed: elementwise, one rounding when they write
 ELEMENTWISE = (nki.TensorTensorOp, nki.TensorScalarOp, nki.ActivationOp, nki.TensorCopyOp)
 
@@ -48,11 +47,11 @@ def narrowing_dtype(func: FuncOp) -> str | None:
     """The one 16-bit float dtype of every float tensor of `func`'s signature, else None."""
     types = [*func.function_type.inputs.data, *func.function_type.outputs.data]
     dtypes = {str(t.dtype) for t in types if isinstance(t, TensorType)
-              and str(t.dtype).startswith(("f", "bf"))}
+              and DTYPES[str(t.dtype)].is_float}
     if len(dtypes) != 1:
         return None
     (dtype,) = dtypes
-    return dtype if dtype in SIXTEEN_BIT else None
+    return dtype if sixteen_bit(dtype) else None
 
 
 def _narrowable(op: Operation) -> bool:

@@ -32,7 +32,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from axon.dialects import nki
-from axon.targets.nki.emit import written_in_place
+from axon.targets.nki.emit import in_place_writers, written_in_place
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
 
@@ -122,14 +122,11 @@ def _step(op: Operation) -> int:
 
 
 def _overwrites(op: Operation, value: SSAValue) -> bool:
-    """Does `op` (or its region) write the tile of `value` in place?"""
-    from axon.dialects.tile import ForOp
-
-    for use in value.uses:
-        user: Operation | None = use.operation
-        if isinstance(user, ForOp) or isinstance(user, nki.NcMatmulOp) and use.index == 2:
-            while user is not None and user is not op:
-                user = user.parent_op()
-            if user is op:
-                return True
+    """Does `op` (or an op of its region) write the tile of `value` in place?"""
+    for writer in in_place_writers(value):
+        holder: Operation | None = writer
+        while holder is not None and holder is not op:
+            holder = holder.parent_op()
+        if holder is op:
+            return True
     return False

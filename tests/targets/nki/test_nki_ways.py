@@ -46,6 +46,14 @@ def instructions(func: FuncOp) -> list[nki.NkiOp]:
             and not isinstance(op, nki.AccessOp)]
 
 
+def matches(name: str, func: FuncOp, tiles: dict[str, int], sizes: dict[str, int],
+            tmp_path: Path) -> bool:
+    """The kernel of `func` at `tiles`, run on the simulator at `sizes`, matches the reference."""
+    inputs = make_inputs(PROGRAMS[name], sizes)
+    out, _ = run(emit_nki(func, tiles).text, tmp_path, inputs)
+    return close(name, sizes, out, inputs)
+
+
 def test_rope_keeps_its_products_in_bf16_and_gains_the_perf_mode(tmp_path: Path) -> None:
     func = kernel("rope", "blocks")
     result = narrowed(func)
@@ -73,9 +81,7 @@ def test_narrowed_rope_matches_the_reference_with_remainders(sizes: dict[str, in
                                                              tmp_path: Path) -> None:
     result = narrowed(kernel("rope", "blocks"))
     assert result is not None
-    inputs = make_inputs(PROGRAMS["rope"], sizes)
-    out, _ = run(emit_nki(result[0], ROPE).text, tmp_path, inputs)
-    assert close("rope", sizes, out, inputs)
+    assert matches("rope", result[0], ROPE, sizes, tmp_path)
 
 
 def test_a_column_operand_and_an_accumulator_stay_fp32() -> None:
@@ -147,10 +153,8 @@ def test_rmsnorm_matmul_in_dependence_order_matches_the_reference(sizes: dict[st
                                                                   tmp_path: Path) -> None:
     result = scheduled(kernel("rmsnorm_matmul", "blocks_k"))
     assert result is not None
-    inputs = make_inputs(PROGRAMS["rmsnorm_matmul"], sizes)
-    out, _ = run(emit_nki(result[0], {"BM": 128, "BN": 256, "BK": 128}).text, tmp_path,
-                 inputs)
-    assert close("rmsnorm_matmul", sizes, out, inputs)
+    assert matches("rmsnorm_matmul", result[0], {"BM": 128, "BN": 256, "BK": 128}, sizes,
+                   tmp_path)
 
 
 def test_rope_a_product_ahead_of_the_difference_waiting_on_gpsimd() -> None:
@@ -208,9 +212,7 @@ def test_sizes_that_divide_the_tiles_drop_the_remainder_masks(sizes: dict[str, i
     text = emit_nki(lower_and_fuse(special.func)[0].func, params).text
     assert plain.count("affine_select") == 5 and text.count("affine_select") == 0
     assert 'assumes N mod BK == 0"' in text and 'assumes BK <= N"' in text
-    inputs = make_inputs(PROGRAMS["softmax"], sizes)
-    out, _ = run(text, tmp_path, inputs)
-    assert close("softmax", sizes, out, inputs)
+    assert matches("softmax", lower_and_fuse(special.func)[0].func, params, sizes, tmp_path)
     # traced at an N the tiles do not divide, the kernel refuses (its assertion), never computes
     other = {"M": sizes["M"], "N": sizes["N"] + 1}
     with pytest.raises(KernelError, match="N mod BK == 0"):
