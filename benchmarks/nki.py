@@ -298,15 +298,15 @@ def table(rows: Sequence[Row], profile: str) -> str:
     fused = [x for r in rows if (x := _ratio(r.naive, r.axon)) is not None
              and r.naive.kernels > 1]
     hand = [x for r in rows if (x := _ratio(r.hand, r.axon)) is not None]
-    lines.append(f"geomean naive/axon {_fmt(geomean(naive))} over {len(naive)} programs "
-                 f"({_fmt(geomean(fused))} over the {len(fused)} of more than one op); "
-                 f"geomean hand/axon {_fmt(geomean(hand))} over {len(hand)} programs "
+    lines.append(f"geomean naive/axon {_fmt(geomean(naive), 3)} over {len(naive)} programs "
+                 f"({_fmt(geomean(fused), 3)} over the {len(fused)} of more than one op); "
+                 f"geomean hand/axon {_fmt(geomean(hand), 3)} over {len(hand)} programs "
                  "(> 1: axon's kernel is faster)")
     return "\n".join(lines)
 
 
-def _fmt(x: float | None) -> str:
-    return "-" if x is None or math.isnan(x) else f"{x:.2f}"
+def _fmt(x: float | None, places: int = 2) -> str:
+    return "-" if x is None or math.isnan(x) else f"{x:.{places}f}"
 
 
 def summary(rows: Sequence[Row], seconds: float) -> str:

@@ -286,7 +286,8 @@ class _Printer:
             self.names[arg] = param
         self.hoisted = _grid_invariant(self.kernel)
         self.windows = _windows(self.kernel)
-        self.engines = _balance_engines(self.kernel, self.hoisted)
+        self.engines = _balance_engines(self.kernel, self.hoisted,
+                                       {**self.fixed, **tile_sizes})
         for inst in self.kernel.walk():
             count = _count_of_ones(inst)
             if count is not None and count.results[0].has_one_use():
@@ -344,10 +345,41 @@ class _Printer:
         """The grid's programs as `nl.affine_range` loops in `order` (they are independent, so
         any order computes the same), then the body."""
         extents = dict(zip(self.kernel.program_names(), self.kernel.grid_exprs(), strict=True))
-        for pid in order:
+        early: set[Operation] = set()
+        for level, pid in enumerate(order):
             self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
             depth += 1
+            for op in self.loads_outside(body, set(order[level + 1:]) - {pid}):
+                if op not in early:
+                    self.op(op, depth, hoisting=True)
+                    early.add(op)
+                    self.per_block.add(op)
         self.block(body, depth)
+        self.per_block -= early
+
+    def loads_outside(self, body: Block, inner: set[str]) -> list[Operation]:
+        """The body's loads whose region names none of the `inner` program ids (rope's cos and
+        sin rows, the same for every head block `j` of a token block `i`), each with the ops
+        that print it (`_printed_with`): printed in the loop of the last id they name, before
+        the inner ids' loops, each tile read by every inner program (a loaded tile is not
+        written: one written in place is left in the grid)."""
+        if not inner:
+            return []
+        out: list[Operation] = []
+        for op in body.ops:
+            if not isinstance(op, LoadOp) or op in self.streamed or op in self.hoisted \
+                    or op in self.per_block or op in self.alias or op in self.into:
+                continue
+            if _transposed_on_load(op) is not None:
+                continue
+            chain = _printed_with(op)
+            tile = chain[-1].results[0]
+            if written_in_place(tile) or tile in self.windows:
+                continue
+            named = set().union(*(IntExpr.lift(o.data).symbols() for o in op.offsets.data))
+            if not named & inner:
+                out.extend(chain)
+        return out
 
     def grid_streaming(self, plan: _Stream, whole: _Stream | None, body: Block,
                        keyword: str = "if") -> None:
@@ -545,13 +577,19 @@ class _Printer:
             rows, cols = (python(d) for d in _held_shape(t))
             loop = self.loop_of(first)
             buf = self.fresh("x")
-            self.line(depth, f"{buf} = nl.ndarray(({rows}, {_group(python(loop.extent_expr()))}, "
-                             f"{cols}), dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
-            self.into[first] = (buf, loop.iv.data, f"{buf}[0:{rows}, {loop.iv.data}, 0:{cols}]")
+            steps = loop.extent_expr()
+            if _whole_rows(first, loop.iv.data, steps):
+                self.shared_rows(first, buf, steps, depth)
+                block = f"{buf}[0:{rows}, {_group(cols)} * {{iv}}:{_group(cols)} * {{iv}} + {cols}]"
+                self.alias[first] = block.format(iv=loop.iv.data)
+            else:
+                self.line(depth, f"{buf} = nl.ndarray(({rows}, {_group(python(steps))}, "
+                                 f"{cols}), dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+                block = f"{buf}[0:{rows}, {{iv}}, 0:{cols}]"
+                self.into[first] = (buf, loop.iv.data, block.format(iv=loop.iv.data))
             for later, of in hoist.shared.items():
                 if of is first:
-                    iv = self.loop_of(later).iv.data
-                    self.alias[later] = f"{buf}[0:{rows}, {iv}, 0:{cols}]"
+                    self.alias[later] = block.format(iv=self.loop_of(later).iv.data)
         for op in self.kernel.body.block.ops:
             if op in hoist.top:
                 self.op(op, depth, hoisting=True)
@@ -562,6 +600,27 @@ class _Printer:
                     self.op(inner, depth + 1, hoisting=True)
                 self.copy_kept(copies.get(op, []), depth + 1)
         self.copy_kept(copies.get(None, []), depth)
+
+    def shared_rows(self, load: LoadOp, buf: str, steps: IntExpr, depth: int) -> None:
+        """The tiles `load` reads over its loop's `steps` (`_whole_rows`) loaded before the
+        loop as whole rows: a buffer `[P, steps * F]`, one DMA of the rows' every column (a
+        partition then moves `cols * itemsize` contiguous bytes, not one block's: a DMA reaches
+        its bandwidth from 2 KiB a partition, nki.md 6.2), the columns past the tensor's end
+        and the rows past its last filled with the load's pad; step `iv`'s tile is then the
+        buffer's columns `[F * iv, F * iv + F)`."""
+        t, source = _type(load.result), _type(load.source)
+        rows, cols = t.shape
+        width = f"{_group(python(steps))} * {_group(python(cols))}"
+        self.line(depth, f"{buf} = nl.ndarray(({python(rows)}, {width}), "
+                         f"dtype={_dtype(t.dtype)}, buffer=nl.sbuf)")
+        offsets = [IntExpr.lift(load.offsets.data[0].data), IntExpr.const(0)]
+        extents, slices = self.region(depth, offsets, [rows, source.shape[1]], source.shape)
+        cut = [f"{extents[0]} < {python(rows)}", f"{python(source.shape[1])} < {width}"]
+        self.line(depth, f"if {' or '.join(cut)}:")
+        self.line(depth + 1, f"nisa.memset(dst={buf}[0:{python(rows)}, 0:{width}], "
+                             f"value={_fill(load.pad.value.data, t.dtype)})")
+        self.line(depth, f"nisa.dma_copy(dst={buf}[0:{extents[0]}, 0:{extents[1]}], "
+                         f"src={self.names[load.source]}[{', '.join(slices)}])")
 
     def copy_kept(self, copies: list[tuple[SSAValue, str]], depth: int) -> None:
         """Each hoisted value copied into its buffer's block, which then names it."""
@@ -1308,6 +1367,24 @@ def _stretched_load(load: LoadOp) -> nki.AccessOp | None:
     return None
 
 
+def _printed_with(load: LoadOp) -> list[Operation]:
+    """`load` and the ops up to the one that prints it: the DMA reshape into a column
+    (`_column_load`), or the views up to the broadcast printed as a stride-0 DMA
+    (`_stretched_load`); `load` alone where it prints itself."""
+    column = _column_of_load(load)
+    if column is not None:
+        return [load, column]
+    broadcast = _stretched_load(load)
+    if broadcast is None:
+        return [load]
+    chain: list[Operation] = [load]
+    value: SSAValue = load.result
+    while chain[-1] is not broadcast:  # at most a reshape between (`_stretched_source`)
+        chain.append(next(iter(value.uses)).operation)
+        value = chain[-1].results[0]
+    return chain
+
+
 def _windows(kernel: KernelOp) -> dict[SSAValue, tuple[nki.AccessOp, int]]:
     """Instruction results that write their window of a concatenation in place: an operand
     of a `concat` access that is a reshape adding the size-1 concatenated dim to an
@@ -1502,43 +1579,64 @@ def _scalar_weight(op: Operation) -> int:
     return 0 if _type(op.operands[0]).shape[-1] == IntExpr.const(1) else 1
 
 
-def _balance_engines(kernel: KernelOp, hoisted: set[Operation]) -> dict[Operation, str]:
-    """Instructions over `[P, F]` tiles moved off VectorE while, in their block (the grid's body
-    outside what runs before it, or a loop's body), VectorE has more passes over a tile than the
-    engine they move to (reference/nki.md 6.1: about one element a cycle per pass on each):
-    `tensor_scalar`s to ScalarE (which runs the multiply, add and multiply-add ones:
-    `SCALAR_ENGINE_OPS`; rmsnorm's `x * rstd` beside its `x * g`, ScalarE having only the
+def _balance_engines(kernel: KernelOp, hoisted: set[Operation], sizes: Mapping[str, int]
+                     ) -> dict[Operation, str]:
+    """Instructions over `[P, F]` tiles moved off VectorE while VectorE has more passes over a
+    tile than the engine they move to (reference/nki.md 6.1: about one element a cycle per
+    pass on each): `tensor_scalar`s to ScalarE (which runs the multiply, add and multiply-add
+    ones: `SCALAR_ENGINE_OPS`; rmsnorm's `x * rstd` beside its `x * g`, ScalarE having only the
     squares), then `tensor_tensor`s reading no PSUM to GpSimd (which takes both inputs from
-    SBUF: rope's products, as the hand kernel splits them). The engine changes where an
-    instruction runs, not what it computes (both compute float arithmetic in fp32)."""
+    SBUF: rope's products, as the hand kernel splits them). The passes are counted over the
+    whole kernel, each block's (the grid's body outside what runs before it, or a loop's body)
+    times its loops' trips at `sizes` (the tile sizes and the program's), so a loop of
+    transposes scaled on VectorE is not moved beside a loop of squares on ScalarE
+    (rmsnorm_matmul's); where a trip count is not known at `sizes`, each block is balanced
+    alone. The engine changes where an instruction runs, not what it computes (both compute
+    float arithmetic in fp32)."""
+    blocks = [(kernel.body.block, 1), *((op.body.block, _trips(op, sizes))
+                                         for op in kernel.walk() if isinstance(op, ForOp))]
+    weighed = [(b, w) for b, w in blocks if w is not None]
+    groups = [weighed] if len(weighed) == len(blocks) else [[(b, 1)] for b, _ in blocks]
     moved: dict[Operation, str] = {}
-    blocks = [kernel.body.block, *(op.body.block for op in kernel.walk()
-                                   if isinstance(op, ForOp))]
-    for block in blocks:
-        ops = [op for op in block.ops if op not in hoisted]
-        vector = sum(_vector_weight(op) for op in ops)
-        scalar = sum(_scalar_weight(op) for op in ops)
-        for op in ops:
+    for group in groups:
+        ops = [(op, w) for block, w in group for op in block.ops if op not in hoisted]
+        vector = sum(_vector_weight(op) * w for op, w in ops)
+        scalar = sum(_scalar_weight(op) * w for op, w in ops)
+        for op, w in ops:
             if not (isinstance(op, nki.TensorScalarOp) and _vector_weight(op) == 1):
                 continue
             attrs = op.attrs()
             if (attrs.get("op0"), attrs.get("op1")) not in nki.TensorScalarOp.SCALAR_ENGINE_OPS:
                 continue
-            if vector <= scalar:
-                break
+            if scalar + w > vector:  # the move would make ScalarE the busier engine
+                continue
             moved[op] = "scalar"
-            vector, scalar = vector - 1, scalar + 1
+            vector, scalar = vector - w, scalar + w
         gpsimd = 0
-        for op in ops:
+        for op, w in ops:
             weight = _vector_weight(op)
             if not (isinstance(op, nki.TensorTensorOp) and weight
                     and all(_made_in_sbuf(v) for v in op.operands)):
                 continue
-            if gpsimd + 2 >= vector:  # the move would not shorten the busier engine
-                break
+            if gpsimd + 2 * w >= vector:  # the move would not shorten the busier engine
+                continue
             moved[op] = "gpsimd"  # GpSimd reads both inputs: two passes, no perf mode
-            vector, gpsimd = vector - weight, gpsimd + 2
+            vector, gpsimd = vector - weight * w, gpsimd + 2 * w
     return moved
+
+
+def _trips(loop: ForOp, sizes: Mapping[str, int]) -> int | None:
+    """How many times `loop`'s body runs for one program at `sizes` (its loops' extents
+    multiplied), or None where an extent names a size `sizes` lacks."""
+    trips = 1
+    op: Operation | None = loop
+    while isinstance(op, ForOp):
+        try:
+            trips *= op.extent_expr().evaluate(sizes)
+        except KeyError:
+            return None
+        op = op.parent_op()
+    return trips
 
 
 def _made_in_sbuf(value: SSAValue) -> bool:
@@ -1598,17 +1696,21 @@ def _grid_invariant(kernel: KernelOp) -> set[Operation]:
 
 
 def _rows_of(stream: _Stream, pid: str, blocks: IntExpr) -> bool:
-    """Can `stream` (read over every value of `pid`) be read as whole rows: a plain 2-D load
-    of an input whose columns are `pid`'s blocks, `[F * pid, F * pid + F)` over
-    `blocks = ceildiv(N, F)` of the tensor's N columns, its rows at an offset naming no
-    program id?"""
-    load = stream.load
+    """Can `stream` (read over every value of `pid`) be read as whole rows (`_whole_rows`)?"""
+    return _whole_rows(stream.load, pid, blocks)
+
+
+def _whole_rows(load: LoadOp, index: str, blocks: IntExpr) -> bool:
+    """Are the tiles `load` reads over the `blocks` values of `index` the whole rows of its
+    rows' block: a plain 2-D load of an input whose columns are `index`'s blocks,
+    `[F * index, F * index + F)` over `blocks = ceildiv(N, F)` of the tensor's N columns, its
+    rows at an offset not naming `index`?"""
     t, source = _type(load.result), _type(load.source)
-    if stream.transpose is not None or t.rank != 2 or source.rank != 2:
+    if t.rank != 2 or source.rank != 2 or _transposed_on_load(load) is not None:
         return False
     rows, cols = t.shape
     row_offset, col_offset = (IntExpr.lift(o.data) for o in load.offsets.data)
-    if row_offset.symbols() & {pid} or col_offset != cols * IntExpr.sym(pid):
+    if row_offset.symbols() & {index} or col_offset != cols * IntExpr.sym(index):
         return False
     return blocks == (cols + source.shape[1] - IntExpr.const(1)).floordiv(cols)
 

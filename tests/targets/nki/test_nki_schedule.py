@@ -341,6 +341,61 @@ def test_a_lone_product_stays_on_vector_engine() -> None:
     assert "nisa.tensor_tensor(" in text and "engine=" not in text
 
 
+
+def test_engines_balanced_over_the_kernel_at_known_sizes() -> None:
+    # rmsnorm_matmul's blocks_k: ScalarE has a loop of squares (an activation a K step),
+    # VectorE a loop of x's transposed tiles scaled by g (a tensor_scalar a K step) and the
+    # product's scale by rstd (one a program). Each block alone, both scales move to ScalarE
+    # (VectorE has more in each); counted over the kernel at sizes, moving the loop's would make
+    # ScalarE the busier engine, so only the product's moves
+    body = kernel_of(kernel("rmsnorm_matmul", "blocks_k"))
+    (by_g,) = (op for op in body.walk() if isinstance(op, nki.TensorScalarOp)
+               and isinstance(op.parent_op(), ForOp))
+    (by_rstd,) = (op for op in body.walk() if isinstance(op, nki.TensorScalarOp)
+                  and op.parent_block() is body.body.block and op.attrs()["op0"] == "multiply")
+    tiles = {"BM": 128, "BN": 256, "BK": 128}
+
+    def moved(sizes: dict[str, int]) -> tuple[bool, bool]:
+        engines = emit._balance_engines(body, emit._grid_invariant(body), {**tiles, **sizes})
+        assert set(engines.values()) <= {"scalar"}
+        return by_g in engines, by_rstd in engines
+
+    assert moved({}) == (True, True)  # K unknown: each block alone
+    assert moved({"M": 1024, "N": 1024, "K": 1024}) == (False, True)
+    # one K step: a square, a scale by g and one by rstd a program; the first move evens them
+    assert moved({"M": 1024, "N": 1024, "K": 128}) == (False, True)
+    text = emit_nki(kernel("rmsnorm_matmul", "blocks_k"), tiles,
+                    {"M": 1024, "N": 1024, "K": 1024}).text
+    assert "operand0=h4[0:BK, k1, 0:1])" in text  # the scale by g printed on VectorE
+
+
+@pytest.mark.parametrize("sizes", [{"T": 130, "H": 9, "D2": 64}, {"T": 1, "H": 1, "D2": 3},
+                                   {"T": 256, "H": 16, "D2": 32}])
+def test_rope_reads_a_token_blocks_angles_once_for_its_head_blocks(
+        sizes: dict[str, int], tmp_path: Path) -> None:
+    # cos and sin name the token block i, not the head block j: each is loaded (one stride-0
+    # DMA each, broadcast over the heads as it is read) in i's loop before j's, once per
+    # token block rather than once per program
+    text = emit_nki(kernel("rope", "blocks"), {"BM": 128, "BN": 8}).text
+    outer, inner = text.split("for j in nl.affine_range(", 1)
+    outer = outer.split("for i in nl.affine_range(", 1)[1]
+    assert "src=in1.ap(" in outer and "src=in2.ap(" in outer and "src=in0[" not in outer
+    assert "src=in1" not in inner and "src=in2" not in inner and "src=in0[" in inner
+    inputs = make_inputs(PROGRAMS["rope"], sizes)
+    out, trace = run(text, tmp_path, inputs)
+    assert close("rope", sizes, out, inputs), sizes
+    blocks, heads = -(-sizes["T"] // 128), -(-sizes["H"] // 8)
+    assert loads_of(trace, "dma_copy") == 2 * blocks + 2 * blocks * heads
+
+
+def test_a_load_naming_the_inner_program_stays_in_its_loop() -> None:
+    # matmul's plain grid: x's tiles name i and w's name j; neither is the same for every
+    # program of an inner loop, so the last branch prints both inside the loops
+    text = emit_nki(kernel("matmul", "blocks_k"), TILES).text
+    plain = text.rsplit("\n    else:\n", 1)[1]
+    first_j = plain.index("for j in")
+    assert "dma_copy" not in plain[:first_j] and "dma_transpose" not in plain[:first_j]
+
 # ---- rmsnorm_matmul: each row block normalized once, not once per column block ---------------
 #: (sizes, branch): remainders in every dim (one column block: x's tiles are still read once for
 #: the statistics and the matmul), all ones, two and three column blocks of three row blocks:
@@ -371,6 +426,13 @@ def test_rmsnorm_matmul_normalizes_each_row_block_once(
         < every.index("nisa.dma_copy(dst=s") < every.index("for i in", every.index("for j in")) \
         < every.index("nisa.nc_matmul(")
     assert "stationary=h9[0:BK, i * (((BK + K - 1) // BK)) + k1, 0:BM]" in every
+    # x's row block read as whole rows (2 KiB a partition at K=1024, not a K step's 256
+    # bytes), the columns past K padded, each K step's tile a window of them
+    whole = r"nisa\.dma_copy\(dst=(x\d+)\[0:n\d+, 0:K\], src=in0\[BM\*i:BM\*i \+ n\d+, 0:K\]\)"
+    for part in (every, one):
+        rows_of_x = re.search(whole, part)
+        assert rows_of_x is not None, part
+        assert f"data={rows_of_x[1]}[0:BM, BK * k:BK * k + BK]" in part
     # a row block at a time: its values, then the column blocks reading them
     assert one.index("for i in") < one.index("nisa.activation_reduce(") \
         < one.index("for j in") < one.index("nisa.nc_matmul(")
@@ -382,9 +444,10 @@ def test_rmsnorm_matmul_normalizes_each_row_block_once(
     assert close("rmsnorm_matmul", sizes, out, inputs), sizes
     rows, cols, steps = (-(-sizes["M"] // 128), -(-sizes["N"] // 512), -(-sizes["K"] // 128))
     w_loads = cols * steps if branch == "all" else rows * cols * steps
-    # x's tiles loaded once per row block (the statistics' loads kept for the matmul's
-    # transposes), g's once, w's once per column block (or per program), a store per program
-    assert loads_of(trace, "dma_copy") == rows * steps + steps + w_loads + rows * cols
+    # x's rows loaded once per row block, whole (one DMA of every column, kept for the
+    # statistics and the matmul's transposes), g's once, w's once per column block (or per
+    # program), a store per program
+    assert loads_of(trace, "dma_copy") == rows + steps + w_loads + rows * cols
     # x's tiles transposed once per row block and g's blocks once; the squares and the rsqrt
     # once per row block; g's column copied out of PSUM once
     assert loads_of(trace, "nc_transpose") == rows * steps + steps
