@@ -24,7 +24,9 @@ the tiles live across the op, plus the larger of the tiles it consumes last and 
 defines (a loop's peak is its body's, with what is live around it); pointers and masks are not
 counted. Shared memory: on a device whose pipeliner buffers loop loads in shared memory, the
 loop's loads times Triton's stage count, a dot operand loaded outside the loops once, and
-every reduction's partial results.
+every reduction's partial results; where a store through a tensor descriptor is staged in
+shared memory (the KB's `tma.store_staged_in_shared_memory`) and the launch's `block_io` is a
+descriptor, every 2-D tile stored, in its result's dtype.
 """
 
 from __future__ import annotations
@@ -241,6 +243,10 @@ def register_budget(device: Device, kwargs: Mapping[str, Any]) -> tuple[int, str
     return NO_LIMIT, "no register limit known"
 
 
+#: the launch's `block_io` values that move 2-D tiles through tensor descriptors (`emit.py`'s
+#: `BLOCK_IO_MODES` from `tensor_descriptor` up)
+DESCRIPTOR_IO = ("tensor_descriptor", "host_descriptor")
+
 def footprint_error(device: Device, kwargs: Mapping[str, Any],
                     footprint: Footprint) -> str | None:
     """Why the estimated footprint overflows the device's registers or shared memory, or None."""
@@ -258,15 +264,27 @@ def footprint_error(device: Device, kwargs: Mapping[str, Any],
 
 
 def footprint(kernel: xt.KernelOp, device: Device, env: Mapping[str, int],
-              stages: int = TRITON_NUM_STAGES) -> Footprint:
+              stages: int = TRITON_NUM_STAGES, block_io: str | None = None) -> Footprint:
     """The estimated footprint of one program of `kernel` with every size and block bound by
-    `env`, its loops pipelined in `stages` stages (see the module docstring)."""
+    `env`, its loops pipelined in `stages` stages, its 2-D tiles moved by `block_io` (the
+    launch's `block_io`; see the module docstring)."""
     bound = bound_blocks(kernel, env)
     registers = _peak(kernel.body.block, bound, with_args=False)
     pipelined = device.pipeline is not None and device.pipeline.stages_in_shared_memory
+    staged = device.tma is not None and device.tma.store_staged_in_shared_memory \
+        and block_io in DESCRIPTOR_IO
+    outputs = kernel.output_types()
     shared = 0
     for op in kernel.walk():
-        if isinstance(op, xt.ReduceOp):
+        if staged and isinstance(op, xt.StoreOp) and _rank(op.value) >= 2:
+            # stored through a descriptor: the tile, in the result's dtype, staged in shared
+            # memory for the TMA copy (05's GEMM: its f32 128x256 tile, 128 KiB)
+            t = op.value.type
+            assert isinstance(t, TensorType)
+            result = outputs[op.result.value.data]
+            shared += math.prod(d.evaluate(bound) for d in t.shape) * \
+                DTYPES[result.dtype].storage.itemsize
+        elif isinstance(op, xt.ReduceOp):
             shared += _bytes(op.results[0], bound)
         elif pipelined and isinstance(op, xt.LoadOp) and isinstance(op.parent_op(), xt.ForOp):
             shared += stages * _bytes(op.results[0], bound)
@@ -275,6 +293,11 @@ def footprint(kernel: xt.KernelOp, device: Device, env: Mapping[str, int],
             # (mlp's second stage: a [64, 1024] x block, 128 KiB, took it past the H200's)
             shared += _bytes(op.results[0], bound)
     return Footprint(registers, shared)
+
+
+def _rank(value: SSAValue) -> int:
+    t = value.type
+    return t.rank if isinstance(t, TensorType) else 0
 
 
 def _feeds_dot(load: xt.LoadOp) -> bool:

@@ -49,6 +49,7 @@ from axon.targets.xe_triton.kb import (
     Config,
     Device,
     KernelFacts,
+    Settings,
     autotune_grid,
     load_device,
     settings_for,
@@ -105,6 +106,22 @@ def emit_triton(tiled: FuncOp, device: str = "h200",
                        block_io=block_io, prologue=prologue)
 
 
+def launch_block_io(kernel: xt.KernelOp, device: Device, tile_sizes: Mapping[str, int],
+                    sizes: Mapping[str, int]) -> str | None:
+    """How `emit_module` moves `kernel`'s 2-D tiles launched at `tile_sizes` (the KB's
+    choice, `pointer` without one), or None where the kernel takes no `block_io`: what the
+    structure check counts a descriptor's staged store by before the module is printed."""
+    shape = _KernelShape.of(kernel)
+    if not shape.block_io:
+        return None
+    defaults = {p: int(tile_sizes[p]) for p in kernel.param_names() if p in tile_sizes}
+    return _default_block_io(settings_for(device, shape.facts(kernel, defaults, sizes)))
+
+
+def _default_block_io(settings: Settings) -> str:
+    return settings.block_io or "pointer"
+
+
 def emit_module(func: FuncOp, device: str = "h200",
                 tile_sizes: dict[str, int] | None = None, *,
                 sizes: Mapping[str, int] | None = None,
@@ -130,8 +147,7 @@ def emit_module(func: FuncOp, device: str = "h200",
     if prologue is not None and prologue not in PROLOGUE_MODES:
         raise ValueError(f"prologue={prologue!r} is not one of {', '.join(PROLOGUE_MODES)}")
     shape = _KernelShape.of(kernel)
-    facts = shape.facts(kernel, defaults, sizes or {})
-    settings = settings_for(dev, facts)
+    settings = settings_for(dev, shape.facts(kernel, defaults, sizes or {}))
     options: dict[str, int | str] = {
         "num_stages": int(chosen.get("num_stages", 0)
                           or (settings.num_stages[0] if settings.num_stages else 2))}
@@ -139,7 +155,7 @@ def emit_module(func: FuncOp, device: str = "h200",
         options["GROUP_SIZE_M"] = int(chosen.get("GROUP_M", 0) or (
             settings.group_size_m[0] if settings.group_size_m else 1))
     if shape.block_io:
-        options["block_io"] = block_io or settings.block_io or "pointer"
+        options["block_io"] = block_io or _default_block_io(settings)
     if shape.prologue:
         options["prologue"] = prologue or "split"
     configs = tuple(kb_launches(kernel, dev, defaults, sizes or {}, shape=shape))

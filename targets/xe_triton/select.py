@@ -60,7 +60,7 @@ from axon.targets.xe_triton.cascade import (
     tiled_sizes,
     time_job,
 )
-from axon.targets.xe_triton.emit import EmittedModule, emit_triton, kb_launches
+from axon.targets.xe_triton.emit import EmittedModule, emit_triton, kb_launches, launch_block_io
 from axon.targets.xe_triton.kb import Device, KernelFacts, load_device
 from axon.targets.xe_triton.lower import NotSupported, lower_function
 from axon.targets.xe_triton.staged import split_loop_module, staged_module
@@ -448,7 +448,9 @@ def _launches(device: Device, facts: KernelFacts, kernel: xt.KernelOp,
         return False
     env = {**sizes, **{k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}}
     stages = int(kwargs.get("num_stages", TRITON_NUM_STAGES))
-    return footprint_error(device, kwargs, footprint(kernel, device, env, stages)) is None
+    block_io = kwargs.get("block_io") or launch_block_io(kernel, device, kwargs, sizes)
+    shares = footprint(kernel, device, env, stages, block_io)
+    return footprint_error(device, kwargs, shares) is None
 
 
 def _enough_warps(kwargs: Mapping[str, Any], kernel: xt.KernelOp, facts: KernelFacts,
@@ -553,7 +555,8 @@ def _emit_launch(candidate: Candidate, device: Device, sizes: Mapping[str, int])
     stages = int(emitted.options.get("num_stages", TRITON_NUM_STAGES))
     return _Emitted(emitted, twin, xt_kernel, kwargs,
                     Launch(kernel_facts(xt_kernel, sizes),
-                           footprint(xt_kernel, device, env, stages), dict(kwargs)))
+                           footprint(xt_kernel, device, env, stages,
+                                     kwargs.get("block_io")), dict(kwargs)))
 
 
 def _with_grf_mode(text: str, function: str, mode: str) -> str:

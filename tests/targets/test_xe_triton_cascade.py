@@ -13,11 +13,13 @@ from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
 from axon.dialects import xt
+from axon.dialects.form.dtypes import DTYPES
 from axon.targets.xe_triton.cascade import (
     Job,
     api_error,
     check_job,
     footprint,
+    footprint_error,
     structure_error,
 )
 from axon.targets.xe_triton.emit import emit_triton
@@ -142,6 +144,28 @@ def test_the_footprint_counts_the_tiles_live_at_once() -> None:
     assert on_h200.shared_bytes == 3 * (a + b)
     assert footprint(kernel, load_device("max1550"), env).shared_bytes == 0
 
+
+@pytest.mark.parametrize("block_io", ["host_descriptor", "tensor_descriptor"])
+def test_a_tile_stored_through_a_descriptor_is_staged_in_shared_memory(block_io: str) -> None:
+    # 05's raised GEMM (BM=128 BN=256 BK=64, 3 stages, its f32 result stored through a host
+    # descriptor) asked the H100 for 278552 bytes of shared memory, past its 232448: the
+    # stages' 147456 and the stored tile's 131072 (and 24 of barriers); step 2 counted the
+    # stages only and the candidate crashed on the GPU
+    func = program("matmul")
+    (kernel,) = [op for op in lower_function(tiled(func, "blocks_k")).walk()
+                 if isinstance(op, xt.KernelOp)]
+    env = {"M": 4096, "N": 4096, "K": 4096, "BM": 128, "BN": 256, "BK": 64}
+    h200 = load_device("h200")
+    stages = 3 * (128 * 64 + 64 * 256) * 2
+    tile = 128 * 256 * DTYPES[kernel.output_types()[0].dtype].storage.itemsize
+    assert footprint(kernel, h200, env, 3, block_io).shared_bytes == stages + tile
+    for plain in (None, "pointer", "block_ptr"):  # no descriptor: nothing staged
+        assert footprint(kernel, h200, env, 3, plain).shared_bytes == stages
+    # an f32 result of that size is past the H200's share: step 2 now says so
+    wide = replace(footprint(kernel, h200, env, 3, block_io), shared_bytes=stages + 128 * 256 * 4)
+    error = footprint_error(h200, {"num_warps": 8}, wide)
+    assert error is not None and "KiB of shared memory exceed the 227 KiB" in error
+    assert footprint(kernel, load_device("max1550"), env, 3, block_io).shared_bytes == 0
 
 def test_a_dot_operand_loaded_outside_the_loops_is_held_in_shared_memory() -> None:
     # matmul's `blocks` kernel loads x's [BM, K] rows and w's [K, BN] columns once and dots

@@ -151,6 +151,10 @@ class Tma:
     base_alignment_bytes: int
     stride_alignment_bytes: int
     source: str
+    store_staged_in_shared_memory: bool = False
+    """True where a store through a descriptor writes its tile to shared memory first (the
+    TMA engine copies it out from there), so the stored tile counts against a work-group's
+    share beside the pipeliner's stages."""
 
 
 @dataclass(frozen=True)
