@@ -56,7 +56,12 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
   outermost, the other ids' loops inside reading them (`_hoist_plan`, `grid_hoisting`): every
   value first and the other ids' load streamed where it all fits half of SBUF, else one value
   at a time; a loop's ops naming no id (g's column per K step) once before; a second load of
-  a region a hoisted loop loaded is read from that loop's buffer;
+  a region a hoisted loop loaded is read from that loop's buffer, which, where the load's
+  blocks over the loop are its row block's columns, is filled before the loop by one DMA of
+  whole rows (`shared_rows`);
+- in the plain grid, a load whose region names none of the inner ids (rope's cos and sin
+  name the token block, not the head block) is printed in the loop of the last id it names,
+  before the inner ones, read by each of their programs (`loads_outside`);
 - a zero PSUM tile that only starts a loop's matmul accumulation is not filled: the first
   matmul of the fresh tile overwrites (`_matmul_accumulator`);
 - the row broadcast `ones.T @ row` of a row loaded from an input is the matmul into PSUM
@@ -66,7 +71,8 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
   the row sum of a ones tile (a mean's count) is the row length, written by a memset
   (`_count_of_ones`);
 - a `tensor_scalar` ScalarE runs moves there from VectorE while VectorE has more passes over a
-  tile in its block (`_balance_engines`).
+  tile than ScalarE would have after the move, counted over the kernel with each loop's trips
+  at the selection's sizes (each block alone where they are not known; `_balance_engines`).
 """
 
 from __future__ import annotations
