@@ -71,8 +71,9 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
   the row sum of a ones tile (a mean's count) is the row length, written by a memset
   (`_count_of_ones`);
 - a `tensor_scalar` ScalarE runs moves there from VectorE while VectorE has more passes over a
-  tile than ScalarE would have after the move, counted over the kernel with each loop's trips
-  at the selection's sizes (each block alone where they are not known; `_balance_engines`).
+  tile in its block than ScalarE would have after the move (`_balance_engines`); printed the
+  selection's `engines over the kernel` way (`engines_over_kernel`), the passes are counted
+  over the whole kernel, each loop's times its trips at the selection's sizes.
 """
 
 from __future__ import annotations
@@ -109,21 +110,34 @@ class EmittedKernel:
 
 
 def emit_nki(func: FuncOp, tile_sizes: Mapping[str, int],
-             sizes: Mapping[str, int] | None = None) -> EmittedKernel:
+             sizes: Mapping[str, int] | None = None, *,
+             engines_over_kernel: bool = False) -> EmittedKernel:
     """The module of a lowered function (`lower.lower_function`) with its tile parameters
     bound to `tile_sizes`; Refused naming what it cannot print. A kernel takes its sizes from
     its inputs' shapes; a size no input gives (a broadcast's `G` in `[B, HKV*G, L, D]`, which
     its input `[B, HKV, 1, L, D]` lacks) is printed as the value `sizes` gives it, the kernel
     then specialized at it (NKI compiles a kernel per shape anyway), and without `sizes`
-    refused."""
+    refused. `engines_over_kernel`: instructions moved between engines by their passes over the
+    whole kernel at `sizes` rather than block by block (`_balance_engines`)."""
     kernel = kernel_of(func)
     missing = sorted(set(kernel.param_names()) - set(tile_sizes))
     if missing:
         raise Refused(f"@{func.sym_name.data}: no value for tile parameter(s) "
                       f"{', '.join(missing)}")
-    printer = _Printer(kernel, func.sym_name.data, fixed=dict(sizes or {}))
+    printer = _Printer(kernel, func.sym_name.data, fixed=dict(sizes or {}),
+                       engines_over_kernel=engines_over_kernel)
     return EmittedKernel(func.sym_name.data, printer.module(tile_sizes))
 
+
+
+def engines_differ(func: FuncOp, tile_sizes: Mapping[str, int], sizes: Mapping[str, int]
+                   ) -> bool:
+    """Whether `emit_nki(..., engines_over_kernel=True)` places an instruction on another
+    engine than the block-by-block balance does (else printing it that way changes nothing)."""
+    kernel = kernel_of(func)
+    hoisted = _grid_invariant(kernel)
+    return _balance_engines(kernel, hoisted) != \
+        _balance_engines(kernel, hoisted, {**sizes, **tile_sizes})
 
 def python(expr: IntExpr) -> str:
     """`expr` as a Python integer expression (floordiv as `//`, mod as `%`)."""
@@ -205,6 +219,8 @@ class _Printer:
     count: int = 0
     #: ops of the kernel's body printed once before the grid (`_grid_invariant`)
     hoisted: set[Operation] = field(default_factory=set)
+    #: engines balanced over the whole kernel at `fixed`'s sizes, not block by block
+    engines_over_kernel: bool = False
     #: instructions the emitter moves to another engine (`_balance_engines`)
     engines: dict[Operation, str] = field(default_factory=dict)
     #: the loads read from their streaming buffers while the grid is printed (`_stream_load`)
@@ -292,8 +308,9 @@ class _Printer:
             self.names[arg] = param
         self.hoisted = _grid_invariant(self.kernel)
         self.windows = _windows(self.kernel)
-        self.engines = _balance_engines(self.kernel, self.hoisted,
-                                       {**self.fixed, **tile_sizes})
+        self.engines = _balance_engines(
+            self.kernel, self.hoisted,
+            {**self.fixed, **tile_sizes} if self.engines_over_kernel else None)
         for inst in self.kernel.walk():
             count = _count_of_ones(inst)
             if count is not None and count.results[0].has_one_use():
@@ -1585,24 +1602,27 @@ def _scalar_weight(op: Operation) -> int:
     return 0 if _type(op.operands[0]).shape[-1] == IntExpr.const(1) else 1
 
 
-def _balance_engines(kernel: KernelOp, hoisted: set[Operation], sizes: Mapping[str, int]
-                     ) -> dict[Operation, str]:
+def _balance_engines(kernel: KernelOp, hoisted: set[Operation],
+                     sizes: Mapping[str, int] | None = None) -> dict[Operation, str]:
     """Instructions over `[P, F]` tiles moved off VectorE while VectorE has more passes over a
-    tile than the engine they move to (reference/nki.md 6.1: about one element a cycle per
-    pass on each): `tensor_scalar`s to ScalarE (which runs the multiply, add and multiply-add
-    ones: `SCALAR_ENGINE_OPS`; rmsnorm's `x * rstd` beside its `x * g`, ScalarE having only the
-    squares), then `tensor_tensor`s reading no PSUM to GpSimd (which takes both inputs from
-    SBUF: rope's products, as the hand kernel splits them). The passes are counted over the
-    whole kernel, each block's (the grid's body outside what runs before it, or a loop's body)
-    times its loops' trips at `sizes` (the tile sizes and the program's), so a loop of
+    tile than the engine they move to would have after the move (reference/nki.md 6.1: about
+    one element a cycle per pass on each): `tensor_scalar`s to ScalarE (which runs the
+    multiply, add and multiply-add ones: `SCALAR_ENGINE_OPS`; rmsnorm's `x * rstd` beside its
+    `x * g`, ScalarE having only the squares), then `tensor_tensor`s reading no PSUM to GpSimd
+    (which takes both inputs from SBUF: rope's products, as the hand kernel splits them).
+    The passes are counted in each block (the grid's body outside what runs before it, or a
+    loop's body): a loop that carries a chain (attention's online softmax) is shortest with
+    its own engines balanced. With `sizes`, over the whole kernel instead, each block's
+    passes times its loops' trips at `sizes` (the tile sizes and the program's), so a loop of
     transposes scaled on VectorE is not moved beside a loop of squares on ScalarE
-    (rmsnorm_matmul's); where a trip count is not known at `sizes`, each block is balanced
-    alone. The engine changes where an instruction runs, not what it computes (both compute
-    float arithmetic in fp32)."""
-    blocks = [(kernel.body.block, 1), *((op.body.block, _trips(op, sizes))
+    (rmsnorm_matmul's: a throughput balance; block by block where a trip count is not known).
+    The engine changes where an instruction runs, not what it computes (both compute float
+    arithmetic in fp32)."""
+    blocks = [(kernel.body.block, 1), *((op.body.block, _trips(op, sizes or {}))
                                          for op in kernel.walk() if isinstance(op, ForOp))]
     weighed = [(b, w) for b, w in blocks if w is not None]
-    groups = [weighed] if len(weighed) == len(blocks) else [[(b, 1)] for b, _ in blocks]
+    groups = [weighed] if sizes is not None and len(weighed) == len(blocks) else \
+        [[(b, 1)] for b, _ in blocks]
     moved: dict[Operation, str] = {}
     for group in groups:
         ops = [(op, w) for block, w in group for op in block.ops if op not in hoisted]

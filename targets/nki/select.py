@@ -31,6 +31,10 @@ model: rope gains from the first alone, gqa from the second. Where the sizes are
 its tiles, its tiled kernel without the remainder masks (`tiling/specialize.py`: proved under
 `S mod B == 0` and `B <= S`, which the kernel asserts when traced) is lowered and printed its
 own way and the other ways too (gqa at S = L = 512: 368.1 -> 222.2 us with all three).
+Each base is also printed with its engines balanced over the whole kernel at the sizes
+(`KERNEL_ENGINES`, where that moves an instruction the block-by-block balance does not):
+rmsnorm_matmul's scale of x's transposed tiles stays on VectorE beside ScalarE's loop of
+squares (48.4 -> 47.9 us), while attention's online loop is shorter balanced on its own.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from axon.dialects.form.interface import generic_form, has_form
 from axon.interpreter import run_function
 from axon.selection.variants import program_variants, unnamed
 from axon.targets.nki.cost import estimate, load_constants
-from axon.targets.nki.emit import emit_nki
+from axon.targets.nki.emit import emit_nki, engines_differ
 from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import LoweredKernel, Refused
 from axon.targets.nki.narrow import narrowed
@@ -81,6 +85,13 @@ EMISSIONS: tuple[tuple[str, ...], ...] = (("16-bit intermediates",), ("dependenc
                                           ("16-bit intermediates", "dependence order"))
 #: the tiled kernel specialized to sizes that are multiples of its tiles (`tiling/specialize.py`)
 DIVIDED = "sizes divide the tiles"
+#: the emitter's engine balance over the whole kernel at the selection's sizes rather than
+#: block by block (`emit._balance_engines`): an emitter choice, no rewrite of the lowering
+KERNEL_ENGINES = "engines over the kernel"
+#: the other ways the best candidate is printed, at most: each base (the lowering's, and
+#: `DIVIDED`'s where the sizes divide its tiles, also printed its own way) with every
+#: `EMISSIONS` way and `KERNEL_ENGINES`
+MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1
 #: each way's rewrite of a lowered function: the copy and how much changed, or None
 TRANSFORMS: dict[str, Callable[[FuncOp], tuple[FuncOp, int] | None]] = {
     "16-bit intermediates": narrowed, "dependence order": scheduled}
@@ -744,17 +755,23 @@ def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, in
                 notes.append(f"{way} ({count})")
             else:
                 twins.append(_twin(best, notes, (base, *ways), kernel, func, sizes))
+        if engines_differ(kernel_func, best.params, sizes):
+            twins.append(_twin(best, [*([base] if base else []), KERNEL_ENGINES],
+                               (base, KERNEL_ENGINES), kernel_func, func, sizes,
+                               engines_over_kernel=True))
     return twins
 
 
 def _twin(best: Candidate, notes: Sequence[str], ways: Sequence[str], kernel: FuncOp,
-          func: FuncOp, sizes: Mapping[str, int]) -> Candidate:
-    """`best` printed from `kernel` (its lowering rewritten `ways`), emitted."""
+          func: FuncOp, sizes: Mapping[str, int], engines_over_kernel: bool = False
+          ) -> Candidate:
+    """`best` printed from `kernel` (its lowering rewritten `ways`; `engines_over_kernel`:
+    with the engines balanced over the whole kernel), emitted."""
     twin = Candidate(f"{best.label} {', '.join(notes)}", best.kind, dict(best.params),
                      best.tiling, tiling_proof=best.tiling_proof,
                      lowering_proof=best.lowering_proof, ways=", ".join(w for w in ways if w))
     try:
-        emitted = emit_nki(kernel, best.params, sizes)
+        emitted = emit_nki(kernel, best.params, sizes, engines_over_kernel=engines_over_kernel)
     except Refused as err:
         twin.rejected = f"does not emit: {err}"
     else:

@@ -355,18 +355,27 @@ def test_engines_balanced_over_the_kernel_at_known_sizes() -> None:
                   and op.parent_block() is body.body.block and op.attrs()["op0"] == "multiply")
     tiles = {"BM": 128, "BN": 256, "BK": 128}
 
-    def moved(sizes: dict[str, int]) -> tuple[bool, bool]:
-        engines = emit._balance_engines(body, emit._grid_invariant(body), {**tiles, **sizes})
+    def moved(sizes: dict[str, int] | None) -> tuple[bool, bool]:
+        engines = emit._balance_engines(body, emit._grid_invariant(body),
+                                        None if sizes is None else {**tiles, **sizes})
         assert set(engines.values()) <= {"scalar"}
         return by_g in engines, by_rstd in engines
 
+    assert moved(None) == (True, True)  # block by block (the default)
     assert moved({}) == (True, True)  # K unknown: each block alone
     assert moved({"M": 1024, "N": 1024, "K": 1024}) == (False, True)
     # one K step: a square, a scale by g and one by rstd a program; the first move evens them
     assert moved({"M": 1024, "N": 1024, "K": 128}) == (False, True)
-    text = emit_nki(kernel("rmsnorm_matmul", "blocks_k"), tiles,
-                    {"M": 1024, "N": 1024, "K": 1024}).text
+    sizes = {"M": 1024, "N": 1024, "K": 1024}
+    func = kernel("rmsnorm_matmul", "blocks_k")
+    assert emit.engines_differ(func, tiles, sizes)
+    text = emit_nki(func, tiles, sizes, engines_over_kernel=True).text
     assert "operand0=h4[0:BK, k1, 0:1])" in text  # the scale by g printed on VectorE
+    assert "operand0=h4[0:BK, k1, 0:1], engine=nisa.engine.scalar)" in \
+        emit_nki(func, tiles, sizes).text
+    # rmsnorm's one block: both balances the same, so no such twin is printed
+    assert not emit.engines_differ(kernel("rmsnorm", "rows"), {"BM": 128},
+                                   {"M": 1024, "N": 1024})
 
 
 @pytest.mark.parametrize("sizes", [{"T": 130, "H": 9, "D2": 64}, {"T": 1, "H": 1, "D2": 3},
