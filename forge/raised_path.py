@@ -54,7 +54,7 @@ from pathlib import Path
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
-from axon.dialects.ax import CastOp, TensorType
+from axon.dialects.ax import CastOp, TensorType, TransposeOp
 from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.intexpr import IntExpr
 from axon.forge.cascade import ForgeCascade
@@ -288,12 +288,11 @@ def copy_reason(record: LaunchRecord, kernel: KernelRaise, site: LaunchSite, par
         return "no launch recorded at the problem's sizes"
     if tensor.dtype != dtype:
         return f"it is {tensor.dtype}, the result {dtype}"
-    strides, sizes = kernel.tensors[param]
-    size_values = [launch.size(d.as_symbol) if d.as_symbol else None for d in sizes]
-    stride_values = [1 if s is None else _int(launch, s) for s in strides]
-    if any(v is None for v in [*size_values, *stride_values]):
+    view = recorded_view(record, kernel, site, param)
+    if view is None:
         return "its view's sizes or strides are not recorded"
-    if not _row_major(size_values, stride_values):  # type: ignore[arg-type]
+    size_values, stride_values = view
+    if not _row_major(size_values, stride_values):
         return (f"its view (sizes {tuple(size_values)}, strides {tuple(stride_values)}) is not "
                 "row-major")
     shared = [p for s, p in reads
@@ -302,6 +301,63 @@ def copy_reason(record: LaunchRecord, kernel: KernelRaise, site: LaunchSite, par
         return f"it shares memory with {', '.join(shared)}, which the kernel reads"
     return ""
 
+
+def recorded_view(record: LaunchRecord, kernel: KernelRaise, site: LaunchSite, param: str
+                  ) -> tuple[list[int], list[int]] | None:
+    """The sizes and strides of the user's view of `param` at the launch recorded from
+    `site`, or None where the record lacks one."""
+    launch = record.at(site)
+    if launch is None:
+        return None
+    strides, sizes = kernel.tensors[param]
+    size_values = [launch.size(d.as_symbol) if d.as_symbol else None for d in sizes]
+    stride_values = [1 if s is None else _int(launch, s) for s in strides]
+    if any(v is None for v in [*size_values, *stride_values]):
+        return None
+    return size_values, stride_values  # type: ignore[return-value]
+
+
+def flipped_inputs(record: LaunchRecord, kernel: KernelRaise, sites: Sequence[LaunchSite]
+                   ) -> list[str]:
+    """The matrix inputs of `kernel` every recorded launch passes as the transpose of a
+    row-major matrix (a linear layer's `W^T`, read through `w.stride(1), w.stride(0)`): the
+    raised function takes them row-major, transposed in it (`transposed_inputs`), so that the
+    host function's `.contiguous()` copies nothing (a transposing copy of W every call,
+    otherwise)."""
+    out = []
+    for param in kernel.inputs:
+        if param in kernel.scalars or len(kernel.tensors[param][1]) != 2:
+            continue
+        views = [recorded_view(record, kernel, site, param) for site in sites]
+        if views and all(v is not None and _row_major(v[0][::-1], v[1][::-1])
+                         and not _row_major(*v) for v in views):
+            out.append(param)
+    return out
+
+
+def transposed_inputs(func: FuncOp, indices: Sequence[int]) -> FuncOp:
+    """`func` taking each input of `indices` (a matrix) transposed: the input `[N, K]` and an
+    `ax.transpose` of it in place of the `[K, N]` the function read, so `f'(.., w', ..) =
+    f(.., transpose(w'), ..)` by construction; the caller passes the user's view transposed
+    (`launch_replacement`'s `flipped`), the same memory. NotRaised where it does not verify."""
+    clone = func.clone()
+    block = clone.body.block
+    try:
+        for index in indices:
+            old = block.args[index]
+            t = old.type
+            assert isinstance(t, TensorType) and t.rank == 2
+            arg = block.insert_arg(TensorType(list(reversed(t.shape)), t.dtype), index)
+            flip = TransposeOp.make([arg], perm=[1, 0])
+            assert block.first_op is not None
+            block.insert_op_before(flip, block.first_op)
+            old.replace_all_uses_with(flip.results[0])
+            block.erase_arg(old)
+        clone.update_function_type()
+        clone.verify()
+    except (ShapeError, VerifyException, DiagnosticException) as err:
+        raise NotRaised(f"the inputs taken transposed do not verify: {err}") from None
+    return clone
 
 def _int(launch: RecordedLaunch, param: str) -> int | None:
     value = launch.args.get(param)
@@ -328,12 +384,15 @@ def _call(host: str, inputs: Sequence[str], keywords: str, outputs: Sequence[str
 
 def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
                        kwargs: Mapping[str, object], indent: str, *, widen: bool = True,
-                       scalar_dtype: str = "f32", direct: bool = False) -> str:
+                       scalar_dtype: str = "f32", direct: bool = False,
+                       flipped: Sequence[str] = ()) -> str:
     """The statements replacing the launch `site`: the host function `host` called on the
     user's tensors seen as the raised kernel's, its results written into the user's outputs
     (`direct`: passed as `out`) or copied into them. `widen`: the host function takes float32
     (each input `.float()`, the tensor itself when it is float32); otherwise it takes the
-    user's tensors as they are. Float parameters are one-element tensors of `scalar_dtype`."""
+    user's tensors as they are. Float parameters are one-element tensors of `scalar_dtype`.
+    The matrices of `flipped` are passed transposed (sizes and strides reversed: the same
+    memory), as the function raised with `transposed_inputs` takes them."""
     grid_names = {f"G{k}": f"({text})" for k, text in enumerate(site.grid_dims)}
 
     def view(param: str, read: bool = False) -> str:
@@ -355,6 +414,9 @@ def launch_replacement(kernel: KernelRaise, site: LaunchSite, host: str,
             if text is None:
                 raise NotRaised(f"the launch at line {site.loc[0]} does not bind {s}")
             stride_texts.append(text)
+        if param in flipped:
+            size_texts.reverse()
+            stride_texts.reverse()
         return (f"torch.as_strided({pointer}, ({', '.join(size_texts)},), "
                 f"({', '.join(stride_texts)},)){'.float()' if read and widen else ''}")
 
@@ -575,7 +637,13 @@ def forge_raised(path: Path, problem: Path, device: Device,
                 raise NotRaised(why)
             symbols = {s for _, dims in k.tensors.values() for d in dims for s in d.symbols()}
             tensors = [p for p in k.inputs if p not in k.scalars]
-            picked = select(k.raised.ax, k.name,
+            flipped = flipped_inputs(record, k, sites)
+            ax = k.raised.ax
+            if flipped:
+                ax = transposed_inputs(ax, [k.inputs.index(p) for p in flipped])
+                result.notes.append(f"{k.name}: {', '.join(flipped)} taken as the user holds "
+                                    "it, row-major, and transposed in the raised function")
+            picked = select(ax, k.name,
                             {s: _size(record, sites[0], s) for s in symbols},
                             [_dtype(record, site, p) for site in sites for p in tensors],
                             [_dtype(record, sites[0], p) for p in k.outputs])
@@ -596,12 +664,13 @@ def forge_raised(path: Path, problem: Path, device: Device,
 
                 def call(for_device: bool, site: LaunchSite = site, stmt: ast.stmt = stmt,
                          picked: _Picked = picked, k: KernelRaise = k, direct: bool = direct,
-                         direct_check: bool = direct_check) -> str:
+                         direct_check: bool = direct_check,
+                         flipped: Sequence[str] = flipped) -> str:
                     return launch_replacement(
                         k, site, picked.host, picked.chosen.kwargs, indent_of(file, stmt),
                         widen=not for_device or picked.widen,
                         scalar_dtype=picked.scalar_dtype if for_device else "f32",
-                        direct=direct if for_device else direct_check)
+                        direct=direct if for_device else direct_check, flipped=flipped)
 
                 replace([stmt], call)
         except NotRaised as err:

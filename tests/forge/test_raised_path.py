@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from axon.benchmarks.forge.problem_set import PROBLEMS, check, load_file, load_problem
+from axon.benchmarks.suite import PROGRAMS as SUITE
+from axon.benchmarks.suite import make_inputs
+from axon.dialects.ax import TensorType, TransposeOp
 from axon.forge import raised_path
 from axon.forge.fuse_raised import fuse_host
 from axon.forge.launch_record import record_launches
@@ -25,9 +29,11 @@ from axon.forge.raised_path import (
 from axon.forge.source import KernelFile
 from axon.forge.triton_path import forge_kernel
 from axon.frontend.triton.raise_tile import NotRaised
+from axon.interpreter import run_function
 from axon.selection.executor import make_executor
 from axon.targets.xe_triton.kb import load_device
 from axon.targets.xe_triton.select import SelectionError, SelectOptions
+from axon.tools.embed import parse_source
 from axon.verifier import Proved
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "forge"
@@ -117,7 +123,8 @@ def test_a_bf16_gemm_writing_a_float32_buffer_is_selected_in_bf16_with_a_float32
     name = "08_gemm_sum_scale"
     results: Asked = {}
     asked, _ = _asked(monkeypatch, ROOT / "kernels" / f"{name}.py", name, tmp_path, results)
-    assert asked["linear_kernel"][0] == ["bf16[M, K]", "bf16[K, N]", "bf16[N]"]
+    # w as the user holds it ([N, K] row-major; the kernel reads its transpose by strides)
+    assert asked["linear_kernel"][0] == ["bf16[M, K]", "bf16[N, K]", "bf16[N]"]
     assert results["linear_kernel"][0] == ["f32[M, N]"]
     assert asked["row_sum_scale_kernel"][0] == ["f32[G0, N]", "f32[1]"]
     assert results["row_sum_scale_kernel"][0] == ["bf16[G0]"]
@@ -331,6 +338,10 @@ def test_the_bf16_gemm_into_a_float32_buffer_is_a_bf16_dot_stored_as_it_accumula
     assert "in f32, result in bf16; y_ptr written directly (out=)" in row_sum
     device = result.device_source
     assert "torch.as_strided(x, (M, K,), (x.stride(0), x.stride(1),))," in device
+    # the kernel reads W^T through w's strides: the raised function takes w as the user holds
+    # it, [N, K] row-major, and transposes it, so the host function copies nothing
+    assert "torch.as_strided(w, (N, K,), (w.stride(0), w.stride(1),))," in device
+    assert any("w_ptr taken as the user holds it" in line for line in result.report_lines())
     assert ".float()" not in device and ".copy_(" not in device
     assert "out=(torch.as_strided(z, (M, N,), (z.stride(0), z.stride(1),)),))" in device
     gemm = device.split("# ---- Axon: linear_kernel")[1].split("# ---- Axon:")[0]
@@ -343,3 +354,19 @@ def test_the_bf16_gemm_into_a_float32_buffer_is_a_bf16_dot_stored_as_it_accumula
     checked = check(name, dict(small), dtype=torch.bfloat16,
                     kernel=load_file(module, "forged_gemm_sum_scale"))
     assert checked.passed and checked.dtype == torch.bfloat16, checked.message
+
+
+def test_an_input_taken_transposed_is_the_same_function() -> None:
+    # f'(x, w') = f(x, transpose(w')): matmul's w [K, N] taken as [N, K]
+    (func,) = [op for op in parse_source(SUITE["matmul"].source, "matmul.py").ops]
+    flipped = raised_path.transposed_inputs(func, [1])
+    x_type, w_type = flipped.function_type.inputs.data
+    assert isinstance(w_type, TensorType) and [str(d) for d in w_type.shape] == ["N", "K"]
+    assert str(x_type) == str(func.function_type.inputs.data[0])
+    first = flipped.body.block.first_op
+    assert isinstance(first, TransposeOp) and first.operands[0] is flipped.body.block.args[1]
+    sizes = {"M": 5, "K": 7, "N": 3}
+    x, w = make_inputs(SUITE["matmul"], sizes)
+    (want,) = run_function(func, [x, w], sizes)
+    (got,) = run_function(flipped, [x, np.ascontiguousarray(w.T)], sizes)
+    assert np.array_equal(got, want)
