@@ -359,6 +359,7 @@ def transposed_inputs(func: FuncOp, indices: Sequence[int]) -> FuncOp:
         raise NotRaised(f"the inputs taken transposed do not verify: {err}") from None
     return clone
 
+
 def _int(launch: RecordedLaunch, param: str) -> int | None:
     value = launch.args.get(param)
     return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -139,6 +139,7 @@ def engines_differ(func: FuncOp, tile_sizes: Mapping[str, int], sizes: Mapping[s
     return _balance_engines(kernel, hoisted) != \
         _balance_engines(kernel, hoisted, {**sizes, **tile_sizes})
 
+
 def python(expr: IntExpr) -> str:
     """`expr` as a Python integer expression (floordiv as `//`, mod as `%`)."""
     if not expr.terms:
@@ -372,11 +373,10 @@ class _Printer:
         for level, pid in enumerate(order):
             self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
             depth += 1
-            for op in self.loads_outside(body, set(order[level + 1:]) - {pid}):
-                if op not in early:
-                    self.op(op, depth, hoisting=True)
-                    early.add(op)
-                    self.per_block.add(op)
+            for op in self.loads_outside(body, set(order[level + 1:])):
+                self.op(op, depth, hoisting=True)
+                early.add(op)
+                self.per_block.add(op)  # printed: skipped in the body (and by later levels)
         self.block(body, depth)
         self.per_block -= early
 
@@ -436,7 +436,7 @@ class _Printer:
             if len(streams) == 2:
                 assert whole is not None
                 (pid,) = whole.uses
-                if _rows_of(whole, pid, extents[pid]):
+                if _whole_rows(whole.load, pid, extents[pid]):
                     self.stream_rows(whole, pid, steps, extents[pid], depth)
                 else:
                     buf = self.stream_buffer(whole, f"{_group(python(extents[pid]))} * "
@@ -723,7 +723,7 @@ class _Printer:
 
     def stream_rows(self, stream: _Stream, pid: str, steps: str, blocks: IntExpr,
                     depth: int) -> None:
-        """`stream`'s blocks over every value of `pid` read as whole rows (`_rows_of`): a
+        """`stream`'s blocks over every value of `pid` read as whole rows (`_whole_rows`): a
         buffer `[P, steps, blocks * F]`, one DMA a step of the rows' every column (the tensor's
         rows are contiguous, so a partition moves `cols * itemsize` bytes at once, not one
         block's: a DMA reaches its bandwidth from 2 KiB a partition, nki.md 6.2), the columns
@@ -1719,11 +1719,6 @@ def _grid_invariant(kernel: KernelOp) -> set[Operation]:
         if ok and not any(written_in_place(r) for r in op.results):
             out.add(op)
     return out
-
-
-def _rows_of(stream: _Stream, pid: str, blocks: IntExpr) -> bool:
-    """Can `stream` (read over every value of `pid`) be read as whole rows (`_whole_rows`)?"""
-    return _whole_rows(stream.load, pid, blocks)
 
 
 def _whole_rows(load: LoadOp, index: str, blocks: IntExpr) -> bool:

@@ -49,6 +49,7 @@ from axon.dialects import xt
 from axon.dialects.ax import TensorType
 from axon.dialects.form.dtypes import DTYPES
 from axon.selection.space import Verdict
+from axon.targets.xe_triton.emit import BLOCK_IO_MODES
 from axon.targets.xe_triton.kb import Config, Device, KernelFacts, config_error, load_device
 
 #: `tl` names of Triton 3.6's core language that the Intel XPU backend also compiles and the CPU
@@ -245,7 +246,9 @@ def register_budget(device: Device, kwargs: Mapping[str, Any]) -> tuple[int, str
 
 #: the launch's `block_io` values that move 2-D tiles through tensor descriptors (`emit.py`'s
 #: `BLOCK_IO_MODES` from `tensor_descriptor` up)
-DESCRIPTOR_IO = ("tensor_descriptor", "host_descriptor")
+DESCRIPTOR_IO = tuple(mode for mode, n in BLOCK_IO_MODES.items()
+                      if n >= BLOCK_IO_MODES["tensor_descriptor"])
+
 
 def footprint_error(device: Device, kwargs: Mapping[str, Any],
                     footprint: Footprint) -> str | None:
