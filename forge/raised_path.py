@@ -46,6 +46,7 @@ outputs are float32; the cascade's float32 run exercises the `out=` call there).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,7 +60,7 @@ from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.intexpr import IntExpr
 from axon.forge.cascade import ForgeCascade
 from axon.forge.driver import CheckOutcome
-from axon.forge.fuse_raised import FusedHost, fuse_host
+from axon.forge.fuse_raised import FusedHost, fuse_host, strided
 from axon.forge.launch_record import LaunchRecord, RecordedLaunch, TensorArg, record_launches
 from axon.forge.source import (
     Edit,
@@ -580,6 +581,10 @@ def forge_raised(path: Path, problem: Path, device: Device,
                     result.notes.append(f"{host}(): the launches are not fused: {err}")
                 continue
             say(f"{host}(): {', '.join(fused.kernels)} composed into one ax program")
+            try:
+                fused = _flipped(fused, record, by_name)
+            except NotRaised as err:
+                result.notes.append(f"{host}(): {err}")
             reads = [(site, param) for site, param in fused.input_params
                      if param not in by_name[site.kernel].scalars]
             picked = select(fused.ax, f"{host}_fused",
@@ -699,6 +704,23 @@ def forge_raised(path: Path, problem: Path, device: Device,
                             f"replaced failed the cascade at {outcome.step}: {outcome.reason}")
         result.replaced = []
     return result
+
+
+def _flipped(fused: FusedHost, record: LaunchRecord, by_name: Mapping[str, KernelRaise]
+             ) -> FusedHost:
+    """`fused` taking the matrices its launches pass as the transpose of a row-major one as
+    the user holds them (`flipped_inputs`, `transposed_inputs`), where there are such."""
+    indices = [i for i, (site, param) in enumerate(fused.input_params)
+               if param in flipped_inputs(record, by_name[site.kernel], [site])]
+    if not indices:
+        return fused
+    inputs = list(fused.inputs)
+    for i in indices:
+        layout = fused.layouts[i]
+        site, param = fused.input_params[i]
+        assert layout is not None
+        inputs[i] = strided(site.arg(param) or "", layout[0][::-1], layout[1][::-1])
+    return dataclasses.replace(fused, ax=transposed_inputs(fused.ax, indices), inputs=inputs)
 
 
 def _size(record: LaunchRecord, site: LaunchSite, symbol: str) -> int | None:

@@ -17,7 +17,7 @@ from axon.benchmarks.suite import PROGRAMS as SUITE
 from axon.benchmarks.suite import make_inputs
 from axon.dialects.ax import TensorType, TransposeOp
 from axon.forge import raised_path
-from axon.forge.fuse_raised import fuse_host
+from axon.forge.fuse_raised import _allocations, _product, fuse_host, reviewed
 from axon.forge.launch_record import record_launches
 from axon.forge.raised_path import (
     SIZE,
@@ -28,13 +28,13 @@ from axon.forge.raised_path import (
 )
 from axon.forge.source import KernelFile
 from axon.forge.triton_path import forge_kernel
-from axon.frontend.triton.raise_tile import NotRaised
+from axon.frontend.triton.raise_tile import NotRaised, _parse
 from axon.interpreter import run_function
 from axon.selection.executor import make_executor
 from axon.targets.xe_triton.kb import load_device
 from axon.targets.xe_triton.select import SelectionError, SelectOptions
 from axon.tools.embed import parse_source
-from axon.verifier import Proved
+from axon.verifier import Proved, Refuted, prove_equivalent
 
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks" / "forge"
 
@@ -43,7 +43,8 @@ Asked = dict[str, tuple[list[str], dict[str, int]]]
 
 
 def _asked(monkeypatch: pytest.MonkeyPatch, kernel: Path, name: str,
-           tmp_path: Path, results: Asked | None = None) -> tuple[Asked, list[str]]:
+           tmp_path: Path, results: Asked | None = None,
+           fuse: bool = True) -> tuple[Asked, list[str]]:
     """forge_raised on `kernel` with the selection replaced by a spy that fails: per function
     selected, its input types and the sizes it was asked at (into `results`: its result
     types and options' sizes); and the result's notes."""
@@ -61,7 +62,7 @@ def _asked(monkeypatch: pytest.MonkeyPatch, kernel: Path, name: str,
     executor = make_executor("local")
     try:
         result = forge_raised(kernel, ROOT / "problems" / f"{name}.py", load_device("h200"),
-                              [{}], executor, gpu=False, scratch=tmp_path)
+                              [{}], executor, gpu=False, scratch=tmp_path, fuse=fuse)
     finally:
         executor.close()
     assert result.replaced == [] and result.outcome is None  # nothing selected: no cascade
@@ -119,10 +120,12 @@ def test_a_bf16_gemm_writing_a_float32_buffer_is_selected_in_bf16_with_a_float32
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """08's GEMM reads bf16 and writes the float32 buffer `z` the user allocated: its inputs
     stay bf16 (a bf16 `tl.dot`, no `.float()`), its result is cast to float32; the row sum
-    reading `z` is float32 with a bf16 result, as the user's `y`."""
+    reading `z` is float32 with a bf16 result, as the user's `y` (the two kernels not
+    fused)."""
     name = "08_gemm_sum_scale"
     results: Asked = {}
-    asked, _ = _asked(monkeypatch, ROOT / "kernels" / f"{name}.py", name, tmp_path, results)
+    asked, _ = _asked(monkeypatch, ROOT / "kernels" / f"{name}.py", name, tmp_path, results,
+                      fuse=False)
     # w as the user holds it ([N, K] row-major; the kernel reads its transpose by strides)
     assert asked["linear_kernel"][0] == ["bf16[M, K]", "bf16[N, K]", "bf16[N]"]
     assert results["linear_kernel"][0] == ["f32[M, N]"]
@@ -210,9 +213,76 @@ def test_the_triton_path_runs_the_raised_path_first_and_fuses_the_chain(
     assert "torch.full((1,), self.scale, dtype=torch.float32, device=y.device)" in result.source
 
 
-def test_launches_through_different_views_are_not_fused() -> None:
-    file = KernelFile.read(ROOT / "kernels" / "02_gemm_gelu.py")
+def test_a_buffer_the_host_did_not_allocate_read_through_another_view_is_not_fused(
+        ) -> None:
+    """02 with `z` a transposed view (`torch.empty((N, M)).t()`, not row-major): the GELU's
+    flat read of `z` is not the GEMM's `[M, N]` value, so the kernels are not composed."""
+    text = (ROOT / "kernels" / "02_gemm_gelu.py").read_text()
+    transposed = text.replace("z = torch.empty((M, N), device=x.device, dtype=torch.float32)",
+                              "z = torch.empty((N, M), device=x.device, dtype=torch.float32).t()")
+    assert transposed != text
+    file = KernelFile(transposed, "02.py")
     with pytest.raises(NotRaised, match="gelu_kernel reads z through another view"):
+        fuse_host(file, raise_file(file), "forward")
+
+
+def test_an_elementwise_kernel_over_a_flat_buffer_is_taken_at_the_gemms_shape() -> None:
+    """02: the GEMM writes `z` (allocated `(M, N)`, so `z.stride(0)` is `N`) as `[M, N]`; the
+    GELU reads it flat, `M * N` elements. The GELU is taken at `[M, N]` (proved equal to the
+    flat one between reshapes) and composes: one function, its result written to `y` seen as
+    `[M, N]` row-major, the same elements as the flat view."""
+    file = KernelFile.read(ROOT / "kernels" / "02_gemm_gelu.py")
+    fused = fuse_host(file, raise_file(file), "forward")
+    assert fused.kernels == ["linear_kernel", "gelu_kernel"]
+    assert [str(t) for t in fused.ax.function_type.inputs.data] == \
+        ["f32[M, K]", "f32[K, N]", "f32[N]"]
+    assert [str(t) for t in fused.ax.function_type.outputs.data] == ["f32[M, N]"]
+    assert fused.outputs == ["torch.as_strided(y, (M, N,), (N, 1,))"]
+    assert "out[d0 < M, d1 < N]" in fused.ax_text and "M * N" not in fused.ax_text
+    # 04: the residual, a user's input read flat, is read at [M, N] the same way; `z` is read
+    # outside the launches only for its shape (`torch.empty_like(z)`)
+    file = KernelFile.read(ROOT / "kernels" / "04_gemm_residual_add.py")
+    fused = fuse_host(file, raise_file(file), "forward")
+    assert fused.inputs[-1] == "torch.as_strided(residual, (M, N,), (N, 1,))"
+    # 10: the softmax reads `z` by rows (`z.stride(0)`, unit stride): the GEMM's own view
+    file = KernelFile.read(ROOT / "kernels" / "10_gemm_softmax.py")
+    assert fuse_host(file, raise_file(file), "forward").kernels == \
+        ["linear_kernel", "softmax_kernel"]
+
+
+def test_the_flat_kernel_at_a_shape_is_proved_and_a_wrong_one_refuted() -> None:
+    (_, gelu) = raise_file(KernelFile.read(ROOT / "kernels" / "02_gemm_gelu.py"))
+    assert gelu.raised is not None
+    shaped, reference = reviewed(gelu.raised.ax_text, "n_elements", 3)
+    assert "!ax.tensor<[V0, V1, V2], f32>" in shaped and "ax.reshape" in reference
+    assert isinstance(prove_equivalent(_parse(shaped, "a"), _parse(reference, "b")), Proved)
+    # a planted wrong shaped kernel (every element read from the first plane): refuted
+    wrong = shaped.replace("in0[d0, d1, d2]", "in0[0, d1, d2]")
+    assert wrong != shaped
+    assert isinstance(prove_equivalent(_parse(wrong, "a"), _parse(reference, "b")), Refuted)
+
+
+def test_views_compare_as_products_with_allocated_buffers_strides() -> None:
+    allocated = {"z": ("M", "N"), "t": ("B", "M * N")}
+    assert _product("N*M", allocated) == _product("(M) * N", allocated) == "M * N"
+    assert _product("z.stride(0)", allocated) == "N"
+    assert _product("z.stride(1)", allocated) == _product("1", allocated) == "1"
+    assert _product("t.stride(0)", allocated) == "M * N"
+    assert _product("x.stride(0)", allocated) == "x.stride(0)"  # not allocated: as written
+    assert _product("2 * M + 1", allocated) == "2 * M + 1"
+    source = (ROOT / "kernels" / "04_gemm_residual_add.py").read_text()
+    found = _allocations(KernelFile(source, "04.py"), "forward")
+    assert found == {"z": ("M", "N"), "y": ("M", "N")}  # y = torch.empty_like(z)
+    # a buffer bound twice is not known to be contiguous
+    twice = source.replace("return y", "y = y.t()\n        return y")
+    assert "y" not in _allocations(KernelFile(twice, "04.py"), "forward")
+
+
+def test_a_buffer_between_the_kernels_read_for_its_values_is_not_fused() -> None:
+    source = (ROOT / "kernels" / "04_gemm_residual_add.py").read_text()
+    peeked = source.replace("return y", "return y + z.sum()")
+    file = KernelFile(peeked, "04.py")
+    with pytest.raises(NotRaised, match="z .a buffer between the kernels. is read at line"):
         fuse_host(file, raise_file(file), "forward")
 
 
@@ -329,7 +399,7 @@ def test_the_bf16_gemm_into_a_float32_buffer_is_a_bf16_dot_stored_as_it_accumula
         result = forge_raised(ROOT / "kernels" / f"{name}.py", ROOT / "problems" / f"{name}.py",
                               load_device("h200"), [small], executor, gpu=False,
                               scratch=tmp_path, max_candidates=1,
-                              atol_scale=PROBLEMS[name].atol_scale)
+                              atol_scale=PROBLEMS[name].atol_scale, fuse=False)
     finally:
         executor.close()
     assert result.outcome is not None and result.outcome.passed, result.report_lines()
