@@ -224,7 +224,8 @@ def run_nki_target(args: argparse.Namespace) -> None:
     try:
         kernel = emit_kernel(module, filename, args.profile or DEFAULT_PROFILE, args.sizes, say,
                              DEFAULT_MAX_CANDIDATES if args.max_candidates is None
-                             else args.max_candidates)
+                             else args.max_candidates, args.executor, args.cache,
+                             not args.no_cache)
     except NkiTargetError as err:
         raise UsageError(str(err)) from None
     if args.output is None:

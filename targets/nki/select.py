@@ -57,6 +57,7 @@ from axon.dialects.ax.creation import ConstantOp
 from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.dialects.form.interface import generic_form, has_form
 from axon.interpreter import run_function
+from axon.selection.executor import Executor
 from axon.selection.variants import program_variants, unnamed
 from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki, engines_differ
@@ -596,12 +597,15 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                   inputs: Sequence[np.ndarray] | None = None,
                   tolerance: tuple[float, float] | None = None,
                   extra: Sequence[Candidate] = (),
-                  programs: int = DEFAULT_PROGRAMS) -> ChosenKernel:
+                  programs: int = DEFAULT_PROGRAMS,
+                  executor: Executor | None = None) -> ChosenKernel:
     """The cheapest right candidate of `func` at `sizes` (every size bound; see the module
     docstring). `inputs` default to `random_inputs`, `tolerance` to the result dtype's;
     `extra` candidates (with their modules) join the list after the bound is applied (a
     test's planted ones); `programs`: how many of `func` and its nu-graph variants are tiled
-    (`tiled_programs`). `NoKernel` when no candidate is left."""
+    (`tiled_programs`); `executor`: where the candidates are simulated and checked (a local
+    process pool, Ray), here one after the other without one. `NoKernel` when no candidate
+    is left."""
     if max_candidates < 1:
         raise ValueError(f"max_candidates must be at least 1, not {max_candidates}")
     name = func.sym_name.data
@@ -674,22 +678,11 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
         expected = (rounded, exact)
         if tolerance is None:
             tolerance = default_tolerance(func)
-        with tempfile.TemporaryDirectory() as tmp:
-            runner = KernelRunner(profile, Path(tmp))
-            for number, c in enumerate(candidates, 1):
-                if c.module is not None:
-                    _run(c, f"{name}_{number}", runner, inputs, expected, tolerance)
-                what = (f"{c.latency_s * 1e6:.1f} us" if c.latency_s is not None
-                        else f"rejected: {c.rejected}")
-                say(f"nki: @{name}: candidate {number}/{len(candidates)} {c.label}: {what}")
-            twins = _twins(candidates, func, sizes, proved, lowered, funcs, say)
-            for number, c in enumerate(twins, len(candidates) + 1):
-                if c.module is not None:
-                    _run(c, f"{name}_{number}", runner, inputs, expected, tolerance)
-                what = (f"{c.latency_s * 1e6:.1f} us" if c.latency_s is not None
-                        else f"rejected: {c.rejected}")
-                say(f"nki: @{name}: candidate {number} {c.label}: {what}")
-            candidates += twins
+        checks = (expected, tolerance, inputs)
+        _check(candidates, name, profile, checks, executor, say, len(candidates))
+        twins = _twins(candidates, func, sizes, proved, lowered, funcs, say)
+        _check(twins, name, profile, checks, executor, say, None, first=len(candidates) + 1)
+        candidates += twins
     right = [c for c in candidates if c.latency_s is not None]
     rejected = [c for c in candidates if c.latency_s is None]
     seconds = time.perf_counter() - start
@@ -831,23 +824,68 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
     c.lowering_proof = low.proof_id
 
 
-def _run(c: Candidate, label: str, runner: KernelRunner, inputs: Sequence[np.ndarray],
-         expected: tuple[np.ndarray, np.ndarray], tolerance: tuple[float, float]) -> None:
-    """Run, check and price the candidate's module, filling its fields. `expected`: the
-    interpreter's result with every intermediate rounded to its dtype, and its exact one
-    (float64 throughout); the candidate is right when it is within `tolerance` of either (the
-    chain rounds its intermediates in HBM as the first does; a fused kernel keeps them in fp32,
-    nearer the second: layernorm's centred rows cancel near zero, where the rounded run is
-    0.047 and the fused kernel and the exact run 0.023)."""
-    assert c.module is not None
-    try:
-        out, latency = runner.run_module(c.module, inputs, label)
-    except (KernelError, SimulationError, SimulationWarning) as err:
-        c.rejected = f"the simulator stops: {failure(err, runner.tmp)}"
-        return
-    rounded, exact = expected
-    problem = check_close(out, rounded, tolerance)
-    if problem and check_close(out, exact, tolerance):
-        c.rejected = f"wrong result: {problem}"
-        return
-    c.latency_s, c.output = latency, out
+@dataclass(frozen=True)
+class CheckJob:
+    """One candidate's check, whole in itself so that an executor's process can run it: its
+    module, the inputs, the interpreter's results (rounded and exact) and the tolerance."""
+
+    label: str
+    profile: str
+    module: KernelModule
+    inputs: tuple[np.ndarray, ...]
+    expected: tuple[np.ndarray, np.ndarray]
+    tolerance: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A check's result: the cost model's latency and the output where the module runs and is
+    right, else why it is rejected."""
+
+    latency_s: float | None = None
+    output: np.ndarray | None = None
+    rejected: str = ""
+
+
+def check_candidate(job: CheckJob) -> CheckOutcome:
+    """Run, check and price the job's module. The candidate is right when it is within the
+    tolerance of either expected result: the interpreter's with every intermediate rounded to
+    its dtype, or its exact one (float64 throughout); the chain rounds its intermediates in
+    HBM as the first does, a fused kernel keeps them in fp32, nearer the second (layernorm's
+    centred rows cancel near zero, where the rounded run is 0.047 and the fused kernel and the
+    exact run 0.023)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = KernelRunner(job.profile, Path(tmp))
+        try:
+            out, latency = runner.run_module(job.module, job.inputs, job.label)
+        except (KernelError, SimulationError, SimulationWarning) as err:
+            return CheckOutcome(rejected=f"the simulator stops: {failure(err, runner.tmp)}")
+    rounded, exact = job.expected
+    problem = check_close(out, rounded, job.tolerance)
+    if problem and check_close(out, exact, job.tolerance):
+        return CheckOutcome(rejected=f"wrong result: {problem}")
+    return CheckOutcome(latency, out)
+
+
+def _check(candidates: Sequence[Candidate], name: str, profile: str,
+           checks: tuple[tuple[np.ndarray, np.ndarray], tuple[float, float],
+                         Sequence[np.ndarray]],
+           executor: Executor | None, say: Callable[[str], None], total: int | None,
+           first: int = 1) -> None:
+    """Check every candidate that has a module (`check_candidate`; on `executor`, else here,
+    one after the other), fill its fields and say each result (numbered from `first`, `of
+    total` where given)."""
+    expected, tolerance, inputs = checks
+    jobs = [CheckJob(f"{name}_{number}", profile, c.module, tuple(inputs), expected, tolerance)
+            for number, c in enumerate(candidates, first) if c.module is not None]
+    outcomes = iter(executor.map(check_candidate, jobs) if executor is not None and jobs
+                    else [check_candidate(job) for job in jobs])
+    for number, c in enumerate(candidates, first):
+        if c.module is not None:
+            outcome = next(outcomes)
+            c.latency_s, c.output = outcome.latency_s, outcome.output
+            c.rejected = outcome.rejected or c.rejected
+        what = (f"{c.latency_s * 1e6:.1f} us" if c.latency_s is not None
+                else f"rejected: {c.rejected}")
+        say(f"nki: @{name}: candidate {number}{'' if total is None else f'/{total}'} "
+            f"{c.label}: {what}")

@@ -57,7 +57,7 @@ def test_bad_options_are_refused(profile: str, sizes: str, message: str) -> None
 def test_the_command_line_writes_the_module(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "relu_kernel.py"
-    main(["relu", "--target", "nki", "--sizes", "M=64,N=32", "-o", str(out)])
+    main(["relu", "--target", "nki", "--sizes", "M=64,N=32", "--no-cache", "-o", str(out)])
     assert "@nki.jit" in out.read_text()
     assert "axon: nki: @relu: rows" in capsys.readouterr().err
 
@@ -79,3 +79,52 @@ def test_choose_kernel_says_why_nothing_lowers() -> None:
     with pytest.raises(NoKernel, match="no kernel lowers to nki .rows: not lowered to nki: "
                                        "'ax.pow' has no NKI lowering yet"):
         choose_kernel(func, "trn2", {"M": 3, "N": 2}, lambda line: None)
+
+
+def test_the_winner_is_cached_and_printed_again_without_a_selection(tmp_path: Path) -> None:
+    """The selection's winner goes into the winner cache under the program's text, sizes,
+    dtypes and `nki:<profile>`: the same program at the same sizes is printed from it; other
+    sizes, `use_cache=False` or a corrupt file (a warning) select anew."""
+    module = parse_source(PROGRAMS["softmax"].source, "softmax.py")
+    cache = tmp_path / "winners.json"
+    first: list[str] = []
+    text = emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", first.append,
+                       cache=str(cache), use_cache=True)
+    assert any("candidate 1/" in line for line in first) and cache.exists()
+    again: list[str] = []
+    assert emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", again.append,
+                       cache=str(cache), use_cache=True) == text
+    (line,) = again
+    assert "@softmax: the cached winner rows BM=128" in line and "predicted" in line
+    other: list[str] = []
+    emit_kernel(module, "softmax.py", "trn2", "M=131,N=77", other.append, cache=str(cache),
+                use_cache=True)
+    assert any("candidate 1/" in line for line in other)
+    fresh: list[str] = []
+    emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", fresh.append, cache=str(cache))
+    assert any("candidate 1/" in line for line in fresh)
+    cache.write_text("{not json")
+    broken: list[str] = []
+    assert emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", broken.append,
+                       cache=str(cache), use_cache=True) == text
+    assert broken[0].startswith("warning:") and any("candidate 1/" in line for line in broken)
+
+
+def test_the_candidates_run_on_an_executor_as_they_run_here() -> None:
+    """The checks on a local process pool and on a local Ray instance give the choice and
+    the latencies of the checks run one after the other."""
+    from axon.selection.executor import make_executor
+
+    sizes = {"M": 130, "N": 77}
+    here = choose_kernel(program("softmax"), "trn2", sizes, lambda line: None)
+    for name in ("local", "ray"):
+        executor = make_executor(name, workers=2 if name == "local" else 1)
+        said: list[str] = []
+        try:
+            there = choose_kernel(program("softmax"), "trn2", sizes, said.append,
+                                  executor=executor)
+        finally:
+            executor.close()
+        assert there.module_text == here.module_text and there.latency_s == here.latency_s
+        assert [c.latency_s for c in there.candidates] == [c.latency_s for c in here.candidates]
+        assert any("candidate 1/" in line for line in said)

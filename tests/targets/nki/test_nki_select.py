@@ -136,7 +136,7 @@ def test_the_command_line_takes_the_bound(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "kernel.py"
     main(["matmul_transpose", "--target", "nki", "--sizes", "M=128,N=128,K=128",
-          "--max-candidates", "2", "-o", str(out)])
+          "--max-candidates", "2", "--no-cache", "-o", str(out)])
     err = capsys.readouterr().err
     assert "checked 2" in err and "candidate 2/2 unfused chain" in err
     assert "@nki.jit" in out.read_text()
