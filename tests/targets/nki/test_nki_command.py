@@ -85,27 +85,27 @@ def test_the_winner_is_cached_and_printed_again_without_a_selection(tmp_path: Pa
     """The selection's winner goes into the winner cache under the program's text, sizes,
     dtypes and `nki:<profile>`: the same program at the same sizes is printed from it; other
     sizes, `use_cache=False` or a corrupt file (a warning) select anew."""
-    module = parse_source(PROGRAMS["softmax"].source, "softmax.py")
+    module = parse_source(PROGRAMS["relu"].source, "relu.py")
     cache = tmp_path / "winners.json"
     first: list[str] = []
-    text = emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", first.append,
+    text = emit_kernel(module, "relu.py", "trn2", "M=64,N=32", first.append,
                        cache=str(cache), use_cache=True)
     assert any("candidate 1/" in line for line in first) and cache.exists()
     again: list[str] = []
-    assert emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", again.append,
+    assert emit_kernel(module, "relu.py", "trn2", "M=64,N=32", again.append,
                        cache=str(cache), use_cache=True) == text
     (line,) = again
-    assert "@softmax: the cached winner rows BM=128" in line and "predicted" in line
+    assert "@relu: the cached winner rows" in line and "predicted" in line
     other: list[str] = []
-    emit_kernel(module, "softmax.py", "trn2", "M=131,N=77", other.append, cache=str(cache),
+    emit_kernel(module, "relu.py", "trn2", "M=65,N=32", other.append, cache=str(cache),
                 use_cache=True)
     assert any("candidate 1/" in line for line in other)
     fresh: list[str] = []
-    emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", fresh.append, cache=str(cache))
+    emit_kernel(module, "relu.py", "trn2", "M=64,N=32", fresh.append, cache=str(cache))
     assert any("candidate 1/" in line for line in fresh)
     cache.write_text("{not json")
     broken: list[str] = []
-    assert emit_kernel(module, "softmax.py", "trn2", "M=130,N=77", broken.append,
+    assert emit_kernel(module, "relu.py", "trn2", "M=64,N=32", broken.append,
                        cache=str(cache), use_cache=True) == text
     assert broken[0].startswith("warning:") and any("candidate 1/" in line for line in broken)
 
@@ -115,14 +115,14 @@ def test_the_candidates_run_on_an_executor_as_they_run_here() -> None:
     the latencies of the checks run one after the other."""
     from axon.selection.executor import make_executor
 
-    sizes = {"M": 130, "N": 77}
-    here = choose_kernel(program("softmax"), "trn2", sizes, lambda line: None)
+    sizes = {"M": 20, "N": 9}
+    here = choose_kernel(program("softmax"), "trn2", sizes, lambda line: None, max_candidates=2)
     for name in ("local", "ray"):
         executor = make_executor(name, workers=2 if name == "local" else 1)
         said: list[str] = []
         try:
             there = choose_kernel(program("softmax"), "trn2", sizes, said.append,
-                                  executor=executor)
+                                  max_candidates=2, executor=executor)
         finally:
             executor.close()
         assert there.module_text == here.module_text and there.latency_s == here.latency_s
