@@ -71,8 +71,9 @@ class FusedHost:
     symbols: dict[str, tuple[LaunchSite, str]] = field(default_factory=dict)
     """Each size symbol of `ax`: a launch binding it and that kernel's own symbol (its value
     is what the launch passes for it)."""
-    layouts: list[tuple[tuple[str, ...], tuple[str, ...]] | None] = field(default_factory=list)
-    """Each input's sizes and strides (texts; None for a float parameter)."""
+    layouts: list[tuple[str, tuple[str, ...], tuple[str, ...]] | None] = field(
+        default_factory=list)
+    """Each input's buffer, sizes and strides (texts; None for a float parameter)."""
 
 
 def _clean(text: str) -> str:
@@ -119,7 +120,7 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
     pointers: dict[tuple, str] = {}
     result_types: dict[tuple, str] = {}
     views: dict[tuple, str] = {}
-    layouts: dict[tuple, tuple[tuple[str, ...], tuple[str, ...]] | None] = {}
+    layouts: dict[tuple, tuple[str, tuple[str, ...], tuple[str, ...]] | None] = {}
     proved: dict[tuple[str, int], bool] = {}
     for n, site in enumerate(sites):
         k = by_name[site.kernel]
@@ -144,7 +145,7 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
             if not proved[(k.name, len(shape))]:
                 raise NotRaised(f"{site.kernel} taken at the shape ({', '.join(shape)}) of the "
                                 "buffer it reads is not proved equal to it")
-            dims = [symbol(t, site, t) for t in shape]
+            dims = [symbols[t] for t in shape]  # the writer's sizes, named at its launch
         pattern = re.compile(r"(?<![%\w.])(" + "|".join(map(re.escape, rename)) + r")(?!\w)") \
             if rename else None
 
@@ -188,8 +189,9 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
                 view = f"torch.full((1,), {pointer}, dtype=torch.float32, device=@DEVICE@.device)"
                 layout = None
             else:
-                key, *layout = view_of(param)
-                view = strided(_clean(pointer), *layout)
+                key, sizes, strides = view_of(param)
+                layout = (_clean(pointer), sizes, strides)
+                view = strided(*layout)
             keys.append(key)
             if key in written:
                 env[f"%in{index}"] = written[key]
@@ -201,7 +203,7 @@ def fuse_host(file: KernelFile, kernels: Sequence, host: str) -> FusedHost:
                 if key not in inputs:
                     inputs[key] = (f"%x{len(inputs)}", sub(type_text), view)
                     input_params[key] = (site, param)
-                    layouts[key] = None if layout is None else (layout[0], layout[1])
+                    layouts[key] = layout
                 env[f"%in{index}"] = inputs[key][0]
         def argument(m: re.Match[str], env: dict[str, str] = env) -> str:
             return env[f"%in{m.group(1)}"]
@@ -335,9 +337,11 @@ def _allocations(file: KernelFile, host: str) -> dict[str, tuple[str, ...]]:
         if fn.attr in ALLOCATORS and len(call.args) == 1 \
                 and isinstance(call.args[0], ast.Tuple | ast.List):
             dims = list(call.args[0].elts)
-        elif fn.attr in ALLOCATORS and call.args \
-                and not isinstance(call.args[0], ast.Tuple | ast.List | ast.Attribute):
+        elif fn.attr in ALLOCATORS and (len(call.args) > 1 or len(call.args) == 1 and isinstance(
+                call.args[0], ast.Constant)):  # one name may hold a whole shape: not read
             dims = list(call.args)
+        if dims and any(isinstance(d, ast.Starred) for d in dims):
+            dims = None  # `(*x.shape[:-1], N)`: dims the text does not spell
         elif fn.attr in ("empty_like", "zeros_like") and len(call.args) == 1 \
                 and isinstance(call.args[0], ast.Name) and call.args[0].id in found:
             found[n.targets[0].id] = found[call.args[0].id]

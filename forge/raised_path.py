@@ -717,10 +717,11 @@ def _flipped(fused: FusedHost, record: LaunchRecord, by_name: Mapping[str, Kerne
     inputs = list(fused.inputs)
     for i in indices:
         layout = fused.layouts[i]
-        site, param = fused.input_params[i]
         assert layout is not None
-        inputs[i] = strided(site.arg(param) or "", layout[0][::-1], layout[1][::-1])
-    return dataclasses.replace(fused, ax=transposed_inputs(fused.ax, indices), inputs=inputs)
+        pointer, sizes, strides = layout
+        inputs[i] = strided(pointer, sizes[::-1], strides[::-1])
+    ax = transposed_inputs(fused.ax, indices)
+    return dataclasses.replace(fused, ax=ax, ax_text=str(ax), inputs=inputs)
 
 
 def _size(record: LaunchRecord, site: LaunchSite, symbol: str) -> int | None:

@@ -129,7 +129,6 @@ def emit_nki(func: FuncOp, tile_sizes: Mapping[str, int],
     return EmittedKernel(func.sym_name.data, printer.module(tile_sizes))
 
 
-
 def engines_differ(func: FuncOp, tile_sizes: Mapping[str, int], sizes: Mapping[str, int]
                    ) -> bool:
     """Whether `emit_nki(..., engines_over_kernel=True)` places an instruction on another

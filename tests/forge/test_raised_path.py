@@ -250,6 +250,21 @@ def test_an_elementwise_kernel_over_a_flat_buffer_is_taken_at_the_gemms_shape() 
         ["linear_kernel", "softmax_kernel"]
 
 
+def test_the_fused_gemm_takes_w_as_the_user_holds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """02 fused: the composed function is selected in bf16 with `w` as `[N, K]` (transposed
+    inside it, as the unfused GEMM takes it), its result in y's bf16 (the spy selects nothing,
+    so each kernel is then asked alone too)."""
+    name = "02_gemm_gelu"
+    results: Asked = {}
+    asked, notes = _asked(monkeypatch, ROOT / "kernels" / f"{name}.py", name, tmp_path,
+                          results)
+    assert asked["forward_fused"] == (["bf16[M, K]", "bf16[N, K]", "bf16[N]"],
+                                      {"M": 2048, "K": 4096, "N": 4096})
+    assert results["forward_fused"][0] == ["bf16[M, N]"]
+    assert any("composed" in n or "fused" in n for n in notes), notes
+
+
 def test_the_flat_kernel_at_a_shape_is_proved_and_a_wrong_one_refuted() -> None:
     (_, gelu) = raise_file(KernelFile.read(ROOT / "kernels" / "02_gemm_gelu.py"))
     assert gelu.raised is not None
@@ -276,6 +291,12 @@ def test_views_compare_as_products_with_allocated_buffers_strides() -> None:
     # a buffer bound twice is not known to be contiguous
     twice = source.replace("return y", "y = y.t()\n        return y")
     assert "y" not in _allocations(KernelFile(twice, "04.py"), "forward")
+    # a shape held by a name (it may be a tuple) or spelled with a starred part is not read
+    held = source.replace("torch.empty((M, N),", "torch.empty(shape,")
+    starred = source.replace("torch.empty((M, N),", "torch.empty((*x.shape[:-1], N),")
+    assert held != source and starred != source
+    for text in (held, starred):
+        assert _allocations(KernelFile(text, "04.py"), "forward") == {}
 
 
 def test_a_buffer_between_the_kernels_read_for_its_values_is_not_fused() -> None:
