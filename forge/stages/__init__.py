@@ -2,7 +2,7 @@
 
     analysis        stages/analysis.py        report per kernel (what the planner reads)
     dtype           stages/dtype.py           tl.dot on the loaded dtype, not float32 casts
-    memory_access   stages/memory_access.py   cache hints on loads a row kernel reads again
+    memory_access   stages/memory_access.py   no-dot kernels: tl.range stages, cache hints
     block_pointers  stages/block_pointers.py  masked 2-D accesses -> tl.make_block_ptr
     swizzle         stages/swizzle.py         grouped program order (z3-proved bijection)
     persistent      stages/persistent.py      grid axis 0 as a loop over tiles (z3-proved cover)
@@ -34,6 +34,6 @@ __all__ = ["AnalysisReport", "AnalysisStage", "Applicability", "AutotuneStage",
 
 def builtin_stages(options: ForgeOptions | None = None) -> list[Stage]:
     """One instance of every built-in stage."""
-    return [AnalysisStage(), DtypeStage(), MemoryAccessStage(), BlockPointersStage(),
+    return [AnalysisStage(), DtypeStage(), MemoryAccessStage(options), BlockPointersStage(),
             SwizzleStage(options), PersistentStage(options), XeTuningStage(options),
             AutotuneStage(options)]

@@ -108,6 +108,13 @@ def _broadcast(node: ast.expr) -> tuple[str, int] | None:
     return None
 
 
+def _counts_up(file: KernelFile, func: ast.expr) -> bool:
+    """`range` or `tl.range` (whose keywords, such as the memory-access stage's
+    `num_stages`, change how the loop is compiled, not the values it visits)."""
+    return (isinstance(func, ast.Name) and func.id == "range") or \
+        file.module.qualified(func) == "triton.language.range"
+
+
 class BlockPointersStage:
     """Block pointers for affine masked 2-D accesses (see the module docstring)."""
 
@@ -238,8 +245,8 @@ class BlockPointersStage:
                 continue
             if loop is not None and isinstance(fixed, ast.Name) \
                     and isinstance(loop.target, ast.Name) and fixed.id == loop.target.id:
-                if not (isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name)
-                        and loop.iter.func.id == "range" and len(loop.iter.args) == 3
+                if not (isinstance(loop.iter, ast.Call) and _counts_up(file, loop.iter.func)
+                        and len(loop.iter.args) == 3
                         and isinstance(loop.iter.args[0], ast.Constant)
                         and isinstance(loop.iter.args[0].value, int)
                         and loop.iter.args[0].value >= 0) or loop.orelse \

@@ -49,7 +49,9 @@ def test_planner_orders_by_dependencies_and_says_why_it_skips() -> None:
     plan = make_plan(KernelFile.read(path_of("16_softmax")))
     lines = [step.line() for step in plan]
     assert [step.stage.name for step in plan] == ORDER
-    assert lines[2].startswith("memory_access: applies: memory_access: cache hints for ")
+    assert lines[2] == ("memory_access: applies: memory_access: `softmax_kernel` (3 load(s) "
+                        "hinted, 3 loop(s) to prefetch where the device's pipeliner stages "
+                        "loads)")
     assert lines[4] == ("swizzle: skipped: swizzle: not applicable: kernel `softmax_kernel` has "
                         "no tl.dot")
     assert lines[1].startswith("dtype: skipped: dtype: not applicable: ")

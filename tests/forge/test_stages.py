@@ -180,12 +180,14 @@ def test_persistent_not_applicable_says_why(edit: tuple[str, str], why: str) -> 
 @pytest.mark.parametrize("name", ["16_softmax", "11_layernorm"])
 def test_memory_access_hints_keep_the_outputs(name: str, checked: Checked) -> None:
     """A multi-pass row kernel keeps its row cached for the next pass and drops it after the
-    last; a vector every program reads stays cached; a row read once is left alone."""
+    last; a vector every program reads stays cached; a row read once is left alone. On an
+    Intel device the hints are the one proposal (its pipeliner stages no loads)."""
     file = kernel_file(name)
-    (proposal,) = MemoryAccessStage().propose(file, H200)
+    (proposal,) = MemoryAccessStage().propose(file, B70)
     text = proposal.source
     assert text.count('eviction_policy="evict_last"') == (2 if name == "16_softmax" else 4)
     assert text.count('eviction_policy="evict_first"') == 1
+    assert "tl.range" not in text
     if name == "11_layernorm":
         assert 'tl.load(w_ptr + offs, mask=mask, other=0.0, eviction_policy="evict_last")' in text
         assert "`w_ptr + offs` is read by every program" in proposal.description
@@ -193,13 +195,61 @@ def test_memory_access_hints_keep_the_outputs(name: str, checked: Checked) -> No
     assert checked(name, text).passed
 
 
+@pytest.mark.parametrize("name", ["16_softmax", "08_gemm_sum_scale", "23_cumsum"])
+def test_memory_access_prefetches_dot_free_loops(name: str, checked: Checked) -> None:
+    """On the H200 each loop of a kernel without a dot whose loads advance with it iterates
+    over `tl.range(..., num_stages=S)` for each of the KB's counts, the hints alone last; the
+    kernel with a dot in the same file keeps its loops."""
+    file = kernel_file(name)
+    proposals = MemoryAccessStage().propose(file, H200)
+    loops = {"16_softmax": 3, "08_gemm_sum_scale": 1, "23_cumsum": 1}[name]
+    for proposal, stages in zip(proposals, (2, 3), strict=False):
+        assert proposal.source.count(f"in tl.range(0, N, BLOCK_N, num_stages={stages}):") \
+            == loops, proposal.source
+        assert proposal.description.startswith(f"prefetch: tl.range(..., num_stages={stages})")
+    hinted = name == "16_softmax"
+    assert len(proposals) == 2 + hinted
+    if hinted:
+        assert "tl.range" not in proposals[-1].source
+        assert proposals[-1].description.startswith("cache hints: ")
+    if name == "08_gemm_sum_scale":  # the GEMM's K loop is the pipeliner's already
+        assert "for k0 in range(0, K, BLOCK_K):" in proposals[0].source
+    assert checked(name, proposals[0].source).passed
+
+
+def test_memory_access_prefetch_refused_says_why() -> None:
+    """A kernel that stores into a buffer it loads, a loop whose loads do not advance, a loop
+    with a loop inside and one over `tl.range` already are not prefetched."""
+    text = kernel_file("16_softmax").source
+    store = "tl.store(y_ptr + row * stride_ym"
+    assert store in text
+    in_place = KernelFile(text.replace(store, "tl.store(x_ptr + row * stride_xm"))
+    assert "kernel `softmax_kernel` stores into a buffer it loads (x_ptr): a pipelined load " \
+        "could pass an earlier iteration's store" in MemoryAccessStage().applies(in_place).why
+    assert all("tl.range" not in p.source
+               for p in MemoryAccessStage().propose(in_place, H200))
+    fixed = text.replace("offs = n0 + tl.arange(0, BLOCK_N)", "offs = tl.arange(0, BLOCK_N)")
+    plain = MemoryAccessStage().propose(KernelFile(fixed), H200)
+    assert all("tl.range" not in p.source for p in plain)
+    staged = text.replace("in range(0, N, BLOCK_N)", "in tl.range(0, N, BLOCK_N, num_stages=4)")
+    assert all(p.source.count("num_stages=4") == 3 and "num_stages=2" not in p.source
+               for p in MemoryAccessStage().propose(KernelFile(staged), H200))
+    nested = text.replace("    for n0 in range(0, N, BLOCK_N):\n",
+                          "    for n0 in range(0, N, BLOCK_N):\n        for _ in range(1):\n"
+                          "            pass\n", 1)
+    counts = [p.source.count("num_stages=2") for p in
+              MemoryAccessStage().propose(KernelFile(nested), H200)]
+    assert counts[0] == 2  # the outer loop holds a loop; the inner one loads nothing
+
+
 def test_memory_access_not_applicable_says_why() -> None:
     assert MemoryAccessStage().applies(kernel_file("17_log_softmax")).why == (
-        "memory_access: not applicable: kernel `log_softmax_kernel` reads nothing twice and "
-        "nothing every program reads")
+        "memory_access: not applicable: kernel `log_softmax_kernel` has no `range` loop whose "
+        "loads advance with it; kernel `log_softmax_kernel` reads nothing twice and nothing "
+        "every program reads")
     assert MemoryAccessStage().applies(kernel_file("01_gemm_bias_relu")).why == (
         "memory_access: not applicable: kernel `linear_bias_relu_kernel` has a tl.dot (its "
-        "tiles' reuse is the swizzle's)")
+        "tiles' reuse is the swizzle's, its loads the pipeliner's)")
     # a load the user gave a hint is the user's: rmsnorm's one shared load, hinted already
     text = kernel_file("12_rmsnorm").source
     load = "w = tl.load(w_ptr + offs, mask=mask, other=0.0)"

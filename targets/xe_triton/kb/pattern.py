@@ -82,6 +82,8 @@ FACTS: dict[str, Fact] = {
     "device.large_grf": Fact("bool", (), "a GRF mode of more than 128 registers exists"),
     "device.block_io": Fact("bool", (), "Intel 2D block loads and stores"),
     "device.tma": Fact("bool", (), "NVIDIA tensor memory access"),
+    "device.loads_staged_in_shared_memory": Fact(
+        "bool", (), "the software pipeliner copies a loop's loads ahead into shared memory"),
     "device.cores": Fact("number", (), "Xe-cores or SMs"),
     "device.sub_group_size_min": Fact("number"),
     "kernel.kind": Fact("symbol", get_args(KernelKind)),
@@ -109,6 +111,8 @@ def device_facts(device: Device) -> dict[str, float | bool | str]:
         "device.large_grf": any(m.registers_per_thread > 128 for m in device.grf_modes()),
         "device.block_io": device.block_io is not None,
         "device.tma": device.tma is not None,
+        "device.loads_staged_in_shared_memory": (device.pipeline is not None
+                                                 and device.pipeline.stages_in_shared_memory),
         "device.cores": device.cores,
         "device.sub_group_size_min": min(device.sub_group_sizes),
     }
@@ -143,6 +147,9 @@ class Settings:
     """`acc = tl.dot(a, b, acc)` rather than `acc += tl.dot(a, b)`."""
     input_precision: Literal["ieee", "tf32", "tf32x3"] | None = None
     """`tl.dot`'s input precision for fp32 operands."""
+    loop_num_stages: tuple[int, ...] | None = None
+    """`num_stages` of `tl.range` on a loop without `tl.dot` whose loads advance with it (the
+    Forge memory-access stage's prefetch), in order of preference."""
 
 
 #: the settings the tuner sweeps, in the order a configuration lists them
