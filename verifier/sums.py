@@ -28,8 +28,10 @@
 - blocked partition: a reduction over the ceildiv(K, B) blocks of B of each block's
   reduction cut at K (a tiled K loop's masked partials) is the reduction over [0, K), for any
   body of the element: sums linear in the blocks' sums (`_blocked_partition`), max / min whose
-  masked lanes repeat the block's first element (`_blocked_extremum`); a max / min loop
-  started at its own first step is the reduction of its steps (`fold`). Where the query
+  masked lanes repeat the block's first element (`_blocked_extremum`), also where the
+  lanes' max is taken after the blocks' (`_exchanged_blocks`: a running max kept lane by
+  lane); a max / min loop started at its own first step is the reduction of its steps
+  (`fold`). Where the query
   assumes `K mod B == 0` (`indices.assuming`) every block is whole and the same rules read
   the reduction of the whole blocks (no cut block to match) as the reduction over [0, K).
 
@@ -507,6 +509,27 @@ def _blocked_extremum(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly
                         lambda: _reduce_atom(kind, var, lo, hi, body))
 
 
+def _exchanged_blocks(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly
+                      ) -> Poly | None:
+    """max (min) over var of a lone max (min) over u of f, rectangular (u's range free of
+    var), exchanged into max over u of max over var of f where that is a blocked extremum
+    (`_blocked_extremum`): a running max kept lane by lane over a loop's blocks and then taken
+    over the lanes (`running = max(running, block)`, `tl.max(running)`) is the max over the
+    blocks of each block's max. Both orders are the max of f over the product of the two
+    ranges when both are nonempty; the lanes' range is guarded here, the blocks' by
+    `_blocked_extremum` (K >= 1). Else None (no exchange is kept that does not close)."""
+    atom = _single_atom(body)
+    if not isinstance(atom, Reduce) or atom.kind != kind \
+            or var in atom.lo.symbols() or var in atom.hi.symbols():
+        return None
+    u = fresh()
+    inner = make_reduce(kind, var, lo, hi, subst(atom.body, {atom.var: IntExpr.sym(u)}))
+    blocks = _blocked_extremum(kind, u, atom.lo, atom.hi, inner)
+    if blocks is None:
+        return None
+    return _nonempty_or(lo, hi, blocks, lambda: _reduce_atom(kind, var, lo, hi, body))
+
+
 def _scaled_reduction(var: str, p: Poly) -> tuple[Poly, Reduce, Poly] | None:
     """(S, r, D) with p = S * r + D, r the only atom of p mentioning var (a max / min, power
     1), S a rational times factors known positive and D free of var; else None."""
@@ -851,6 +874,8 @@ def _make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> P
             # range that may be empty still meets its shifted self
             return indep + make_reduce(kind, var, lo, hi, body - indep)
         blocks = _blocked_extremum(kind, var, lo, hi, body)
+        if blocks is None:
+            blocks = _exchanged_blocks(kind, var, lo, hi, body)
         if blocks is not None:
             return blocks
         rewritten = _order_reduce(kind, var, lo, hi, body)

@@ -26,15 +26,28 @@ operands that do not span the dim hold and every lane n with S <= n < B; an infi
 carried where IEEE arithmetic settles it, `_PadTerm`), else the kernel is not raised, with
 the reason. The verifier then proves the `tile.kernel` equal to the `ax` function for every
 size and every block size the assumptions admit (`prove_equivalent`, the call the tiling
-search makes); Refuted or Unknown is `NotRaised` with the verdict's reason. What this slice
-does not read is `NotRaised` too, saying what: a loop carrying anything but a dot accumulator
-(a running max of blocks), a store inside a loop, a reduction across programs or loop blocks,
-blocks with lanes no tensor dim gives.
+search makes); Refuted or Unknown is `NotRaised` with the verdict's reason.
+
+Loops carry a dot's accumulator, a sum of blocks (`acc += block`, then `tl.sum(acc)`), or a
+running max (min) of blocks: `running = tl.maximum(running, x)` from -inf over blocks of a
+load padding with -inf past the end, then `tl.max(running)`. No real is -inf, so the tile's
+loop starts at its first step (the block at iteration 0, printed before the loop) and each
+step takes the block's first lane in place of the lanes past the end (`running_block`): the
+user's lanes there hold -inf, which never changes a max over a nonempty row, and the first
+lane is an element of the row, which never changes it either; the verifier proves the tile
+loop equal to `ax.reduce_max` (`sums._exchanged_blocks`). The running lanes are read only by
+the max over them (lane by lane they are not the user's). A map of such a -inf-padded load
+(`exp(x - m)` in a later pass) is taken where the pad analysis proves its value past the end
+one real (0: IEEE settles `exp(-inf - m)` for every real m), selected in at those lanes
+(`past_the_end`), or an infinity again, which a later map may settle. What this slice does
+not read is `NotRaised` too, saying what: a store inside a loop, a reduction across programs
+or loop blocks, blocks with lanes no tensor dim gives, an infinite pad read otherwise.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -112,6 +125,11 @@ class _Val:
     full: float | None = None
     carried: bool = False
     folds: tuple[_Val, _Val] | None = None
+    infinite: float | None = None
+    """The infinity the user's lanes past a tiled dim's end hold (a load's `other=-inf`) where
+    the tile's load pads 0.0: read only as a running max's (min's) block (`running`)."""
+    running: str = ""
+    """`max` or `min` where this is a running extremum's step (`folds` its block and start)."""
 
     @property
     def whole(self) -> tuple[IntExpr, ...]:
@@ -277,8 +295,28 @@ class _Raise:
                 raise NotRaised(f"{op.name} is raised by a later slice")
         self.depth -= 1
 
-    def val(self, value: SSAValue) -> _Val:
-        return self.values[value]
+    def val(self, value: SSAValue, infinite_ok: bool = False, running_ok: bool = False
+            ) -> _Val:
+        """The block of `value`; an infinite one (a running extremum's start, a load padding
+        with an infinity past a tiled dim's end) only where `infinite_ok` (the running max's
+        own reads), a running max's (min's) lanes only where `running_ok` (the reduction over
+        them: lane by lane they are not the user's, whose lanes past the end stay -inf), else
+        NotRaised."""
+        v = self.values[value]
+        if not running_ok and any(r.kind in ("folded_max", "folded_min")
+                                  for r in v.roles or ()):
+            raise NotRaised("a running max's (min's) lanes are read other than by the max "
+                            "(min) over them")
+        if infinite_ok:
+            return v
+        if v.infinite is not None:
+            raise NotRaised(f"a load pads with {v.infinite} past a tiled dim's end and is read "
+                            "other than as a running max's (min's) block; the verifier reasons "
+                            "over reals")
+        if v.full is not None and not math.isfinite(v.full):
+            raise NotRaised(f"a block of {v.full} (a running max started at -inf) is read "
+                            "other than as a loop's start; the verifier reasons over reals")
+        return v
 
     # ---- ops ----------------------------------------------------------------------------------
     def load(self, op: xt.LoadOp) -> None:
@@ -295,10 +333,10 @@ class _Raise:
         other = float(attrs.get("other", 0.0))
         tile_shape = tuple(r.tile for r in roles)
         reaches = any(r.kind in ("pid", "loop") and r.block != ONE for r in roles)
-        if not math.isfinite(other) and reaches:
-            raise NotRaised(f"a load pads with {other} past a tiled dim's end; the verifier "
-                            "reasons over reals")
-        pad = other if math.isfinite(other) else 0.0  # an infinite pad never lands: unread
+        # an infinite pad is not a real: past a dim held whole it never lands (the dim is cut
+        # at its size); past a tiled dim's end the value is marked and read only as a running
+        # max's block, whose lanes there are replaced by the block's first (`running`)
+        pad = other if math.isfinite(other) else 0.0
         name = self.fresh("t")
         self.emit_tile(f"{name} = tile.load {self.val(source).tile} {{offsets = "
                        f"{_dims(offsets)}, shape = {_dims(tile_shape)}, pad = {_float(pad)} : "
@@ -306,7 +344,9 @@ class _Raise:
                        f"{_ty(tile_shape)}")
         padded = any(r.kind == "whole" for r in roles)
         self.values[op.results[0]] = _Val(name, tile_shape, roles, ax=self.val(source).ax,
-                                          padded=padded, pad=other if padded else None)
+                                          padded=padded, pad=other if padded else None,
+                                          infinite=None if math.isfinite(other) or not reaches
+                                          else other)
 
     def store(self, op: xt.StoreOp) -> None:
         if set(self.loops) - self.parallel:
@@ -346,10 +386,11 @@ class _Raise:
         attrs = op.attrs()
         value = float(attrs["value"])
         shape = tuple(IntExpr.lift(s) for s in attrs["shape"])
-        name = self.fresh("t")
         if not math.isfinite(value):
-            raise NotRaised(f"a block of {value} (a running max started at -inf) is read by a "
-                            "later slice; the verifier reasons over reals")
+            # a running max's (min's) start: the loop starts at its first step (`loop`)
+            self.values[op.results[0]] = _Val("", shape, None, full=value)
+            return
+        name = self.fresh("t")
         self.emit_tile(f"{name} = tile.full {{value = {_float(value)} : f64, shape = "
                        f"{_dims(shape)}, dtype = f32, space = \"{SPACE}\"}} : {_ty(shape)}")
         roles: tuple[Role, ...] | None = None
@@ -362,7 +403,7 @@ class _Raise:
         self.values[op.results[0]] = _Val(name, shape, roles, ax=ax, full=value)
 
     def reshape(self, op: xt.ReshapeOp) -> None:
-        v = self.val(op.operands[0])
+        v = self.val(op.operands[0], infinite_ok=True)
         out = tuple(IntExpr.lift(s) for s in op.attrs()["shape"])
         if v.roles is None:
             raise NotRaised("a reshape of a block whose lanes no tensor dim gives")
@@ -399,7 +440,7 @@ class _Raise:
         self.emit_tile(f"{name} = ax.reshape {v.tile} {{shape = {_dims(shape)}}} : "
                        f"({_ty(v.shape)}) -> {_ty(shape)}")
         new = _Val(name, shape, tuple(roles), tuple(new_implicit), padded=v.padded, pad=v.pad,
-                   pad_why=v.pad_why)
+                   pad_why=v.pad_why, infinite=v.infinite)
         whole_before = v.whole
         whole_after = new.whole
         if v.ax is None:
@@ -414,12 +455,15 @@ class _Raise:
 
     def map(self, op: xt.MapOp) -> None:
         attrs = op.attrs()
-        operands = [self.val(o) for o in op.operands]
+        operands = [self.val(o, infinite_ok=True) for o in op.operands]
         form = parse_form(attrs["form"], len(operands))
         names = [d.name for d in form.parallel]
         if any(v.carried for v in operands):
             self.accumulate(op, form, operands)
             return
+        infinite = [v.infinite is not None for v in operands]
+        operands = [self.val(o, infinite_ok=hit) for o, hit in zip(op.operands, infinite,
+                                                                   strict=True)]
         roles: list[Role | None] = [None] * len(names)
         for read in form.reads():
             v = operands[read.operand]
@@ -480,6 +524,8 @@ class _Raise:
         self.emit_tile(f"{name} = ax.generic {ins} {{form = \"{tile_form}\", dtype = {dtype}}}"
                        f" : ({types}) -> {_ty(tile_shape, dtype)}")
         new = _Val(name, tile_shape, out_roles, tuple(implicit))
+        if any(infinite):
+            new.tile, new.infinite = self.past_the_end(form, operands, out_roles, new)
         new.padded, new.pad, new.pad_why = self.map_pad(form, operands, out_roles)
         # the whole-tensor form: program dims first, then the block's dims at their sizes
         pnames = [f"p{self.pids.index(r.name)}" for r in implicit]
@@ -508,6 +554,14 @@ class _Raise:
         """`acc += tl.dot(a, b)`: a map adding a loop's carried value and a fresh dot."""
         dims = tuple(IntExpr.sym(d.name) for d in form.parallel)
         body = form.body
+        if len(operands) == 2 and isinstance(body, Call) and body.fn in ("max", "min") \
+                and sorted(a.operand for a in body.args if isinstance(a, Read)
+                           and a.index == dims) == [0, 1]:
+            self.running(op, body.fn, operands)
+            return
+        if any(v.infinite is not None for v in operands):
+            self.val(next(o for o, v in zip(op.operands, operands, strict=True)
+                          if v.infinite is not None))  # says why
         if not (len(operands) == 2 and isinstance(body, Call) and body.fn == "add"
                 and sorted(a.operand for a in body.args if isinstance(a, Read)
                            and a.index == dims) == [0, 1]):
@@ -537,6 +591,142 @@ class _Raise:
                        f"-> {_ty(shape)}")
         a, b, _ = fresh.dot
         self.values[op.results[0]] = _Val(name, shape, fresh.roles, dot=(a, b, acc))
+
+    def running(self, op: xt.MapOp, kind: str, operands: list[_Val]) -> None:
+        """`running = tl.maximum(running, block)` in a loop over blocks, `running` started at
+        -inf (`tl.minimum` at +inf): lane by lane, the max of the loop's blocks. The block is
+        a load padding with -inf past the dim's end (through reshapes), so the user's lanes
+        there never change the max; the tile takes the block's first element in their place
+        (`running_block`, a real that is an element of the block), and the loop starts at its
+        first step (`loop`), which max leaves as it is."""
+        acc, fresh = operands if operands[0].carried else operands[::-1]
+        if acc is fresh or not acc.carried or fresh.carried:
+            raise NotRaised(f"a {kind} of a loop's carried value with itself")
+        step = self.running_block(fresh, kind)
+        name = self.fresh("t")
+        self.emit_tile(f"{name} = ax.generic {acc.tile}, {step.tile} {{form = \"out[d0 < "
+                       f"{acc.shape[0]}] = {kind}(in0[d0], in1[d0])\", dtype = f32}} : "
+                       f"({_ty(acc.shape)}, {_ty(step.shape)}) -> {_ty(acc.shape)}")
+        self.values[op.results[0]] = _Val(name, acc.shape, None, folds=(fresh, acc),
+                                          running=kind)
+
+    def running_block(self, block: _Val, kind: str) -> _Val:
+        """`block` with its lanes past the dim's end replaced by its first lane: the step of a
+        running max (min) of a loop's blocks of one dim, or NotRaised where it is not one."""
+        loops = [r for r in block.roles or () if r.kind == "loop"]
+        if block.roles is None or len(block.shape) != 1 or len(loops) != 1 \
+                or block.infinite != IDENTITY[kind]:
+            held = ("a block no tensor dim gives" if block.roles is None else
+                    f"lanes past the dim's end holding {block.infinite}"
+                    if block.infinite is not None else "lanes past the dim's end padded with "
+                    "a real" if loops else "no loop's blocks of one dim")
+            raise NotRaised(f"a running {kind} of {held}; expected a load padding with "
+                            f"{IDENTITY[kind]} past the end of the one dim a loop walks")
+        (role,) = loops
+        name = self.fresh("t")
+        self.emit_tile(f"{name} = ax.generic {block.tile} {{form = \"out[d0 < {role.block}] = "
+                       f"select((idx({role.block}*{role.name} + d0) < idx({role.size})), "
+                       f"in0[d0], in0[0])\", dtype = f32}} : ({_ty(block.shape)}) -> "
+                       f"{_ty(block.shape)}")
+        return _Val(name, block.shape, block.roles, block.implicit, ax=block.ax)
+
+    def running_start(self, op: xt.ForOp, k: int, init: _Val) -> _Val:
+        """The start of the running extremum carried in place `k` of loop `op` (its init an
+        infinite block): the loop's first step, the block at iteration 0 with its lanes past
+        the end replaced (`running_block`), printed before the loop."""
+        kind = "max" if init.full == -math.inf else "min"
+        body = op.body.block
+        end = body.last_op
+        assert isinstance(end, xt.YieldOp)
+        step = end.values[k].owner
+        if not (isinstance(step, xt.MapOp) and body.args[k] in step.operands):
+            raise NotRaised(f"a loop carries a block of {init.full} it does not take the "
+                            f"running {kind} of")
+        chain: list[Operation] = []
+        source = next(o for o in step.operands if o is not body.args[k])
+        while isinstance(source.owner, (xt.ReshapeOp, xt.LoadOp)) \
+                and source.owner.parent_block() is body:
+            chain.insert(0, source.owner)
+            if isinstance(source.owner, xt.LoadOp):
+                break
+            source = source.owner.operands[0]
+        if not chain or not isinstance(chain[0], xt.LoadOp):
+            raise NotRaised(f"a running {kind} of a block that is not loaded in its loop")
+        iv, extent = op.iv.data, op.extent_expr()
+        tile_mark, ax_mark = len(self.tile_lines), len(self.ax_lines)
+        self.loops[iv] = extent
+        try:
+            self.walk(chain)
+            first = self.running_block(self.val(chain[-1].results[0], infinite_ok=True), kind)
+        finally:
+            del self.loops[iv]
+        at_zero = re.compile(rf"(?<![\w%]){re.escape(iv)}(?!\w)")
+        lines = [at_zero.sub("0", line) for line in self.tile_lines[tile_mark:]]
+        del self.tile_lines[tile_mark:], self.ax_lines[ax_mark:]
+        self.tile_lines += lines
+        return _Val(first.tile, first.shape, None, full=init.full)
+
+    def past_the_end(self, form: GenericForm, operands: list[_Val], roles: tuple[Role, ...],
+                     new: _Val) -> tuple[str, float | None]:
+        """A map reading a block whose lanes past its loop dim's end the user's load padded
+        with an infinity (`exp(x - m)` of `x = tl.load(..., other=-inf)`): the map's value
+        there, proved one constant c by the pad analysis (`_PadTerm`: IEEE settles `x - m =
+        -inf` and `exp(-inf) = 0` for every real m) for every lane past the end, every
+        iteration and program. A finite c: the tile selects c at those lanes (its load padded
+        0.0), so the tile's block is the user's lane for lane, and the select's name is
+        returned; an infinite c marks the result as the load was (a later map may settle it).
+        NotRaised where c is not proved."""
+        loops = [(i, r) for i, r in enumerate(roles) if r.kind == "loop"]
+        if len(loops) != 1 or any(r.kind == "whole" for r in roles):
+            raise NotRaised("a map reads a block padded with an infinity past the end of "
+                            "other than one loop's dim")
+        i, role = loops[0]
+        past = form.parallel[i].name
+        ranges = {d.name: (d.lower, d.upper) for d in form.parallel}
+        ranges.update({p: (ZERO, g) for p, g in zip(self.pids, self.grid, strict=True)})
+        ranges.update({iv: (ZERO, extent) for iv, extent in self.loops.items()})
+        rename = {n: IntExpr.sym(f"{T.OUTPUT_INDEX}pad_{n}") for n in ranges}
+        in_range = [e for n, (lo, hi) in ranges.items()
+                    for e in (rename[n] - lo.substitute(rename),
+                              hi.substitute(rename) - ONE - rename[n])]
+        at = role.block * rename[role.name] + rename[past]
+        facts = IntegerFacts([*in_range, at - role.size.substitute(rename)])
+
+        def read(r: Read) -> _Ext:
+            v = operands[r.operand]
+            if past not in {i.as_symbol for i in r.index}:
+                return T.atom(T.Read(f"in{r.operand}", tuple(i.substitute(rename)
+                                                             for i in r.index)))
+            if v.infinite is None:
+                raise _NoPad(f"operand {r.operand} spans the dim with no infinite pad")
+            return v.infinite
+
+        why = ""
+        try:
+            with spending(PAD_BUDGET):
+                value = _PadTerm(facts, read, rename).value(expand(form.body))
+                found = value if isinstance(value, float) else facts.constant(value)
+        except _NoPad as err:
+            found, why = None, str(err)
+        except OutOfBudget as err:
+            found, why = None, f"the proof ran out of its budget: {err}"
+        except NOT_PROVED as err:
+            found, why = None, f"{type(err).__name__}: {err}"
+        if isinstance(found, float) and math.isinf(found):
+            return new.tile, found
+        if found is None or Fraction(float(found)) != found:
+            raise NotRaised(f"a map of a block padded with an infinity past its loop dim's end "
+                            f"holds {found if found is not None else 'no proved constant'} "
+                            f"there{f' ({why})' if why else ''}")
+        dims = ", ".join(f"{d.name} < {s}" for d, s in zip(form.parallel, new.shape,
+                                                           strict=True))
+        lanes = ", ".join(d.name for d in form.parallel)
+        name = self.fresh("t")
+        self.emit_tile(f"{name} = ax.generic {new.tile} {{form = \"out[{dims}] = select((idx("
+                       f"{role.block}*{role.name} + {past}) < idx({role.size})), in0[{lanes}], "
+                       f"{_float(float(found))})\", dtype = f32}} : ({_ty(new.shape)}) -> "
+                       f"{_ty(new.shape)}")
+        return name, None
 
     def map_pad(self, form: GenericForm, operands: list[_Val],
                 roles: tuple[Role, ...]) -> tuple[bool, float | None, str]:
@@ -585,7 +775,7 @@ class _Raise:
 
     def reduce(self, op: xt.ReduceOp) -> None:
         attrs = op.attrs()
-        v = self.val(op.operands[0])
+        v = self.val(op.operands[0], running_ok=True)
         kind, axis = str(attrs["kind"]), int(attrs["axis"])
         keep = bool(attrs.get("keepdims", True))
         if v.roles is None:
@@ -594,9 +784,11 @@ class _Raise:
         role = v.roles[axis]
         if IntExpr.lift(attrs["extent"]) != role.block:
             raise NotRaised("a reduction over part of a block is raised by a later slice")
-        if role.kind == "folded" and kind != "add":
-            raise NotRaised(f"a {kind} of the lanes of a loop's sum of blocks")
-        if role.kind not in ("whole", "folded"):
+        folds = {"folded": "add", "folded_max": "max", "folded_min": "min"}
+        if role.kind in folds and folds[role.kind] != kind:
+            raise NotRaised(f"a {kind} of the lanes of a loop's running {folds[role.kind]} of "
+                            "blocks")
+        if role.kind not in ("whole", *folds):
             raise NotRaised(f"a reduction over a dim walked by {role.kind} {role.name}: "
                             "raised by a later slice")
         if v.padded and v.pad != IDENTITY[kind]:
@@ -663,7 +855,9 @@ class _Raise:
 
     def loop(self, op: xt.ForOp) -> None:
         iv, extent = op.iv.data, op.extent_expr()
-        inits = [self.val(v) for v in op.inits]
+        inits = [self.val(v, infinite_ok=True) for v in op.inits]
+        inits = [self.running_start(op, k, v) if v.full is not None and not math.isfinite(v.full)
+                 and not v.tile else self.val(op.inits[k]) for k, v in enumerate(inits)]
         args = [self.fresh("c") for _ in inits]
         outs = [self.fresh("t") for _ in inits]
         types = [_ty(v.shape) for v in inits]
@@ -694,12 +888,16 @@ class _Raise:
             if y.folds is not None and y.folds[1] is self.values[arg]:
                 block = y.folds[0]
                 assert block.roles is not None
-                if init.full != 0.0:
+                if y.running and init.full != IDENTITY[y.running]:
+                    raise NotRaised(f"the loop over {iv} takes a running {y.running} from a "
+                                    f"start that is not {IDENTITY[y.running]}")
+                if not y.running and init.full != 0.0:
                     raise NotRaised(f"the loop over {iv} sums blocks from a start that is not 0")
                 if [r for r in block.roles if r.kind == "loop"] != \
                         [r for r in block.roles if r.name == iv]:
                     raise NotRaised(f"the loop over {iv} sums blocks of another loop")
-                roles = tuple(Role("folded", r.name, r.block, r.size) if r.kind == "loop" else r
+                folded = f"folded_{y.running}" if y.running else "folded"
+                roles = tuple(Role(folded, r.name, r.block, r.size) if r.kind == "loop" else r
                               for r in block.roles)
                 self.values[result] = _Val(out, y.shape, roles, block.implicit, ax=block.ax)
                 continue

@@ -133,9 +133,81 @@ def test_a_row_sum_whose_padded_lanes_reach_the_sum_is_not_raised() -> None:
         raise_to_tile(xt_of_text(ROW_SUM.replace("PAD", "1.0"), "row_sum_kernel"))
 
 
-def test_a_running_max_of_blocks_is_not_raised_with_the_reason() -> None:
-    with pytest.raises(NotRaised, match="running max started at -inf"):
-        raise_to_tile(xt_of("16_softmax", "softmax_kernel"))
+@pytest.mark.parametrize(("problem", "kernel", "ops"), [
+    ("07_gemm_row_max", "row_max_kernel", ["ax.reduce_max"]),
+    ("09_gemm_logsumexp", "row_logsumexp_kernel", ["ax.reduce_max", "ax.sum"]),
+    ("16_softmax", "softmax_kernel", ["ax.reduce_max", "ax.sum"]),
+])
+def test_a_running_max_of_blocks_raises_with_proof(problem: str, kernel: str,
+                                                   ops: list[str]) -> None:
+    """`running = tl.maximum(running, x)` from -inf over a loop's blocks of a load padding
+    with -inf, then `tl.max(running)`: the max over the dim. The tile's loop starts at its
+    first step and takes the block's first lane in place of the lanes past the end; a later
+    pass's `exp(x - m)` of the same -inf-padded load holds 0 there (IEEE), selected in."""
+    raised = raise_to_ax(xt_of(problem, kernel))
+    assert isinstance(raised.verdict, Proved) and raised.assumptions == []
+    assert all(op in raised.ax_text for op in ops)
+    assert "select((idx(BLOCK_N*0 + d0) < idx(N)), in0[d0], in0[0])" in raised.tile_text
+    assert "float('-inf')" not in raised.tile_text and "inf" not in raised.tile_text
+    if "ax.sum" in ops:  # the second pass's exp(x - m) is 0 past the end, as the user's
+        assert "in0[d0], 0.0)" in raised.tile_text
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("in0[d0], in0[0])", "in0[d0], 0.0)"),  # lanes past the end as 0: a max of negatives
+    ("max(in0[d0], in1[d0])", "min(in0[d0], in1[d0])"),  # the wrong running extremum
+])
+def test_a_running_max_planted_wrong_is_refuted(old: str, new: str) -> None:
+    func = xt_of("07_gemm_row_max", "row_max_kernel")
+    tile, ax, assume = raise_to_tile(func)
+    assert old in tile
+    with pytest.raises(NotRaised, match="did not prove.*Refuted"):
+        prove_raised(func, tile.replace(old, new), ax, assume)
+
+
+def test_a_softmax_pass_past_the_end_planted_wrong_is_refuted() -> None:
+    func = xt_of("09_gemm_logsumexp", "row_logsumexp_kernel")
+    tile, ax, assume = raise_to_tile(func)
+    assert "in0[d0], 0.0)" in tile
+    with pytest.raises(NotRaised, match="did not prove.*Refuted"):
+        prove_raised(func, tile.replace("in0[d0], 0.0)", "in0[d0], 1.0)"), ax, assume)
+
+
+RUNNING = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def row_max_kernel(z_ptr, y_ptr, N, stride_zm, BLOCK_N: tl.constexpr):
+    row = tl.program_id(0)
+    running = tl.full((BLOCK_N,), START, dtype=tl.float32)
+    for n0 in range(0, N, BLOCK_N):
+        offs = n0 + tl.arange(0, BLOCK_N)
+        z = tl.load(z_ptr + row * stride_zm + offs, mask=offs < N, other=PAD)
+        running = tl.maximum(running, z)
+    tl.store(y_ptr + row, RESULT)
+"""
+
+
+@pytest.mark.parametrize(("start", "pad", "result", "why"), [
+    # the user's lanes past the end hold 0.0: the max of a row of negatives is 0 there
+    ("float('-inf')", "0.0", "tl.max(running, axis=0)", "padded with a real"),
+    # a running max from 0.0 is max(0, row max): not the running max this raise reads
+    ("0.0", "float('-inf')", "tl.max(running, axis=0)",
+     "takes a running max from a start that is not -inf"),
+    # the lanes themselves read (tile lanes past the end are not the user's -inf)
+    ("float('-inf')", "float('-inf')", "tl.sum(running * 2.0, axis=0)",
+     "running max's .*lanes are read other than by the max"),
+    # the min of a running max's lanes
+    ("float('-inf')", "float('-inf')", "tl.min(running, axis=0)",
+     "a min of the lanes of a loop's running max"),
+])
+def test_a_running_max_the_raise_does_not_read_is_not_raised(start: str, pad: str,
+                                                             result: str, why: str) -> None:
+    text = RUNNING.replace("START", start).replace("PAD", pad).replace("RESULT", result)
+    with pytest.raises(NotRaised, match=why):
+        raise_to_tile(xt_of_text(text, "row_max_kernel"))
 
 
 def test_a_pass_writing_blocks_is_a_parallel_loop_and_a_float_parameter_an_input() -> None:

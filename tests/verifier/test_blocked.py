@@ -211,3 +211,63 @@ def test_wrong_blocks_are_refuted(red: str, holes: dict[str, str]) -> None:
     verdict = prove_equivalent(f, g, assumptions=["B >= 1"])
     assert isinstance(verdict, Refuted), verdict
     assert verdict.counterexample.shows_in(f, g)
+
+
+XG = "!ax.tensor<[G0, N], f32>"
+XB = "!ax.tensor<[B], f32>"
+X1B = "!ax.tensor<[1, B], f32>"
+LOAD = 'shape = ["1", "B"], pad = 0.0 : f64, space = "registers"}'
+RUNNING_TILE = f"""
+func.func @f(%in0: {XG}) -> ({"!ax.tensor<[G0], f32>"}) {{
+  %r0 = tile.kernel %in0 {{program_ids = ["pid0"], grid = ["G0"], params = ["B"]}}
+      : ({XG}) -> (!ax.tensor<[G0], f32>) {{
+  ^bb0(%g0: {XG}):
+    %f1 = tile.load %g0 {{offsets = ["pid0", "0"], {LOAD} : ({XG}) -> {X1B}
+    %f2 = ax.reshape %f1 {{shape = ["B"]}} : ({X1B}) -> {XB}
+    %f3 = ax.generic %f2 {{form = "out[d0 < B] = select((idx(d0) < idx(N)), in0[d0], LANE)",
+                          dtype = f32}} : ({XB}) -> {XB}
+    %t3 = tile.for %f3 {{iv = "it", extent = "(B + N - 1) floordiv B"}} : ({XB}) -> ({XB}) {{
+    ^bb0(%c2: {XB}):
+      %t4 = tile.load %g0 {{offsets = ["pid0", "B*it"], {LOAD} : ({XG}) -> {X1B}
+      %t5 = ax.reshape %t4 {{shape = ["B"]}} : ({X1B}) -> {XB}
+      %s5 = ax.generic %t5 {{form =
+          "out[d0 < B] = select((idx(B*it + d0) < idx(N)), in0[d0], LANE)", dtype = f32}}
+          : ({XB}) -> {XB}
+      %t6 = ax.generic %c2, %s5 {{form = "out[d0 < B] = KIND(in0[d0], in1[d0])", dtype = f32}}
+          : ({XB}, {XB}) -> {XB}
+      tile.yield %t6 : {XB}
+    }}
+    %t7 = ax.reduce_KIND %t3 {{axes = array<i64: 0>, keepdims = true}}
+        : ({XB}) -> !ax.tensor<[1], f32>
+    tile.store %t7 {{result = 0, offsets = ["pid0"]}} : !ax.tensor<[1], f32>
+    tile.yield
+  }}
+  func.return %r0 : !ax.tensor<[G0], f32>
+}}
+"""
+
+RUNNING_AX = f"""
+func.func @f(%in0: {XG}) -> (!ax.tensor<[G0], f32>) {{
+  %a = ax.reduce_KIND %in0 {{axes = array<i64: 1>, keepdims = true}}
+      : ({XG}) -> !ax.tensor<[G0, 1], f32>
+  %b = ax.reshape %a {{shape = ["G0"]}} : (!ax.tensor<[G0, 1], f32>) -> !ax.tensor<[G0], f32>
+  func.return %b : !ax.tensor<[G0], f32>
+}}
+"""
+
+
+@pytest.mark.parametrize("red", ["max", "min"])
+def test_a_running_extremum_kept_lane_by_lane_then_over_the_lanes(red: str) -> None:
+    """A loop keeping max(running, block) lane by lane, started at its first step, its lanes
+    past N the block's first; then the max over the lanes (a Triton kernel's running max,
+    as the Triton frontend raises it): the max over [0, N) for every N, B >= 1
+    (`sums._exchanged_blocks`). Lanes past N as 0 are refuted; the other extremum lane by
+    lane is never proved."""
+    tile = RUNNING_TILE.replace("KIND", red)
+    want = function(RUNNING_AX.replace("KIND", red))
+    assert isinstance(prove_equivalent(function(tile.replace("LANE", "in0[0]")), want), Proved)
+    zero = prove_equivalent(function(tile.replace("LANE", "0.0")), want)
+    assert isinstance(zero, Refuted)
+    other = {"max": "min", "min": "max"}[red]
+    wrong = tile.replace("LANE", "in0[0]").replace(f"= {red}(in0", f"= {other}(in0")
+    assert not isinstance(prove_equivalent(function(wrong), want), Proved)
