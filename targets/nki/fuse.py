@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +77,7 @@ from axon.dialects.tile import LoadOp
 from axon.targets.nki.hoist import hoist_kernel
 from axon.targets.nki.lower import LoweredKernel, lower_and_prove
 from axon.targets.nki.squeeze import unit_lead
+from axon.targets.nki.synthesized import Choice
 from axon.verifier import Proved, Refuted, prove_equivalent
 from axon.verifier.budget import ProofBudget
 
@@ -640,9 +641,11 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def lower_and_fuse(func: FuncOp, budget: ProofBudget | None = None
+def lower_and_fuse(func: FuncOp, budget: ProofBudget | None = None,
+                   choices: Mapping[str, Choice] | None = None
                    ) -> tuple[LoweredKernel, FusedKernel]:
-    """`lower.lower_and_prove` of a tiled function, then `fuse_kernel` of the lowering and
+    """`lower.lower_and_prove` of a tiled function (with `choices`: synthesized lowerings of
+    its tile ops, `synthesized.py`), then `fuse_kernel` of the lowering and
     `hoist.hoist_kernel` of the fused function (its attempt, where anything moves, last among
     the fusions'): the result with the lowering's proof id (each rewrite has its own, in the
     record); Refused as `lower_and_prove` is. Hoisting after fusion, not before: it then
@@ -650,7 +653,7 @@ def lower_and_fuse(func: FuncOp, budget: ProofBudget | None = None
     too, and the tile it shares keeps its other uses through fusion, so gqa's query tile
     stays on TensorE's transpose (534 us at B=1, HKV=2, G=4, S=L=512 on trn2) rather than a
     DMA transpose at each program's start (688 us, hoisting first)."""
-    lowered = lower_and_prove(func, budget)
+    lowered = lower_and_prove(func, budget, choices)
     fused = fuse_kernel(lowered.func, budget)
     moved = hoist_kernel(fused.func, budget)
     if moved.verdict != "unchanged":

@@ -30,7 +30,7 @@ not lower or is not proved is refused with the reason (`Refused`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -84,6 +84,7 @@ from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
 from axon.dialects.tile.kernel import sole_kernel
 from axon.dialects.tile.rebuild import KernelRebuild
 from axon.targets.nki.squeeze import squeezed, unit_lead
+from axon.targets.nki.synthesized import Choice
 from axon.tiling.lane_cut import cut_picked_lanes
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import ProofBudget
@@ -111,6 +112,11 @@ class Refused(ValueError):
         super().__init__(f"not lowered to nki: {why}")
 
 
+class NotTaken(Refused):
+    """A synthesized lowering was chosen for a kind of tile op the kernel has none of (at the
+    lowering's dtypes): the kernel lowered with it would be the kernel lowered without."""
+
+
 def kernel_of(func: FuncOp) -> KernelOp:
     """The one `tile.kernel` of a tiled function; Refused otherwise."""
     found = sole_kernel(func)
@@ -119,9 +125,11 @@ def kernel_of(func: FuncOp) -> KernelOp:
     return found
 
 
-def lower_function(func: FuncOp) -> FuncOp:
+def lower_function(func: FuncOp, choices: Mapping[str, Choice] | None = None) -> FuncOp:
     """`func` (one `tile.kernel` and its return) with its compute lowered to `nki`: a new
-    function of the same name, signature and `axon.*` attributes. Not yet proved: see
+    function of the same name, signature and `axon.*` attributes. `choices`: a synthesized
+    lowering to print for a tile-op kind in place of the lowering's own (`synthesized.py`);
+    Refused where the kernel has no op of a chosen kind that takes it. Not yet proved: see
     `lower_and_prove`."""
     kernel = kernel_of(func)
     # the tiled kernel as NKI holds it: loads cut to the lane their uses pick, then
@@ -131,14 +139,20 @@ def lower_function(func: FuncOp) -> FuncOp:
     out = FuncOp(func.sym_name.data, func.function_type)
     block = out.body.block
     args: dict[SSAValue, SSAValue] = dict(zip(func.body.block.args, block.args, strict=True))
+    lowering = _Lowering(held, choices=dict(choices or {}))
     try:
-        lowered = _Lowering(held).run([args[v] for v in kernel.inputs])
+        lowered = lowering.run([args[v] for v in kernel.inputs])
     except ShapeError as err:  # an instruction the lowering made does not take its operands
         raise Refused(f"@{func.sym_name.data}: an instruction breaks an NKI rule: {err}") \
             from None
     finally:  # the rewritten kernels are not kept: drop their uses of the function's values
         for temporary in {cut, held} - {kernel}:
             temporary.drop_all_references()
+    unused = [c.label for k, c in lowering.choices.items() if k not in lowering.used]
+    if unused:
+        lowered.drop_all_references()
+        raise NotTaken(f"@{func.sym_name.data}: no op of the kernel takes "
+                       f"{', '.join(unused)}")
     block.add_op(lowered)
     ret = func.body.block.last_op
     assert isinstance(ret, ReturnOp)
@@ -165,10 +179,12 @@ class LoweredKernel:
     seconds: float
 
 
-def lower_and_prove(func: FuncOp, budget: ProofBudget | None = None) -> LoweredKernel:
-    """Lower `func` and prove the result equal to it for every size and tile size its kernel
-    admits; Refused (with the verdict's reason) unless proved: Unknown is not a proof."""
-    lowered = lower_function(func)
+def lower_and_prove(func: FuncOp, budget: ProofBudget | None = None,
+                    choices: Mapping[str, Choice] | None = None) -> LoweredKernel:
+    """Lower `func` (with `choices`, as `lower_function`) and prove the result equal to it for
+    every size and tile size its kernel admits; Refused (with the verdict's reason) unless
+    proved: Unknown is not a proof."""
+    lowered = lower_function(func, choices)
     verdict = (prove_equivalent(lowered, func) if budget is None
                else prove_equivalent(lowered, func, budget=budget))
     if not isinstance(verdict, Proved):
@@ -566,6 +582,10 @@ class _Lowering(KernelRebuild):
     size_columns: dict[tuple[_Scalar, IntExpr], SSAValue] = field(default_factory=dict)
     #: the last op put at the start of the lowered kernel's body (`early`)
     early_last: Operation | None = None
+    #: a synthesized lowering to print in place of the lowering's own sequence, by tile-op
+    #: kind (`synthesized.py`: row_sum, cumsum, transpose), and the kinds it was printed for
+    choices: Mapping[str, Choice] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
 
     def run(self, inputs: list[SSAValue]) -> KernelOp:
         self.per_row = _per_row_values(self.kernel)
@@ -1522,8 +1542,11 @@ class _Lowering(KernelRebuild):
             raise Refused(f"'{op.name}' over axes {axes} (a row reduction over the last dim "
                           "of a [P, F] tile, keepdims)")
         tile = self.tile(x)
-        total = self.add(target, nki.TensorReduceOp.make(
-            [tile], op=reduce, axes=(1,), keepdims=True, buffer="sbuf", dtype=COMPUTE_DTYPE))
+        total = self.chosen("row_sum", [tile], target) if reduce == "add" else None
+        if total is None:
+            total = self.add(target, nki.TensorReduceOp.make(
+                [tile], op=reduce, axes=(1,), keepdims=True, buffer="sbuf",
+                dtype=COMPUTE_DTYPE))
         if not isinstance(op, MeanOp):
             return total
         ones = self.add(target, nki.MemsetOp.make(
@@ -1534,6 +1557,22 @@ class _Lowering(KernelRebuild):
         return self.add(target, nki.TensorTensorOp.make(
             [total, count], op="divide", buffer="sbuf", dtype=COMPUTE_DTYPE))
 
+    def chosen(self, kind: str, tiles: list[SSAValue], target: Block) -> SSAValue | None:
+        """The synthesized lowering chosen for `kind`, printed over `tiles` (on chip: a PSUM
+        tile is copied out first), where one is chosen for a tile of its dtype; else None."""
+        choice = self.choices.get(kind)
+        if choice is None:
+            return None
+        spec = choice.func.function_type.inputs.data
+        if choice.binding([_type(t) for t in tiles]) is None or any(
+                _type(t).dtype != p.dtype for t, p in zip(tiles, spec, strict=True)
+                if isinstance(p, TensorType)):
+            return None
+        tiles = [t if _buffer(t) == "sbuf" else
+                 self.add(target, nki.TensorCopyOp.make([t], buffer="sbuf")) for t in tiles]
+        self.used.add(kind)
+        return choice.inline(tiles, lambda new: self.add(target, new))
+
     def lower_cumsum(self, op: CumsumOp, target: Block) -> SSAValue:
         """A prefix sum along the free dim: `tensor_tensor_scan` (add, add) of a zero tile and
         the data, started at 0 (`r[f] = (0 + r[f - 1]) + x[f]`)."""
@@ -1541,6 +1580,9 @@ class _Lowering(KernelRebuild):
             raise Refused(f"'{op.name}' along axis {op.axis.value.data} (a prefix sum along "
                           "the free dim of a [P, F] tile)")
         x = self.tile(op.operands[0])
+        chosen = self.chosen("cumsum", [x], target)
+        if chosen is not None:
+            return chosen
         zeros = self.add(target, nki.MemsetOp.make(
             [], value=0.0, shape=list(_type(x).shape), dtype=COMPUTE_DTYPE, buffer="sbuf"))
         return self.add(target, nki.TensorTensorScanOp.make(
@@ -1558,6 +1600,9 @@ class _Lowering(KernelRebuild):
             return x
         if _buffer(x) != "sbuf":
             x = self.add(target, nki.TensorCopyOp.make([x], buffer="sbuf"))
+        chosen = self.chosen("transpose", [x], target)
+        if chosen is not None:
+            return chosen
         transposed = self.add(target, nki.NcTransposeOp.make([x], buffer="psum"))
         return self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf",
                                                       dtype=COMPUTE_DTYPE))

@@ -31,6 +31,13 @@ model: rope gains from the first alone, gqa from the second. Where the sizes are
 its tiles, its tiled kernel without the remainder masks (`tiling/specialize.py`: proved under
 `S mod B == 0` and `B <= S`, which the kernel asserts when traced) is lowered and printed its
 own way and the other ways too (gqa at S = L = 512: 368.1 -> 222.2 us with all three).
+The best candidate's tiled kernel is also lowered with the lowerings synthesis admits for its
+tile ops in place of the lowering's own sequence (`synthesized.py`, at most
+`MAX_SYNTHESIZED`, one choice at a time, each where its size conditions hold at the sizes):
+a row sum by an activation's reduction on ScalarE or a matmul against a ones column on
+TensorE, a prefix sum by a triangular matmul; each kernel is proved equal to its tiled kernel,
+then checked and priced like any candidate (cumsum of 128-column rows: the triangular matmul,
+3.6 us against the scan's 3.7).
 Each base is also printed with its engines balanced over the whole kernel at the sizes
 (`KERNEL_ENGINES`, where that moves an instruction the block-by-block balance does not):
 rmsnorm_matmul's scale of x's transposed tiles stays on VectorE beside ScalarE's loop of
@@ -52,7 +59,15 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
-from axon.dialects.ax import BroadcastToOp, MatmulOp, TensorType
+from axon.dialects.ax import (
+    BroadcastToOp,
+    CumsumOp,
+    MatmulOp,
+    MeanOp,
+    SumOp,
+    TensorType,
+    TransposeOp,
+)
 from axon.dialects.ax.creation import ConstantOp
 from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.dialects.form.interface import generic_form, has_form
@@ -62,12 +77,13 @@ from axon.selection.variants import program_variants, unnamed
 from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki, engines_differ
 from axon.targets.nki.fuse import lower_and_fuse
-from axon.targets.nki.lower import LoweredKernel, Refused
+from axon.targets.nki.lower import LoweredKernel, NotTaken, Refused
 from axon.targets.nki.narrow import narrowed
 from axon.targets.nki.schedule import scheduled
 from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, simulate
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
 from axon.targets.nki.simulator_limits import load_limits
+from axon.targets.nki.synthesized import Choice, alternatives
 from axon.targets.profiles import load_profile
 from axon.tiling.search import Proposal, tile_program
 from axon.tiling.specialize import specialized
@@ -92,7 +108,10 @@ KERNEL_ENGINES = "engines over the kernel"
 #: the other ways the best candidate is printed, at most: each base (the lowering's, and
 #: `DIVIDED`'s where the sizes divide its tiles, also printed its own way) with every
 #: `EMISSIONS` way and `KERNEL_ENGINES`
-MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1
+#: the best candidate lowered with one synthesized lowering of a tile op in place of the
+#: lowering's own (`synthesized.py`), at most this many (in synthesis order, kind by kind)
+MAX_SYNTHESIZED = 4
+MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1 + MAX_SYNTHESIZED
 #: each way's rewrite of a lowered function: the copy and how much changed, or None
 TRANSFORMS: dict[str, Callable[[FuncOp], tuple[FuncOp, int] | None]] = {
     "16-bit intermediates": narrowed, "dependence order": scheduled}
@@ -680,7 +699,7 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
             tolerance = default_tolerance(func)
         checks = (expected, tolerance, inputs)
         _check(candidates, name, profile, checks, executor, say, len(candidates))
-        twins = _twins(candidates, func, sizes, proved, lowered, funcs, say)
+        twins = _twins(candidates, func, sizes, proved, lowered, funcs, say, profile)
         _check(twins, name, profile, checks, executor, say, None, first=len(candidates) + 1)
         candidates += twins
     right = [c for c in candidates if c.latency_s is not None]
@@ -714,7 +733,8 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
 
 def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, int],
            proved: Sequence[Proposal], lowered: Mapping[int, LoweredKernel | str],
-           programs: Sequence[FuncOp], say: Callable[[str], None]) -> list[Candidate]:
+           programs: Sequence[FuncOp], say: Callable[[str], None], profile: str
+           ) -> list[Candidate]:
     """The fastest right fused candidate printed the other ways (`EMISSIONS`: intermediates
     in the program's 16-bit dtype, `narrow.py`; each block in dependence order,
     `schedule.py`), and, where the sizes are multiples of its tiles, its tiled kernel without
@@ -752,7 +772,50 @@ def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, in
             twins.append(_twin(best, [*([base] if base else []), KERNEL_ENGINES],
                                (base, KERNEL_ENGINES), kernel_func, func, sizes,
                                engines_over_kernel=True))
+    synthesized = 0
+    for choice in (synthesized_choices(proposal.kernel, {**sizes, **best.params}, profile)
+                   if proposal.kernel is not None else []):
+        if synthesized == MAX_SYNTHESIZED:
+            break
+        assert proposal.kernel is not None
+        try:
+            chosen = lower_and_fuse(proposal.kernel, choices={choice.kind: choice})[0]
+        except NotTaken:  # no op of that dtype once lowered: the same kernel
+            continue
+        except Refused as err:
+            say(f"nki: @{func.sym_name.data}: {choice.label}: does not lower: {err}")
+            continue
+        synthesized += 1
+        twin = _twin(best, [choice.label], (choice.label,), chosen.func, func, sizes)
+        twin.lowering_proof = chosen.proof_id
+        twins.append(twin)
     return twins
+
+
+#: the tile ops `lower.py` takes a synthesized lowering for, by their kind
+_SYNTHESIZED_KINDS: dict[type[Operation], str] = {SumOp: "row_sum", MeanOp: "row_sum",
+                                                  CumsumOp: "cumsum", TransposeOp: "transpose"}
+
+
+def synthesized_choices(kernel: FuncOp, params: Mapping[str, int], profile: str
+                        ) -> list[Choice]:
+    """The synthesized lowerings (`synthesized.alternatives`) of the tile ops of `kernel`'s
+    tiled kernel whose conditions its tiles meet at `params` (sizes and tile sizes): a row
+    sum (`ax.sum` or `ax.mean` over the free dim), a prefix sum, a transpose; each kind once,
+    for the lowering's fp32 and the op's dtype."""
+    found: list[Choice] = []
+    seen: set[tuple[str, str]] = set()
+    for op in kernel.walk():
+        kind = _SYNTHESIZED_KINDS.get(type(op))
+        if kind is None or not op.operands or not isinstance(op.operands[0].type, TensorType):
+            continue
+        tile = op.operands[0].type
+        for dtype in dict.fromkeys(("f32", tile.dtype)):
+            if (kind, dtype) in seen:
+                continue
+            seen.add((kind, dtype))
+            found += [c for c in alternatives(kind, dtype, profile) if c.holds([tile], params)]
+    return found
 
 
 def _twin(best: Candidate, notes: Sequence[str], ways: Sequence[str], kernel: FuncOp,

@@ -210,6 +210,8 @@ TILE_OPS: dict[str, TileOp] = {op.name: op for op in (
            lambda x: x.max(axis=1, keepdims=True), "P"),
     TileOp("cumsum", "cumsum", ((_PF, "f32"),),
            lambda a, add: add(CumsumOp.make(a, axis=1)), lambda x: np.cumsum(x, axis=1), "P"),
+    TileOp("cumsum_bf16", "cumsum", ((_PF, "bf16"),),
+           lambda a, add: add(CumsumOp.make(a, axis=1)), lambda x: np.cumsum(x, axis=1), "P"),
     TileOp("cumsum_square", "cumsum", ((_PP, "f32"),),
            lambda a, add: add(CumsumOp.make(a, axis=1)), lambda x: np.cumsum(x, axis=1), None),
     TileOp("transpose", "transpose", ((_PF, "bf16"),), lambda a, add: _transposed(a[0], add),
