@@ -363,6 +363,20 @@ def test_priorities_decide_and_skinny_m_overrides_the_gemm_grid() -> None:
     assert (settings.block_m, settings.group_size_m, settings.persistent) == ((8,), (1,), True)
 
 
+@pytest.mark.parametrize("name", ["h200", "b70", "max1550", "a770"])
+def test_dot_free_loops_are_pipelined_where_loads_are_staged(name: str) -> None:
+    """`tl.range` stages for a loop without a dot only where the pipeliner copies loads ahead
+    into shared memory (NVIDIA); never for a kernel with a dot (its loads are the
+    pipeliner's already)."""
+    device = load_device(name)
+    row = KernelFacts("norm", "bf16", has_dot=False)
+    staged = device.pipeline is not None and device.pipeline.stages_in_shared_memory
+    assert staged == (name == "h200")
+    assert settings_for(device, row).loop_num_stages == ((2, 3) if staged else None)
+    assert settings_for(device, big_bf16_matmul()).loop_num_stages is None
+    assert ("pipelined_dot_free_loops" in ids(name, row)) == staged
+
+
 def test_fp32_dots_compute_in_ieee() -> None:
     fp32 = KernelFacts("matmul", "fp32", has_dot=True, m=1024, n=1024, k=1024, grid_dims=2)
     for device in ("max1550", "h200"):
