@@ -297,3 +297,28 @@ def test_plot_needs_matplotlib_or_draws_the_speedups(tmp_path: Path) -> None:
         assert not (tmp_path / "p.png").exists()
     else:
         assert report.plot_unavailable() is None
+
+
+def test_a_spare_child_waits_for_its_job_and_refuses_another_devices() -> None:
+    """`run._Spares` starts the next child ahead (its imports overlap the parent's work): the
+    taken child and the waiting one are two live processes; a job for another device than the
+    child was started for is refused (the interpreter is chosen at Triton's import); closing
+    stops the spares and removes their logs."""
+    from axon.targets.xe_triton.harness import run as run_module
+
+    spares = run_module._Spares()
+    try:
+        taken = spares.take("cpu")
+        waiting = spares.waiting["cpu"]
+        assert taken is not waiting
+        assert taken.process.poll() is None and waiting.process.poll() is None
+        taken.start({"device": "cuda", "kind": "forge", "candidates": []}, 1 << 20)
+        assert taken.process.wait(timeout=120) == 1
+        assert "a cuda job given to a child started with the interpreter" in taken.last_words()
+        taken.discard()
+        assert not taken.log.exists()
+        logs = [waiting.log]
+    finally:
+        spares.close()
+    assert waiting.process.poll() is not None and not any(p.exists() for p in logs)
+    assert spares.waiting == {}

@@ -73,16 +73,25 @@ def _run_functions(job: dict[str, Any], session: Any) -> int:
 
 
 def main() -> int:
-    """Run the job on stdin; the exit status is 0, or `session.TAINTED` when it stopped early."""
-    job: dict[str, Any] = json.loads(sys.stdin.readline())
-    if job["device"] == "cpu":
-        # before Triton is imported: the interpreter is chosen at import
-        os.environ["TRITON_INTERPRET"] = "1"
+    """Import torch and Triton (the parent set `TRITON_INTERPRET` for a CPU child: the
+    interpreter is chosen at Triton's import), then run the job on stdin, which may come
+    later (`run._Spares` starts a child ahead of its job); the exit status is 0, or
+    `session.TAINTED` when it stopped early."""
     import torch
     import torch._dynamo  # noqa: F401 (its import wraps torch.manual_seed; a dispatch mode's
     import triton  # noqa: F401 first use imports it; Triton's import changes torch's state too)
 
     from axon.targets.xe_triton.harness import forge_child, session, wire
+
+    line = sys.stdin.readline()
+    if not line:  # a spare the parent stopped before giving it a job
+        return 0
+    job: dict[str, Any] = json.loads(line)
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    if interpreted != (job["device"] == "cpu"):
+        print(f"a {job['device']} job given to a child started "
+              f"{'with' if interpreted else 'without'} the interpreter", file=sys.stderr)
+        return 1
 
     # the harness's own modules strictly; what they call (torch's timers and comparisons, the
     # standard library's) by their functions and classes

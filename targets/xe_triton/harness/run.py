@@ -16,6 +16,7 @@ and the times are not performance figures.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import os
@@ -245,23 +246,34 @@ def check_and_time(callables: dict[str, Callable[..., Any]], inputs: list[Any],
 
 
 class _Child:
-    """One child process running some of a case's candidates."""
+    """One child process running some of a case's candidates. Started for a device (it
+    imports torch and Triton at once, the interpreter for the CPU), given its job later
+    (`start`), so that its imports can overlap the parent's work (`_Spares`)."""
 
-    def __init__(self, job: dict[str, Any], limit: int, log: Path) -> None:
-        read_fd, write_fd = os.pipe()
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.read_fd, self.write_fd = os.pipe()
         env = dict(os.environ)
-        # the interpreter for a CPU run only: set at the child's Triton import
+        # the interpreter for a CPU run only: it must be set before the child imports Triton
         env.pop("TRITON_INTERPRET", None)
+        if device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(IMPORT_ROOT), env.get("PYTHONPATH", "")) if p)
-        self.log = log
-        with log.open("wb") as sink:
+        handle, name = tempfile.mkstemp(prefix="axon-child-", suffix=".log")
+        self.log = Path(name)
+        with os.fdopen(handle, "wb") as sink:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", f"{PACKAGE}.child"], stdin=subprocess.PIPE,
-                stdout=sink, stderr=sink, pass_fds=(write_fd,), env=env)
-        os.close(write_fd)
-        self.reader = wire.FrameReader(read_fd, limit)
-        self.tell({**job, "fd": write_fd})
+                stdout=sink, stderr=sink, pass_fds=(self.write_fd,), env=env)
+        os.close(self.write_fd)
+        self.reader: wire.FrameReader | None = None
+
+    def start(self, job: dict[str, Any], limit: int) -> wire.FrameReader:
+        """Give the child its job; the reader of its result pipe (frames up to `limit`)."""
+        self.reader = wire.FrameReader(self.read_fd, limit)
+        self.tell({**job, "fd": self.write_fd})
+        return self.reader
 
     def tell(self, message: dict[str, Any]) -> None:
         """One JSON line to the child's stdin (a closed pipe is seen as the child's exit)."""
@@ -278,14 +290,51 @@ class _Child:
         return lines[-1].strip()[:300] if lines else "no output"
 
     def close(self) -> int:
-        """Stop the child (killed if still running); its exit status."""
+        """Stop the child (killed if still running); its exit status. Closing twice is
+        closing once."""
         if self.process.poll() is None:
             self.process.kill()
         status = self.process.wait()
-        if self.process.stdin is not None:
+        if self.process.stdin is not None and not self.process.stdin.closed:
             self.process.stdin.close()
-        os.close(self.reader.fd)
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
         return status
+
+    def discard(self) -> None:
+        """Stop the child and remove its log (after `last_words`, if wanted)."""
+        self.close()
+        self.log.unlink(missing_ok=True)
+
+
+class _Spares:
+    """One child started ahead per device: `take` gives the waiting one (or starts one) and
+    starts the next, whose imports (seconds: torch, its compiler, Triton) then overlap the
+    parent's work on this case (baselines, `torch.compile`, judging) rather than adding to it.
+    A spare holds no job, no candidate and no device memory until it is taken; the ones left
+    are stopped when the process exits."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, _Child] = {}
+
+    def take(self, device: str) -> _Child:
+        child = self.waiting.pop(device, None)
+        if child is None or child.process.poll() is not None:
+            if child is not None:
+                child.discard()
+            child = _Child(device)
+        self.waiting[device] = _Child(device)
+        return child
+
+    def close(self) -> None:
+        for child in self.waiting.values():
+            child.discard()
+        self.waiting.clear()
+
+
+_SPARES = _Spares()
+atexit.register(_SPARES.close)
 
 
 def run_candidates(bundle: Bundle, case: Case, inputs_path: Path, want: list[torch.Tensor],
@@ -325,8 +374,8 @@ def drive_children(job: dict[str, Any], entries: list[tuple[str, dict[str, Any]]
     the protocol costs the entry in flight its verdict and a fresh child runs the rest."""
     remaining = list(entries)
     while remaining:
-        child = _Child({**job, "candidates": [e for _, e in remaining]}, limit,
-                       scratch / "child.log")
+        child = _SPARES.take(job["device"])
+        reader = child.start({**job, "candidates": [e for _, e in remaining]}, limit)
         in_flight: str | None = None
         started = 0
         # the child's start (importing torch and Triton) is not the first candidate's time
@@ -334,7 +383,7 @@ def drive_children(job: dict[str, Any], entries: list[tuple[str, dict[str, Any]]
         try:
             while True:
                 try:
-                    frame = child.reader.read(deadline)
+                    frame = reader.read(deadline)
                 except TimeoutError:
                     if in_flight:
                         results[in_flight].reason = (f"timed out: no verdict within "
@@ -397,10 +446,13 @@ def drive_children(job: dict[str, Any], entries: list[tuple[str, dict[str, Any]]
             results[in_flight].step = results[in_flight].step or "crash"
         if started == 0 and remaining:
             # the child died before a candidate began: the harness's failure, not theirs
+            words = child.last_words()
+            child.discard()
             for cid, _ in remaining:
-                results[cid].reason = f"not run: the harness's child failed: {child.last_words()}"
+                results[cid].reason = f"not run: the harness's child failed: {words}"
                 results[cid].step = "crash"
             break
+        child.discard()
 
 
 def _timing_from(data: Any) -> timing.Timing:
