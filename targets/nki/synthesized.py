@@ -152,11 +152,14 @@ def _admitted(spec_name: str, profile: str) -> tuple[Choice, ...]:
 
 def alternatives(kind: str, dtype: str, profile: str) -> tuple[Choice, ...]:
     """The admitted lowerings of `kind` on `dtype` tiles under `profile` other than the
-    lowering's own, in synthesis order; none where no spec states the kind in that dtype.
-    Those that load a parameter by DMA transpose (from HBM) are left out."""
+    lowering's own: those of another sketch first (another instruction, often another
+    engine), then the own sketch's other fillings (an operand order), each in synthesis
+    order; none where no spec states the kind in that dtype. Those that load a parameter by
+    DMA transpose (from HBM) are left out."""
     spec = SPECS.get((kind, dtype))
     if spec is None:
         return ()
-    return tuple(c for c in _admitted(spec, profile)
-                 if not _own(kind, c.sketch, dict(c.filling))
-                 and not any(isinstance(op, nki.DmaTransposeOp) for op in c.func.body.block.ops))
+    found = [c for c in _admitted(spec, profile)
+             if not _own(kind, c.sketch, dict(c.filling))
+             and not any(isinstance(op, nki.DmaTransposeOp) for op in c.func.body.block.ops)]
+    return tuple(sorted(found, key=lambda c: c.sketch == OWN[kind][0]))
