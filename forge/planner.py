@@ -4,7 +4,8 @@
 
 - `analysis` first: every stage reads its report;
 - `memory_access` after `dtype`, before `block_pointers` (Xe-Forge's order): its hints are on
-  the loads as the user wrote them;
+  the loads as the user wrote them, its `tl.range` stages on the user's `range` loops (which
+  `block_pointers` reads either way);
 - `dtype` before `block_pointers`, the swizzle and the tuning: the operand dtype changes the
   tile a tuned config is for;
 - `block_pointers` before `swizzle`: the frontend's access analysis reads `pid * BLOCK + lane`
