@@ -322,3 +322,33 @@ def test_a_spare_child_waits_for_its_job_and_refuses_another_devices() -> None:
         spares.close()
     assert waiting.process.poll() is not None and not any(p.exists() for p in logs)
     assert spares.waiting == {}
+
+
+def test_a_forked_process_starts_its_own_spares() -> None:
+    """An executor's forked worker never takes or stops the spares its parent started (their
+    pipes are the parent's): it starts its own."""
+    import os
+
+    from axon.targets.xe_triton.harness import run as run_module
+
+    spares = run_module._Spares()
+    try:
+        spares.take("cpu").discard()
+        parent = spares.waiting["cpu"]
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker: a fresh spare, the parent's left alone
+            status = 1
+            try:
+                mine = spares.take("cpu")
+                status = 0 if mine is not parent and spares.waiting["cpu"] is not parent else 1
+                mine.discard()
+                spares.close()
+            finally:
+                os.write(write, bytes([status]))
+                os._exit(0)
+        os.waitpid(pid, 0)
+        assert os.read(read, 1) == b"\x00"
+        assert parent.process.poll() is None  # still alive, still the parent's
+    finally:
+        spares.close()

@@ -313,12 +313,16 @@ class _Spares:
     starts the next, whose imports (seconds: torch, its compiler, Triton) then overlap the
     parent's work on this case (baselines, `torch.compile`, judging) rather than adding to it.
     A spare holds no job, no candidate and no device memory until it is taken; the ones left
-    are stopped when the process exits."""
+    are stopped when the process exits. Only the process that started them uses or stops them:
+    a forked one (an executor's worker) starts its own."""
 
     def __init__(self) -> None:
         self.waiting: dict[str, _Child] = {}
+        self.owner = os.getpid()
 
     def take(self, device: str) -> _Child:
+        if os.getpid() != self.owner:  # forked: the parent's spares and pipes are not ours
+            self.waiting, self.owner = {}, os.getpid()
         child = self.waiting.pop(device, None)
         if child is None or child.process.poll() is not None:
             if child is not None:
@@ -328,8 +332,9 @@ class _Spares:
         return child
 
     def close(self) -> None:
-        for child in self.waiting.values():
-            child.discard()
+        if os.getpid() == self.owner:
+            for child in self.waiting.values():
+                child.discard()
         self.waiting.clear()
 
 
