@@ -340,12 +340,11 @@ def _allocations(file: KernelFile, host: str) -> dict[str, tuple[str, ...]]:
         elif fn.attr in ALLOCATORS and (len(call.args) > 1 or len(call.args) == 1 and isinstance(
                 call.args[0], ast.Constant)):  # one name may hold a whole shape: not read
             dims = list(call.args)
-        if dims and any(isinstance(d, ast.Starred) for d in dims):
-            dims = None  # `(*x.shape[:-1], N)`: dims the text does not spell
-        elif fn.attr in ("empty_like", "zeros_like") and len(call.args) == 1 \
+        if fn.attr in ("empty_like", "zeros_like") and len(call.args) == 1 \
                 and isinstance(call.args[0], ast.Name) and call.args[0].id in found:
             found[n.targets[0].id] = found[call.args[0].id]
-        if dims:
+        elif dims and not any(isinstance(d, ast.Starred) for d in dims):
+            # not `(*x.shape[:-1], N)`: dims the text does not spell
             found[n.targets[0].id] = tuple(ast.unparse(d) for d in dims)
     return found
 

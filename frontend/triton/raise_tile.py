@@ -666,6 +666,19 @@ class _Raise:
         self.tile_lines += lines
         return _Val(first.tile, first.shape, None, full=init.full)
 
+    def pad_frame(self, form: GenericForm) -> tuple[dict[str, IntExpr], list[IntExpr]]:
+        """The pad analysis's names and ranges for a map: each lane of `form`, program id and
+        loop iteration renamed to one of the verifier's own names (>= 0, so its normalizer
+        takes none of them for a size), and the facts (each >= 0) that put it in its range."""
+        ranges = {d.name: (d.lower, d.upper) for d in form.parallel}
+        ranges.update({p: (ZERO, g) for p, g in zip(self.pids, self.grid, strict=True)})
+        ranges.update({iv: (ZERO, extent) for iv, extent in self.loops.items()})
+        rename = {n: IntExpr.sym(f"{T.OUTPUT_INDEX}pad_{n}") for n in ranges}
+        in_range = [e for n, (lo, hi) in ranges.items()
+                    for e in (rename[n] - lo.substitute(rename),
+                              hi.substitute(rename) - ONE - rename[n])]
+        return rename, in_range
+
     def past_the_end(self, form: GenericForm, operands: list[_Val], roles: tuple[Role, ...],
                      new: _Val) -> tuple[str, float | None]:
         """A map reading a block whose lanes past its loop dim's end the user's load padded
@@ -682,13 +695,7 @@ class _Raise:
                             "other than one loop's dim")
         i, role = loops[0]
         past = form.parallel[i].name
-        ranges = {d.name: (d.lower, d.upper) for d in form.parallel}
-        ranges.update({p: (ZERO, g) for p, g in zip(self.pids, self.grid, strict=True)})
-        ranges.update({iv: (ZERO, extent) for iv, extent in self.loops.items()})
-        rename = {n: IntExpr.sym(f"{T.OUTPUT_INDEX}pad_{n}") for n in ranges}
-        in_range = [e for n, (lo, hi) in ranges.items()
-                    for e in (rename[n] - lo.substitute(rename),
-                              hi.substitute(rename) - ONE - rename[n])]
+        rename, in_range = self.pad_frame(form)
         at = role.block * rename[role.name] + rename[past]
         facts = IntegerFacts([*in_range, at - role.size.substitute(rename)])
 
@@ -738,14 +745,7 @@ class _Raise:
         whole = [i for i, r in enumerate(roles) if r.kind == "whole"]
         if not whole:
             return False, None, ""
-        ranges = {d.name: (d.lower, d.upper) for d in form.parallel}
-        ranges.update({p: (ZERO, g) for p, g in zip(self.pids, self.grid, strict=True)})
-        ranges.update({iv: (ZERO, extent) for iv, extent in self.loops.items()})
-        # the verifier's own names (>= 0), so its normalizer takes none of them for a size
-        rename = {n: IntExpr.sym(f"{T.OUTPUT_INDEX}pad_{n}") for n in ranges}
-        in_range = [e for n, (lo, hi) in ranges.items()
-                     for e in (rename[n] - lo.substitute(rename),
-                               hi.substitute(rename) - ONE - rename[n])]
+        rename, in_range = self.pad_frame(form)
         pads: set[float] = set()
         try:
             with spending(PAD_BUDGET):

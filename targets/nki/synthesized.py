@@ -30,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 
 from axon.dialects import nki
 from axon.dialects.ax import TensorType
-from axon.dialects.form.intexpr import IntExpr
+from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 from axon.synth import synthesize
 from axon.targets.nki.sketches import TILE_OPS, sketches, tile_limits
 
@@ -77,11 +77,9 @@ class Choice:
         if rename is None:
             return False
         for condition in self.conditions:
-            dim, bound = (part.strip() for part in condition.split("<="))
-            size = rename.get(dim)
-            if size is None or not size.symbols() <= set(params):
-                return False
-            if size.evaluate(dict(params)) > int(bound):
+            lhs, _, bound = condition.partition("<=")
+            size = parse_int_expr(lhs.strip()).substitute(rename)
+            if not size.symbols() <= set(params) or size.evaluate(dict(params)) > int(bound):
                 return False
         return True
 
@@ -102,8 +100,8 @@ class Choice:
                         return None
                     continue
                 (name,) = dim.symbols()
-                if rename.setdefault(name, actual) != actual:
-                    return None
+                if dim != IntExpr.sym(name) or rename.setdefault(name, actual) != actual:
+                    return None  # a spec dim is one symbol (`P`, `F`), bound once
         return rename
 
     def inline(self, operands: Sequence[SSAValue],

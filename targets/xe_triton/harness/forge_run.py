@@ -202,7 +202,7 @@ def check_modules(modules: Sequence[tuple[str, Path]], check: Check, scratch: Pa
     limit = 4 * max(sum(w.numel() * 4 for w in run.want) for run in check.runs) + (1 << 20)
     drive_children(job, [(cid, {"id": cid, "path": str(path)}) for cid, path in to_run],
                    {cid: found[cid].measured for cid, _ in to_run}, limit, check.timeout_s,
-                   scratch, judge)
+                   judge)
     for cid, _ in to_run:
         record = found[cid]
         if record.measured.correct and record.judged != due:

@@ -343,7 +343,7 @@ atexit.register(_SPARES.close)
 
 
 def run_candidates(bundle: Bundle, case: Case, inputs_path: Path, want: list[torch.Tensor],
-                   options: Options, scratch: Path) -> list[Measured]:
+                   options: Options) -> list[Measured]:
     """Check and time each candidate of `case` in child processes (see the module doc)."""
     results = {c.id: Measured(c.id, kwargs=dict(c.kwargs)) for c in case.candidates}
     job = {"device": options.device, "inputs": str(inputs_path), "repeats": options.repeats,
@@ -360,7 +360,7 @@ def run_candidates(bundle: Bundle, case: Case, inputs_path: Path, want: list[tor
 
     # outputs of the case's shapes, with room for a wrong shape; anything more is a flood
     limit = 4 * sum(spec.numel * 4 for spec in case.outputs) + (1 << 20)
-    drive_children(job, entries, results, limit, options.timeout_s, scratch, judge)
+    drive_children(job, entries, results, limit, options.timeout_s, judge)
     return [results[c.id] for c in case.candidates]
 
 
@@ -370,7 +370,7 @@ Judge = Callable[[Measured, dict[str, Any], list[torch.Tensor]], dict[str, Any]]
 
 
 def drive_children(job: dict[str, Any], entries: list[tuple[str, dict[str, Any]]],
-                   results: dict[str, Measured], limit: int, timeout_s: float, scratch: Path,
+                   results: dict[str, Measured], limit: int, timeout_s: float,
                    judge: Judge) -> None:
     """Run `entries` (id, the child's description of it) in child processes started with
     `job`, filling `results` by id: the child sends `start`, then one or more `outputs` frames
@@ -520,7 +520,7 @@ def run_case(bundle: Bundle, case: Case, options: Options, numbers: DeviceNumber
              else None)
     result.baselines = run_baselines(case, inputs, want, options, flush)
     del flush
-    result.candidates = run_candidates(bundle, case, inputs_path, want, options, scratch)
+    result.candidates = run_candidates(bundle, case, inputs_path, want, options)
     decide(result, options)
     result.seconds = time.monotonic() - start
     return result
