@@ -8,7 +8,7 @@ from axon.forge.grid import program_blocks
 from axon.forge.source import Edit, KernelFile, node_span
 
 __all__ = ["LINE_WIDTH", "add_param", "dot_block_roles", "drop_keyword", "keyword_node",
-           "set_keyword", "triton_alias", "wrapped_call"]
+           "plain_range", "set_keyword", "triton_alias", "wrapped_call"]
 
 
 def _items(call: ast.Call) -> list[ast.expr]:
@@ -83,6 +83,15 @@ def wrapped_call(indent: str, head: str, args: list[str]) -> str:
         current += ("" if current == inner else " ") + piece
     lines.append(current)
     return "\n".join(lines)
+
+
+def plain_range(file: KernelFile, loop: ast.For) -> bool:
+    """`for target in range(args)` (the builtin): positional arguments only, no `else`."""
+    it = loop.iter
+    return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+            and "range" not in file.module.aliases
+            and not it.keywords and 1 <= len(it.args) <= 3
+            and not any(isinstance(a, ast.Starred) for a in it.args) and not loop.orelse)
 
 
 def triton_alias(file: KernelFile, full: str) -> str | None:

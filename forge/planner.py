@@ -3,6 +3,8 @@
 `DEPENDENCIES` names, for each registered stage, the stages that must run before it:
 
 - `analysis` first: every stage reads its report;
+- `algorithmic` next (before `dtype`, as issue 14 orders them): work removed is work no later
+  stage tunes, and its cut reads the loops and masks as the user wrote them;
 - `memory_access` after `dtype`, before `block_pointers` (Xe-Forge's order): its hints are on
   the loads as the user wrote them, its `tl.range` stages on the user's `range` loops (which
   `block_pointers` reads either way);
@@ -17,8 +19,9 @@
 - `autotune` last: it takes the launch settings the earlier stages fixed away from the launches
   and hands them to its configurations.
 
-Only stages that exist are registered (the algorithmic and fusion rewrites of issue 14 are
-Axon's own pipeline on the raised and torch paths, not Triton-level stages). `make_plan` sorts
+Only stages that exist are registered (fusion and the algorithmic rewrites through propagation
+are Axon's own pipeline on the raised and torch paths; the Triton-level `algorithmic` stage
+removes the dead iterations of a loop). `make_plan` sorts
 the given stages by these dependencies (ties in registration order) and asks each whether it
 applies to the file as given; the driver asks again before each stage, on the file the earlier
 stages left.
@@ -36,13 +39,16 @@ __all__ = ["DEPENDENCIES", "PlanError", "PlanStep", "make_plan", "order_stages"]
 
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "analysis": (),
-    "dtype": ("analysis",),
-    "memory_access": ("analysis", "dtype"),
-    "block_pointers": ("analysis", "dtype", "memory_access"),
-    "swizzle": ("analysis", "dtype", "block_pointers"),
-    "persistent": ("analysis", "dtype", "block_pointers", "swizzle"),
-    "xe_tuning": ("analysis", "dtype", "block_pointers", "swizzle", "persistent"),
-    "autotune": ("analysis", "dtype", "block_pointers", "swizzle", "persistent", "xe_tuning"),
+    "algorithmic": ("analysis",),
+    "dtype": ("analysis", "algorithmic"),
+    "memory_access": ("analysis", "algorithmic", "dtype"),
+    "block_pointers": ("analysis", "algorithmic", "dtype", "memory_access"),
+    "swizzle": ("analysis", "algorithmic", "dtype", "block_pointers"),
+    "persistent": ("analysis", "algorithmic", "dtype", "block_pointers", "swizzle"),
+    "xe_tuning": ("analysis", "algorithmic", "dtype", "block_pointers", "swizzle",
+                  "persistent"),
+    "autotune": ("analysis", "algorithmic", "dtype", "block_pointers", "swizzle", "persistent",
+                 "xe_tuning"),
 }
 
 

@@ -141,16 +141,29 @@ def _kind(name: str, dots: int, axes: tuple[int, ...], reductions: bool) -> str:
     return "reduction" if reductions else "elementwise"
 
 
-def analysable(file: KernelFile) -> TritonModule:
+def analysable(file: KernelFile, value_dtype_casts: bool = False) -> TritonModule:
     """The file's module with each `.to(P.dtype.element_ty)` read as `.to(tl.float32)`, padded
     to the same length so every position stays (the frontend does not read `.dtype` yet; an
-    access's pointer, offset and mask do not depend on the dtype a value is cast to)."""
+    access's pointer, offset and mask do not depend on the dtype a value is cast to). With
+    `value_dtype_casts`, a one-line cast to another value's dtype, `x.to(v.dtype)`, is read as
+    `x` (padded): for a reader of masks and loops, not of rounding (the raised path keeps the
+    cast unread, and so does not raise such a kernel)."""
     alias = next((a for a, full in file.module.aliases.items() if full == "triton.language"),
                  None)
     if alias is None:
         return file.module
     edits: list[Edit] = []
     for node in ast.walk(file.tree):
+        if value_dtype_casts and isinstance(node, ast.Call) \
+                and isinstance(node.func, ast.Attribute) and node.func.attr == "to" \
+                and len(node.args) == 1 and not node.keywords \
+                and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "dtype" \
+                and isinstance(node.func.value, (ast.Name, ast.Call, ast.Subscript)) \
+                and node.lineno == node.end_lineno:
+            start, end = node_span(file, node)
+            receiver = file.segment(node.func.value)
+            edits.append(Edit(start, end, receiver.ljust(end - start)))
+            continue
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                 and node.func.attr == "to" and len(node.args) == 1 \
                 and isinstance(node.args[0], ast.Attribute) \

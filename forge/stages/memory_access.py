@@ -47,7 +47,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from axon.forge.edits import keyword_node, set_keyword, triton_alias
+from axon.forge.edits import keyword_node, plain_range, set_keyword, triton_alias
 from axon.forge.source import Edit, KernelFile, apply_edits, node_span
 from axon.forge.stages.analysis import KernelSummary, analyse_file
 from axon.forge.stages.base import Applicability, Proposal
@@ -154,15 +154,6 @@ def _hints(file: KernelFile, node: ast.FunctionDef) -> list[_Hint]:
     return hints
 
 
-def _plain_range(file: KernelFile, loop: ast.For) -> bool:
-    """`for target in range(args)` (the builtin): positional arguments only, no `else`."""
-    it = loop.iter
-    return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
-            and "range" not in file.module.aliases
-            and not it.keywords and 1 <= len(it.args) <= 3
-            and not any(isinstance(a, ast.Starred) for a in it.args) and not loop.orelse)
-
-
 def _prefetch_loops(file: KernelFile, summary: KernelSummary,
                     node: ast.FunctionDef) -> list[ast.For] | str:
     """The innermost `range` loops whose loads advance with the loop (a load whose pointer or
@@ -175,7 +166,7 @@ def _prefetch_loops(file: KernelFile, summary: KernelSummary,
     found: list[ast.For] = []
     for loop in (n for n in ast.walk(node) if isinstance(n, ast.For)):
         inner = [n for stmt in loop.body for n in ast.walk(stmt)]
-        if any(isinstance(n, (ast.For, ast.While)) for n in inner) or not _plain_range(file, loop):
+        if any(isinstance(n, (ast.For, ast.While)) for n in inner) or not plain_range(file, loop):
             continue
         stepped = {n.target.id for n in inner
                    if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}

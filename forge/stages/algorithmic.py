@@ -1,0 +1,524 @@
+"""The `algorithmic` stage at the Triton level: a loop's dead iterations cut off.
+
+Before                                              After
+    for n0 in range(0, L, BLOCK_N):                     for n0 in range(0, tl.minimum(
+        keys = n0 + offs_n                                      L, BLOCK_M*pid_m + BLOCK_M),
+        s = tl.dot(q, kt) * scale                               BLOCK_N):
+        s = tl.where((keys[None, :] < L)                    (the body as it was)
+                     & (keys[None, :] <= offs_m[:, None]),
+                     s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        alpha = tl.exp(m_i - m_new)
+        p = tl.exp(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p, v)
+        m_i = m_new
+
+A causal attention kernel that runs its key loop to the end throws away every key block past
+its queries' diagonal: every score there is masked to -inf and the block changes nothing the
+loop carries. The stage finds such a loop from the kernel's own value graph (the Triton
+frontend's symbolic evaluation, `frontend/triton/kernel_ir.py`) and stops it where its
+iterations die.
+
+Legality: three facts, each established before anything is proposed, else the loop is left
+alone with the reason.
+
+1. **Dead past the cut.** One comparison of a `tl.where(mask, x, -inf)` mask in the loop grows
+   with the loop variable at its own step. Its left side minus its right side is
+   `(iv - start) + R(lanes, ...)` with R affine in the lanes at constant coefficients, so it
+   fails at every lane once `iv >= start - min over lanes R` (+1 for `<=`): the cut. z3 proves
+   for all sizes, program ids and lanes in range that every iteration at or past the cut makes
+   the comparison false at every lane, so the where is -inf at every lane.
+2. **A dead iteration changes nothing carried.** The body's value graph is evaluated over a
+   small domain (a block all -inf, all 0, all 1, finite, or "the value carried in") with the
+   where at -inf: `max(m, -inf) = m`, `m - m = 0` (m finite), `exp(0) = 1`, `exp(-inf) = 0`,
+   `x * 1 = x`, `x + 0 = x`, `sum(0) = 0`, `dot(0, v) + acc = acc`. Every value the loop carries
+   must come out as itself, exactly (IEEE: these identities are exact for finite operands).
+3. **The running max is finite when an iteration dies.** The loop's first iteration is kept
+   (z3: `start < stop` implies `start < cut`), and where a carried value starts at -inf and is
+   a running max over the where (`m = max(m, max(w, axis))`), z3 proves that at the first
+   iteration every row of it has a lane where the whole mask holds (witness: the first or the
+   last lane of the reduced axis). So at every dead iteration that max is a real score.
+
+Assumed, as the whole of Forge's numerics assume: finite inputs and finite scores (an inf or
+NaN in a key or value past the cut would reach the original's output and not the cut one's).
+The loop must not store, hold another loop or carry anything but data blocks (a pointer it
+advances would end elsewhere). The cascade checks the outputs against the original kernel's at
+several shapes all the same, and on a GPU keeps the cut only if it is faster.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import z3
+
+from axon.dialects.form.intexpr import IntExpr
+from axon.forge.edits import plain_range, triton_alias
+from axon.forge.source import Edit, KernelFile, apply_edits, node_span
+from axon.forge.stages.analysis import analysable, analyse_file
+from axon.forge.stages.base import Applicability, Proposal
+from axon.frontend.diagnostics import SourceError
+from axon.frontend.triton.analysis import KernelAnalysis, Loop, coefficient
+from axon.frontend.triton.kernel_ir import analyse_kernel
+from axon.frontend.triton.values import (
+    Bound,
+    DataValue,
+    FloatValue,
+    IndexValue,
+    MaskValue,
+    Value,
+)
+from axon.targets.xe_triton.kb import Device
+
+__all__ = ["AlgorithmicStage", "DeadLoop", "dead_loops"]
+
+#: the seconds z3 may take on one fact; past them it is not proved
+PROOF_TIMEOUT_S = 10
+
+# The abstract values of a block: every lane -inf, 0, 1, a positive real, a real, unknown, or
+# "=name": exactly the value the loop carries in as `name`.
+NEG_INF, ZERO, ONE, POSITIVE, FINITE, TOP = "-inf", "0", "1", "positive", "finite", "unknown"
+_REALS = (ZERO, ONE, POSITIVE, FINITE)
+_SHAPE_OPS = ("expand_dims", "broadcast_to", "reshape", "permute", "trans")
+_BOUNDED_MATH = ("abs", "sigmoid", "tanh", "sin", "cos")
+
+
+class _NotProved(ValueError):
+    """A fact the stage needs that z3 did not prove (refuted, unknown or not expressible)."""
+
+
+@dataclass(frozen=True)
+class DeadLoop:
+    """A loop whose iterations from `cut` on change nothing: where, and why."""
+
+    kernel: str
+    loop: ast.For
+    cut: str
+    """The cut as kernel text (program ids by the names the kernel gives them)."""
+    why: str
+
+
+def _symbol_value(value: Value) -> str:
+    if isinstance(value, FloatValue):
+        v = value.value
+        if v == -math.inf:
+            return NEG_INF
+        if not math.isfinite(v):
+            return TOP
+        return ZERO if v == 0 else ONE if v == 1 else POSITIVE if v > 0 else FINITE
+    if isinstance(value, IndexValue) and value.expr.is_const:
+        v = value.expr.value
+        return ZERO if v == 0 else ONE if v == 1 else POSITIVE if v > 0 else FINITE
+    return FINITE  # an integer block, a mask, a dtype: real, never -inf
+
+
+class _Domain:
+    """The abstract evaluation of a kernel's value graph with one where held at -inf."""
+
+    def __init__(self, loop: Loop, dead: DataValue, finite_carried: set[str]) -> None:
+        self.loop = str(loop.number)
+        self.dead = dead
+        self.finite_carried = finite_carried
+
+    def real(self, a: str) -> bool:
+        return a in _REALS or (a.startswith("=") and a[1:] in self.finite_carried)
+
+    def run(self, values: Sequence[DataValue]) -> dict[int, str]:
+        """Each node's abstract value, by id(); `values` in the order they were made."""
+        memo: dict[int, str] = {}
+        for node in values:
+            args = [memo.get(id(o)) or (_symbol_value(o) if not isinstance(o, DataValue)
+                                        else TOP) for o in node.operands]
+            memo[id(node)] = self.rule(node, args)
+        return memo
+
+    def rule(self, node: DataValue, xs: list[str]) -> str:  # noqa: C901 - one rule per op
+        op, real = node.op, self.real
+        if node is self.dead:
+            return NEG_INF
+        if op == "carried":
+            return "=" + node.attrs["name"] if node.attrs.get("loop") == self.loop else TOP
+        if op == "full":
+            try:
+                return _symbol_value(FloatValue((), node.loc, float(node.attrs["value"])))
+            except (KeyError, ValueError):
+                return TOP
+        if op == "load":
+            return FINITE
+        if op in _SHAPE_OPS:
+            return xs[0]
+        if op == "to":
+            return xs[0] if xs[0] in (NEG_INF, ZERO, ONE) else FINITE if real(xs[0]) else TOP
+        if op in ("exp", "exp2"):
+            return {ZERO: ONE, NEG_INF: ZERO}.get(xs[0], FINITE if real(xs[0]) else TOP)
+        if op == "where":
+            x, y = xs[1], xs[2]
+            return x if x == y else FINITE if real(x) and real(y) else TOP
+        if op == "reduce":
+            kind, x = node.attrs.get("kind"), xs[0]
+            if kind in ("max", "min") and x in (NEG_INF, ZERO, ONE):
+                return x
+            if kind == "add" and x == ZERO:
+                return ZERO
+            return FINITE if kind in ("add", "max", "min") and real(x) else TOP
+        if op == "dot":
+            a, b, acc = xs[0], xs[1], (xs[2] if len(xs) > 2 else None)
+            if (a == ZERO and real(b)) or (b == ZERO and real(a)):
+                return acc if acc is not None else ZERO
+            return FINITE if real(a) and real(b) and (acc is None or real(acc)) else TOP
+        if len(xs) == 2:
+            return self.binary(op, *xs)
+        if op == "neg":
+            return ZERO if xs[0] == ZERO else FINITE if real(xs[0]) else TOP
+        if op in _BOUNDED_MATH:
+            return FINITE if real(xs[0]) else TOP
+        return TOP
+
+    def binary(self, op: str, a: str, b: str) -> str:  # noqa: C901 - one rule per op
+        real = self.real
+        both = FINITE if real(a) and real(b) else TOP
+        if op == "maximum":
+            return b if a == NEG_INF else a if b == NEG_INF or a == b else both
+        if op == "minimum":
+            return NEG_INF if NEG_INF in (a, b) else a if a == b else both
+        if op == "add":
+            if b == ZERO or a == ZERO:
+                return a if b == ZERO else b
+            return NEG_INF if NEG_INF in (a, b) and real(a if b == NEG_INF else b) else both
+        if op == "sub":
+            if a == b and a.startswith("=") and real(a):
+                return ZERO
+            if b == ZERO:
+                return a
+            return NEG_INF if a == NEG_INF and real(b) else both
+        if op == "mul":
+            if b == ONE or a == ONE:
+                return a if b == ONE else b
+            if (a == ZERO and real(b)) or (b == ZERO and real(a)):
+                return ZERO
+            if NEG_INF in (a, b) and POSITIVE in (a, b):
+                return NEG_INF
+            return both
+        if op == "truediv":
+            if b == ONE:
+                return a
+            if b == POSITIVE:
+                return a if a in (ZERO, NEG_INF) else FINITE if real(a) else TOP
+            return TOP
+        return TOP
+
+
+def _z3(expr: IntExpr, env: Mapping[str, z3.ArithRef]) -> z3.ArithRef:
+    def apply(kind: str, a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+        if kind == "min":
+            return z3.If(a <= b, a, b)
+        if kind == "max":
+            return z3.If(a >= b, a, b)
+        raise _NotProved(f"{kind} is not encoded")
+
+    def sym(name: str) -> z3.ArithRef:
+        if name not in env:
+            raise _NotProved(f"the symbol {name} is not one of the kernel's")
+        return env[name]
+
+    return expr.fold(z3.IntVal, sym, apply)
+
+
+def _holds(bound: Bound, env: Mapping[str, z3.ArithRef]) -> z3.BoolRef:
+    lhs, rhs = _z3(bound.lhs, env), _z3(bound.rhs, env)
+    return {"<": lhs < rhs, "<=": lhs <= rhs, ">": lhs > rhs, ">=": lhs >= rhs,
+            "==": lhs == rhs, "!=": lhs != rhs}[bound.op]
+
+
+def _prove(hypotheses: list[z3.BoolRef], goal: z3.BoolRef, what: str) -> None:
+    solver = z3.Solver()
+    solver.set("timeout", PROOF_TIMEOUT_S * 1000)
+    solver.add(*hypotheses, z3.Not(goal))
+    verdict = solver.check()
+    if verdict == z3.unsat:
+        return
+    if verdict == z3.unknown:
+        raise _NotProved(f"{what}: z3 answered unknown ({solver.reason_unknown()})")
+    model = solver.model()
+    shown = ", ".join(f"{d.name()}={model[d]}" for d in sorted(model.decls(), key=str))
+    raise _NotProved(f"{what}: refuted at {shown}")
+
+
+class _Kernel:
+    """One kernel's analysis and the names its text gives program ids and parameters."""
+
+    def __init__(self, file: KernelFile, name: str, analysis: KernelAnalysis) -> None:
+        self.file, self.name, self.analysis = file, name, analysis
+        node = file.kernel_node(name)
+        assigned: dict[str, int] = {}
+        for stmt in ast.walk(node):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+                [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+            for target in targets:
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name):
+                        assigned[n.id] = assigned.get(n.id, 0) + 1
+        self.pid_names: dict[str, str] = {}
+        for stmt in node.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                    and isinstance(stmt.targets[0], ast.Name) \
+                    and assigned.get(stmt.targets[0].id) == 1 \
+                    and isinstance(stmt.value, ast.Call) \
+                    and file.module.qualified(stmt.value.func) == "triton.language.program_id":
+                axis = _static_axis(stmt.value)
+                if axis in analysis.program_ids:
+                    self.pid_names[analysis.program_ids[axis]] = stmt.targets[0].id
+        self.params = {p: kind for p, kind in analysis.param_kinds.items()
+                       if kind != "pointer" and p not in assigned}
+        self.positive = {d.as_symbol for v in analysis.values for d in v.shape
+                         if d.as_symbol is not None}
+
+    def env(self, loop: Loop, lanes: Sequence[str]) -> tuple[dict[str, z3.ArithRef],
+                                                            list[z3.BoolRef]]:
+        """z3 variables for the sizes, program ids, lanes and the loop's iteration, and what is
+        known of them: program ids and the iteration >= 0, a block dim >= 1."""
+        env: dict[str, z3.ArithRef] = {}
+        facts: list[z3.BoolRef] = []
+        for name in self.analysis.param_kinds:
+            env[name] = z3.Int(name)
+            if name in self.positive:
+                facts.append(env[name] >= 1)
+        for pid in self.analysis.program_ids.values():
+            env[pid] = z3.Int(pid)
+            facts.append(env[pid] >= 0)
+        env[loop.iteration] = z3.Int(loop.iteration)
+        facts.append(env[loop.iteration] >= 0)
+        for lane in lanes:
+            env[lane] = z3.Int(lane)
+        return env, facts
+
+    def text(self, expr: IntExpr) -> str:
+        """`expr` as kernel text (program ids by their names), or _NotProved."""
+        if any(atom.kind != "sym" for mono, _ in expr.terms for atom in mono):
+            raise _NotProved(f"the cut {expr} is not a polynomial")
+        names: dict[str, str] = {}
+        for symbol in expr.symbols():
+            if symbol in self.pid_names:
+                names[symbol] = self.pid_names[symbol]
+            elif symbol in self.params:
+                names[symbol] = symbol
+            else:
+                raise _NotProved(f"the cut {expr} reads {symbol}, which the kernel does not "
+                                 "name once at its top level")
+        return str(expr.substitute({k: IntExpr.sym(v) for k, v in names.items()}))
+
+
+def _static_axis(call: ast.Call) -> int | None:
+    args = [*call.args, *(k.value for k in call.keywords if k.arg == "axis")]
+    if len(args) == 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int):
+        return args[0].value
+    return None
+
+
+def _normalized(bound: Bound) -> tuple[IntExpr, bool] | None:
+    """`E` and strictness with the bound stated as `E < 0` or `E <= 0`."""
+    if bound.op in ("<", "<="):
+        return bound.lhs - bound.rhs, bound.op == "<"
+    if bound.op in (">", ">="):
+        return bound.rhs - bound.lhs, bound.op == ">"
+    return None
+
+
+def _cut_of(bound: Bound, loop: Loop, lanes: Sequence[str],
+            dims: Sequence[IntExpr]) -> IntExpr | None:
+    """The loop variable's value from which `bound` fails at every lane (see the module
+    docstring), or None where the bound does not grow with the loop at its step."""
+    norm = _normalized(bound)
+    if norm is None:
+        return None
+    e, strict = norm
+    if coefficient(e, loop.iteration) != loop.step:
+        return None
+    rest = e - loop.step * IntExpr.sym(loop.iteration)
+    if loop.iteration in rest.symbols() or not rest.is_affine_in(lanes):
+        return None
+    low: dict[str, IntExpr] = {}
+    for lane, dim in zip(lanes, dims, strict=True):
+        c = coefficient(rest, lane)
+        if not c.is_const:
+            return None
+        low[lane] = IntExpr.const(0) if c.value >= 0 else dim - 1
+    smallest = rest.substitute(low)
+    return loop.start - smallest + (0 if strict else 1)
+
+
+def _running_max(carried_next: Value, entry: Value, dead: DataValue) -> int | None:
+    """The reduced axis where `carried_next` is `maximum(entry, max(dead, axis))`."""
+    if not (isinstance(carried_next, DataValue) and carried_next.op == "maximum"):
+        return None
+    a, b = carried_next.operands
+    other = b if a is entry else a if b is entry else None
+    if isinstance(other, DataValue) and other.op == "reduce" \
+            and other.attrs.get("kind") == "max" and other.operands[0] is dead \
+            and other.attrs.get("axis", "None") != "None":
+        return int(other.attrs["axis"])
+    return None
+
+
+def _dead_loop(kernel: _Kernel, loop: Loop, node: ast.For) -> DeadLoop | str:
+    """The loop's cut with its proofs, or why there is none."""
+    analysis, where = kernel.analysis, f"kernel `{kernel.name}`, loop at line {node.lineno}"
+    if any(isinstance(n, (ast.For, ast.While)) for s in node.body for n in ast.walk(s)):
+        return f"{where}: it holds a loop"
+    if any(a.kind == "store" and loop.number in a.loops for a in analysis.accesses) or any(
+            isinstance(n, ast.Call) and (kernel.file.module.qualified(n.func) or "")
+            .startswith("triton.language.atomic") for s in node.body for n in ast.walk(s)):
+        return f"{where}: it stores (a cut iteration's store would be lost)"
+    other = [c for c in loop.carried if c.kind != "data"]
+    if other:
+        return (f"{where}: it carries `{other[0].name}` ({other[0].kind}), which a cut loop "
+                "would leave elsewhere")
+    if not loop.carried:
+        return f"{where}: it carries nothing"
+    wheres = [v for v in analysis.values if v.op == "where" and v.loops[-1:] == (loop.number,)
+              and isinstance(v.operands[0], MaskValue)
+              and _symbol_value(v.operands[2]) == NEG_INF]
+    if not wheres:
+        return f"{where}: no tl.where(mask, x, -inf) in it"
+    reasons: list[str] = []
+    for dead in wheres:
+        mask = dead.operands[0]
+        assert isinstance(mask, MaskValue)
+        lanes = [f"lane{k}" for k in range(len(mask.shape))]
+        for bound in mask.bounds:
+            cut = _cut_of(bound, loop, lanes, mask.shape)
+            if cut is None or cut == loop.stop:
+                continue
+            try:
+                return _proved(kernel, loop, node, dead, mask, bound, cut)
+            except _NotProved as err:
+                reasons.append(f"{where}: `{bound}` at line {dead.loc[0]}: {err}")
+    return "; ".join(reasons) or (f"{where}: no comparison of its tl.where masks grows with "
+                                  "the loop at its step")
+
+
+def _proved(kernel: _Kernel, loop: Loop, node: ast.For, dead: DataValue, mask: MaskValue,
+            bound: Bound, cut: IntExpr) -> DeadLoop:
+    """The DeadLoop once the three facts of the module docstring are proved (else
+    _NotProved)."""
+    lanes = [f"lane{k}" for k in range(len(mask.shape))]
+    env, facts = kernel.env(loop, lanes)
+    in_range = [z3.And(env[lane] >= 0, env[lane] < _z3(dim, env))
+                for lane, dim in zip(lanes, mask.shape, strict=True)]
+    step = _z3(loop.step, env)
+    _prove(facts, step >= 1, "the loop's step is positive")
+    iv = _z3(loop.start, env) + step * env[loop.iteration]
+    # 1. every lane of the where is -inf at or past the cut
+    _prove(facts + in_range + [iv >= _z3(cut, env)], z3.Not(_holds(bound, env)),
+           "dead past the cut")
+    start, stop, cut_z = _z3(loop.start, env), _z3(loop.stop, env), _z3(cut, env)
+    _prove(facts, z3.Implies(start < stop, start < cut_z), "the first iteration is kept")
+    # 3. a carried max that starts at -inf is real at every dead iteration
+    analysis = kernel.analysis
+    first = {loop.iteration: IntExpr.const(0)}
+    finite: set[str] = set()
+    probe = _Domain(loop, dead, set()).run(analysis.values)
+    for c in loop.carried:
+        if probe.get(id(c.init), _symbol_value(c.init)) in _REALS:
+            finite.add(c.name)
+            continue
+        axis = _running_max(c.next, c.entry, dead) if c.next is not None else None
+        if axis is None or mask.shape != dead.shape:
+            continue
+        lane = lanes[axis]
+        live = [_holds(b.substitute(first), env) for b in mask.bounds]
+        others = [r for k, r in enumerate(in_range) if k != axis]
+        for witness in (IntExpr.const(0), mask.shape[axis] - 1):
+            try:
+                _prove(facts + others + [start < stop],
+                       z3.substitute(z3.And(*live), (env[lane], _z3(witness, env))),
+                       f"every row of `{c.name}` has a live lane at the first iteration")
+                finite.add(c.name)
+                break
+            except _NotProved:
+                continue
+    # 2. a dead iteration gives back every carried value unchanged
+    memo = _Domain(loop, dead, finite).run(analysis.values)
+    for c in loop.carried:
+        got = memo.get(id(c.next), TOP) if c.next is not None else TOP
+        if got != "=" + c.name:
+            why = "" if c.name in finite else \
+                " (it starts at -inf and is not a running max proved live at the first iteration)"
+            raise _NotProved(f"a dead iteration leaves `{c.name}` {got}, not itself{why}")
+    text = kernel.text(cut)
+    carried = ", ".join(f"`{c.name}`" for c in loop.carried)
+    return DeadLoop(kernel.name, node, text,
+                    f"`{kernel.name}`: the loop at line {node.lineno} stops at {text}: past it "
+                    f"`{bound}` fails at every lane of the tl.where at line {dead.loc[0]} "
+                    f"(z3), so an iteration gives back {carried} unchanged")
+
+
+def dead_loops(file: KernelFile) -> tuple[list[DeadLoop], list[str]]:
+    """Every launched kernel's loops with dead iterations (at most one cut a loop), and why
+    the others have none."""
+    report = analyse_file(file)
+    if report.error:
+        return [], [report.error]
+    module = analysable(file, value_dtype_casts=True)
+    found: list[DeadLoop] = []
+    reasons: list[str] = []
+    for name in report.kernels:
+        try:
+            analysis = analyse_kernel(module, name)
+        except SourceError as err:
+            reasons.append(f"kernel `{name}` is not read: {err.message}")
+            continue
+        kernel = _Kernel(file, name, analysis)
+        fors = {(n.lineno, n.col_offset + 1): n for n in ast.walk(file.kernel_node(name))
+                if isinstance(n, ast.For)}
+        loops = [(loop, fors.get(loop.loc)) for loop in analysis.loops]
+        if not loops:
+            reasons.append(f"kernel `{name}` has no loop")
+        for loop, node in loops:
+            if node is None or not plain_range(file, node):
+                reasons.append(f"kernel `{name}`, loop at line {loop.loc[0]}: not a "
+                               "`range(...)` loop")
+                continue
+            outcome = _dead_loop(kernel, loop, node)
+            if isinstance(outcome, str):
+                reasons.append(outcome)
+            else:
+                found.append(outcome)
+    return found, reasons or ["no launched kernels"]
+
+
+class AlgorithmicStage:
+    """Redundant work removed at the Triton level: a loop's dead iterations cut off (see the
+    module docstring)."""
+
+    name = "algorithmic"
+
+    def applies(self, kernel_file: KernelFile) -> Applicability:
+        """Where some launched kernel has a loop whose iterations past a cut are proved dead."""
+        if kernel_file.error is not None:
+            return Applicability(False, f"algorithmic: not applicable: {kernel_file.error}")
+        found, reasons = dead_loops(kernel_file)
+        if not found:
+            return Applicability(False, "algorithmic: not applicable: " + "; ".join(reasons))
+        return Applicability(True, "algorithmic: " + "; ".join(d.why for d in found))
+
+    def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
+        """One proposal: every dead loop stopped at its cut (`min(stop, cut)`)."""
+        found, _ = dead_loops(kernel_file)
+        tl = triton_alias(kernel_file, "triton.language")
+        if not found or tl is None:
+            return []
+        edits: list[Edit] = []
+        for dead in found:
+            call = dead.loop.iter
+            assert isinstance(call, ast.Call)
+            stop = call.args[0] if len(call.args) == 1 else call.args[1]
+            stop_text = kernel_file.segment(stop)
+            edits.append(Edit(*node_span(kernel_file, stop),
+                              f"{tl}.minimum({stop_text}, {dead.cut})"))
+        return [Proposal(self.name, "dead iterations cut: " + "; ".join(d.why for d in found),
+                         apply_edits(kernel_file.source, edits))]

@@ -1,0 +1,91 @@
+"""The Triton-level `algorithmic` stage: a causal attention loop's dead iterations cut off with
+its three facts proved, the cut module still agreeing with the problem's Model on the CPU
+interpreter, and every planted variant whose iterations are not dead (or not provably so)
+left alone with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from axon.benchmarks.forge import problem_set as forge
+from axon.forge.source import KernelFile
+from axon.forge.stages import AlgorithmicStage, dead_loops
+from axon.forge.stages import algorithmic as stage_module
+from axon.targets.xe_triton.kb import load_device
+
+H200 = load_device("h200")
+CAUSAL = "20_causal_attention"
+
+
+def _source() -> str:
+    return forge.PROBLEMS[CAUSAL].kernel_path.read_text(encoding="utf-8")
+
+
+def _planted(old: str, new: str) -> KernelFile:
+    source = _source()
+    assert source.count(old) == 1, old
+    return KernelFile(source.replace(old, new), "planted.py")
+
+
+def test_the_causal_loop_stops_at_the_diagonal_and_still_agrees(
+        checked: Callable[[str, str], forge.CheckResult]) -> None:
+    file = KernelFile(_source(), "20.py")
+    found, _ = dead_loops(file)
+    assert [(d.kernel, d.loop.lineno, d.cut) for d in found] == [
+        ("causal_attention_kernel", 34, "BLOCK_M + BLOCK_M*pid_m")]
+    assert "fails at every lane of the tl.where at line 39 (z3)" in found[0].why
+    assert "`l_i`, `acc`, `m_i` unchanged" in found[0].why
+    (proposal,) = AlgorithmicStage().propose(file, H200)
+    assert "for n0 in range(0, tl.minimum(L, BLOCK_M + BLOCK_M*pid_m), BLOCK_N):" \
+        in proposal.source
+    assert checked(CAUSAL, proposal.source).passed
+    # the loop whose keys are not masked by the queries has nothing dead
+    other = KernelFile(forge.PROBLEMS["19_attention"].kernel_path.read_text(encoding="utf-8"),
+                       "19.py")
+    applies = AlgorithmicStage().applies(other)
+    assert not applies.applies
+    assert "no comparison of its tl.where masks grows with the loop at its step" in applies.why
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), [
+    # a future key scored 0, not -inf: the iteration past the diagonal still adds exp(0 - m)
+    ('keys[None, :] <= offs_m[:, None]), s, float("-inf"))',
+     'keys[None, :] <= offs_m[:, None]), s, 0.0)', "no tl.where(mask, x, -inf) in it"),
+    # the mask's key bound falls as the loop goes on: later iterations are the live ones
+    ("(keys[None, :] <= offs_m[:, None])", "(keys[None, :] >= offs_m[:, None])",
+     "no comparison of its tl.where masks grows with the loop at its step"),
+    # a dead iteration that still adds to the accumulator
+    ("acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)",
+     "acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v) + 1.0",
+     "a dead iteration leaves `acc` finite, not itself"),
+    # rows 0..63 have no live key at all: their running max stays -inf
+    ("(keys[None, :] <= offs_m[:, None])", "(keys[None, :] + 64 <= offs_m[:, None])",
+     "refuted at"),
+    # a store in the loop would be lost
+    ("        m_i = m_new\n", "        m_i = m_new\n"
+     "        tl.store(o_ptr + offs_m, m_new, mask=offs_m < L)\n",
+     "it stores (a cut iteration's store would be lost)"),
+])
+def test_planted_loops_are_left_alone_with_the_reason(old: str, new: str, reason: str) -> None:
+    file = _planted(old, new)
+    applies = AlgorithmicStage().applies(file)
+    assert not applies.applies
+    assert reason in applies.why, applies.why
+    assert AlgorithmicStage().propose(file, H200) == []
+
+
+def test_a_cut_one_block_early_is_refuted_by_z3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The derivation of the cut is checked, not trusted: one less than the derived cut lets
+    an iteration with a live lane through, and z3 finds it."""
+    derived = stage_module._cut_of
+
+    def early(*args: object) -> object:
+        cut = derived(*args)  # type: ignore[arg-type]
+        return None if cut is None else cut - 1
+
+    monkeypatch.setattr(stage_module, "_cut_of", early)
+    applies = AlgorithmicStage().applies(KernelFile(_source(), "20.py"))
+    assert not applies.applies
+    assert "dead past the cut: refuted at" in applies.why
