@@ -67,13 +67,20 @@ def size_block_pairs(kernel: JitKernel) -> dict[str, set[str]]:
 
 def program_blocks(kernel: JitKernel, axis: int) -> set[str]:
     """The constexprs B of `offs = P * B + tl.arange(0, B)` with P assigned `tl.program_id(axis)`
-    (a name's spelling only: the kernel's own `tl` alias is not resolved here)."""
+    or stepping from it (the persistent stage's `for P in range(tl.program_id(axis), ...)`; a
+    name's spelling only: the kernel's own `tl` alias is not resolved here)."""
+    def is_pid(value: ast.expr) -> bool:
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+            and value.func.attr == "program_id" and bool(value.args) \
+            and isinstance(value.args[0], ast.Constant) and value.args[0].value == axis
+
     pids = {n.targets[0].id for n in ast.walk(kernel.node)
             if isinstance(n, ast.Assign) and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call)
-            and isinstance(n.value.func, ast.Attribute) and n.value.func.attr == "program_id"
-            and n.value.args and isinstance(n.value.args[0], ast.Constant)
-            and n.value.args[0].value == axis}
+            and isinstance(n.targets[0], ast.Name) and is_pid(n.value)}
+    pids |= {n.target.id for n in ast.walk(kernel.node)
+             if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
+             and isinstance(n.iter, ast.Call) and isinstance(n.iter.func, ast.Name)
+             and n.iter.func.id == "range" and len(n.iter.args) >= 2 and is_pid(n.iter.args[0])}
     constexprs = {p.name for p in kernel.params if p.constexpr}
     found: set[str] = set()
     for node in ast.walk(kernel.node):
@@ -127,8 +134,8 @@ def grid_blocks(file: KernelFile, site: LaunchSite, expr: ast.expr
     dims: dict[int, int] = {}
     if isinstance(expr, ast.Tuple):
         for axis, dim in enumerate(expr.elts):
-            if isinstance(dim, ast.Call):
-                dims[id(dim)] = axis
+            # a cdiv anywhere in the dim (the persistent stage's `min(cdiv(...), PROGRAMS)`)
+            dims.update((id(sub), axis) for sub in ast.walk(dim) if isinstance(sub, ast.Call))
     by_text = {text: name for name, text in site.args}
     found: list[GridBlock] = []
     for node in ast.walk(expr):
