@@ -16,8 +16,9 @@ proposal is kept). The raised path (`raised_path.forge_raised`) replaces the use
 raise to `ax` with proof by Axon's selected kernels, through the same cascade. A problem with no
 candidate left is reported as skipped. The bundle holds per case `problem.py`, `input.py` (the
 user's kernel), `axon_<n>.py` (the torch path, in the problem's dtype), `stages.py` (the Triton
-path after every stage it applied), `stages_<n>.py` (after its first n) and `raised.py` (Axon's
-kernels in the launches' dtypes, selected at the benchmark sizes; their float32 twins checked).
+path after every stage it applied), `stages_<n>.py` (after its first n), `no_<stage>.py` (the
+path without a stage a GPU may roll back, `ROLLBACKS`) and `raised.py` (Axon's kernels in the
+launches' dtypes, selected at the benchmark sizes; their float32 twins checked).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from axon.benchmarks.forge.problem_set import DTYPE_NAMES, PROBLEMS, load_problem
+from axon.forge.driver import ForgeResult
 from axon.forge.raised_path import forge_raised
 from axon.forge.stages.facts import ForgeOptions
 from axon.forge.torch_path import (
@@ -55,6 +57,10 @@ KEEP = 3
 PATHS = ("torch", "triton", "raised")
 #: configurations of the autotune stage's grid (each checked alone on the CPU)
 AUTOTUNE_CONFIGS = 4
+#: stages whose rollback twins the triton path writes (each left out alone, then all together):
+#: the persistent loop and the KB's tiles, which the GPU found slower on causal attention
+#: (stop 37: 20's cut kernel 0.189 ms, with the loop 0.211, with the loop and 128x64 0.266)
+ROLLBACKS = ("persistent", "xe_tuning")
 #: seconds one CPU check may take
 CHECK_TIMEOUT_S = 600.0
 
@@ -95,20 +101,29 @@ def forge_case(name: str, profile: str, executor: Executor, keep: int, max_candi
     log(f"{name}: {len(candidates)} candidate(s) written")
 
 
+def _forge_on_cpu(name: str, profile: str, without: frozenset[str] = frozenset()
+                  ) -> tuple[ForgeResult, int]:
+    problem = PROBLEMS[name]
+    with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
+        return forge_kernel(problem.kernel_path, problem.problem_path, load_device(profile),
+                            [problem.small_sizes], gpu=False, scratch=Path(scratch),
+                            atol_scale=problem.atol_scale, gpu_later=True,
+                            options=ForgeOptions(max_configs=AUTOTUNE_CONFIGS), without=without)
+
+
 def _triton_candidates(name: str, profile: str, report: BundleReport,
-                       log: Callable[[str], None]) -> list[harness.ForgeCandidate]:
+                       log: Callable[[str], None],
+                       rollbacks: Sequence[str] = ROLLBACKS) -> list[harness.ForgeCandidate]:
     """The user's kernel through the Triton-level stages (CPU cascade), when any applied: the
     text after the last applied stage (`stages`) and after each earlier one (`stages_<n>`, the
     first n applied). Each passed the cascade against the original when its stage applied; on
     the CPU no stage is timed, so the GPU's timing of the prefixes is where a stage that made
-    the kernel slower is rolled back (what `axon forge` does on a GPU stage by stage)."""
-    problem = PROBLEMS[name]
-    with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
-        result, checked = forge_kernel(problem.kernel_path, problem.problem_path,
-                                       load_device(profile), [problem.small_sizes], gpu=False,
-                                       scratch=Path(scratch), atol_scale=problem.atol_scale,
-                                       gpu_later=True,
-                                       options=ForgeOptions(max_configs=AUTOTUNE_CONFIGS))
+    the kernel slower is rolled back (what `axon forge` does on a GPU stage by stage). A stage
+    of `rollbacks` that applied before the last one also gets its rollback twin
+    (`no_<stage>`, and `no_<a>_<b>` for all of them together): the plan run again without
+    it, the stages after it tuning the text before it, as they would on a GPU that rolled it
+    back."""
+    result, checked = _forge_on_cpu(name, profile)
     applied = result.applied()
     log(f"{name}: triton path: {', '.join(applied) or 'no stage'} applied, {checked} "
         "proposal(s) checked")
@@ -123,7 +138,23 @@ def _triton_candidates(name: str, profile: str, report: BundleReport,
         report.files[relative] = text
         candidates.append(harness.ForgeCandidate(
             ident, relative, "the user's kernel after " + ", ".join(applied[:n])))
-    return candidates[-1:] + candidates[:-1]
+    candidates = candidates[-1:] + candidates[:-1]
+    texts = {text for _, text in result.snapshots}
+    rolled = [s for s in rollbacks if s in applied[:-1]]
+    for left_out in [(s,) for s in rolled] + ([tuple(rolled)] if len(rolled) > 1 else []):
+        twin, more = _forge_on_cpu(name, profile, frozenset(left_out))
+        if not twin.changed or twin.source in texts:
+            continue
+        texts.add(twin.source)
+        ident = "no_" + "_".join(left_out)
+        relative = f"{name}/{ident}.py"
+        report.files[relative] = twin.source
+        candidates.append(harness.ForgeCandidate(
+            ident, relative, "the user's kernel after " + ", ".join(twin.applied())
+            + f" (the plan without {', '.join(left_out)})"))
+        log(f"{name}: triton path without {', '.join(left_out)}: "
+            f"{', '.join(twin.applied()) or 'no stage'} applied, {more} proposal(s) checked")
+    return candidates
 
 
 def _raised_candidates(name: str, profile: str, executor: Executor, report: BundleReport,

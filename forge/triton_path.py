@@ -96,7 +96,8 @@ def forge_kernel(kernel: Path, problem: Path, device: Device,
                  atol_scale: float = 1.0, gpu_later: bool = False,
                  options: ForgeOptions | None = None,
                  say: Callable[[str], None] = lambda line: None,
-                 raised: bool = False) -> tuple[ForgeResult, int]:
+                 raised: bool = False,
+                 without: frozenset[str] = frozenset()) -> tuple[ForgeResult, int]:
     """The plan run on `kernel` with every proposal through the cascade against the original
     file (the harness runs modules from files under `scratch`); the result and the number of
     proposals checked. `gpu_later`: without a GPU now, the module is for one (the autotune stage
@@ -104,7 +105,8 @@ def forge_kernel(kernel: Path, problem: Path, device: Device,
     With `raised`, the raised path runs first (`forge/raised_path.py`): kernels that raise to
     `ax` with proof are replaced by Axon's selected kernels (the module through the same
     cascade), and the stages then run on that module; its record is the first ("raise"), with
-    each kernel's line (why a kernel did not raise), and its text the first snapshot."""
+    each kernel's line (why a kernel did not raise), and its text the first snapshot.
+    `without`: stages left out of the plan (a stage a GPU would roll back, see the bundle)."""
     original = kernel.read_text(encoding="utf-8")
     start, checked = original, 0
     record: StageRecord | None = None
@@ -126,8 +128,9 @@ def forge_kernel(kernel: Path, problem: Path, device: Device,
                              (("raise", outcome.outcome),) if outcome.outcome else ())
     cascade = ForgeCascade(kernel, problem, device, list(sizes), scratch, gpu=gpu,
                            atol_scale=atol_scale)
-    result = optimize_source(start, str(kernel), device, cascade, say,
-                             stages_for(gpu, cascade if gpu_later else None, options))
+    stages = [s for s in stages_for(gpu, cascade if gpu_later else None, options)
+              if s.name not in without]
+    result = optimize_source(start, str(kernel), device, cascade, say, stages)
     result.original = original
     if record is not None:
         result.records.insert(0, record)

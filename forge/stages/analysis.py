@@ -15,6 +15,7 @@ of that reading.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from axon.forge.source import Edit, KernelFile, apply_edits, node_span
@@ -27,7 +28,8 @@ from axon.frontend.triton.raise_xt import raise_kernel
 from axon.frontend.triton.report import launch_constexprs
 from axon.targets.xe_triton.kb import Device
 
-__all__ = ["AnalysisReport", "AnalysisStage", "DotCast", "KernelSummary", "analyse_file"]
+__all__ = ["AnalysisReport", "AnalysisStage", "DotCast", "KernelSummary", "analyse_file",
+           "dependent_names"]
 
 _REDUCTIONS = frozenset({"sum", "max", "min", "reduce", "argmax", "argmin", "cumsum"})
 
@@ -319,3 +321,31 @@ class AnalysisStage:
     def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
         """Nothing: the analysis is a report, not a rewrite."""
         return []
+
+
+#: how many rounds a taint takes through chains of assignments
+_TAINT_ROUNDS = 8
+
+
+def dependent_names(statements: Iterable[ast.AST], seed: set[str],
+                    source: Callable[[ast.AST], bool] = lambda node: False) -> set[str]:
+    """`seed` and the names assigned in `statements`, directly or through other names, from
+    a name already found or a node `source` accepts."""
+
+    def reads(expr: ast.AST, found: set[str]) -> bool:
+        return any(source(n) or (isinstance(n, ast.Name) and n.id in found)
+                   for n in ast.walk(expr))
+
+    found = set(seed)
+    assigns = [n for stmt in statements for n in ast.walk(stmt)
+               if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))]
+    for _ in range(_TAINT_ROUNDS):
+        before = len(found)
+        for stmt in assigns:
+            value = stmt.iter if isinstance(stmt, ast.For) else stmt.value
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if value is not None and reads(value, found):
+                found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if len(found) == before:
+            break
+    return found

@@ -10,27 +10,152 @@ a matrix-unit op). Where the loaded dtype is float32 already the cast was a no-o
 changes. The rounding may change: the proposal says so and the cascade's tolerance decides.
 Applicable only where the analysis sees both operands of a dot written `NAME.to(tl.float32)`
 with NAME assigned a `tl.load` (a narrower dtype cannot be told from the text).
+
+The stage's second rewrite narrows a float32 intermediate between the user's kernels to the
+data's dtype:
+
+    z = torch.empty((M, N), device=x.device, dtype=torch.float32)   ->   dtype=x.dtype
+    linear_kernel[grid](x, w, b, z, ...)        # stores acc (float32) into z
+    row_max_kernel[(M,)](z, y, ...)             # z = tl.load(z_ptr + ...)
+                                                #  -> tl.load(z_ptr + ...).to(tl.float32)
+
+Where a host function allocates a float32 buffer that one launch stores into and others only
+load, and the buffer is used for nothing else (not returned, not handed to torch: only launch
+arguments, `.stride()`, `.shape`, `.size()`, `.numel()`), it is allocated in the dtype of the
+host's first tensor argument, and every load of it in the reading kernels is widened back to
+float32. The writer's `tl.store` converts its float32 value to the buffer's element type
+(Triton's implicit store cast), so each element is rounded once, as the problem's model rounds
+its own bf16 intermediate (a bf16 `nn.Linear` returns bf16), and the readers then compute in
+float32 on those values exactly as before. Half the bytes of the round trip through memory go;
+the rounding changes: the proposal says so and the cascade's tolerance decides. Where the input
+is float32 nothing changes at run time.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
+from axon.forge.edits import keyword_node, triton_alias
 from axon.forge.source import Edit, KernelFile, apply_edits, node_span
-from axon.forge.stages.analysis import analyse_file
+from axon.forge.stages.analysis import AnalysisReport, analyse_file, dependent_names
 from axon.forge.stages.base import Applicability, Proposal
 from axon.targets.xe_triton.kb import Device
+
+#: allocations whose `dtype=` the narrowing reads (and the float32 spellings it narrows)
+_ALLOCATIONS = ("torch.empty", "torch.zeros")
+_FLOAT32 = ("torch.float32", "torch.float")
+#: what a narrowed buffer may be used for in its host besides launch arguments
+_SHAPE_METHODS = ("stride", "size", "numel", "shape", "dim")
+
+
+@dataclass(frozen=True)
+class _Buffer:
+    """A float32 intermediate to narrow: its allocation's dtype value, the dtype text it takes,
+    the loads that read it, and what the report says."""
+
+    dtype: ast.expr
+    text: str
+    loads: tuple[ast.Call, ...]
+    why: str
+
+
+def _buffer_uses(host: ast.FunctionDef, name: str) -> tuple[int, list[ast.AST]]:
+    """How often `name` is assigned in `host`, and the uses that are neither a launch argument
+    nor a shape query (`z.stride(0)`, `z.shape`)."""
+    assigned, other = 0, []
+    parents = {id(child): node for node in ast.walk(host) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(host):
+        if not (isinstance(node, ast.Name) and node.id == name):
+            continue
+        if isinstance(node.ctx, ast.Store):
+            assigned += 1
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and parent.attr in _SHAPE_METHODS:
+            continue
+        call = parent
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript) \
+                and any(a is node for a in call.args):
+            continue  # a launch argument (`kernel[grid](..., z, ...)`)
+        other.append(node)
+    return assigned, other
+
+
+def _narrowable(file: KernelFile, report: AnalysisReport) -> tuple[list[_Buffer], str]:
+    """The float32 intermediates to narrow (see the module docstring), or why there are none."""
+    tl = triton_alias(file, "triton.language")
+    if tl is None:
+        return [], "the file does not import triton.language"
+    # (host, buffer text) -> [(kernel, parameter, stores, loads)]
+    uses: dict[tuple[int, str], list[tuple[str, str, bool, bool]]] = {}
+    hosts: dict[int, ast.FunctionDef] = {}
+    for summary in report.kernels.values():
+        for site, call in zip(summary.launches, file.launch_calls(summary.name), strict=True):
+            host = file.host_of(call)
+            if host is None:
+                continue
+            hosts[id(host)] = host
+            for param, text in site.args:
+                stores, loads = param in summary.stores, param in summary.loads
+                if stores or loads:
+                    uses.setdefault((id(host), text), []).append(
+                        (summary.name, param, stores, loads))
+    found: list[_Buffer] = []
+    reasons: list[str] = []
+    for (host_id, name), users in uses.items():
+        host = hosts[host_id]
+        allocation = next((n for n in ast.walk(host) if isinstance(n, ast.Assign)
+                           and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+                           and n.targets[0].id == name and isinstance(n.value, ast.Call)
+                           and file.module.qualified(n.value.func) in _ALLOCATIONS), None)
+        if allocation is None:
+            continue
+        assert isinstance(allocation.value, ast.Call)
+        dtype = keyword_node(allocation.value, "dtype")
+        if dtype is None or file.module.qualified(dtype.value) not in _FLOAT32:
+            continue
+        writers = [u for u in users if u[2]]
+        readers = [u for u in users if u[3] and not u[2]]
+        if len(writers) != 1 or writers[0][3] or not readers or len(readers) + 1 != len(users):
+            reasons.append(f"`{name}` in {host.name}(): not stored by one launch and only "
+                           "loaded by the others")
+            continue
+        assigned, other = _buffer_uses(host, name)
+        if assigned != 1 or other:
+            reasons.append(f"`{name}` in {host.name}(): used at line "
+                           f"{other[0].lineno if other else allocation.lineno} other than as a "
+                           "launch argument or a shape")
+            continue
+        params = [a.arg for a in host.args.args if a.arg != "self"]
+        if not params:
+            reasons.append(f"`{name}` in {host.name}(): no tensor argument to take a dtype from")
+            continue
+        loads: list[ast.Call] = []
+        for kernel, param, _, _ in readers:
+            node = file.kernel_node(kernel)
+            derived = dependent_names([node], {param})
+            loads += [c for c in ast.walk(node) if isinstance(c, ast.Call) and c.args
+                      and file.module.qualified(c.func) == "triton.language.load"
+                      and any(isinstance(n, ast.Name) and n.id in derived
+                              for n in ast.walk(c.args[0]))]
+        kernels = ", ".join(sorted({r[0] for r in readers}))
+        found.append(_Buffer(dtype.value, f"{params[0]}.dtype", tuple(loads),
+                             f"`{name}` in {host.name}() in {params[0]}'s dtype (written by "
+                             f"{writers[0][0]}, {len(loads)} load(s) in {kernels} widened to "
+                             "float32)"))
+    return found, "; ".join(reasons) or "no float32 buffer between two launches"
 
 __all__ = ["DtypeStage"]
 
 
 class DtypeStage:
-    """Drop the float32 casts of a dot's loaded operands (see the module docstring)."""
+    """Drop the float32 casts of a dot's loaded operands, narrow float32 intermediates (see the
+    module docstring)."""
 
     name = "dtype"
 
-    def _dots(self, file: KernelFile) -> list[tuple[str, ast.Call]]:
-        report = analyse_file(file)
+    def _dots(self, file: KernelFile, report: AnalysisReport) -> list[tuple[str, ast.Call]]:
         found = []
         for summary in report.kernels.values():
             cast_locs = {c.loc for c in summary.dot_casts}
@@ -42,27 +167,51 @@ class DtypeStage:
         return found
 
     def applies(self, kernel_file: KernelFile) -> Applicability:
-        """Where a dot's two operands are loaded values cast to float32."""
+        """Where a dot's two operands are loaded values cast to float32, or a float32 buffer
+        passes between two launches."""
         if kernel_file.error is not None:
             return Applicability(False, f"dtype: not applicable: {kernel_file.error}")
-        dots = self._dots(kernel_file)
-        if not dots:
+        report = analyse_file(kernel_file)
+        dots = self._dots(kernel_file, report)
+        buffers, why = _narrowable(kernel_file, report)
+        if not dots and not buffers:
             return Applicability(False, "dtype: not applicable: no tl.dot takes both operands "
-                                        "as loaded values cast to tl.float32")
-        where = ", ".join(f"`{k}` at {d.lineno}:{d.col_offset + 1}" for k, d in dots)
-        return Applicability(True, f"dtype: tl.dot of float32 casts in {where}")
+                                        f"as loaded values cast to tl.float32; {why}")
+        parts = []
+        if dots:
+            where = ", ".join(f"`{k}` at {d.lineno}:{d.col_offset + 1}" for k, d in dots)
+            parts.append(f"tl.dot of float32 casts in {where}")
+        parts += [f"narrow {b.why}" for b in buffers]
+        return Applicability(True, "dtype: " + "; ".join(parts))
 
     def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
-        """One proposal: every such dot takes its operands as loaded."""
-        edits = []
-        for _, dot in self._dots(kernel_file):
+        """Every rewrite together; where both kinds apply, then each kind alone."""
+        file = kernel_file
+        report = analyse_file(file)
+        dot_edits = []
+        for _, dot in self._dots(file, report):
             for operand in dot.args[:2]:
                 assert isinstance(operand, ast.Call) and isinstance(operand.func, ast.Attribute)
-                edits.append(Edit(*node_span(kernel_file, operand),
-                                  kernel_file.segment(operand.func.value)))
-        if not edits:
+                dot_edits.append(Edit(*node_span(file, operand), file.segment(operand.func.value)))
+        buffers, _ = _narrowable(file, report)
+        tl = triton_alias(file, "triton.language")
+        buffer_edits = []
+        for buffer in buffers:
+            buffer_edits.append(Edit(*node_span(file, buffer.dtype), buffer.text))
+            for load in buffer.loads:
+                end = node_span(file, load)[1]
+                buffer_edits.append(Edit(end, end, f".to({tl}.float32)"))
+        dots_said = ("tl.dot takes its operands in their loaded dtype (float32 accumulation "
+                     "kept)")
+        buffers_said = "narrowed " + "; ".join(b.why for b in buffers)
+        tail = "; this changes rounding, the cascade's tolerance decides"
+        kinds = [(edits, said) for edits, said in ((dot_edits, dots_said),
+                                                   (buffer_edits, buffers_said)) if edits]
+        if not kinds:
             return []
-        return [Proposal(self.name, "dtype: tl.dot takes its operands in their loaded dtype "
-                                    "(float32 accumulation kept); this changes rounding, the "
-                                    "cascade's tolerance decides",
-                         apply_edits(kernel_file.source, edits))]
+        proposals = [Proposal(self.name, "dtype: " + "; ".join(s for _, s in kinds) + tail,
+                              apply_edits(file.source, [e for edits, _ in kinds for e in edits]))]
+        if len(kinds) == 2:
+            proposals += [Proposal(self.name, f"dtype: {said}{tail}",
+                                   apply_edits(file.source, edits)) for edits, said in kinds]
+        return proposals

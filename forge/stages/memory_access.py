@@ -44,21 +44,16 @@ axis is not any tile's is a layout change the torch and raised paths make, not t
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from axon.forge.edits import keyword_node, plain_range, set_keyword, triton_alias
 from axon.forge.source import Edit, KernelFile, apply_edits, node_span
-from axon.forge.stages.analysis import KernelSummary, analyse_file
+from axon.forge.stages.analysis import KernelSummary, analyse_file, dependent_names
 from axon.forge.stages.base import Applicability, Proposal
 from axon.forge.stages.facts import ForgeOptions, kernel_facts
 from axon.targets.xe_triton.kb import Device, settings_for
 
 __all__ = ["MemoryAccessStage"]
-
-#: how many rounds a taint takes through chains of assignments
-_TAINT_ROUNDS = 8
-
 
 @dataclass(frozen=True)
 class _Hint:
@@ -91,33 +86,9 @@ def _loops_of(node: ast.FunctionDef) -> dict[int, ast.For | None]:
     return found
 
 
-def _dependent(statements: Iterable[ast.AST], seed: set[str],
-               source: Callable[[ast.AST], bool] = lambda node: False) -> set[str]:
-    """`seed` and the names assigned in `statements`, directly or through other names, from
-    a name already found or a node `source` accepts."""
-
-    def reads(expr: ast.AST, found: set[str]) -> bool:
-        return any(source(n) or (isinstance(n, ast.Name) and n.id in found)
-                   for n in ast.walk(expr))
-
-    found = set(seed)
-    assigns = [n for stmt in statements for n in ast.walk(stmt)
-               if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))]
-    for _ in range(_TAINT_ROUNDS):
-        before = len(found)
-        for stmt in assigns:
-            value = stmt.iter if isinstance(stmt, ast.For) else stmt.value
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            if value is not None and reads(value, found):
-                found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        if len(found) == before:
-            break
-    return found
-
-
 def _program_dependent(file: KernelFile, node: ast.FunctionDef) -> set[str]:
     """Names assigned, directly or through other names, from `tl.program_id`."""
-    return _dependent([node], set(), lambda n: isinstance(n, ast.Call) and
+    return dependent_names([node], set(), lambda n: isinstance(n, ast.Call) and
                       file.module.qualified(n.func) == "triton.language.program_id")
 
 
@@ -171,7 +142,7 @@ def _prefetch_loops(file: KernelFile, summary: KernelSummary,
         stepped = {n.target.id for n in inner
                    if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)}
         seed = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)} | stepped
-        advancing = _dependent(loop.body, seed)
+        advancing = dependent_names(loop.body, seed)
         if any(_is_load(file, n) and any(isinstance(m, ast.Name) and m.id in advancing
                                          for m in ast.walk(n))
                for n in inner):

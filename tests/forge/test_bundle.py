@@ -43,18 +43,23 @@ def test_both_paths_make_one_case_and_bundles_merge(tmp_path: Path) -> None:
     assert "class ModelNew(Model):" in torch_only.path(case.candidates[0].module).read_text()
     assert torch_only.path(case.input_kernel or "").read_text() == \
         PROBLEMS[NAME].kernel_path.read_text()
-    stages, *prefixes = triton_only.cases[0].candidates
-    assert stages.id == "stages" and "xe_tuning" in stages.note
+    stages, *rest = triton_only.cases[0].candidates
+    prefixes = [c for c in rest if c.id.startswith("stages_")]
+    twins = [c for c in rest if not c.id.startswith("stages_")]
+    assert stages.id == "stages" and stages.note == "the user's kernel after xe_tuning, autotune"
     # each shorter prefix of the applied stages is a candidate too (the GPU's timing rolls back)
     assert len(prefixes) == stages.note.count(",") and [p.id for p in prefixes] == [f"stages_{n}"
                                                      for n in range(1, len(prefixes) + 1)]
-    texts = [triton_only.path(c.module).read_text() for c in (stages, *prefixes)]
-    assert len(set(texts)) == len(texts)
     assert all(p.note in stages.note for p in prefixes)
+    # and the plan without xe_tuning: autotune over the KB's grid and the launch's own config
+    assert [(t.id, t.note) for t in twins] == [
+        ("no_xe_tuning", "the user's kernel after autotune (the plan without xe_tuning)")]
+    texts = [triton_only.path(c.module).read_text() for c in (stages, *rest)]
+    assert len(set(texts)) == len(texts)
     merged = harness.read_forge_bundle(merge_bundles(
         [tmp_path / "torch", tmp_path / "triton"], tmp_path / "merged").parent)
     assert [c.id for c in merged.cases[0].candidates] == ["axon_0", "stages",
-                                                          *[p.id for p in prefixes]]
+                                                          *[c.id for c in rest]]
     with pytest.raises(UsageError, match="repeats candidate"):
         merge_bundles([tmp_path / "torch", tmp_path / "torch"], tmp_path / "twice")
 

@@ -266,13 +266,46 @@ def test_memory_access_not_applicable_says_why() -> None:
 def test_dtype_keeps_the_loaded_dtype_for_the_dot(checked: Checked) -> None:
     file = kernel_file("02_gemm_gelu")
     assert DtypeStage().applies(file).applies
-    (proposal,) = DtypeStage().propose(file, B70)
-    assert "acc += tl.dot(x, w)" in proposal.source and "changes rounding" in \
-        proposal.description
-    assert checked("02_gemm_gelu", proposal.source).passed
+    both, dots, buffers = DtypeStage().propose(file, B70)
+    assert "acc += tl.dot(x, w)" in both.source and "changes rounding" in both.description
+    narrowed = "z = torch.empty((M, N), device=x.device, dtype=x.dtype)"
+    assert narrowed in both.source and narrowed not in dots.source and narrowed in buffers.source
+    assert "acc += tl.dot(x, w)" in dots.source and "acc += tl.dot(x, w)" not in buffers.source
+    assert checked("02_gemm_gelu", both.source).passed
     assert DtypeStage().applies(kernel_file("01_gemm_bias_relu")).why == (
         "dtype: not applicable: no tl.dot takes both operands as loaded values cast to "
-        "tl.float32")
+        "tl.float32; no float32 buffer between two launches")
+
+
+@pytest.mark.parametrize("name", ["07_gemm_row_max", "09_gemm_logsumexp"])
+def test_dtype_narrows_the_float32_buffer_between_launches(name: str, checked: Checked) -> None:
+    file = kernel_file(name)
+    applies = DtypeStage().applies(file)
+    assert applies.why.startswith("dtype: narrow `z` in forward() in x's dtype (written by "
+                                  "linear_kernel, ")
+    (proposal,) = DtypeStage().propose(file, B70)
+    text = proposal.source
+    assert "z = torch.empty((M, N), device=x.device, dtype=x.dtype)" in text
+    loads = text.count('other=float("-inf")).to(tl.float32)')
+    assert loads == (2 if name.startswith("09") else 1)
+    assert checked(name, text).passed
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), [
+    # the buffer is returned: the caller would see bf16
+    ("        return y\n", "        return y + z.sum() * 0\n", "used at line"),
+    # the buffer is read by torch, not only by the kernels
+    ("        y = torch.empty((M, 1)", "        z.relu_()\n        y = torch.empty((M, 1)",
+     "used at line"),
+])
+def test_dtype_leaves_a_buffer_the_host_reads(old: str, new: str, reason: str) -> None:
+    text = kernel_file("07_gemm_row_max").source
+    assert text.count(old) == 1
+    applies = DtypeStage().applies(KernelFile(text.replace(old, new)))
+    assert not applies.applies and reason in applies.why, applies.why
+    # 05's buffer leaves the helper that allocates it
+    why = DtypeStage().applies(kernel_file("05_gemm_swiglu")).why
+    assert "`z` in _matmul_nt(): not stored by one launch and only loaded by the others" in why
 
 
 @pytest.mark.parametrize("name", ["01_gemm_bias_relu", "06_bmm_scale", "02_gemm_gelu",
@@ -316,11 +349,16 @@ def test_autotune_every_config_keeps_the_outputs(
     assert "@triton.autotune(configs=[" in text and "grid = lambda META:" in text or \
         name == "16_softmax"
     assert "num_warps=4)" not in text.split("class ModelNew")[1]
-    assert checked(name, text).passed  # two configurations timed by the test double
+    assert checked(name, text).passed  # three configurations timed by the test double
     module = loaded(text)
     tuner = next(v for v in vars(module).values() if type(v).__name__ == "Autotuner")
     configs = list(tuner.configs)
-    assert len(configs) == 2
+    # the KB's two, then the launch's own (4 warps, the default 3 stages, its literal blocks)
+    assert len(configs) == 3
+    assert configs[-1].num_warps == 4 and configs[-1].num_stages == 3
+    launched = {"01_gemm_bias_relu": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
+                "06_bmm_scale": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}}
+    assert configs[-1].kwargs == launched.get(name, {})
     for config in configs:  # each configuration alone
         tuner.configs = [config]
         tuner.cache.clear()
