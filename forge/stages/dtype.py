@@ -60,10 +60,10 @@ class _Buffer:
     why: str
 
 
-def _buffer_uses(host: ast.FunctionDef, name: str) -> tuple[int, list[ast.AST]]:
+def _buffer_uses(host: ast.FunctionDef, name: str) -> tuple[int, list[ast.Name]]:
     """How often `name` is assigned in `host`, and the uses that are neither a launch argument
     nor a shape query (`z.stride(0)`, `z.shape`)."""
-    assigned, other = 0, []
+    assigned, other = 0, list[ast.Name]()
     parents = {id(child): node for node in ast.walk(host) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(host):
         if not (isinstance(node, ast.Name) and node.id == name):
@@ -97,10 +97,10 @@ def _narrowable(file: KernelFile, report: AnalysisReport) -> tuple[list[_Buffer]
                 continue
             hosts[id(host)] = host
             for param, text in site.args:
-                stores, loads = param in summary.stores, param in summary.loads
-                if stores or loads:
+                writes, reads = param in summary.stores, param in summary.loads
+                if writes or reads:
                     uses.setdefault((id(host), text), []).append(
-                        (summary.name, param, stores, loads))
+                        (summary.name, param, writes, reads))
     found: list[_Buffer] = []
     reasons: list[str] = []
     for (host_id, name), users in uses.items():
