@@ -63,7 +63,8 @@ class _Buffer:
 def _buffer_uses(host: ast.FunctionDef, name: str) -> tuple[int, list[ast.Name]]:
     """How often `name` is assigned in `host`, and the uses that are neither a launch argument
     nor a shape query (`z.stride(0)`, `z.shape`)."""
-    assigned, other = 0, list[ast.Name]()
+    assigned = 0
+    other: list[ast.Name] = []
     parents = {id(child): node for node in ast.walk(host) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(host):
         if not (isinstance(node, ast.Name) and node.id == name):
