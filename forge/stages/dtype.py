@@ -23,12 +23,13 @@ Where a host function allocates a float32 buffer that one launch stores into and
 load, and the buffer is used for nothing else (not returned, not handed to torch: only launch
 arguments, `.stride()`, `.shape`, `.size()`, `.numel()`), it is allocated in the dtype of the
 host's first tensor argument, and every load of it in the reading kernels is widened back to
-float32. The writer's `tl.store` converts its float32 value to the buffer's element type
-(Triton's implicit store cast), so each element is rounded once, as the problem's model rounds
-its own bf16 intermediate (a bf16 `nn.Linear` returns bf16), and the readers then compute in
-float32 on those values exactly as before. Half the bytes of the round trip through memory go;
-the rounding changes: the proposal says so and the cascade's tolerance decides. Where the input
-is float32 nothing changes at run time.
+float32. The writer's stored value is cast to the buffer's element type
+(`acc.to(z_ptr.dtype.element_ty)`: a store through a block pointer, which a later stage may
+make of it, takes no implicit cast), so each element is rounded once, as the problem's model
+rounds its own bf16 intermediate (a bf16 `nn.Linear` returns bf16), and the readers then
+compute in float32 on those values exactly as before. Half the bytes of the round trip
+through memory go; the rounding changes: the proposal says so and the cascade's tolerance
+decides. Where the input is float32 nothing changes at run time.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class _Buffer:
     dtype: ast.expr
     text: str
     loads: tuple[ast.Call, ...]
+    stored: tuple[tuple[ast.expr, str], ...]
+    """The values the writer stores into it, each with its pointer parameter."""
     why: str
 
 
@@ -81,6 +84,16 @@ def _buffer_uses(host: ast.FunctionDef, name: str) -> tuple[int, list[ast.Name]]
             continue  # a launch argument (`kernel[grid](..., z, ...)`)
         other.append(node)
     return assigned, other
+
+
+def _accesses(file: KernelFile, kernel: str, param: str, qualified: str) -> list[ast.Call]:
+    """The `tl.load`s or `tl.store`s of `kernel` whose pointer reads pointer parameter `param`
+    (directly or through names assigned from it: offsets, block pointers)."""
+    node = file.kernel_node(kernel)
+    derived = dependent_names([node], {param})
+    return [c for c in ast.walk(node) if isinstance(c, ast.Call) and c.args
+            and file.module.qualified(c.func) == qualified
+            and any(isinstance(n, ast.Name) and n.id in derived for n in ast.walk(c.args[0]))]
 
 
 def _narrowable(file: KernelFile, report: AnalysisReport) -> tuple[list[_Buffer], str]:
@@ -132,16 +145,19 @@ def _narrowable(file: KernelFile, report: AnalysisReport) -> tuple[list[_Buffer]
         if not params:
             reasons.append(f"`{name}` in {host.name}(): no tensor argument to take a dtype from")
             continue
-        loads: list[ast.Call] = []
-        for kernel, param, _, _ in readers:
-            node = file.kernel_node(kernel)
-            derived = dependent_names([node], {param})
-            loads += [c for c in ast.walk(node) if isinstance(c, ast.Call) and c.args
-                      and file.module.qualified(c.func) == "triton.language.load"
-                      and any(isinstance(n, ast.Name) and n.id in derived
-                              for n in ast.walk(c.args[0]))]
+        loads = [c for kernel, param, _, _ in readers
+                 for c in _accesses(file, kernel, param, "triton.language.load")]
+        writer, param = writers[0][:2]
+        stores = _accesses(file, writer, param, "triton.language.store")
+        stored = [(v, param) for c in stores
+                  if (v := c.args[1] if len(c.args) > 1 else
+                      next((k.value for k in c.keywords if k.arg == "value"), None)) is not None]
+        if len(stored) != len(stores):
+            reasons.append(f"`{name}` in {host.name}(): a store into it in {writer} gives no "
+                           "value")
+            continue
         kernels = ", ".join(sorted({r[0] for r in readers}))
-        found.append(_Buffer(dtype.value, f"{params[0]}.dtype", tuple(loads),
+        found.append(_Buffer(dtype.value, f"{params[0]}.dtype", tuple(loads), tuple(stored),
                              f"`{name}` in {host.name}() in {params[0]}'s dtype (written by "
                              f"{writers[0][0]}, {len(loads)} load(s) in {kernels} widened to "
                              "float32)"))
@@ -202,6 +218,12 @@ class DtypeStage:
             for load in buffer.loads:
                 end = node_span(file, load)[1]
                 buffer_edits.append(Edit(end, end, f".to({tl}.float32)"))
+            for value, param in buffer.stored:
+                text = file.segment(value)
+                if not isinstance(value, (ast.Name, ast.Call, ast.Attribute, ast.Subscript)):
+                    text = f"({text})"
+                buffer_edits.append(Edit(*node_span(file, value),
+                                         f"{text}.to({param}.dtype.element_ty)"))
         dots_said = ("tl.dot takes its operands in their loaded dtype (float32 accumulation "
                      "kept)")
         buffers_said = "narrowed " + "; ".join(b.why for b in buffers)

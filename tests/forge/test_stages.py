@@ -288,6 +288,9 @@ def test_dtype_narrows_the_float32_buffer_between_launches(name: str, checked: C
     assert "z = torch.empty((M, N), device=x.device, dtype=x.dtype)" in text
     loads = text.count('other=float("-inf")).to(tl.float32)')
     assert loads == (2 if name.startswith("09") else 1)
+    # the writer casts what it stores (a block pointer's store, which block_pointers makes of
+    # it, takes no implicit cast: the GPU refused the uncast store at stop 37)
+    assert "offs_n[None, :] * stride_zn, acc.to(z_ptr.dtype.element_ty)," in text
     assert checked(name, text).passed
 
 
