@@ -104,11 +104,13 @@ def forge_case(name: str, profile: str, executor: Executor, keep: int, max_candi
 def _forge_on_cpu(name: str, profile: str, without: frozenset[str] = frozenset()
                   ) -> tuple[ForgeResult, int]:
     problem = PROBLEMS[name]
+    dtype = DTYPE_NAMES[load_problem(name).dtype]
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         return forge_kernel(problem.kernel_path, problem.problem_path, load_device(profile),
                             [problem.small_sizes], gpu=False, scratch=Path(scratch),
                             atol_scale=problem.atol_scale, gpu_later=True,
-                            options=ForgeOptions(max_configs=AUTOTUNE_CONFIGS), without=without)
+                            options=ForgeOptions(max_configs=AUTOTUNE_CONFIGS), without=without,
+                            smoke_dtype=None if dtype == "f32" else dtype)
 
 
 def _triton_candidates(name: str, profile: str, report: BundleReport,
@@ -117,7 +119,8 @@ def _triton_candidates(name: str, profile: str, report: BundleReport,
     """The user's kernel through the Triton-level stages (CPU cascade), when any applied: the
     text after the last applied stage (`stages`) and after each earlier one (`stages_<n>`, the
     first n applied). Each passed the cascade against the original when its stage applied; on
-    the CPU no stage is timed, so the GPU's timing of the prefixes is where a stage that made
+    the CPU no stage is timed (a proposal also runs once in the problem's dtype there, failing
+    on a crash only), so the GPU's timing of the prefixes is where a stage that made
     the kernel slower is rolled back (what `axon forge` does on a GPU stage by stage). A stage
     of `rollbacks` that applied before the last one also gets its rollback twin
     (`no_<stage>`, and `no_<a>_<b>` for all of them together): the plan run again without

@@ -9,7 +9,11 @@ failure, whose step and reason the driver records.
    frozen harness (`harness.forge_run.check_against_original`: the modules run in child
    processes, never imported here; two seeds; every tamper check on) at the check sizes; on the
    CPU in float32 on Triton's interpreter (the original run once a cascade: its results are
-   those of the same runs for every proposal), on a GPU in the problem's dtype;
+   those of the same runs for every proposal), on a GPU in the problem's dtype; on the CPU for
+   a module that will run on a GPU (`smoke_dtype`, the bundle), also run once in the problem's
+   dtype, where only a crash fails it (the interpreter's bf16 `tl.dot` is not the GPU's, so
+   its values are not judged; a store of a float32 value through a bf16 block pointer fails
+   there as it fails to compile on the GPU);
 4. performance, on a GPU: the proposal against the text it would replace (the stage before), so
    a stage that makes the kernel slower is rolled back; without a GPU it passes, untimed.
 
@@ -162,6 +166,9 @@ class ForgeCascade:
     scratch: Path
     gpu: bool = False
     atol_scale: float = 1.0
+    smoke_dtype: str | None = None
+    """On the CPU: a dtype (the problem's) to run each passing proposal in once more, failing
+    it only where it crashes (see the module docstring)."""
     checked: int = field(default=0, init=False)
     """Proposals asked about."""
     _files: int = field(default=0, init=False)
@@ -212,6 +219,15 @@ class ForgeCascade:
             if not verdict.passed:
                 which = f"configuration {number} of {len(parts)} alone: " if parts else ""
                 return CheckOutcome(False, verdict.step or "correctness", which + verdict.reason)
+        if not self.gpu and self.smoke_dtype is not None:
+            for number, text in enumerate(parts or (proposal,), start=1):
+                smoke = check_against_original(
+                    self.problem, None, self._file(text, "smoke"), sizes=list(self.sizes),
+                    dtype=self.smoke_dtype, atol_scale=self.atol_scale, device="cpu")
+                if smoke.step == "crash":
+                    which = f"configuration {number} of {len(parts)} alone: " if parts else ""
+                    return CheckOutcome(False, "crash", f"{which}in {self.smoke_dtype}: "
+                                                        f"{smoke.reason}")
         if parts:
             return CheckOutcome(True, "correctness", f"each of its {len(parts)} configurations "
                                                      "alone matches the original and the "

@@ -97,7 +97,8 @@ def forge_kernel(kernel: Path, problem: Path, device: Device,
                  options: ForgeOptions | None = None,
                  say: Callable[[str], None] = lambda line: None,
                  raised: bool = False,
-                 without: frozenset[str] = frozenset()) -> tuple[ForgeResult, int]:
+                 without: frozenset[str] = frozenset(),
+                 smoke_dtype: str | None = None) -> tuple[ForgeResult, int]:
     """The plan run on `kernel` with every proposal through the cascade against the original
     file (the harness runs modules from files under `scratch`); the result and the number of
     proposals checked. `gpu_later`: without a GPU now, the module is for one (the autotune stage
@@ -106,7 +107,9 @@ def forge_kernel(kernel: Path, problem: Path, device: Device,
     `ax` with proof are replaced by Axon's selected kernels (the module through the same
     cascade), and the stages then run on that module; its record is the first ("raise"), with
     each kernel's line (why a kernel did not raise), and its text the first snapshot.
-    `without`: stages left out of the plan (a stage a GPU would roll back, see the bundle)."""
+    `without`: stages left out of the plan (a stage a GPU would roll back, see the bundle);
+    `smoke_dtype`: on the CPU, each proposal also runs once in this dtype, failing on a crash
+    only (`ForgeCascade.smoke_dtype`)."""
     original = kernel.read_text(encoding="utf-8")
     start, checked = original, 0
     record: StageRecord | None = None
@@ -127,7 +130,7 @@ def forge_kernel(kernel: Path, problem: Path, device: Device,
                              int(outcome.outcome is not None),
                              (("raise", outcome.outcome),) if outcome.outcome else ())
     cascade = ForgeCascade(kernel, problem, device, list(sizes), scratch, gpu=gpu,
-                           atol_scale=atol_scale)
+                           atol_scale=atol_scale, smoke_dtype=smoke_dtype)
     stages = [s for s in stages_for(gpu, cascade if gpu_later else None, options)
               if s.name not in without]
     result = optimize_source(start, str(kernel), device, cascade, say, stages)

@@ -134,3 +134,31 @@ def test_autotune_for_a_gpu_later_checks_every_configuration(tmp_path: Path) -> 
     outcome = cascade(source, whole.source)
     assert not outcome.passed and outcome.step == "correctness"
     assert outcome.reason.startswith("configuration 2 of 2 alone: ")
+
+
+def test_a_module_for_the_gpu_runs_once_in_the_problems_dtype(tmp_path: Path) -> None:
+    """07 with its float32 buffer narrowed and its stores through block pointers: the store's
+    cast to the buffer's element type kept, the module passes; dropped (the bug the GPU found
+    at stop 37: a float32 value stored through a bf16 block pointer), the float32 check on the
+    CPU passes it but the run in the problem's bf16 crashes, and the cascade says so."""
+    from axon.forge.stages import BlockPointersStage, DtypeStage
+
+    name = "07_gemm_row_max"
+    problem = PROBLEMS[name]
+    device = load_device("h200")
+    (narrowed,) = DtypeStage().propose(KernelFile.read(problem.kernel_path), device)
+    (blocks,) = BlockPointersStage().propose(KernelFile(narrowed.source, name), device)
+    cast = "acc.to(z_ptr.dtype.element_ty)"
+    assert blocks.source.count(cast) == 1
+    uncast = blocks.source.replace(cast, "acc")
+    source = problem.kernel_path.read_text(encoding="utf-8")
+    cascade = ForgeCascade(problem.kernel_path, problem.problem_path, device,
+                           [problem.small_sizes], tmp_path, smoke_dtype="bf16")
+    assert cascade(source, blocks.source).passed
+    outcome = cascade(source, uncast)
+    assert not outcome.passed and outcome.step == "crash"
+    assert "in bf16: " in outcome.reason and "mismatch" in outcome.reason, outcome.reason
+    float32_only = ForgeCascade(problem.kernel_path, problem.problem_path, device,
+                                [problem.small_sizes], tmp_path / "f32")
+    (tmp_path / "f32").mkdir()
+    assert float32_only(source, uncast).passed
