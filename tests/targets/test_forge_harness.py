@@ -457,3 +457,34 @@ def test_axon_bench_reports_a_bad_forge_bundle_in_one_line(tmp_path: Path, capsy
 def test_the_leaf_tolerances_are_the_dtypes() -> None:
     assert TOLERANCES == {name: DTYPES[name].tolerance for name in TOLERANCES}
     assert set(TOLERANCES) == {"f32", "f16", "bf16"}
+
+
+def test_the_report_gives_the_geomeans_under_cuda_graphs_too(tmp_path: Path) -> None:
+    """A GPU run whose `torch.compile` baseline paid the host's launch overhead (its events
+    time twice its CUDA-graph time, as F8's did at stop 37): the table's geomean keeps the
+    harness's method, the graph line compares device time alone."""
+    from axon.targets.xe_triton.harness import forge_report
+    from axon.targets.xe_triton.harness.forge_bundle import ForgeBundle, ForgeCandidate, ForgeCase
+    from axon.targets.xe_triton.harness.forge_run import ForgeCaseResult, ForgeResult
+    from axon.targets.xe_triton.harness.run import Measured, Options
+
+    def measured(name: str, events: float, graph: float) -> Measured:
+        return Measured(name, correct=True, timing=Timing(events, graph, 20, ""))
+
+    case = ForgeCase("01_x", "01_x/problem.py", {}, "bf16", 1.0, "01_x/input.py",
+                     (ForgeCandidate("fast_events", "a.py"), ForgeCandidate("fast_graph", "b.py")))
+    result = ForgeCaseResult(
+        case, baselines=[measured("eager", 0.12, 0.11), measured("compile", 0.20, 0.10)],
+        input_kernel=measured("input", 0.30, 0.30),
+        candidates=[measured("fast_events", 0.10, 0.105), measured("fast_graph", 0.11, 0.095)],
+        method="events", verdict="accepted")
+    run = ForgeResult(ForgeBundle(tmp_path, "h200", 0, "0"), Options("cuda", 20), "GPU",
+                      [result])
+    lines = forge_report.table(run).splitlines()
+    assert "geomean speedup over torch.compile: 2.00x over 1 of 1 cases" in lines
+    assert lines[-1] == ("under CUDA graphs for every callable (device time, no host launch "
+                         "overhead): 1.16x over eager, 1.05x over torch.compile, 3.16x over "
+                         "the input kernel")
+    data = forge_report.to_json(run)
+    assert data["geomean_speedup"]["compile"] == pytest.approx(2.0)
+    assert data["geomean_speedup_graphs"]["compile"] == pytest.approx(0.10 / 0.095)

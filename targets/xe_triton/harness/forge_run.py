@@ -336,11 +336,12 @@ class ForgeCaseResult:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    def ms(self, measured: Measured | None) -> float | None:
-        """A correct callable's figure under the case's method (None if not timed)."""
+    def ms(self, measured: Measured | None, how: str | None = None) -> float | None:
+        """A correct callable's figure under the case's method, or under `how` ("graph":
+        its CUDA-graph figure) where given (None if not timed)."""
         if measured is None or not measured.correct:
             return None
-        return timing.figure(measured.timing, self.method)
+        return timing.figure(measured.timing, how or self.method)
 
     def baseline(self, name: str) -> Measured | None:
         """The baseline called `name`, if it ran."""
@@ -349,13 +350,17 @@ class ForgeCaseResult:
     @property
     def best(self) -> Measured | None:
         """Axon's fastest correct, timed candidate."""
-        timed = [c for c in self.candidates if self.ms(c) is not None]
-        return min(timed, key=lambda c: self.ms(c) or 0.0) if timed else None
+        return self.fastest()
 
-    def speedup(self, over: Measured | None) -> float | None:
-        """`over`'s ms / the best candidate's (None on the CPU interpreter or when either is
-        missing)."""
-        theirs, ours = self.ms(over), self.ms(self.best)
+    def fastest(self, how: str | None = None) -> Measured | None:
+        """Axon's fastest correct, timed candidate under `how` (the case's method if None)."""
+        timed = [c for c in self.candidates if self.ms(c, how) is not None]
+        return min(timed, key=lambda c: self.ms(c, how) or 0.0) if timed else None
+
+    def speedup(self, over: Measured | None, how: str | None = None) -> float | None:
+        """`over`'s ms / the best candidate's, under `how` where given (None on the CPU
+        interpreter or when either is missing)."""
+        theirs, ours = self.ms(over, how), self.ms(self.fastest(how), how)
         return theirs / ours if theirs and ours and self.method != "cpu" else None
 
 
