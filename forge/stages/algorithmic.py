@@ -40,6 +40,11 @@ alone with the reason.
    iteration every row of it has a lane where the whole mask holds (witness: the first or the
    last lane of the reduced axis). So at every dead iteration that max is a real score.
 
+The kernel is read with each cast to another value's dtype, `x.to(v.dtype)`, as `x`
+(`analysable`): a cast applied again to a value it already made gives that value back, so a
+dead iteration's cast changes nothing the live iterations before it (the first is always
+kept) did not. Explicit casts are read: only a float cast keeps a block at -inf.
+
 Assumed, as the whole of Forge's numerics assume: finite inputs and finite scores (an inf or
 NaN in a key or value past the cut would reach the original's output and not the cut one's).
 The loop must not store, hold another loop or carry anything but data blocks (a pointer it
@@ -78,6 +83,8 @@ __all__ = ["AlgorithmicStage", "DeadLoop", "dead_loops"]
 
 #: the seconds z3 may take on one fact; past them it is not proved
 PROOF_TIMEOUT_S = 10
+#: the comparisons a loop's cut is tried from (each up to four z3 facts)
+MAX_CUTS_TRIED = 8
 
 # The abstract values of a block: every lane -inf, 0, 1, a positive real, a real, unknown, or
 # "=name": exactly the value the loop carries in as `name`.
@@ -150,9 +157,13 @@ class _Domain:
         if op == "load":
             return FINITE
         if op in _SHAPE_OPS:
-            return xs[0]
+            # a block every lane of which is one value keeps it; "the carried value itself"
+            # does not: `m[:, None] - m[None, :]` is no zero block
+            return xs[0] if not xs[0].startswith("=") else FINITE if real(xs[0]) else TOP
         if op == "to":
-            return xs[0] if xs[0] in (NEG_INF, ZERO, ONE) else FINITE if real(xs[0]) else TOP
+            floating = node.attrs.get("dtype", "").startswith(("float", "bfloat"))
+            keeps = (ZERO, ONE, NEG_INF) if floating else (ZERO, ONE)
+            return xs[0] if xs[0] in keeps else FINITE if real(xs[0]) else TOP
         if op in ("exp", "exp2"):
             return {ZERO: ONE, NEG_INF: ZERO}.get(xs[0], FINITE if real(xs[0]) else TOP)
         if op == "where":
@@ -385,6 +396,7 @@ def _dead_loop(kernel: _Kernel, loop: Loop, node: ast.For) -> DeadLoop | str:
     if not wheres:
         return f"{where}: no tl.where(mask, x, -inf) in it"
     reasons: list[str] = []
+    tries = 0
     for dead in wheres:
         mask = dead.operands[0]
         assert isinstance(mask, MaskValue)
@@ -393,6 +405,10 @@ def _dead_loop(kernel: _Kernel, loop: Loop, node: ast.For) -> DeadLoop | str:
             cut = _cut_of(bound, loop, lanes, mask.shape)
             if cut is None or cut == loop.stop:
                 continue
+            tries += 1
+            if tries > MAX_CUTS_TRIED:
+                reasons.append(f"{where}: {MAX_CUTS_TRIED} cuts tried, the rest not")
+                return "; ".join(reasons)
             try:
                 return _proved(kernel, loop, node, dead, mask, bound, cut)
             except _NotProved as err:

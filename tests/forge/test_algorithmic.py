@@ -63,6 +63,14 @@ def test_the_causal_loop_stops_at_the_diagonal_and_still_agrees(
     # rows 0..63 have no live key at all: their running max stays -inf
     ("(keys[None, :] <= offs_m[:, None])", "(keys[None, :] + 64 <= offs_m[:, None])",
      "refuted at"),
+    # m_i against itself reindexed is no zero block: sum_j (m_i - m_j) moves l_i
+    ("l_i = l_i * alpha + tl.sum(p, axis=1)",
+     "l_i = l_i * alpha + tl.sum(p, axis=1) + tl.sum(m_i[:, None] - m_i[None, :], axis=1)",
+     "a dead iteration leaves `l_i` finite, not itself"),
+    # -inf cast to an integer is no -inf: the where's scores past the cut are not known
+    ("m_new = tl.maximum(m_i, tl.max(s, axis=1))",
+     "m_new = tl.maximum(m_i, tl.max(s.to(tl.int32).to(tl.float32), axis=1))",
+     "a dead iteration leaves `l_i` unknown, not itself"),
     # a store in the loop would be lost
     ("        m_i = m_new\n", "        m_i = m_new\n"
      "        tl.store(o_ptr + offs_m, m_new, mask=offs_m < L)\n",
