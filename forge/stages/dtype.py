@@ -22,13 +22,13 @@ data's dtype:
 Where a host function allocates a float32 buffer that one launch stores into and others only
 load, and the buffer is used for nothing else (not returned, not handed to torch: only launch
 arguments, `.stride()`, `.shape`, `.size()`, `.numel()`), it is allocated in the dtype of the
-host's first tensor argument, and every load of it in the reading kernels is widened back to
-float32. The writer's stored value is cast to the buffer's element type
-(`acc.to(z_ptr.dtype.element_ty)`: a store through a block pointer, which a later stage may
-make of it, takes no implicit cast), so each element is rounded once, as the problem's model
-rounds its own bf16 intermediate (a bf16 `nn.Linear` returns bf16), and the readers then
-compute in float32 on those values exactly as before. Half the bytes of the round trip
-through memory go; the rounding changes: the proposal says so and the cascade's tolerance
+first of the host's arguments that the writing kernel loads (its input data), and every load of
+it in the reading kernels is widened back to float32. The writer's stored value is cast to the
+buffer's element type (`acc.to(z_ptr.dtype.element_ty)`: a store through a block pointer, which
+a later stage may make of it, takes no implicit cast), so each element is rounded once, as the
+problem's model rounds its own bf16 intermediate (a bf16 `nn.Linear` returns bf16), and the
+readers then compute in float32 on those values exactly as before. Half the bytes of the round
+trip through memory go; the rounding changes: the proposal says so and the cascade's tolerance
 decides. Where the input is float32 nothing changes at run time.
 """
 
@@ -41,7 +41,10 @@ from axon.forge.edits import keyword_node, triton_alias
 from axon.forge.source import Edit, KernelFile, apply_edits, node_span
 from axon.forge.stages.analysis import AnalysisReport, analyse_file, dependent_names
 from axon.forge.stages.base import Applicability, Proposal
+from axon.frontend.triton.parse import LaunchSite
 from axon.targets.xe_triton.kb import Device
+
+__all__ = ["DtypeStage"]
 
 #: allocations whose `dtype=` the narrowing reads (and the float32 spellings it narrows)
 _ALLOCATIONS = ("torch.empty", "torch.zeros")
@@ -63,9 +66,10 @@ class _Buffer:
     why: str
 
 
-def _buffer_uses(host: ast.FunctionDef, name: str) -> tuple[int, list[ast.Name]]:
-    """How often `name` is assigned in `host`, and the uses that are neither a launch argument
-    nor a shape query (`z.stride(0)`, `z.shape`)."""
+def _buffer_uses(host: ast.FunctionDef, name: str, launches: set[int]
+                 ) -> tuple[int, list[ast.Name]]:
+    """How often `name` is assigned in `host`, and the uses that are neither an argument of a
+    kernel launch (a call whose id() is in `launches`) nor a shape query (`z.stride(0)`)."""
     assigned = 0
     other: list[ast.Name] = []
     parents = {id(child): node for node in ast.walk(host) for child in ast.iter_child_nodes(node)}
@@ -78,9 +82,8 @@ def _buffer_uses(host: ast.FunctionDef, name: str) -> tuple[int, list[ast.Name]]
         parent = parents.get(id(node))
         if isinstance(parent, ast.Attribute) and parent.attr in _SHAPE_METHODS:
             continue
-        call = parent
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript) \
-                and any(a is node for a in call.args):
+        if isinstance(parent, ast.Call) and id(parent) in launches \
+                and any(a is node for a in parent.args):
             continue  # a launch argument (`kernel[grid](..., z, ...)`)
         other.append(node)
     return assigned, other
@@ -101,11 +104,13 @@ def _narrowable(file: KernelFile, report: AnalysisReport) -> tuple[list[_Buffer]
     tl = triton_alias(file, "triton.language")
     if tl is None:
         return [], "the file does not import triton.language"
-    # (host, buffer text) -> [(kernel, parameter, stores, loads)]
-    uses: dict[tuple[int, str], list[tuple[str, str, bool, bool]]] = {}
+    # (host, buffer text) -> [(kernel, parameter, stores, loads, the launch)]
+    uses: dict[tuple[int, str], list[tuple[str, str, bool, bool, LaunchSite]]] = {}
     hosts: dict[int, ast.FunctionDef] = {}
+    launches: set[int] = set()
     for summary in report.kernels.values():
         for site, call in zip(summary.launches, file.launch_calls(summary.name), strict=True):
+            launches.add(id(call))
             host = file.host_of(call)
             if host is None:
                 continue
@@ -114,7 +119,7 @@ def _narrowable(file: KernelFile, report: AnalysisReport) -> tuple[list[_Buffer]
                 writes, reads = param in summary.stores, param in summary.loads
                 if writes or reads:
                     uses.setdefault((id(host), text), []).append(
-                        (summary.name, param, writes, reads))
+                        (summary.name, param, writes, reads, site))
     found: list[_Buffer] = []
     reasons: list[str] = []
     for (host_id, name), users in uses.items():
@@ -135,19 +140,23 @@ def _narrowable(file: KernelFile, report: AnalysisReport) -> tuple[list[_Buffer]
             reasons.append(f"`{name}` in {host.name}(): not stored by one launch and only "
                            "loaded by the others")
             continue
-        assigned, other = _buffer_uses(host, name)
+        assigned, other = _buffer_uses(host, name, launches)
         if assigned != 1 or other:
             reasons.append(f"`{name}` in {host.name}(): used at line "
                            f"{other[0].lineno if other else allocation.lineno} other than as a "
                            "launch argument or a shape")
             continue
-        params = [a.arg for a in host.args.args if a.arg != "self"]
-        if not params:
-            reasons.append(f"`{name}` in {host.name}(): no tensor argument to take a dtype from")
+        writer, param, _, _, site = writers[0]
+        # the dtype of the data the writer computes from: a host argument it loads
+        params = {a.arg for a in host.args.args}
+        source = next((text for p, text in site.args
+                       if p in report.kernels[writer].loads and text in params), None)
+        if source is None:
+            reasons.append(f"`{name}` in {host.name}(): {writer} loads no argument of "
+                           f"{host.name}() to take a dtype from")
             continue
-        loads = [c for kernel, param, _, _ in readers
-                 for c in _accesses(file, kernel, param, "triton.language.load")]
-        writer, param = writers[0][:2]
+        loads = [c for kernel, p, _, _, _ in readers
+                 for c in _accesses(file, kernel, p, "triton.language.load")]
         stores = _accesses(file, writer, param, "triton.language.store")
         stored = [(v, param) for c in stores
                   if (v := c.args[1] if len(c.args) > 1 else
@@ -157,13 +166,11 @@ def _narrowable(file: KernelFile, report: AnalysisReport) -> tuple[list[_Buffer]
                            "value")
             continue
         kernels = ", ".join(sorted({r[0] for r in readers}))
-        found.append(_Buffer(dtype.value, f"{params[0]}.dtype", tuple(loads), tuple(stored),
-                             f"`{name}` in {host.name}() in {params[0]}'s dtype (written by "
-                             f"{writers[0][0]}, {len(loads)} load(s) in {kernels} widened to "
+        found.append(_Buffer(dtype.value, f"{source}.dtype", tuple(loads), tuple(stored),
+                             f"`{name}` in {host.name}() in {source}'s dtype (written by "
+                             f"{writer}, {len(loads)} load(s) in {kernels} widened to "
                              "float32)"))
     return found, "; ".join(reasons) or "no float32 buffer between two launches"
-
-__all__ = ["DtypeStage"]
 
 
 class DtypeStage:

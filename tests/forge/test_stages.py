@@ -297,6 +297,9 @@ def test_dtype_narrows_the_float32_buffer_between_launches(name: str, checked: C
 @pytest.mark.parametrize(("old", "new", "reason"), [
     # the buffer is returned: the caller would see bf16
     ("        return y\n", "        return y + z.sum() * 0\n", "used at line"),
+    # handed to a call that looks like a launch (a subscript called) but launches no kernel
+    ("        y = torch.empty((M, 1)", "        [print][0](z)\n        y = torch.empty((M, 1)",
+     "used at line"),
     # the buffer is read by torch, not only by the kernels
     ("        y = torch.empty((M, 1)", "        z.relu_()\n        y = torch.empty((M, 1)",
      "used at line"),
