@@ -145,7 +145,7 @@ class AutotuneStage:
                 out.append(entry)
             if len(out) == self.options.max_configs:
                 break
-        own = _launched(file, summary, list(out[0]) if out else [])
+        own = _launched(file, summary, list(out[0]) if out else [], profile)
         if own is not None and own not in out:
             out.append(own)
         return out
@@ -208,24 +208,23 @@ class AutotuneStage:
                         apply_edits(file.source, edits))
 
 
-#: what a launch that does not give `num_warps` / `num_stages` runs with (Triton 3.6's defaults
-#: on NVIDIA and on Intel's backend alike)
-_LAUNCH_DEFAULTS = {"num_warps": 4, "num_stages": 3}
-
-
-def _launched(file: KernelFile, summary: KernelSummary, names: list[str]
+def _launched(file: KernelFile, summary: KernelSummary, names: list[str], profile: Device
               ) -> dict[str, int | str] | None:
-    """{name: value} of the launch for `names` (kernel constexprs and launch options), or None
-    where a launch does not give one as a literal or two launches differ."""
+    """{name: value} of the launch for `names` (kernel constexprs and launch options; an option
+    the launch leaves out at `profile`'s launch default, from the KB), or None where a launch
+    does not give one as a literal, the KB has no default for it, or two launches differ."""
     if not names:
         return None
+    launch = profile.launch
+    defaults = {"num_warps": launch.num_warps_default, "num_stages": launch.num_stages_default}
     found: dict[str, int | str] | None = None
     for site, call in zip(summary.launches, file.launch_calls(summary.name), strict=True):
         entry: dict[str, int | str] = {}
         for name in names:
             given = keyword_node(call, name)
-            value: object = site.literal(name) if name not in _LAUNCH_DEFAULTS else (
-                _LAUNCH_DEFAULTS[name] if given is None else
+            default = defaults.get(name)
+            value: object = site.literal(name) if name not in defaults else (
+                (None if default is None else int(default.value)) if given is None else
                 given.value.value if isinstance(given.value, ast.Constant) else None)
             if not isinstance(value, (int, str)) or isinstance(value, bool):
                 return None

@@ -24,7 +24,7 @@ from axon.targets.xe_triton.kb import (
 )
 from axon.targets.xe_triton.kb.__main__ import main
 from axon.targets.xe_triton.kb.condition import ConditionError, parse_condition
-from axon.targets.xe_triton.kb.device import load_device_file
+from axon.targets.xe_triton.kb.device import PROFILE_FIELDS, load_device_file
 from axon.targets.xe_triton.kb.pattern import FACTS, device_facts, load_pattern_file
 
 INTEL = ["a770", "b580", "b60", "b70", "max1550"]
@@ -95,9 +95,12 @@ def test_h200_takes_its_shared_numbers_from_the_cost_models_profile() -> None:
         profile.memory.shared_per_program_bytes)
     assert h200.registers and h200.registers.per_thread_bytes == (
         profile.memory.registers_per_thread_bytes)
-    # the KB file states none of them itself
+    # the KB file states none of them itself (only what the cost model does not read: a
+    # plain launch's default stages)
     text = (KB_DIR / "devices" / "h200.yaml").read_text()
-    assert "value:" not in text
+    assert not [key for key in PROFILE_FIELDS if f" {key.split('.')[1]}:" in text]
+    assert text.count("value:") == 1 and h200.launch.num_stages_default is not None
+    assert h200.launch.num_stages_default.value == 3
     assert device_facts(h200)["device.dot_unit"] == "mma"
 
 

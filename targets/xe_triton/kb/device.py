@@ -59,6 +59,8 @@ class Launch:
     """The `num_warps` (sub-groups per work-group) a launch may take: powers of two."""
     num_warps_default: Quantity | None = None
     """The `num_warps` a launch gets unless it asks for another."""
+    num_stages_default: Quantity | None = None
+    """The `num_stages` a launch (not an autotune config) gets unless it asks for another."""
     sub_group_sizes: ValueSet | None = None
     """The sub-group sizes (Triton `warp_size`) the device runs."""
     sub_group_size_default: Quantity | None = None
