@@ -513,18 +513,28 @@ class AlgorithmicStage:
 
     name = "algorithmic"
 
+    def __init__(self) -> None:
+        self._last: tuple[str, tuple[list[DeadLoop], list[str]]] | None = None
+
+    def _dead_loops(self, kernel_file: KernelFile) -> tuple[list[DeadLoop], list[str]]:
+        """`dead_loops` of the file, proved once for the driver's `applies` and `propose` on the
+        same text (the proofs are z3 calls)."""
+        if self._last is None or self._last[0] != kernel_file.source:
+            self._last = (kernel_file.source, dead_loops(kernel_file))
+        return self._last[1]
+
     def applies(self, kernel_file: KernelFile) -> Applicability:
         """Where some launched kernel has a loop whose iterations past a cut are proved dead."""
         if kernel_file.error is not None:
             return Applicability(False, f"algorithmic: not applicable: {kernel_file.error}")
-        found, reasons = dead_loops(kernel_file)
+        found, reasons = self._dead_loops(kernel_file)
         if not found:
             return Applicability(False, "algorithmic: not applicable: " + "; ".join(reasons))
         return Applicability(True, "algorithmic: " + "; ".join(d.why for d in found))
 
     def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
         """One proposal: every dead loop stopped at its cut (`min(stop, cut)`)."""
-        found, _ = dead_loops(kernel_file)
+        found, _ = self._dead_loops(kernel_file)
         tl = triton_alias(kernel_file, "triton.language")
         if not found or tl is None:
             return []
