@@ -45,6 +45,25 @@ The kernel is read with each cast to another value's dtype, `x.to(v.dtype)`, as 
 dead iteration's cast changes nothing the live iterations before it (the first is always
 kept) did not. Explicit casts are read: only a float cast keeps a block at -inf.
 
+The iterations below the diagonal. Of the live iterations, most see the where's mask hold at
+every lane (key blocks wholly at or below every query of the program's block): there the where
+is its second operand, and the masks of the body's loads may hold everywhere too. Where every
+comparison of the mask either grows with the loop variable at its step (at constant lane
+coefficients) or does not move with it, the split is the least over the growing ones of the
+value below which it holds at every lane (`start - max over lanes R`, +1 for `<=`), and z3
+proves that for every iteration below it, the whole mask holds at every lane in range (and,
+one by one, each load mask it keeps off). The loop is then proposed as two, on the cut loop:
+
+    n0_full = min(stop, split...)                  the iterations below the split, with the
+    for n0 in range(start, n0_full, step): ...     where replaced by its operand and the
+    n0_rest = start + step*ceil(max(n0_full - start, 0) / step)   proved loads unmasked,
+    for n0 in range(n0_rest, stop, step): ...      then the rest as before
+
+`range(start, X, step)` (step > 0) runs `start + step*k` for `0 <= k < ceil(max(X - start,
+0) / step)`, so the second loop starts at the first of the original iterations the first does
+not run, and the two run the original's iterations in order. The cut alone is proposed too: a
+GPU times both.
+
 Assumed, as the whole of Forge's numerics assume: finite inputs and finite scores (an inf or
 NaN in a key or value past the cut would reach the original's output and not the cut one's).
 The loop must not store, hold another loop or carry anything but data blocks (a pointer it
@@ -62,8 +81,16 @@ from dataclasses import dataclass
 import z3
 
 from axon.dialects.form.intexpr import IntExpr
-from axon.forge.edits import plain_range, triton_alias
-from axon.forge.source import Edit, KernelFile, apply_edits, node_span
+from axon.forge.edits import drop_keyword, keyword_node, plain_range, triton_alias
+from axon.forge.source import (
+    Edit,
+    KernelFile,
+    apply_edits,
+    fresh_name,
+    indent_of,
+    node_span,
+    statement_span,
+)
 from axon.forge.stages.analysis import analysable, analyse_file
 from axon.forge.stages.base import Applicability, Proposal
 from axon.frontend.diagnostics import SourceError
@@ -99,14 +126,28 @@ class _NotProved(ValueError):
 
 
 @dataclass(frozen=True)
+class FullPrefix:
+    """The iterations of a loop before `split` (kernel text: the least of `splits`) see a mask
+    hold at every lane: there the `tl.where` at `where` is its second operand and the loads at
+    `loads` need no mask."""
+
+    splits: tuple[str, ...]
+    where: ast.Call
+    loads: tuple[ast.Call, ...]
+    why: str
+
+
+@dataclass(frozen=True)
 class DeadLoop:
-    """A loop whose iterations from `cut` on change nothing: where, and why."""
+    """A loop whose iterations from `cut` on change nothing: where, and why; `prefix` is the
+    run of its first iterations whose where mask holds at every lane, where one is proved."""
 
     kernel: str
     loop: ast.For
     cut: str
     """The cut as kernel text (program ids by the names the kernel gives them)."""
     why: str
+    prefix: FullPrefix | None = None
 
 
 def _symbol_value(value: Value) -> str:
@@ -340,9 +381,11 @@ def _normalized(bound: Bound) -> tuple[IntExpr, bool] | None:
 
 
 def _cut_of(bound: Bound, loop: Loop, lanes: Sequence[str],
-            dims: Sequence[IntExpr]) -> IntExpr | None:
+            dims: Sequence[IntExpr], holds: bool = False) -> IntExpr | None:
     """The loop variable's value from which `bound` fails at every lane (see the module
-    docstring), or None where the bound does not grow with the loop at its step."""
+    docstring), or None where the bound does not grow with the loop at its step. With `holds`,
+    the value below which it holds at every lane instead (the lanes' largest left side where
+    the cut takes the smallest)."""
     norm = _normalized(bound)
     if norm is None:
         return None
@@ -352,14 +395,76 @@ def _cut_of(bound: Bound, loop: Loop, lanes: Sequence[str],
     rest = e - loop.step * IntExpr.sym(loop.iteration)
     if loop.iteration in rest.symbols() or not rest.is_affine_in(lanes):
         return None
-    low: dict[str, IntExpr] = {}
+    extreme: dict[str, IntExpr] = {}
     for lane, dim in zip(lanes, dims, strict=True):
         c = coefficient(rest, lane)
         if not c.is_const:
             return None
-        low[lane] = IntExpr.const(0) if c.value >= 0 else dim - 1
-    smallest = rest.substitute(low)
-    return loop.start - smallest + (0 if strict else 1)
+        extreme[lane] = IntExpr.const(0) if (c.value >= 0) != holds else dim - 1
+    return loop.start - rest.substitute(extreme) + (0 if strict else 1)
+
+
+def _calls_at(kernel: _Kernel, node: ast.For, name: str) -> dict[tuple[int, int], ast.Call]:
+    """The loop body's calls of `triton.language.<name>`, by (line, column from 1)."""
+    qualified = kernel.file.module.qualified
+    return {(n.lineno, n.col_offset + 1): n for s in node.body for n in ast.walk(s)
+            if isinstance(n, ast.Call) and qualified(n.func) == f"triton.language.{name}"}
+
+
+def _full_prefix(kernel: _Kernel, loop: Loop, node: ast.For, dead: DataValue,
+                 mask: MaskValue) -> FullPrefix:
+    """The loop's first iterations where every comparison of `mask` holds at every lane (see
+    the module docstring, "The iterations below the diagonal"), else _NotProved."""
+    lanes = [f"lane{k}" for k in range(len(mask.shape))]
+    splits: list[IntExpr] = []
+    for bound in mask.bounds:
+        norm = _normalized(bound)
+        if norm is None:
+            raise _NotProved(f"`{bound}` is not an ordering")
+        grows = coefficient(norm[0], loop.iteration)
+        if grows.is_const and grows.value == 0:
+            continue  # it does not move with the loop: proved below to hold everywhere
+        split = _cut_of(bound, loop, lanes, mask.shape, holds=True)
+        if split is None:
+            raise _NotProved(f"`{bound}` does not grow with the loop at its step")
+        splits.append(split)
+    if not splits:
+        raise _NotProved("no comparison of the mask moves with the loop")
+    env, facts = kernel.env(loop, lanes)
+    iv = _z3(loop.start, env) + _z3(loop.step, env) * env[loop.iteration]
+    below = [iv < _z3(split, env) for split in splits]
+
+    def in_range(names: Sequence[str], dims: Sequence[IntExpr]) -> list[z3.BoolRef]:
+        return [z3.And(env[n] >= 0, env[n] < _z3(d, env)) for n, d in zip(names, dims,
+                                                                         strict=True)]
+
+    _prove(facts + in_range(lanes, mask.shape) + below,
+           z3.And(*[_holds(b, env) for b in mask.bounds]),
+           "the mask holds at every lane below the split")
+    wheres = _calls_at(kernel, node, "where")
+    if dead.loc not in wheres or len(wheres[dead.loc].args) != 3 or wheres[dead.loc].keywords:
+        raise _NotProved(f"the tl.where at line {dead.loc[0]} is not a plain call")
+    loads: list[ast.Call] = []
+    calls = _calls_at(kernel, node, "load")
+    for access in kernel.analysis.accesses:
+        call = calls.get(access.loc)
+        if access.kind != "load" or access.loops[-1:] != (loop.number,) or call is None \
+                or not isinstance(access.mask, MaskValue) or access.via != "pointer" \
+                or keyword_node(call, "mask") is None or len(call.args) != 1:
+            continue
+        names = [f"lane{k}" for k in range(len(access.shape))]
+        try:
+            _prove(facts + in_range(names, access.shape) + below,
+                   z3.And(*[_holds(b, env) for b in access.mask.bounds]),
+                   "a load's mask holds at every lane below the split")
+        except _NotProved:
+            continue
+        loads.append(call)
+    texts = tuple(kernel.text(split) for split in splits)
+    dropped = f" and {len(loads)} load(s) unmasked" if loads else ""
+    return FullPrefix(texts, wheres[dead.loc], tuple(loads),
+                      f"below {' and '.join(texts)} the mask holds at every lane (z3): the "
+                      f"tl.where at line {dead.loc[0]} dropped there{dropped}")
 
 
 def _running_max(carried_next: Value, entry: Value, dead: DataValue) -> int | None:
@@ -467,10 +572,15 @@ def _proved(kernel: _Kernel, loop: Loop, node: ast.For, dead: DataValue, mask: M
             raise _NotProved(f"a dead iteration leaves `{c.name}` {got}, not itself{why}")
     text = kernel.text(cut)
     carried = ", ".join(f"`{c.name}`" for c in loop.carried)
-    return DeadLoop(kernel.name, node, text,
-                    f"`{kernel.name}`: the loop at line {node.lineno} stops at {text}: past it "
-                    f"`{bound}` fails at every lane of the tl.where at line {dead.loc[0]} "
-                    f"(z3), so an iteration gives back {carried} unchanged")
+    why = (f"`{kernel.name}`: the loop at line {node.lineno} stops at {text}: past it "
+           f"`{bound}` fails at every lane of the tl.where at line {dead.loc[0]} (z3), so an "
+           f"iteration gives back {carried} unchanged")
+    try:
+        prefix: FullPrefix | None = _full_prefix(kernel, loop, node, dead, mask)
+    except _NotProved as err:
+        prefix, why = None, f"{why}; no split: {err}"
+    return DeadLoop(kernel.name, node, text, why + (f"; {prefix.why}" if prefix else ""),
+                    prefix)
 
 
 def dead_loops(file: KernelFile) -> tuple[list[DeadLoop], list[str]]:
@@ -533,18 +643,81 @@ class AlgorithmicStage:
         return Applicability(True, "algorithmic: " + "; ".join(d.why for d in found))
 
     def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
-        """One proposal: every dead loop stopped at its cut (`min(stop, cut)`)."""
+        """Every dead loop stopped at its cut (`min(stop, cut)`) and, where a loop's first
+        iterations are proved to see its mask hold at every lane, split there (first), then the
+        cut alone (a GPU times both; on a CPU the first that passes is kept)."""
         found, _ = self._dead_loops(kernel_file)
         tl = triton_alias(kernel_file, "triton.language")
         if not found or tl is None:
             return []
-        edits: list[Edit] = []
+        cuts: list[Edit] = []
+        splits: list[Edit] = []
         for dead in found:
             call = dead.loop.iter
             assert isinstance(call, ast.Call)
             stop = call.args[0] if len(call.args) == 1 else call.args[1]
-            stop_text = kernel_file.segment(stop)
-            edits.append(Edit(*node_span(kernel_file, stop),
-                              f"{tl}.minimum({stop_text}, {dead.cut})"))
-        return [Proposal(self.name, "dead iterations cut: " + "; ".join(d.why for d in found),
-                         apply_edits(kernel_file.source, edits))]
+            stop_text = f"{tl}.minimum({kernel_file.segment(stop)}, {dead.cut})"
+            cut = Edit(*node_span(kernel_file, stop), stop_text)
+            cuts.append(cut)
+            split = _split_loop(kernel_file, dead, tl, stop_text)
+            splits.append(split or cut)
+        why = "; ".join(d.why for d in found)
+        cut_only = Proposal(self.name, "dead iterations cut: " + why,
+                            apply_edits(kernel_file.source, cuts))
+        if splits == cuts:
+            return [cut_only]
+        return [Proposal(self.name, "dead iterations cut, the full iterations split off: " + why,
+                         apply_edits(kernel_file.source, splits)), cut_only]
+
+
+def _where_kept(file: KernelFile, loop: ast.For, where: ast.Call) -> Edit:
+    """`where` replaced by its second operand; a statement `x = tl.where(m, x, y)` goes."""
+    kept = where.args[1]
+    for stmt in loop.body:
+        if isinstance(stmt, ast.Assign) and stmt.value is where and isinstance(kept, ast.Name) \
+                and [ast.dump(t) for t in stmt.targets] == [ast.dump(ast.Name(kept.id,
+                                                                               ast.Store()))]:
+            return Edit(*statement_span(file, stmt), "")
+    text = file.segment(kept)
+    return Edit(*node_span(file, where), text if isinstance(kept, ast.Name) else f"({text})")
+
+
+def _split_loop(file: KernelFile, dead: DeadLoop, tl: str, stop: str) -> Edit | None:
+    """The loop as two: its first iterations, where the mask holds at every lane, with the
+    where and the proved loads' masks dropped, then the rest as it was, up to `stop`. None where
+    no prefix was proved or the loop's text does not allow it (a body on the `for` line)."""
+    node, prefix = dead.loop, dead.prefix
+    if prefix is None or node.body[0].lineno == node.lineno:
+        return None
+    assert isinstance(node.iter, ast.Call)
+    args = [file.segment(a) for a in node.iter.args]
+    start = "0" if len(args) == 1 else args[0]
+    step = args[2] if len(args) == 3 else "1"
+    source, indent = file.source, indent_of(file, node)
+    body_start = file.line_starts[node.body[0].lineno - 1]
+    body_end = statement_span(file, node)[1]
+    where = prefix.where
+    edits = [_where_kept(file, node, where)]
+    for load in prefix.loads:
+        edits += [e for e in (drop_keyword(file, load, "mask"), drop_keyword(file, load, "other"))
+                  if e is not None]
+    full = apply_edits(source, edits)
+    first_body = full[body_start:body_end + len(full) - len(source)]
+    taken = {n.id for n in ast.walk(file.kernel_node(dead.kernel)) if isinstance(n, ast.Name)}
+    target = file.segment(node.target)
+    name = fresh_name(f"{target}_full", taken)
+    rest = fresh_name(f"{target}_rest", taken | {name})
+    bounds = "".join(f"{indent}{name} = {tl}.minimum({name}, {split})\n"
+                     for split in prefix.splits)
+    if step == "1":
+        rest_start = f"{tl}.maximum({name}, {start})"
+    else:
+        past = name if start == "0" else f"{name} - ({start})"
+        rest_start = f"(({tl}.maximum({past}, 0) + {step} - 1) // {step}) * {step}"
+        rest_start = rest_start if start == "0" else f"{start} + {rest_start}"
+    text = (f"{indent}{name} = {stop}\n{bounds}"
+            f"{indent}for {target} in range({start}, {name}, {step}):\n{first_body}"
+            f"{indent}{rest} = {rest_start}\n"
+            f"{indent}for {target} in range({rest}, {stop}, {step}):\n"
+            f"{source[body_start:body_end]}")
+    return Edit(file.line_starts[node.lineno - 1], body_end, text)

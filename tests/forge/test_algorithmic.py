@@ -37,10 +37,22 @@ def test_the_causal_loop_stops_at_the_diagonal_and_still_agrees(
         ("causal_attention_kernel", 34, "BLOCK_M + BLOCK_M*pid_m")]
     assert "fails at every lane of the tl.where at line 39 (z3)" in found[0].why
     assert "`l_i`, `acc`, `m_i` unchanged" in found[0].why
-    (proposal,) = AlgorithmicStage().propose(file, H200)
+    split, proposal = AlgorithmicStage().propose(file, H200)
     assert "for n0 in range(0, tl.minimum(L, BLOCK_M + BLOCK_M*pid_m), BLOCK_N):" \
         in proposal.source
     assert checked(CAUSAL, proposal.source).passed
+    # the iterations below the diagonal run first with no where and no load masks
+    assert "below L - BLOCK_N + 1 and BLOCK_M*pid_m - BLOCK_N + 2 the mask holds at every " \
+        "lane (z3): the tl.where at line 39 dropped there and 2 load(s) unmasked" in found[0].why
+    assert "    n0_full = tl.minimum(L, BLOCK_M + BLOCK_M*pid_m)\n" \
+        "    n0_full = tl.minimum(n0_full, L - BLOCK_N + 1)\n" \
+        "    n0_full = tl.minimum(n0_full, BLOCK_M*pid_m - BLOCK_N + 2)\n" \
+        "    for n0 in range(0, n0_full, BLOCK_N):\n" in split.source
+    assert "    n0_rest = ((tl.maximum(n0_full, 0) + BLOCK_N - 1) // BLOCK_N) * BLOCK_N\n" \
+        "    for n0 in range(n0_rest, tl.minimum(L, BLOCK_M + BLOCK_M*pid_m), BLOCK_N):\n" \
+        in split.source
+    assert split.source.count("tl.where(") == 1 and split.source.count("other=0.0") == 3
+    assert checked(CAUSAL, split.source).passed
     # the loop whose keys are not masked by the queries has nothing dead
     other = KernelFile(forge.PROBLEMS["19_attention"].kernel_path.read_text(encoding="utf-8"),
                        "19.py")
@@ -89,11 +101,44 @@ def test_a_cut_one_block_early_is_refuted_by_z3(monkeypatch: pytest.MonkeyPatch)
     an iteration with a live lane through, and z3 finds it."""
     derived = stage_module._cut_of
 
-    def early(*args: object) -> object:
-        cut = derived(*args)  # type: ignore[arg-type]
+    def early(*args: object, **kwargs: object) -> object:
+        cut = derived(*args, **kwargs)  # type: ignore[arg-type]
         return None if cut is None else cut - 1
 
     monkeypatch.setattr(stage_module, "_cut_of", early)
     applies = AlgorithmicStage().applies(KernelFile(_source(), "20.py"))
     assert not applies.applies
     assert "dead past the cut: refuted at" in applies.why
+
+
+def test_a_split_one_block_late_is_refuted_by_z3(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The split is checked the same way: one past the derived split lets an iteration with a
+    masked lane into the unmasked loop, z3 finds it and the cut is proposed alone."""
+    derived = stage_module._cut_of
+
+    def late(*args: object, holds: bool = False) -> object:
+        cut = derived(*args, holds=holds)  # type: ignore[arg-type]
+        return cut + 1 if cut is not None and holds else cut
+
+    monkeypatch.setattr(stage_module, "_cut_of", late)
+    file = KernelFile(_source(), "20.py")
+    (found,), _ = dead_loops(file)
+    assert found.prefix is None
+    assert "no split: the mask holds at every lane below the split: refuted at" in found.why
+    (proposal,) = AlgorithmicStage().propose(file, H200)
+    assert "n0_full" not in proposal.source
+
+
+@pytest.mark.parametrize(("old", "new", "reason"), [
+    # a bound the loop's variable cancels out of, which need not hold: L may be small
+    ("s = tl.where((keys[None, :] < L)", "s = tl.where((keys[None, :] > n0 - L)",
+     "no split: the mask holds at every lane below the split: refuted at"),
+    # a key bound moving at twice the loop's step: no split is derived from it
+    ("s = tl.where((keys[None, :] < L)", "s = tl.where((2 * keys[None, :] < L)",
+     "no split: `2*BLOCK_N*n0_iter + 2*lane1 < L` does not grow with the loop at its step"),
+])
+def test_a_mask_that_does_not_hold_below_the_diagonal_is_not_split(old: str, new: str,
+                                                                   reason: str) -> None:
+    (found,), _ = dead_loops(_planted(old, new))
+    assert found.prefix is None
+    assert reason in found.why, found.why
