@@ -1,4 +1,5 @@
-"""The `algorithmic` stage at the Triton level: a loop's dead iterations cut off.
+"""The `algorithmic` stage at the Triton level: a loop's dead iterations cut off, and the
+iterations whose masks hold at every lane split off from the ones where they do not.
 
 Before                                              After
     for n0 in range(0, L, BLOCK_N):                     for n0 in range(0, tl.minimum(
@@ -45,14 +46,18 @@ The kernel is read with each cast to another value's dtype, `x.to(v.dtype)`, as 
 dead iteration's cast changes nothing the live iterations before it (the first is always
 kept) did not. Explicit casts are read: only a float cast keeps a block at -inf.
 
-The iterations below the diagonal. Of the live iterations, most see the where's mask hold at
-every lane (key blocks wholly at or below every query of the program's block): there the where
-is its second operand, and the masks of the body's loads may hold everywhere too. Where every
-comparison of the mask either grows with the loop variable at its step (at constant lane
-coefficients) or does not move with it, the split is the least over the growing ones of the
-value below which it holds at every lane (`start - max over lanes R`, +1 for `<=`), and z3
-proves that for every iteration below it, the whole mask holds at every lane in range (and,
-one by one, each load mask it keeps off). The loop is then proposed as two, on the cut loop:
+The iterations below the diagonal. Of the live iterations, most see a where's mask hold at
+every lane (key blocks wholly at or below every query of the program's block, or before the
+last partial block of keys): there the where is its second operand, and the masks of the
+body's loads may hold everywhere too. For each `tl.where` of the loop (any third operand)
+whose every comparison either grows with the loop variable at its step (at constant lane
+coefficients) or does not move with it, the growing ones give the value below which each holds
+at every lane (`start - max over lanes R`, +1 for `<=`); the split is the least of them over
+all such wheres, and z3 proves that for every iteration below it, each of their whole masks
+holds at every lane in range (and, one by one, each load mask it keeps off). This needs no
+cut and no -inf: a loop that stores or carries pointers is split all the same, since both
+parts run the original's body on the original's iterations. The loop, cut where it has a
+cut, is then proposed as two:
 
     n0_full = min(stop, split...)                  the iterations below the split, with the
     for n0 in range(start, n0_full, step): ...     where replaced by its operand and the
@@ -61,8 +66,8 @@ one by one, each load mask it keeps off). The loop is then proposed as two, on t
 
 `range(start, X, step)` (step > 0) runs `start + step*k` for `0 <= k < ceil(max(X - start,
 0) / step)`, so the second loop starts at the first of the original iterations the first does
-not run, and the two run the original's iterations in order. The cut alone is proposed too: a
-GPU times both.
+not run, and the two run the original's iterations in order. Where a loop was also cut, the
+cut alone is proposed too: a GPU times both.
 
 Assumed, as the whole of Forge's numerics assume: finite inputs and finite scores (an inf or
 NaN in a key or value past the cut would reach the original's output and not the cut one's).
@@ -106,7 +111,7 @@ from axon.frontend.triton.values import (
 )
 from axon.targets.xe_triton.kb import Device
 
-__all__ = ["AlgorithmicStage", "DeadLoop", "dead_loops"]
+__all__ = ["AlgorithmicStage", "DeadLoop", "FullPrefix", "LoopFindings", "dead_loops", "find_loops"]
 
 #: the seconds z3 may take on one fact; past them it is not proved
 PROOF_TIMEOUT_S = 10
@@ -127,27 +132,27 @@ class _NotProved(ValueError):
 
 @dataclass(frozen=True)
 class FullPrefix:
-    """The iterations of a loop before `split` (kernel text: the least of `splits`) see a mask
-    hold at every lane: there the `tl.where` at `where` is its second operand and the loads at
-    `loads` need no mask."""
+    """A loop whose iterations before `split` (kernel text: the least of `splits`) see the
+    masks of its `tl.where` calls `wheres` hold at every lane: there each where is its second
+    operand and the loads `loads` need no mask."""
 
+    kernel: str
+    loop: ast.For
     splits: tuple[str, ...]
-    where: ast.Call
+    wheres: tuple[ast.Call, ...]
     loads: tuple[ast.Call, ...]
     why: str
 
 
 @dataclass(frozen=True)
 class DeadLoop:
-    """A loop whose iterations from `cut` on change nothing: where, and why; `prefix` is the
-    run of its first iterations whose where mask holds at every lane, where one is proved."""
+    """A loop whose iterations from `cut` on change nothing: where, and why."""
 
     kernel: str
     loop: ast.For
     cut: str
     """The cut as kernel text (program ids by the names the kernel gives them)."""
     why: str
-    prefix: FullPrefix | None = None
 
 
 def _symbol_value(value: Value) -> str:
@@ -411,60 +416,79 @@ def _calls_at(kernel: _Kernel, node: ast.For, name: str) -> dict[tuple[int, int]
             if isinstance(n, ast.Call) and qualified(n.func) == f"triton.language.{name}"}
 
 
-def _full_prefix(kernel: _Kernel, loop: Loop, node: ast.For, dead: DataValue,
-                 mask: MaskValue) -> FullPrefix:
-    """The loop's first iterations where every comparison of `mask` holds at every lane (see
-    the module docstring, "The iterations below the diagonal"), else _NotProved."""
-    lanes = [f"lane{k}" for k in range(len(mask.shape))]
+def _full_prefix(kernel: _Kernel, loop: Loop, node: ast.For) -> FullPrefix:
+    """The loop's first iterations where every comparison of some `tl.where` masks holds at
+    every lane (see the module docstring, "The iterations below the diagonal"), else
+    _NotProved."""
+    where = f"kernel `{kernel.name}`, loop at line {node.lineno}"
+    if any(isinstance(n, (ast.For, ast.While)) for s in node.body for n in ast.walk(s)):
+        raise _NotProved(f"{where}: it holds a loop")
+    calls = _calls_at(kernel, node, "where")
+    masked: list[tuple[DataValue, MaskValue, ast.Call]] = []
     splits: list[IntExpr] = []
-    for bound in mask.bounds:
-        norm = _normalized(bound)
-        if norm is None:
-            raise _NotProved(f"`{bound}` is not an ordering")
-        grows = coefficient(norm[0], loop.iteration)
-        if grows.is_const and grows.value == 0:
-            continue  # it does not move with the loop: proved below to hold everywhere
-        split = _cut_of(bound, loop, lanes, mask.shape, holds=True)
-        if split is None:
-            raise _NotProved(f"`{bound}` does not grow with the loop at its step")
-        splits.append(split)
-    if not splits:
-        raise _NotProved("no comparison of the mask moves with the loop")
+    reasons: list[str] = []
+    for value in kernel.analysis.values:
+        call = calls.get(value.loc)
+        mask = value.operands[0] if value.operands else None
+        if value.op != "where" or value.loops[-1:] != (loop.number,) or call is None \
+                or not isinstance(mask, MaskValue) or len(call.args) != 3 or call.keywords:
+            continue
+        lanes = [f"lane{k}" for k in range(len(mask.shape))]
+        own: list[IntExpr] = []
+        for bound in mask.bounds:
+            norm = _normalized(bound)
+            grows = coefficient(norm[0], loop.iteration) if norm is not None else None
+            if grows is not None and grows.is_const and grows.value == 0:
+                continue  # it does not move with the loop: proved below to hold everywhere
+            split = _cut_of(bound, loop, lanes, mask.shape, holds=True)
+            if split is None:
+                reasons.append(f"`{bound}` at line {value.loc[0]} does not grow with the loop "
+                               "at its step")
+                break
+            own.append(split)
+        else:
+            if own:
+                masked.append((value, mask, call))
+                splits += [x for x in own if x not in splits]
+    if not masked:
+        raise _NotProved("; ".join(reasons) or f"{where}: no tl.where mask in it moves with the "
+                         "loop")
+    lanes = [f"lane{k}" for k in range(max(len(m.shape) for _, m, _ in masked))]
     env, facts = kernel.env(loop, lanes)
+    _prove(facts, _z3(loop.step, env) >= 1, "the loop's step is positive")
     iv = _z3(loop.start, env) + _z3(loop.step, env) * env[loop.iteration]
     below = [iv < _z3(split, env) for split in splits]
 
-    def in_range(names: Sequence[str], dims: Sequence[IntExpr]) -> list[z3.BoolRef]:
-        return [z3.And(env[n] >= 0, env[n] < _z3(d, env)) for n, d in zip(names, dims,
-                                                                         strict=True)]
+    def everywhere(bounds: Sequence[Bound], dims: Sequence[IntExpr], what: str) -> None:
+        in_range = [z3.And(env[f"lane{k}"] >= 0, env[f"lane{k}"] < _z3(d, env))
+                    for k, d in enumerate(dims)]
+        _prove(facts + in_range + below, z3.And(*[_holds(b, env) for b in bounds]), what)
 
-    _prove(facts + in_range(lanes, mask.shape) + below,
-           z3.And(*[_holds(b, env) for b in mask.bounds]),
-           "the mask holds at every lane below the split")
-    wheres = _calls_at(kernel, node, "where")
-    if dead.loc not in wheres or len(wheres[dead.loc].args) != 3 or wheres[dead.loc].keywords:
-        raise _NotProved(f"the tl.where at line {dead.loc[0]} is not a plain call")
+    for value, mask, _ in masked:
+        everywhere(mask.bounds, mask.shape,
+                   f"the mask of the tl.where at line {value.loc[0]} holds at every lane below "
+                   "the split")
     loads: list[ast.Call] = []
-    calls = _calls_at(kernel, node, "load")
+    load_calls = _calls_at(kernel, node, "load")
     for access in kernel.analysis.accesses:
-        call = calls.get(access.loc)
+        call = load_calls.get(access.loc)
         if access.kind != "load" or access.loops[-1:] != (loop.number,) or call is None \
                 or not isinstance(access.mask, MaskValue) or access.via != "pointer" \
-                or keyword_node(call, "mask") is None or len(call.args) != 1:
+                or keyword_node(call, "mask") is None or len(call.args) != 1 \
+                or len(access.shape) > len(lanes):
             continue
-        names = [f"lane{k}" for k in range(len(access.shape))]
         try:
-            _prove(facts + in_range(names, access.shape) + below,
-                   z3.And(*[_holds(b, env) for b in access.mask.bounds]),
-                   "a load's mask holds at every lane below the split")
+            everywhere(access.mask.bounds, access.shape, "a load's mask")
         except _NotProved:
             continue
         loads.append(call)
     texts = tuple(kernel.text(split) for split in splits)
+    lines = ", ".join(str(v.loc[0]) for v, _, _ in masked)
     dropped = f" and {len(loads)} load(s) unmasked" if loads else ""
-    return FullPrefix(texts, wheres[dead.loc], tuple(loads),
-                      f"below {' and '.join(texts)} the mask holds at every lane (z3): the "
-                      f"tl.where at line {dead.loc[0]} dropped there{dropped}")
+    return FullPrefix(kernel.name, node, texts, tuple(c for _, _, c in masked), tuple(loads),
+                      f"`{kernel.name}`: the loop at line {node.lineno} below "
+                      f"{' and '.join(texts)} sees every lane of the mask of the tl.where at "
+                      f"line(s) {lines} hold (z3): split there, the where dropped{dropped}")
 
 
 def _running_max(carried_next: Value, entry: Value, dead: DataValue) -> int | None:
@@ -575,99 +599,133 @@ def _proved(kernel: _Kernel, loop: Loop, node: ast.For, dead: DataValue, mask: M
     why = (f"`{kernel.name}`: the loop at line {node.lineno} stops at {text}: past it "
            f"`{bound}` fails at every lane of the tl.where at line {dead.loc[0]} (z3), so an "
            f"iteration gives back {carried} unchanged")
-    try:
-        prefix: FullPrefix | None = _full_prefix(kernel, loop, node, dead, mask)
-    except _NotProved as err:
-        prefix, why = None, f"{why}; no split: {err}"
-    return DeadLoop(kernel.name, node, text, why + (f"; {prefix.why}" if prefix else ""),
-                    prefix)
+    return DeadLoop(kernel.name, node, text, why)
 
 
-def dead_loops(file: KernelFile) -> tuple[list[DeadLoop], list[str]]:
-    """Every launched kernel's loops with dead iterations (at most one cut a loop), and why
-    the others have none."""
+@dataclass
+class LoopFindings:
+    """What the stage found in a file: cuts, full prefixes, and why other loops have none."""
+
+    cuts: list[DeadLoop]
+    prefixes: list[FullPrefix]
+    reasons: list[str]
+
+
+def find_loops(file: KernelFile) -> LoopFindings:
+    """Every launched kernel's `range` loops with dead iterations (at most one cut a loop) or
+    a first run of iterations whose where masks hold at every lane, and why the others have
+    neither."""
     report = analyse_file(file)
     if report.error:
-        return [], [report.error]
+        return LoopFindings([], [], [report.error])
     module = analysable(file, value_dtype_casts=True)
-    found: list[DeadLoop] = []
-    reasons: list[str] = []
+    found = LoopFindings([], [], [])
     for name in report.kernels:
         try:
             analysis = analyse_kernel(module, name)
         except SourceError as err:
-            reasons.append(f"kernel `{name}` is not read: {err.message}")
+            found.reasons.append(f"kernel `{name}` is not read: {err.message}")
             continue
         kernel = _Kernel(file, name, analysis)
         fors = {(n.lineno, n.col_offset + 1): n for n in ast.walk(file.kernel_node(name))
                 if isinstance(n, ast.For)}
         loops = [(loop, fors.get(loop.loc)) for loop in analysis.loops]
         if not loops:
-            reasons.append(f"kernel `{name}` has no loop")
+            found.reasons.append(f"kernel `{name}` has no loop")
         for loop, node in loops:
             if node is None or not plain_range(file, node):
-                reasons.append(f"kernel `{name}`, loop at line {loop.loc[0]}: not a "
-                               "`range(...)` loop")
+                found.reasons.append(f"kernel `{name}`, loop at line {loop.loc[0]}: not a "
+                                     "`range(...)` loop")
                 continue
             outcome = _dead_loop(kernel, loop, node)
             if isinstance(outcome, str):
-                reasons.append(outcome)
+                found.reasons.append(outcome)
             else:
-                found.append(outcome)
-    return found, reasons or ["no launched kernels"]
+                found.cuts.append(outcome)
+            try:
+                found.prefixes.append(_full_prefix(kernel, loop, node))
+            except _NotProved as err:
+                found.reasons.append(f"no split: {err}")
+    if not report.kernels:
+        found.reasons.append("no launched kernels")
+    return found
+
+
+def dead_loops(file: KernelFile) -> tuple[list[DeadLoop], list[str]]:
+    """Every launched kernel's loops with dead iterations (at most one cut a loop), and why
+    the others have none (`find_loops`' cuts)."""
+    found = find_loops(file)
+    return found.cuts, found.reasons
 
 
 class AlgorithmicStage:
-    """Redundant work removed at the Triton level: a loop's dead iterations cut off (see the
-    module docstring)."""
+    """Redundant work removed at the Triton level: a loop's dead iterations cut off, its
+    iterations whose masks hold everywhere split off (see the module docstring)."""
 
     name = "algorithmic"
 
     def __init__(self) -> None:
-        self._last: tuple[str, tuple[list[DeadLoop], list[str]]] | None = None
+        self._last: tuple[str, LoopFindings] | None = None
 
-    def _dead_loops(self, kernel_file: KernelFile) -> tuple[list[DeadLoop], list[str]]:
-        """`dead_loops` of the file, proved once for the driver's `applies` and `propose` on the
-        same text (the proofs are z3 calls)."""
+    def _found(self, kernel_file: KernelFile) -> LoopFindings:
+        """`find_loops` of the file, proved once for the driver's `applies` and `propose` on
+        the same text (the proofs are z3 calls)."""
         if self._last is None or self._last[0] != kernel_file.source:
-            self._last = (kernel_file.source, dead_loops(kernel_file))
+            self._last = (kernel_file.source, find_loops(kernel_file))
         return self._last[1]
 
     def applies(self, kernel_file: KernelFile) -> Applicability:
-        """Where some launched kernel has a loop whose iterations past a cut are proved dead."""
+        """Where some launched kernel has a loop whose iterations past a cut are proved dead,
+        or whose first iterations are proved to see a where's mask hold at every lane."""
         if kernel_file.error is not None:
             return Applicability(False, f"algorithmic: not applicable: {kernel_file.error}")
-        found, reasons = self._dead_loops(kernel_file)
-        if not found:
-            return Applicability(False, "algorithmic: not applicable: " + "; ".join(reasons))
-        return Applicability(True, "algorithmic: " + "; ".join(d.why for d in found))
+        found = self._found(kernel_file)
+        if not found.cuts and not found.prefixes:
+            return Applicability(False, "algorithmic: not applicable: "
+                                 + "; ".join(found.reasons))
+        return Applicability(True, "algorithmic: " + "; ".join(
+            [d.why for d in found.cuts] + [p.why for p in found.prefixes]))
 
     def propose(self, kernel_file: KernelFile, profile: Device) -> list[Proposal]:
-        """Every dead loop stopped at its cut (`min(stop, cut)`) and, where a loop's first
-        iterations are proved to see its mask hold at every lane, split there (first), then the
-        cut alone (a GPU times both; on a CPU the first that passes is kept)."""
-        found, _ = self._dead_loops(kernel_file)
+        """Every dead loop stopped at its cut (`min(stop, cut)`) and every loop with a proved
+        prefix split there (first); then, where both were found, the cuts alone (a GPU times
+        both; on a CPU the first that passes is kept)."""
+        found = self._found(kernel_file)
         tl = triton_alias(kernel_file, "triton.language")
-        if not found or tl is None:
+        if tl is None or not (found.cuts or found.prefixes):
             return []
-        cuts: list[Edit] = []
-        splits: list[Edit] = []
-        for dead in found:
+        stops: dict[int, tuple[ast.expr, str]] = {}
+        for dead in found.cuts:
             call = dead.loop.iter
             assert isinstance(call, ast.Call)
             stop = call.args[0] if len(call.args) == 1 else call.args[1]
-            stop_text = f"{tl}.minimum({kernel_file.segment(stop)}, {dead.cut})"
-            cut = Edit(*node_span(kernel_file, stop), stop_text)
-            cuts.append(cut)
-            split = _split_loop(kernel_file, dead, tl, stop_text)
-            splits.append(split or cut)
-        why = "; ".join(d.why for d in found)
-        cut_only = Proposal(self.name, "dead iterations cut: " + why,
-                            apply_edits(kernel_file.source, cuts))
-        if splits == cuts:
-            return [cut_only]
-        return [Proposal(self.name, "dead iterations cut, the full iterations split off: " + why,
-                         apply_edits(kernel_file.source, splits)), cut_only]
+            stops[id(dead.loop)] = (stop, f"{tl}.minimum({kernel_file.segment(stop)}, "
+                                          f"{dead.cut})")
+        cuts = [Edit(*node_span(kernel_file, stop), text) for stop, text in stops.values()]
+        split: list[Edit] = []
+        for prefix in found.prefixes:
+            loop = prefix.loop
+            assert isinstance(loop.iter, ast.Call)
+            args = loop.iter.args
+            stop_text = stops.get(id(loop), (None, kernel_file.segment(
+                args[0] if len(args) == 1 else args[1])))[1]
+            edit = _split_loop(kernel_file, prefix, tl, stop_text)
+            if edit is not None:
+                split.append(edit)
+                stops.pop(id(loop), None)
+        split += [Edit(*node_span(kernel_file, stop), text) for stop, text in stops.values()]
+        proposals: list[Proposal] = []
+        why = "; ".join(d.why for d in found.cuts)
+        if found.prefixes and split != cuts:
+            what = "dead iterations cut, " if found.cuts else ""
+            proposals.append(Proposal(self.name, f"{what}the full iterations split off: "
+                                      + "; ".join([d.why for d in found.cuts]
+                                                  + [p.why for p in found.prefixes]),
+                                      apply_edits(kernel_file.source, split)))
+        if cuts:
+            proposals.append(Proposal(self.name, "dead iterations cut: " + why,
+                                      apply_edits(kernel_file.source, cuts)))
+        return proposals
 
 
 def _where_kept(file: KernelFile, loop: ast.For, where: ast.Call) -> Edit:
@@ -682,12 +740,12 @@ def _where_kept(file: KernelFile, loop: ast.For, where: ast.Call) -> Edit:
     return Edit(*node_span(file, where), text if isinstance(kept, ast.Name) else f"({text})")
 
 
-def _split_loop(file: KernelFile, dead: DeadLoop, tl: str, stop: str) -> Edit | None:
-    """The loop as two: its first iterations, where the mask holds at every lane, with the
-    where and the proved loads' masks dropped, then the rest as it was, up to `stop`. None where
-    no prefix was proved or the loop's text does not allow it (a body on the `for` line)."""
-    node, prefix = dead.loop, dead.prefix
-    if prefix is None or node.body[0].lineno == node.lineno:
+def _split_loop(file: KernelFile, prefix: FullPrefix, tl: str, stop: str) -> Edit | None:
+    """The loop as two: its first iterations, where the masks hold at every lane, with the
+    wheres and the proved loads' masks dropped, then the rest as it was, up to `stop`. None
+    where the loop's text does not allow it (a body on the `for` line)."""
+    node = prefix.loop
+    if node.body[0].lineno == node.lineno:
         return None
     assert isinstance(node.iter, ast.Call)
     args = [file.segment(a) for a in node.iter.args]
@@ -696,14 +754,13 @@ def _split_loop(file: KernelFile, dead: DeadLoop, tl: str, stop: str) -> Edit | 
     source, indent = file.source, indent_of(file, node)
     body_start = file.line_starts[node.body[0].lineno - 1]
     body_end = statement_span(file, node)[1]
-    where = prefix.where
-    edits = [_where_kept(file, node, where)]
+    edits = [_where_kept(file, node, where) for where in prefix.wheres]
     for load in prefix.loads:
         edits += [e for e in (drop_keyword(file, load, "mask"), drop_keyword(file, load, "other"))
                   if e is not None]
     full = apply_edits(source, edits)
     first_body = full[body_start:body_end + len(full) - len(source)]
-    taken = {n.id for n in ast.walk(file.kernel_node(dead.kernel)) if isinstance(n, ast.Name)}
+    taken = {n.id for n in ast.walk(file.kernel_node(prefix.kernel)) if isinstance(n, ast.Name)}
     target = file.segment(node.target)
     name = fresh_name(f"{target}_full", taken)
     rest = fresh_name(f"{target}_rest", taken | {name})

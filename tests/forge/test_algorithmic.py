@@ -13,6 +13,7 @@ from axon.benchmarks.forge import problem_set as forge
 from axon.forge.source import KernelFile
 from axon.forge.stages import AlgorithmicStage, dead_loops
 from axon.forge.stages import algorithmic as stage_module
+from axon.forge.stages.algorithmic import find_loops
 from axon.targets.xe_triton.kb import load_device
 
 H200 = load_device("h200")
@@ -42,8 +43,11 @@ def test_the_causal_loop_stops_at_the_diagonal_and_still_agrees(
         in proposal.source
     assert checked(CAUSAL, proposal.source).passed
     # the iterations below the diagonal run first with no where and no load masks
-    assert "below L - BLOCK_N + 1 and BLOCK_M*pid_m - BLOCK_N + 2 the mask holds at every " \
-        "lane (z3): the tl.where at line 39 dropped there and 2 load(s) unmasked" in found[0].why
+    (prefix,) = find_loops(file).prefixes
+    assert prefix.why == (
+        "`causal_attention_kernel`: the loop at line 34 below L - BLOCK_N + 1 and "
+        "BLOCK_M*pid_m - BLOCK_N + 2 sees every lane of the mask of the tl.where at line(s) 39 "
+        "hold (z3): split there, the where dropped and 2 load(s) unmasked")
     assert "    n0_full = tl.minimum(L, BLOCK_M + BLOCK_M*pid_m)\n" \
         "    n0_full = tl.minimum(n0_full, L - BLOCK_N + 1)\n" \
         "    n0_full = tl.minimum(n0_full, BLOCK_M*pid_m - BLOCK_N + 2)\n" \
@@ -56,9 +60,15 @@ def test_the_causal_loop_stops_at_the_diagonal_and_still_agrees(
     # the loop whose keys are not masked by the queries has nothing dead
     other = KernelFile(forge.PROBLEMS["19_attention"].kernel_path.read_text(encoding="utf-8"),
                        "19.py")
-    applies = AlgorithmicStage().applies(other)
-    assert not applies.applies
-    assert "no comparison of its tl.where masks grows with the loop at its step" in applies.why
+    plain = find_loops(other)
+    assert not plain.cuts
+    assert "no comparison of its tl.where masks grows with the loop at its step" \
+        in plain.reasons[0]
+    # but its key blocks before the last see the key mask hold everywhere: split there
+    assert [p.splits for p in plain.prefixes] == [("L - BLOCK_N + 1",)]
+    (split_19,) = AlgorithmicStage().propose(other, H200)
+    assert split_19.source.count("tl.where(") == 1
+    assert checked("19_attention", split_19.source).passed
 
 
 @pytest.mark.parametrize(("old", "new", "reason"), [
@@ -90,10 +100,11 @@ def test_the_causal_loop_stops_at_the_diagonal_and_still_agrees(
 ])
 def test_planted_loops_are_left_alone_with_the_reason(old: str, new: str, reason: str) -> None:
     file = _planted(old, new)
-    applies = AlgorithmicStage().applies(file)
-    assert not applies.applies
-    assert reason in applies.why, applies.why
-    assert AlgorithmicStage().propose(file, H200) == []
+    found = find_loops(file)
+    assert not found.cuts
+    assert any(reason in r for r in found.reasons), found.reasons
+    for proposal in AlgorithmicStage().propose(file, H200):
+        assert "BLOCK_M + BLOCK_M*pid_m" not in proposal.source
 
 
 def test_a_cut_one_block_early_is_refuted_by_z3(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,9 +117,9 @@ def test_a_cut_one_block_early_is_refuted_by_z3(monkeypatch: pytest.MonkeyPatch)
         return None if cut is None else cut - 1
 
     monkeypatch.setattr(stage_module, "_cut_of", early)
-    applies = AlgorithmicStage().applies(KernelFile(_source(), "20.py"))
-    assert not applies.applies
-    assert "dead past the cut: refuted at" in applies.why
+    found, reasons = dead_loops(KernelFile(_source(), "20.py"))
+    assert not found
+    assert any("dead past the cut: refuted at" in r for r in reasons), reasons
 
 
 def test_a_split_one_block_late_is_refuted_by_z3(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,14 +128,15 @@ def test_a_split_one_block_late_is_refuted_by_z3(monkeypatch: pytest.MonkeyPatch
     derived = stage_module._cut_of
 
     def late(*args: object, holds: bool = False) -> object:
-        cut = derived(*args, holds=holds)  # type: ignore[arg-type]
+        cut = derived(*args, holds=holds)  # type: ignore[arg-type,misc]
         return cut + 1 if cut is not None and holds else cut
 
     monkeypatch.setattr(stage_module, "_cut_of", late)
     file = KernelFile(_source(), "20.py")
-    (found,), _ = dead_loops(file)
-    assert found.prefix is None
-    assert "no split: the mask holds at every lane below the split: refuted at" in found.why
+    found = find_loops(file)
+    assert len(found.cuts) == 1 and not found.prefixes
+    assert any("the mask of the tl.where at line 39 holds at every lane below the split: "
+               "refuted at" in r for r in found.reasons), found.reasons
     (proposal,) = AlgorithmicStage().propose(file, H200)
     assert "n0_full" not in proposal.source
 
@@ -132,13 +144,13 @@ def test_a_split_one_block_late_is_refuted_by_z3(monkeypatch: pytest.MonkeyPatch
 @pytest.mark.parametrize(("old", "new", "reason"), [
     # a bound the loop's variable cancels out of, which need not hold: L may be small
     ("s = tl.where((keys[None, :] < L)", "s = tl.where((keys[None, :] > n0 - L)",
-     "no split: the mask holds at every lane below the split: refuted at"),
+     "holds at every lane below the split: refuted at"),
     # a key bound moving at twice the loop's step: no split is derived from it
     ("s = tl.where((keys[None, :] < L)", "s = tl.where((2 * keys[None, :] < L)",
-     "no split: `2*BLOCK_N*n0_iter + 2*lane1 < L` does not grow with the loop at its step"),
+     "`2*BLOCK_N*n0_iter + 2*lane1 < L` at line 39 does not grow with the loop at its step"),
 ])
 def test_a_mask_that_does_not_hold_below_the_diagonal_is_not_split(old: str, new: str,
                                                                    reason: str) -> None:
-    (found,), _ = dead_loops(_planted(old, new))
-    assert found.prefix is None
-    assert reason in found.why, found.why
+    found = find_loops(_planted(old, new))
+    assert len(found.cuts) == 1 and not found.prefixes
+    assert any(reason in r for r in found.reasons), found.reasons
