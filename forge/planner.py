@@ -5,6 +5,8 @@
 - `analysis` first: every stage reads its report;
 - `algorithmic` next (before `dtype`, as issue 14 orders them): work removed is work no later
   stage tunes, and its cut reads the loops and masks as the user wrote them;
+- `base2` after `algorithmic` (it reads both loops of a split) and before `dtype`: it changes
+  only the math of the exponentials, which no later stage reads;
 - `memory_access` after `dtype`, before `block_pointers` (Xe-Forge's order): its hints are on
   the loads as the user wrote them, its `tl.range` stages on the user's `range` loops (which
   `block_pointers` reads either way);
@@ -40,7 +42,8 @@ __all__ = ["DEPENDENCIES", "PlanError", "PlanStep", "make_plan", "order_stages"]
 DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "analysis": (),
     "algorithmic": ("analysis",),
-    "dtype": ("analysis", "algorithmic"),
+    "base2": ("analysis", "algorithmic"),
+    "dtype": ("analysis", "algorithmic", "base2"),
     "memory_access": ("analysis", "algorithmic", "dtype"),
     "block_pointers": ("analysis", "algorithmic", "dtype", "memory_access"),
     "swizzle": ("analysis", "algorithmic", "dtype", "block_pointers"),

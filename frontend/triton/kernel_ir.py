@@ -1101,7 +1101,15 @@ class _Evaluator:
         names = ["x", "y", "z"][:arity]
         args = self.bind(node, vals, names + (["propagate_nan"] if arity == 2 else []), arity)
         operands = [args[n] for n in names]
-        return self.data(name, operands, self.broadcast(node, *operands), node)
+        shape = self.broadcast(node, *operands)
+        if name in ("minimum", "maximum") and all(isinstance(v, IndexValue) for v in operands):
+            # integers: the exact min / max of the index expressions (a loop bound cut to a
+            # diagonal, `tl.minimum(L, BLOCK_M*(pid + 1))`, stays a bound the analysis reads)
+            x, y = (self.aligned(v, len(shape)) for v in operands)  # type: ignore[arg-type]
+            assert isinstance(x, IndexValue) and isinstance(y, IndexValue)
+            expr = x.expr.min(y.expr) if name == "minimum" else x.expr.max(y.expr)
+            return IndexValue(shape, self.module.loc(node), expr)
+        return self.data(name, operands, shape, node)
 
     def trans_call(self, node: ast.Call, name: str, vals: list[Value]) -> Value:
         args = self.bind(node, vals, ["input", "dims"], 1)

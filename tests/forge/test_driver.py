@@ -19,8 +19,8 @@ from axon.forge.stages import AnalysisReport, ForgeOptions, Proposal, builtin_st
 from axon.targets.xe_triton.kb import Device, load_device
 
 B70 = load_device("b70")
-ORDER = ["analysis", "algorithmic", "dtype", "memory_access", "block_pointers", "swizzle",
-         "persistent", "xe_tuning", "autotune"]
+ORDER = ["analysis", "algorithmic", "base2", "dtype", "memory_access", "block_pointers",
+         "swizzle", "persistent", "xe_tuning", "autotune"]
 
 
 def path_of(name: str) -> Path:
@@ -51,16 +51,19 @@ def test_planner_orders_by_dependencies_and_says_why_it_skips() -> None:
     assert [step.stage.name for step in plan] == ORDER
     assert lines[1].startswith("algorithmic: skipped: algorithmic: not applicable: kernel "
                                "`softmax_kernel`, loop at line ")
-    assert lines[3] == ("memory_access: applies: memory_access: `softmax_kernel` (3 load(s) "
+    assert lines[2] == ("base2: applies: base2: `softmax_kernel`: 2 tl.exp in base 2, 0 with "
+                        "LOG2E folded into 0 scale(s)")
+    assert lines[4] == ("memory_access: applies: memory_access: `softmax_kernel` (3 load(s) "
                         "hinted, 3 loop(s) to prefetch where the device's pipeliner stages "
                         "loads)")
-    assert lines[5] == ("swizzle: skipped: swizzle: not applicable: kernel `softmax_kernel` has "
+    assert lines[6] == ("swizzle: skipped: swizzle: not applicable: kernel `softmax_kernel` has "
                         "no tl.dot")
-    assert lines[2].startswith("dtype: skipped: dtype: not applicable: ")
-    assert lines[6].startswith("persistent: applies: ")
-    assert lines[7].startswith("xe_tuning: applies: ")
+    assert lines[3].startswith("dtype: skipped: dtype: not applicable: ")
+    assert lines[7].startswith("persistent: applies: ")
+    assert lines[8].startswith("xe_tuning: applies: ")
     gemm = make_plan(KernelFile.read(path_of("01_gemm_bias_relu")))
-    assert [s.applies for s in gemm] == [True, False, False, False, True, True, True, True, True]
+    assert [s.applies for s in gemm] == [True, False, False, False, False, True, True, True, True,
+                                         True]
 
 
 def test_driver_runs_the_plan_on_a_gemm(checked: Callable[[str, str], forge.CheckResult]
@@ -71,17 +74,18 @@ def test_driver_runs_the_plan_on_a_gemm(checked: Callable[[str, str], forge.Chec
                                   ForgeOptions(max_proposals=2, max_configs=2))
     assert result.applied() == ["block_pointers", "swizzle", "persistent", "xe_tuning",
                                 "autotune"]
-    assert said == result.report_lines() and len(said) == 9
+    assert said == result.report_lines() and len(said) == 10
     assert said[1].startswith("algorithmic: skipped: ")
-    assert said[2].startswith("dtype: skipped: ")
-    assert said[3].startswith("memory_access: skipped: ")
-    assert said[4].startswith("block_pointers: applied (1 proposal(s)): ")
-    assert said[6].startswith("persistent: applied (2 proposal(s)): persistent "
+    assert said[2].startswith("base2: skipped: ")
+    assert said[3].startswith("dtype: skipped: ")
+    assert said[4].startswith("memory_access: skipped: ")
+    assert said[5].startswith("block_pointers: applied (1 proposal(s)): ")
+    assert said[7].startswith("persistent: applied (2 proposal(s)): persistent "
                               "`linear_bias_relu_kernel`: 32 programs loop")
-    assert said[7].startswith("xe_tuning: applied (2 proposal(s)): ")
+    assert said[8].startswith("xe_tuning: applied (2 proposal(s)): ")
     # autotune after the swizzle, the loop and the tuning: the grid reads both blocks from
     # META, the loop's bound the kernel's own blocks
-    assert said[8].startswith("autotune: applied (1 proposal(s)): ")
+    assert said[9].startswith("autotune: applied (1 proposal(s)): ")
     assert "tl.make_block_ptr" in result.source and "tl.minimum(" in result.source
     assert "grid = lambda META: (min(triton.cdiv(M, META['BLOCK_M']) * triton.cdiv(N, " \
         "META['BLOCK_N']), PERSISTENT_PROGRAMS),)" in result.source
@@ -147,7 +151,7 @@ def test_a_plugged_proposer_goes_through_the_check(
                              stages=[], proposers=[proposer])
     assert result.report_lines() == ["tiny: applied (1 proposal(s)): 8 warps"]
     assert "num_warps=8" in result.source
-    stage = StageProposer(builtin_stages()[5])  # the swizzle, as a proposer
+    stage = StageProposer(builtin_stages()[6])  # the swizzle, as a proposer
     report = AnalysisReport("16.py")
     assert list(stage.propose(source, report, B70)) == []
 
