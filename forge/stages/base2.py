@@ -56,6 +56,7 @@ from axon.frontend.diagnostics import SourceError
 from axon.frontend.triton.analysis import KernelAnalysis
 from axon.frontend.triton.kernel_ir import analyse_kernel
 from axon.frontend.triton.values import DataValue, FloatValue, IndexValue, Value
+from axon.nugraph.union_find import UnionFind
 from axon.targets.xe_triton.kb import Device
 
 __all__ = ["BaseTwoStage", "Exponentials", "base2_plan"]
@@ -120,26 +121,6 @@ class Exponentials:
     notes: list[str] = field(default_factory=list)
 
 
-class _Components:
-    """Union-find over the value graph's nodes (by id)."""
-
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, x: int) -> int:
-        root = x
-        while self.parent.get(root, root) != root:
-            root = self.parent[root]
-        while self.parent.get(x, x) != root:
-            self.parent[x], x = root, self.parent[x]
-        return root
-
-    def union(self, x: int, y: int) -> None:
-        rx, ry = self.find(x), self.find(y)
-        if rx != ry:
-            self.parent[rx] = ry
-
-
 def _invariant(value: Value) -> bool:
     """A constant c * k leaves alone: 0 or an infinity."""
     if isinstance(value, FloatValue):
@@ -173,56 +154,59 @@ def _plan_kernel(file: KernelFile, name: str, analysis: KernelAnalysis) -> Expon
     exps = [v for v in values if v.op == "exp"]
     if not exps:
         return plan
-    parts = _Components()
+    parts = UnionFind()  # over the nodes' numbers (their places in `values`)
+    for _ in values:
+        parts.make_set()
     bad: set[int] = set()  # nodes whose component may not be scaled
     for node in values:
         data = [o for o in node.operands if isinstance(o, DataValue)]
         if node.op == "carried" or node.op == "loop_out":
             for d in data:
-                parts.union(id(node), id(d))
+                parts.union(node.number, d.number)
         elif node.op in _HOMOGENEOUS:
             if node.op == "reduce" and node.attrs.get("kind") not in _LINEAR_REDUCTIONS:
-                bad.add(id(node))
+                bad.add(node.number)
             if node.op == "to" and not node.attrs.get("dtype", "").startswith(("float",
                                                                               "bfloat")):
-                bad.add(id(node))
+                bad.add(node.number)
             operands = node.operands[1:] if node.op == "where" else node.operands
             for o in operands:
                 if isinstance(o, DataValue):
-                    parts.union(id(node), id(o))
+                    parts.union(node.number, o.number)
                 elif isinstance(o, (IndexValue, FloatValue)) and not _invariant(o):
-                    bad.add(id(node))  # `x + 1`: c*(x + 1) is no c*x + 1
+                    bad.add(node.number)  # `x + 1`: c*(x + 1) is no c*x + 1
         elif node.op in ("full", "zeros"):
             if node.op == "full" and node.attrs.get("value") not in ("0", "0.0", "-inf", "inf"):
-                bad.add(id(node))
+                bad.add(node.number)
         elif _seed_operand(node) is None:
-            bad.add(id(node))  # a load, a dot, an exp's result, ...: no free scaling
+            bad.add(node.number)  # a load, a dot, an exp's result, ...: no free scaling
     for loop in analysis.loops:
         for carried in loop.carried:
             if isinstance(carried.entry, DataValue) and isinstance(carried.next, DataValue):
-                parts.union(id(carried.entry), id(carried.next))
+                parts.union(carried.entry.number, carried.next.number)
     # every use of a value must stay inside its component or be an exp
     members: dict[int, list[DataValue]] = {}
     for node in values:
-        members.setdefault(parts.find(id(node)), []).append(node)
+        members.setdefault(parts.find(node.number), []).append(node)
     for node in values:
         for k, o in enumerate(node.operands):
             if not isinstance(o, DataValue) or node.op == "exp":
                 continue
             scalar_at = _seed_operand(node)
-            if parts.find(id(o)) != parts.find(id(node)) \
+            if parts.find(o.number) != parts.find(node.number) \
                     or scalar_at is not None and k != scalar_at:
-                bad.add(id(o))
+                bad.add(o.number)
     for access in analysis.accesses:
         if isinstance(access.value, DataValue):
-            bad.add(id(access.value))
+            bad.add(access.value.number)
     spoiled = {parts.find(x) for x in bad}
     scaled = set()
     for root, nodes in members.items():
         if root in spoiled:
             continue
         seeds = [n for n in nodes if _seed_operand(n) is not None]
-        read = [e for e in exps if parts.find(id(e.operands[0])) == root]
+        read = [e for e in exps if isinstance(e.operands[0], DataValue)
+                and parts.find(e.operands[0].number) == root]
         if seeds and read:
             scaled.add(root)
     calls = {(n.lineno, n.col_offset + 1): n for n in ast.walk(file.kernel_node(name))
@@ -250,7 +234,8 @@ def _plan_kernel(file: KernelFile, name: str, analysis: KernelAnalysis) -> Expon
         if call is None or len(call.args) != 1 or call.keywords:
             plan.notes.append(f"the exp at line {e.loc[0]} is not a plain `tl.exp(x)` call")
             continue
-        plan.exps.append((call, parts.find(id(e.operands[0])) in scaled))
+        x = e.operands[0]
+        plan.exps.append((call, isinstance(x, DataValue) and parts.find(x.number) in scaled))
     return plan
 
 
