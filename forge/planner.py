@@ -23,10 +23,10 @@
 
 Only stages that exist are registered (fusion and the algorithmic rewrites through propagation
 are Axon's own pipeline on the raised and torch paths; the Triton-level `algorithmic` stage
-removes the dead iterations of a loop and splits off those whose masks hold everywhere). `make_plan` sorts
-the given stages by these dependencies (ties in registration order) and asks each whether it
-applies to the file as given; the driver asks again before each stage, on the file the earlier
-stages left.
+removes the dead iterations of a loop and splits off those whose masks hold everywhere).
+`make_plan` sorts the given stages by these dependencies (ties in registration order) and asks
+each whether it applies to the file as given; the driver asks again before each stage, on the
+file the earlier stages left.
 """
 
 from __future__ import annotations

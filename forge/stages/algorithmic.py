@@ -49,7 +49,8 @@ kept) did not. Explicit casts are read: only a float cast keeps a block at -inf.
 The iterations below the diagonal. Of the live iterations, most see a where's mask hold at
 every lane (key blocks wholly at or below every query of the program's block, or before the
 last partial block of keys): there the where is its second operand, and the masks of the
-body's loads may hold everywhere too. For each `tl.where` of the loop (any third operand)
+body's loads may hold everywhere too. For each `tl.where(mask, x, k)` of the loop (x a block
+of the where's shape, k a float constant: the where is then x, with no broadcast or promotion)
 whose every comparison either grows with the loop variable at its step (at constant lane
 coefficients) or does not move with it, the growing ones give the value below which each holds
 at every lane (`start - max over lanes R`, +1 for `<=`); the split is the least of them over
@@ -432,6 +433,14 @@ def _full_prefix(kernel: _Kernel, loop: Loop, node: ast.For) -> FullPrefix:
         mask = value.operands[0] if value.operands else None
         if value.op != "where" or value.loops[-1:] != (loop.number,) or call is None \
                 or not isinstance(mask, MaskValue) or len(call.args) != 3 or call.keywords:
+            continue
+        kept, other = value.operands[1], value.operands[2]
+        if not isinstance(kept, DataValue) or kept.shape != value.shape \
+                or not isinstance(other, FloatValue):
+            # the where is its second operand only where that has the where's shape and
+            # dtype: a float block against a float constant (no broadcast, no promotion)
+            reasons.append(f"the tl.where at line {value.loc[0]} is not a float block against "
+                           "a constant of its shape")
             continue
         lanes = [f"lane{k}" for k in range(len(mask.shape))]
         own: list[IntExpr] = []

@@ -154,3 +154,16 @@ def test_a_mask_that_does_not_hold_below_the_diagonal_is_not_split(old: str, new
     found = find_loops(_planted(old, new))
     assert len(found.cuts) == 1 and not found.prefixes
     assert any(reason in r for r in found.reasons), found.reasons
+
+
+def test_a_where_whose_other_operand_is_a_block_is_not_split() -> None:
+    """`tl.where(mask, s, t)` with t a block is not s where the mask holds unless the shapes
+    and dtypes agree, which the value graph does not tell: such a where is left alone."""
+    source = forge.PROBLEMS["19_attention"].kernel_path.read_text(encoding="utf-8")
+    old = 's = tl.where(keys[None, :] < L, s, float("-inf"))'
+    assert source.count(old) == 1
+    found = find_loops(KernelFile(source.replace(old, 's = tl.where(keys[None, :] < L, s, 0 * s)'),
+                                  "19.py"))
+    assert not found.prefixes
+    assert any("the tl.where at line 36 is not a float block against a constant of its shape"
+               in r for r in found.reasons), found.reasons
