@@ -752,7 +752,7 @@ def _where_kept(file: KernelFile, loop: ast.For, where: ast.Call) -> Edit:
 def _split_loop(file: KernelFile, prefix: FullPrefix, tl: str, stop: str) -> Edit | None:
     """The loop as two: its first iterations, where the masks hold at every lane, with the
     wheres and the proved loads' masks dropped, then the rest as it was, up to `stop`. None
-    where the loop's text does not allow it (a body on the `for` line)."""
+    where the loop's text does not allow it (a body on the `for` line, nested wheres)."""
     node = prefix.loop
     if node.body[0].lineno == node.lineno:
         return None
@@ -767,7 +767,10 @@ def _split_loop(file: KernelFile, prefix: FullPrefix, tl: str, stop: str) -> Edi
     for load in prefix.loads:
         edits += [e for e in (drop_keyword(file, load, "mask"), drop_keyword(file, load, "other"))
                   if e is not None]
-    full = apply_edits(source, edits)
+    try:
+        full = apply_edits(source, edits)
+    except ValueError:
+        return None  # a where inside another's kept operand: the two edits overlap
     first_body = full[body_start:body_end + len(full) - len(source)]
     taken = {n.id for n in ast.walk(file.kernel_node(prefix.kernel)) if isinstance(n, ast.Name)}
     target = file.segment(node.target)

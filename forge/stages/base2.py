@@ -200,6 +200,22 @@ def _plan_kernel(file: KernelFile, name: str, analysis: KernelAnalysis) -> Expon
         if isinstance(access.value, DataValue):
             bad.add(access.value.number)
     spoiled = {parts.find(x) for x in bad}
+    # an exp rewritten must be a plain call outside any other exp's argument; one that is not
+    # stays `tl.exp`, so the value it reads may not be scaled
+    calls = {(n.lineno, n.col_offset + 1): n for n in ast.walk(file.kernel_node(name))
+             if isinstance(n, ast.Call) and file.module.qualified(n.func) in _EXP}
+    exp_calls = {id(c) for c in calls.values()}
+    nested = {id(inner) for outer in calls.values() for arg in outer.args
+              for inner in ast.walk(arg) if id(inner) in exp_calls}
+    plain: dict[int, ast.Call] = {}
+    for e in exps:
+        call = calls.get(e.loc)
+        if call is None or len(call.args) != 1 or call.keywords or id(call) in nested:
+            plan.notes.append(f"the exp at line {e.loc[0]} is not a plain `tl.exp(x)` call")
+            if isinstance(e.operands[0], DataValue):
+                spoiled.add(parts.find(e.operands[0].number))
+        else:
+            plain[e.number] = call
     scaled = set()
     for root, nodes in members.items():
         if root in spoiled:
@@ -209,8 +225,6 @@ def _plan_kernel(file: KernelFile, name: str, analysis: KernelAnalysis) -> Expon
                 and parts.find(e.operands[0].number) == root]
         if seeds and read:
             scaled.add(root)
-    calls = {(n.lineno, n.col_offset + 1): n for n in ast.walk(file.kernel_node(name))
-             if isinstance(n, ast.Call) and file.module.qualified(n.func) in _EXP}
     binops: dict[tuple[int, int], list[ast.BinOp]] = {}
     for n in ast.walk(file.kernel_node(name)):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
@@ -230,12 +244,10 @@ def _plan_kernel(file: KernelFile, name: str, analysis: KernelAnalysis) -> Expon
         scaled.discard(root)
         plan.notes.append(f"a product at line {seeds[0].loc[0]} is not one `*` of the text")
     for e in exps:
-        call = calls.get(e.loc)
-        if call is None or len(call.args) != 1 or call.keywords:
-            plan.notes.append(f"the exp at line {e.loc[0]} is not a plain `tl.exp(x)` call")
-            continue
-        x = e.operands[0]
-        plan.exps.append((call, isinstance(x, DataValue) and parts.find(x.number) in scaled))
+        if e.number in plain:
+            x = e.operands[0]
+            plan.exps.append((plain[e.number], isinstance(x, DataValue)
+                              and parts.find(x.number) in scaled))
     return plan
 
 

@@ -167,3 +167,16 @@ def test_a_where_whose_other_operand_is_a_block_is_not_split() -> None:
     assert not found.prefixes
     assert any("the tl.where at line 36 is not a float block against a constant of its shape"
                in r for r in found.reasons), found.reasons
+
+
+def test_nested_wheres_whose_edits_overlap_are_not_split() -> None:
+    """Two proved wheres, one inside the other's kept operand, would edit overlapping text:
+    the loop is not split (no crash), and the proposal list says nothing of a split."""
+    source = forge.PROBLEMS["19_attention"].kernel_path.read_text(encoding="utf-8")
+    old = 's = tl.where(keys[None, :] < L, s, float("-inf"))'
+    new = ('s = tl.where(keys[None, :] < L, tl.where(keys[None, :] < L, s, float("-inf")), '
+           'float("-inf"))')
+    file = KernelFile(source.replace(old, new), "19.py")
+    (prefix,) = find_loops(file).prefixes
+    assert len(prefix.wheres) == 2
+    assert AlgorithmicStage().propose(file, H200) == []

@@ -86,3 +86,16 @@ def test_a_use_scaling_would_change_keeps_the_plain_rewrite(old: str, new: str) 
     (proposal,) = BaseTwoStage().propose(file, H200)
     assert "s = tl.dot(q, kt) * scale" in proposal.source
     assert f"p = tl.exp2((s - m_new[:, None]) * {LOG2E})" in proposal.source
+
+
+def test_an_exp_inside_another_stays_and_the_values_it_reads_are_not_scaled() -> None:
+    """Only plain calls outside another exp's argument are rewritten; the inner one stays
+    `tl.exp`, so the scores it reads keep their scale (no fold anywhere in their component)."""
+    file = _file("19_attention", "p = tl.exp(s - m_new[:, None])",
+                 "p = tl.exp(tl.exp(s - m_new[:, None]) - 1.0)")
+    (plan,), _ = base2_plan(file)
+    assert [folded for _, folded in plan.exps] == [False, False]
+    assert any("is not a plain `tl.exp(x)` call" in note for note in plan.notes)
+    (proposal,) = BaseTwoStage().propose(file, H200)
+    assert "s = tl.dot(q, kt) * scale\n" in proposal.source
+    assert f"p = tl.exp2((tl.exp(s - m_new[:, None]) - 1.0) * {LOG2E})" in proposal.source
