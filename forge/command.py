@@ -194,6 +194,7 @@ def _forge_torch(path: Path, args: argparse.Namespace, say: Callable[[str], None
 def _forge_triton(path: Path, args: argparse.Namespace, say: Callable[[str], None]) -> str:
     from axon.forge.torch_path import TorchForgeOptions, check_sizes, load
     from axon.forge.triton_path import forge_kernel
+    from axon.targets.xe_triton.harness.forge_run import check_against_original
     from axon.targets.xe_triton.kb import load_device
 
     problem_path = args.problem or path
@@ -206,8 +207,18 @@ def _forge_triton(path: Path, args: argparse.Namespace, say: Callable[[str], Non
     given = _pairs([s for s in args.check_sizes.split(",") if s], "--check-sizes")
     say(f"{path}: --from triton on {args.profile}; inputs and reference from {problem_path} "
         "(imports it: runs its Python)")
-    sizes = given or check_sizes(load(problem_path, TorchForgeOptions()), {})
     cuda = _cuda()
+
+    def kernel_agrees(sizes: dict[str, int]) -> bool:
+        """The user's kernel runs at `sizes` and agrees with Model there (a kernel that takes
+        only some sizes, a power-of-two head dim, is checked where it works)."""
+        verdict = check_against_original(problem_path, None, path, sizes=[sizes],
+                                         dtype=None if cuda else "f32",
+                                         device="cuda" if cuda else "cpu")
+        return verdict.passed
+
+    sizes = given or check_sizes(load(problem_path, TorchForgeOptions()), {}, kernel_agrees,
+                                 f"Model runs and {path.name} agrees with it")
     with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
         result, checked = forge_kernel(path, problem_path, device, [sizes], gpu=cuda,
                                        scratch=Path(scratch), say=say,

@@ -233,12 +233,15 @@ def forge_problem(path: Path, options: TorchForgeOptions, executor: Executor,
     return TorchForgeResult(path, captured, selection, modules, sizes, dtype)
 
 
-def check_sizes(problem: LoadedProblem, fixed: Mapping[str, int]) -> dict[str, int]:
-    """Size globals small enough for Triton's CPU interpreter at which `problem`'s Model runs:
+def check_sizes(problem: LoadedProblem, fixed: Mapping[str, int],
+                accepts: Callable[[dict[str, int]], bool] | None = None,
+                what: str = "Model runs") -> dict[str, int]:
+    """Size globals small enough for Triton's CPU interpreter at which `problem`'s Model runs
+    (and `accepts` holds, where given: the user's kernel runs and agrees, `what` says so):
     first each size above `SMALL_SIZE` set to one of `CHECK_SIZES` (remainders everywhere),
     then each halved until at most `CHECK_MAX` (keeps ratios such as query heads over kv
     heads); the sizes in `fixed` keep their values, and so do sizes up to `SMALL_SIZE`. Every
-    size global is in the result. ForgeError when neither runs."""
+    size global is in the result. ForgeError when neither does."""
     globals_ = size_globals(problem.module)
     names = [n for n, v in globals_.items() if n not in fixed and v > SMALL_SIZE]
     odd = {n: CHECK_SIZES[k % len(CHECK_SIZES)] for k, n in enumerate(names)}
@@ -250,9 +253,9 @@ def check_sizes(problem: LoadedProblem, fixed: Mapping[str, int]) -> dict[str, i
         halved[n] = v
     for sizes in (odd, halved):
         chosen = {**globals_, **sizes, **{k: v for k, v in fixed.items() if k in globals_}}
-        if _model_runs(problem, chosen):
+        if _model_runs(problem, chosen) and (accepts is None or accepts(chosen)):
             return chosen
-    raise ForgeError(f"{problem.path}: no small sizes found at which Model runs (tried "
+    raise ForgeError(f"{problem.path}: no small sizes found at which {what} (tried "
                      f"{odd} and {halved}); give them with --check-sizes")
 
 

@@ -103,6 +103,20 @@ def test_command_on_a_kernel_file(tmp_path: Path, axon_forge: Forge) -> None:
     assert "Traceback" not in no_inputs.stderr + unknown.stderr
 
 
+def test_command_checks_where_the_users_kernel_runs(tmp_path: Path, axon_forge: Forge) -> None:
+    """Causal attention's kernel wants a power-of-two head dim: `axon forge` checks at sizes
+    where it runs and agrees with Model (head dim 64, not the odd 130 Model alone takes), so
+    its stages apply instead of every proposal failing on the original's crash."""
+    name = "20_causal_attention"
+    out = tmp_path / "opt.py"
+    done = axon_forge(str(PROBLEMS[name].kernel_path), "--problem",
+                      str(PROBLEMS[name].problem_path), "--profile", "h200", "--no-raise",
+                      "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "4 applied (algorithmic, base2, persistent, xe_tuning)" in done.stderr
+    assert "head_dim=64" in done.stderr and "tl.exp2(" in out.read_text()
+
+
 def test_autotune_for_a_gpu_later_checks_every_configuration(tmp_path: Path) -> None:
     """Bound for a GPU (the bundle), the autotune stage applies on the CPU through the cascade
     checking each of its configurations alone (the CPU interpreter has no timer for the tuner

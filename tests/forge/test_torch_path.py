@@ -143,6 +143,24 @@ def test_check_sizes_keep_what_the_problem_needs() -> None:
     assert max(v for k, v in sizes.items() if k != "head_dim") <= 96
 
 
+def test_check_sizes_pass_over_sizes_the_users_kernel_refuses() -> None:
+    """`accepts` (for `axon forge --from triton`: the user's kernel runs and agrees with Model)
+    rules out sizes the Model takes but the kernel does not, as causal attention's head dim of
+    130 (its kernel wants a power of two); the halved sizes follow, and where none is taken
+    the error names what was asked."""
+    causal = load(PROBLEMS["20_causal_attention"].problem_path, TorchForgeOptions())
+    seen: list[dict[str, int]] = []
+
+    def power_of_two_head(sizes: dict[str, int]) -> bool:
+        seen.append(dict(sizes))
+        return sizes["head_dim"] & (sizes["head_dim"] - 1) == 0
+
+    sizes = check_sizes(causal, {}, power_of_two_head, "the kernel runs")
+    assert seen[0]["head_dim"] == 130 and sizes["head_dim"] == 64 and len(seen) == 2
+    with pytest.raises(ForgeError, match="no small sizes found at which the kernel runs"):
+        check_sizes(causal, {}, lambda sizes: False, "the kernel runs")
+
+
 def test_missing_file_and_unknown_dtype_are_user_errors(tmp_path: Path) -> None:
     with pytest.raises(ForgeError, match="no such file"):
         load(tmp_path / "nope.py", TorchForgeOptions())
