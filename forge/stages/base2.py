@@ -163,6 +163,8 @@ def _plan_kernel(file: KernelFile, name: str, analysis: KernelAnalysis) -> Expon
         if node.op == "carried" or node.op == "loop_out":
             for d in data:
                 parts.union(node.number, d.number)
+            if any(not isinstance(o, DataValue) and not _invariant(o) for o in node.operands):
+                bad.add(node.number)  # a loop value starting at 1.0 would start at c, not 1.0
         elif node.op in _HOMOGENEOUS:
             if node.op == "reduce" and node.attrs.get("kind") not in _LINEAR_REDUCTIONS:
                 bad.add(node.number)

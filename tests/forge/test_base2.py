@@ -76,6 +76,9 @@ def test_a_masked_softmax_folds_inside_its_where_and_a_plain_one_changes_base(
      "        tl.store(o_ptr + offs_m, m_new, mask=offs_m < L)\n"),
     # the max added to the output (logsumexp-like): it meets a value that is not scaled
     ("out = acc / l_i[:, None]", "out = acc / l_i[:, None] + m_i[:, None]"),
+    # a running max that starts at a constant scaling moves: c * 1.0 is no 1.0
+    ('m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)',
+     "m_i = tl.full((BLOCK_M,), 1.0, dtype=tl.float32)"),
     # a product of two score blocks: c*(s*s) is no (c*s)*(c*s)
     ("m_new = tl.maximum(m_i, tl.max(s, axis=1))",
      "m_new = tl.maximum(m_i, tl.max(s * s, axis=1))"),
