@@ -721,11 +721,11 @@ class AlgorithmicStage:
             edit = _split_loop(kernel_file, prefix, tl, stop_text)
             if edit is not None:
                 split.append(edit)
-                stops.pop(id(loop), None)
-        split += [Edit(*node_span(kernel_file, stop), text) for stop, text in stops.values()]
+                stops.pop(id(loop), None)  # the split loop carries its cut itself
         proposals: list[Proposal] = []
         why = "; ".join(d.why for d in found.cuts)
-        if found.prefixes and split != cuts:
+        if split:
+            split += [Edit(*node_span(kernel_file, stop), text) for stop, text in stops.values()]
             what = "dead iterations cut, " if found.cuts else ""
             proposals.append(Proposal(self.name, f"{what}the full iterations split off: "
                                       + "; ".join([d.why for d in found.cuts]
@@ -742,8 +742,8 @@ def _where_kept(file: KernelFile, loop: ast.For, where: ast.Call) -> Edit:
     kept = where.args[1]
     for stmt in loop.body:
         if isinstance(stmt, ast.Assign) and stmt.value is where and isinstance(kept, ast.Name) \
-                and [ast.dump(t) for t in stmt.targets] == [ast.dump(ast.Name(kept.id,
-                                                                               ast.Store()))]:
+                and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and stmt.targets[0].id == kept.id:
             return Edit(*statement_span(file, stmt), "")
     text = file.segment(kept)
     return Edit(*node_span(file, where), text if isinstance(kept, ast.Name) else f"({text})")

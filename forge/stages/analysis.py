@@ -323,14 +323,11 @@ class AnalysisStage:
         return []
 
 
-#: how many rounds a taint takes through chains of assignments
-_TAINT_ROUNDS = 8
-
-
 def dependent_names(statements: Iterable[ast.AST], seed: set[str],
                     source: Callable[[ast.AST], bool] = lambda node: False) -> set[str]:
     """`seed` and the names assigned in `statements`, directly or through other names, from
-    a name already found or a node `source` accepts."""
+    a name already found or a node `source` accepts: to the fixpoint (each round that changes
+    anything adds a name, so there are at most as many rounds as assignments, plus one)."""
 
     def reads(expr: ast.AST, found: set[str]) -> bool:
         return any(source(n) or (isinstance(n, ast.Name) and n.id in found)
@@ -339,7 +336,7 @@ def dependent_names(statements: Iterable[ast.AST], seed: set[str],
     found = set(seed)
     assigns = [n for stmt in statements for n in ast.walk(stmt)
                if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For))]
-    for _ in range(_TAINT_ROUNDS):
+    for _ in range(len(assigns) + 1):
         before = len(found)
         for stmt in assigns:
             value = stmt.iter if isinstance(stmt, ast.For) else stmt.value

@@ -55,6 +55,7 @@ from axon.targets.xe_triton.kb import Device, settings_for
 
 __all__ = ["MemoryAccessStage"]
 
+
 @dataclass(frozen=True)
 class _Hint:
     load: ast.Call
@@ -89,7 +90,7 @@ def _loops_of(node: ast.FunctionDef) -> dict[int, ast.For | None]:
 def _program_dependent(file: KernelFile, node: ast.FunctionDef) -> set[str]:
     """Names assigned, directly or through other names, from `tl.program_id`."""
     return dependent_names([node], set(), lambda n: isinstance(n, ast.Call) and
-                      file.module.qualified(n.func) == "triton.language.program_id")
+                           file.module.qualified(n.func) == "triton.language.program_id")
 
 
 def _is_load(file: KernelFile, node: ast.AST) -> bool:
