@@ -14,6 +14,7 @@ for a GPU (`gpu_later`, the bundle) it applies with every configuration checked 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -21,8 +22,9 @@ from axon.forge.cascade import ForgeCascade
 from axon.forge.driver import ForgeResult, StageRecord, optimize_source
 from axon.forge.source import KernelFile
 from axon.forge.stages import Applicability, Proposal, Stage, builtin_stages
+from axon.forge.stages.analysis import analyse_file
 from axon.forge.stages.autotune import AutotuneStage
-from axon.forge.stages.facts import ForgeOptions
+from axon.forge.stages.facts import ForgeOptions, head_dims
 from axon.targets.xe_triton.kb import Device
 
 #: stages whose choice is made by timing on the device
@@ -73,6 +75,20 @@ class EachConfigChecked:
         self.cascade.vouch(whole.source, [s.source for s in singles])
         return [Proposal(whole.stage, f"{whole.description}; each configuration checked alone "
                                       "(the GPU's autotuner picks among them)", whole.source)]
+
+
+def with_head_dims(options: ForgeOptions, kernel: Path, problem: Path) -> ForgeOptions:
+    """`options` with the head dim of each attention kernel of the file at the problem's own
+    sizes (the GPU's; `facts.head_dims` over the launches `ModelNew` makes on meta tensors,
+    which RUNS the problem's and the kernel file's Python), where `options` names none."""
+    file = KernelFile.read(kernel)
+    report = analyse_file(file, value_dtype_casts=True)
+    if options.head_dims or not any(s.kind == "attention" for s in report.kernels.values()):
+        return options
+    from axon.forge.launch_record import record_launches
+
+    record = record_launches(file, kernel, problem)
+    return dataclasses.replace(options, head_dims=head_dims(report.kernels.values(), record))
 
 
 def stages_for(gpu: bool, cascade: ForgeCascade | None = None,
@@ -131,6 +147,7 @@ def forge_kernel(kernel: Path, problem: Path, device: Device,
                              (("raise", outcome.outcome),) if outcome.outcome else ())
     cascade = ForgeCascade(kernel, problem, device, list(sizes), scratch, gpu=gpu,
                            atol_scale=atol_scale, smoke_dtype=smoke_dtype)
+    options = with_head_dims(options or ForgeOptions(), kernel, problem)
     stages = [s for s in stages_for(gpu, cascade if gpu_later else None, options)
               if s.name not in without]
     result = optimize_source(start, str(kernel), device, cascade, say, stages)

@@ -292,13 +292,14 @@ def summarize(file: KernelFile, kernel: JitKernel,
     return summary
 
 
-def analyse_file(file: KernelFile) -> AnalysisReport:
-    """The report of every launched kernel of `file` (the parse error, located, if it fails)."""
+def analyse_file(file: KernelFile, value_dtype_casts: bool = False) -> AnalysisReport:
+    """The report of every launched kernel of `file` (the parse error, located, if it fails);
+    `value_dtype_casts` as `analysable`'s (for a reader of shapes, masks and loops)."""
     if file.error is not None:
         return AnalysisReport(file.filename, error=str(file.error))
     report = AnalysisReport(file.filename)
     helpers = file.module.helpers()
-    readable = analysable(file)
+    readable = analysable(file, value_dtype_casts)
     for kernel in file.module.kernels.values():
         if kernel.name not in helpers and file.kernel_launches(kernel.name):
             report.kernels[kernel.name] = summarize(file, kernel, readable)

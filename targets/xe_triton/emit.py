@@ -46,6 +46,7 @@ from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
 from axon.dialects.form.syntax import parse_form
 from axon.targets.xe_triton.exp2 import LN_2
 from axon.targets.xe_triton.kb import (
+    UNKNOWN_HEAD_DIM,
     Config,
     Device,
     KernelFacts,
@@ -54,6 +55,7 @@ from axon.targets.xe_triton.kb import (
     load_device,
     settings_for,
 )
+from axon.targets.xe_triton.kb.pattern import next_power_of_two
 from axon.targets.xe_triton.lower import NotSupported, lower_function
 
 #: Triton's name of each dtype, and torch's
@@ -260,6 +262,9 @@ class _KernelShape:
     n_size: str | None = None
     k_size: str | None = None
     swizzled: bool = False
+    head: IntExpr | None = None
+    """An attention kernel's head dim: the block `q @ k^T` contracts (a parameter, a whole
+    dim's block or a number)."""
     tiles: list[_Tile] = field(default_factory=list)
     access: dict[Operation, _Tile] = field(default_factory=dict)
     prologue: _Prologue | None = None
@@ -308,6 +313,9 @@ class _KernelShape:
             shape.block_m, shape.m_size = held[0] if len(held) == 1 else (None, None)
             shape.block_n, shape.n_size = shape.block_k, shape.k_size
             shape.block_k = shape.k_size = None
+            first = next(op for op in ops if isinstance(op, xt.DotOp))
+            assert isinstance(first.lhs.type, TensorType)
+            shape.head = first.lhs.type.shape[1]
         shape.swizzled = shape.has_dot and len(grid) == 2
         if shape.has_dot:
             shape.find_tiles(kernel, ops)
@@ -366,7 +374,22 @@ class _KernelShape:
         programs = -(-m // bm) * -(-n // bn) if bm and bn else UNKNOWN_SIZE
         return KernelFacts(self.kind, dtype, has_dot=self.has_dot,  # type: ignore[arg-type]
                            m=m, n=n, k=k, grid_dims=len(kernel.grid_exprs()),
-                           tile_bytes=tile_bytes, programs=programs, dots=max(self.dots, 1))
+                           tile_bytes=tile_bytes, programs=programs, dots=max(self.dots, 1),
+                           head_dim=self.head_dim(kernel, defaults, sizes))
+
+    def head_dim(self, kernel: xt.KernelOp, defaults: Mapping[str, int],
+                 sizes: Mapping[str, int]) -> int:
+        """The head dim's block at these sizes (a whole dim's block is the power of two
+        covering it), or `UNKNOWN_HEAD_DIM` (not attention, or a size not given)."""
+        if self.head is None:
+            return UNKNOWN_HEAD_DIM
+        env = {**sizes, **defaults}
+        try:
+            for block, covered in kernel.block_defs():
+                env[block] = next_power_of_two(covered.evaluate(env))
+            return self.head.evaluate(env)
+        except KeyError:
+            return UNKNOWN_HEAD_DIM
 
     def launch_config(self, config: Config) -> dict[str, int | str]:
         """A KB configuration as the host function's keywords (the axes this kernel has)."""

@@ -26,6 +26,7 @@ from axon.forge.stages import (
     prove_cover,
 )
 from axon.forge.stages.swizzle import SWIZZLE_TEMPLATE
+from axon.forge.triton_path import with_head_dims
 from axon.targets.xe_triton.kb import load_device
 
 B70 = load_device("b70")
@@ -408,6 +409,28 @@ def test_attention_tiles_come_from_the_kbs_flash_attention_grid(checked: Checked
     assert SwizzleStage().applies(file).why == (
         "swizzle: not applicable: grid dim `B * H` is not `triton.cdiv(size, block)` of "
         "attention_kernel's parameters")
+
+
+def test_the_head_dim_comes_from_the_recorded_launch() -> None:
+    """`HEAD_DIM=D` is no literal: the launch recorded at the problem's sizes gives 64 for 19
+    and 128 for 21, and the H200's tiles follow it (64 rows at 4 warps at 64, 128 rows at 8
+    warps at 128); a file with no attention kernel records nothing."""
+    def options(name: str) -> ForgeOptions:
+        problem = forge.PROBLEMS[name]
+        return with_head_dims(ForgeOptions(max_proposals=1, max_configs=4),
+                              problem.kernel_path, problem.problem_path)
+
+    small, large = options("19_attention"), options("21_gqa_attention")
+    assert small.head_dims == (("attention_kernel", 64),)
+    assert large.head_dims == (("gqa_attention_kernel", 128),)
+    assert options("01_gemm_bias_relu").head_dims == ()
+    (tuned,) = XeTuningStage(small).propose(kernel_file("19_attention"), H200)
+    assert "BLOCK_M=64, BLOCK_N=64, HEAD_DIM=D, num_warps=4" in tuned.source
+    (tuned,) = XeTuningStage(large).propose(kernel_file("21_gqa_attention"), H200)
+    assert "BLOCK_M=128, BLOCK_N=64" in tuned.source and "num_warps=8" in tuned.source
+    (autotuned,) = AutotuneStage(small).propose(kernel_file("19_attention"), H200)
+    assert "triton.Config({'BLOCK_M': 64, 'BLOCK_N': 64}, num_warps=4, num_stages=3)" in \
+        autotuned.source
 
 
 def test_autotune_reads_a_grid_indexed_by_a_shape() -> None:

@@ -348,6 +348,33 @@ def test_the_h200_small_and_skinny_gemms_start_from_the_measured_launches() -> N
     assert "cuda_skinny_gemm_grid" not in ids("max1550", big_bf16_matmul(m=16, programs=8))
 
 
+def test_h200_attention_tiles_follow_the_head_dim() -> None:
+    """64 query rows at 4 warps first where the head dim is 64 or less (measured on problem
+    20); 128 rows at 8 warps at 128 and where the head dim is not known."""
+    h200 = load_device("h200")
+
+    def attention(head_dim: int | None) -> KernelFacts:
+        extra = {} if head_dim is None else {"head_dim": head_dim}
+        return KernelFacts("attention", "bf16", has_dot=True, m=2048, n=2048, grid_dims=2,
+                           dots=2, **extra)
+
+    def tiles(config: Config) -> tuple[int | None, ...]:
+        return config.block_m, config.block_n, config.num_warps, config.num_stages
+
+    for small in (32, 64):
+        assert "cuda_flash_attention_small_head" in ids("h200", attention(small))
+        grid = autotune_grid(h200, attention(small), limit=4)
+        assert tiles(grid[0]) == (64, 64, 4, 3)
+    for large in (128, None):
+        assert "cuda_flash_attention_small_head" not in ids("h200", attention(large))
+        assert tiles(autotune_grid(h200, attention(large))[0]) == (128, 64, 8, 4)
+    # decode (few query rows) keeps its own grid whatever the head dim
+    decode = KernelFacts("attention", "bf16", has_dot=True, m=1, n=4096, grid_dims=2, dots=2,
+                         head_dim=64)
+    assert {c.block_m for c in autotune_grid(h200, decode)} == {16}
+    assert "cuda_flash_attention_small_head" not in ids("max1550", attention(64))
+
+
 def test_a_1_d_grid_gets_no_swizzle_and_a_batch_goes_to_axis_1() -> None:
     assert settings_for(load_device("b580"), big_bf16_matmul()).group_size_m == (4,)
     assert settings_for(load_device("b580"), big_bf16_matmul(grid_dims=1)).group_size_m is None

@@ -116,6 +116,18 @@ def test_the_kb_grid_for_attention_on_the_h200(sizes: dict[str, int],
     assert not any(c.get("BM") == 128 and c.get("num_warps") == 4 for c in emitted.configs)
 
 
+def test_a_head_dim_of_64_starts_from_64_rows_at_4_warps() -> None:
+    """The head dim is the block q @ k^T contracts, read off the kernel at the sizes given: at
+    D = 64 the KB's small-head tiles lead (measured on the Forge problem 20), at D = 128 the
+    128-row tiles (above)."""
+    emitted = emit_triton(tiled("bf16"), tile_sizes={"BM": 64, "BK": 64},
+                          sizes={**PREFILL, "D": 64})
+    assert emitted.configs[0] == {"BM": 64, "BK": 64, "num_warps": 4, "num_stages": 3}
+    odd = emit_triton(tiled("bf16"), tile_sizes={"BM": 64, "BK": 64},
+                      sizes={**PREFILL, "D": 80})  # a block of 128 lanes
+    assert odd.configs[0]["BM"] == 128
+
+
 def test_the_fast_kernel_computes_what_the_program_does() -> None:
     shapes = [{"B": 1, "HKV": 2, "G": 2, "S": 3, "L": 5, "D": 3},
               {"B": 2, "HKV": 1, "G": 3, "S": 2, "L": 9, "D": 5}]

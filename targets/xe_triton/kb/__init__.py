@@ -23,6 +23,7 @@ from pathlib import Path
 
 from axon.targets.xe_triton.kb.device import Device, load_device_file
 from axon.targets.xe_triton.kb.pattern import (
+    UNKNOWN_HEAD_DIM,
     Config,
     KernelFacts,
     Pattern,
@@ -37,9 +38,9 @@ from axon.targets.xe_triton.kb.pattern import (
 #: the shipped knowledge base
 KB_DIR = Path(__file__).resolve().parent
 
-__all__ = ["KB_DIR", "Config", "Device", "KernelFacts", "KnowledgeBase", "Pattern", "Settings",
-           "autotune_grid", "config_error", "device_names", "load_device", "load_kb",
-           "patterns_for", "settings_for"]
+__all__ = ["KB_DIR", "UNKNOWN_HEAD_DIM", "Config", "Device", "KernelFacts", "KnowledgeBase",
+           "Pattern", "Settings", "autotune_grid", "config_error", "device_names", "load_device",
+           "load_kb", "patterns_for", "settings_for"]
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,11 @@ KernelKind = Literal["matmul", "batched_matmul", "attention", "softmax", "reduct
 GrfModeOption = Literal["default", "auto", "128", "256", "512"]
 
 
+#: `KernelFacts.head_dim` where it is not known: larger than any head dim, so a condition
+#: `kernel.head_dim <= D` holds only for a kernel whose head dim is known to be at most D
+UNKNOWN_HEAD_DIM = 1 << 16
+
+
 @dataclass(frozen=True)
 class KernelFacts:
     """What the emitter knows of a kernel when it asks the KB (sizes in elements)."""
@@ -70,6 +75,9 @@ class KernelFacts:
     dots: int = 1
     """`tl.dot`s in the K loop: each carries its own fp32 accumulator and B tile (the A tile
     is taken as shared, as in a gated MLP's two dots)."""
+    head_dim: int = UNKNOWN_HEAD_DIM
+    """An attention kernel's head dim (the dim `q @ k^T` contracts, in elements);
+    `UNKNOWN_HEAD_DIM` for another kernel or where the caller does not know it."""
 
 
 #: every fact a condition may name
@@ -97,6 +105,8 @@ FACTS: dict[str, Fact] = {
     "kernel.tile_bytes": Fact("number"),
     "kernel.programs": Fact("number"),
     "kernel.dots": Fact("number"),
+    "kernel.head_dim": Fact("number", (), "an attention kernel's head dim (q @ k^T's "
+                            "contracted dim); larger than any real one where unknown"),
 }
 
 
@@ -289,11 +299,12 @@ def _clamped(device: Device, kernel: KernelFacts, config: Config) -> Config:
                                  ("block_k", kernel.k, shape.k if shape else 1)):
         block = getattr(config, axis)
         if block is not None:
-            changes[axis] = min(block, max(_next_power_of_two(size), multiple))
+            changes[axis] = min(block, max(next_power_of_two(size), multiple))
     return dataclasses.replace(config, **changes)
 
 
-def _next_power_of_two(size: int) -> int:
+def next_power_of_two(size: int) -> int:
+    """`triton.next_power_of_2(size)`: the least power of two at least `size` (1 for 0)."""
     return 1 << max(size - 1, 0).bit_length()
 
 
