@@ -81,9 +81,11 @@ def with_head_dims(options: ForgeOptions, kernel: Path, problem: Path) -> ForgeO
     """`options` with the head dim of each attention kernel of the file at the problem's own
     sizes (the GPU's; `facts.head_dims` over the launches `ModelNew` makes on meta tensors,
     which RUNS the problem's and the kernel file's Python), where `options` names none."""
+    if options.head_dims:
+        return options
     file = KernelFile.read(kernel)
     report = analyse_file(file, value_dtype_casts=True)
-    if options.head_dims or not any(s.kind == "attention" for s in report.kernels.values()):
+    if not any(s.kind == "attention" for s in report.kernels.values()):
         return options
     from axon.forge.launch_record import record_launches
 
