@@ -88,7 +88,7 @@ def forge_case(name: str, profile: str, executor: Executor, keep: int, max_candi
     if "triton" in paths:
         candidates += _triton_candidates(name, profile, report, log)
     if "raised" in paths:
-        candidates += _raised_candidates(name, profile, executor, report, log)
+        candidates += _raised_candidates(name, profile, executor, keep, report, log)
     if not candidates:
         report.skipped.append((name, "no candidate on " + " or ".join(paths)))
         return
@@ -160,36 +160,52 @@ def _triton_candidates(name: str, profile: str, report: BundleReport,
     return candidates
 
 
-def _raised_candidates(name: str, profile: str, executor: Executor, report: BundleReport,
-                       log: Callable[[str], None]) -> list[harness.ForgeCandidate]:
+def _raised_candidates(name: str, profile: str, executor: Executor, keep: int,
+                       report: BundleReport, log: Callable[[str], None]
+                       ) -> list[harness.ForgeCandidate]:
     """The raised path alone (`raised_path.forge_raised`): the user's kernels that raise to `ax`
     with proof replaced by Axon's selected kernels (priced at the launches' sizes at the
     problem's benchmark sizes, in their dtypes), the module through the cascade against the
     original on the CPU (with the kernels' float32 twins); the candidate is the module with
     the kernels themselves (`device_source`), as the torch path writes its kernels and checks
-    their twins."""
+    their twins. Up to `keep` modules: `raised` with each selection's chosen kernel, then
+    `raised_<r>` with its candidate of rank r among those that passed (the GPU picks the
+    launch, as among the torch path's `axon_<n>`); a module the same as an earlier one ends
+    the list (no selection has a candidate of that rank)."""
     problem = PROBLEMS[name]
-    with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
-        result = forge_raised(problem.kernel_path, problem.problem_path, load_device(profile),
-                              [problem.small_sizes], executor, gpu=False, scratch=Path(scratch),
-                              atol_scale=problem.atol_scale)
-    passed = result.outcome is not None and result.outcome.passed
-    log(f"{name}: raised path: {', '.join(result.replaced) or 'nothing'} replaced"
-        + ("" if result.outcome is None else f", cascade: {result.outcome.step}"))
-    for line in result.selected:
-        log(f"{name}: raised path: {line}")
-    if not result.replaced or not passed:
-        why = "; ".join(result.report_lines())
-        if result.outcome is not None and not result.outcome.passed:
-            why = f"{result.outcome.step}: {result.outcome.reason}; {why}"
-        report.dropped.append((f"{name}/raised", why))
-        return []
-    relative = f"{name}/raised.py"
-    report.files[relative] = result.device_source
-    return [harness.ForgeCandidate("raised", relative, "the user's kernels "
-                                   + ", ".join(result.replaced)
-                                   + " replaced by Axon's (raised to ax with proof): "
-                                   + "; ".join(result.selected))]
+    candidates: list[harness.ForgeCandidate] = []
+    written: set[str] = set()
+    for rank in range(max(keep, 1)):
+        cid = "raised" if rank == 0 else f"raised_{rank}"
+        with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
+            result = forge_raised(problem.kernel_path, problem.problem_path,
+                                  load_device(profile), [problem.small_sizes], executor,
+                                  gpu=False, scratch=Path(scratch),
+                                  atol_scale=problem.atol_scale, rank=rank)
+        passed = result.outcome is not None and result.outcome.passed
+        log(f"{name}: {cid}: {', '.join(result.replaced) or 'nothing'} replaced"
+            + ("" if result.outcome is None else f", cascade: {result.outcome.step}"))
+        for line in result.selected:
+            log(f"{name}: {cid}: {line}")
+        if not result.replaced or not passed:
+            why = "; ".join(result.report_lines())
+            if result.outcome is not None and not result.outcome.passed:
+                why = f"{result.outcome.step}: {result.outcome.reason}; {why}"
+            report.dropped.append((f"{name}/{cid}", why))
+            if rank == 0:
+                return []
+            continue
+        if result.device_source in written:
+            log(f"{name}: {cid}: the same module as an earlier rank's: no selection has a "
+                f"candidate of rank {rank}")
+            break
+        written.add(result.device_source)
+        relative = f"{name}/{cid}.py"
+        report.files[relative] = result.device_source
+        candidates.append(harness.ForgeCandidate(
+            cid, relative, "the user's kernels " + ", ".join(result.replaced)
+            + " replaced by Axon's (raised to ax with proof): " + "; ".join(result.selected)))
+    return candidates
 
 
 def _torch_candidates(name: str, profile: str, executor: Executor, keep: int,

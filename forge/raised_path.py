@@ -82,6 +82,7 @@ from axon.selection.executor import Executor
 from axon.targets.xe_triton.kb import Device
 from axon.targets.xe_triton.select import (
     Candidate,
+    Selection,
     SelectionError,
     SelectOptions,
     select_kernel,
@@ -456,7 +457,8 @@ def forge_raised(path: Path, problem: Path, device: Device,
                  sizes: Sequence[Mapping[str, int]], executor: Executor, *, gpu: bool,
                  scratch: Path, atol_scale: float = 1.0, max_candidates: int = 4,
                  fuse: bool = True, say: Say = lambda line: None,
-                 problem_sizes: Mapping[str, int] | None = None) -> RaisedResult:
+                 problem_sizes: Mapping[str, int] | None = None, rank: int = 0
+                 ) -> RaisedResult:
     """The raised path on the kernel file `path` (module docstring): each raised kernel's
     launches replaced by Axon's selected kernel, the module checked by the Forge cascade
     against the original at `sizes`. The selection prices the sizes and takes the dtypes the
@@ -465,7 +467,13 @@ def forge_raised(path: Path, problem: Path, device: Device,
     host function whose launches are all raised and compose (`forge/fuse_raised.py`) is one
     `ax` program, selected once, its launches replaced by one call. Kernels that do not
     raise, or whose selection or replacement fails, keep their launches, and the result says
-    why."""
+    why.
+
+    `rank` picks, for each selection, its candidate of that place among those that passed the
+    target's cascade (0: the one it chose; 1: the next in its order, measured where it timed
+    them, else modeled; a selection with fewer gives its last): the bundle writes these
+    modules as twins of the chosen one, so that the GPU, not the cost model, picks the
+    launch (`bundle._raised_candidates`). Each twin goes through the same cascade."""
     file = KernelFile.read(path)
     kernels = raise_file(file)
     result = RaisedResult(kernels, file.source, [], device_source=file.source)
@@ -524,10 +532,12 @@ def forge_raised(path: Path, problem: Path, device: Device,
         except SelectionError as err:
             result.notes.append(f"{name}: the selection found no kernel: {err}")
             return None
-        chosen = selection.chosen or next(iter(selection.passed()), None)
-        if chosen is None:
+        ranked = ranked_passed(selection)
+        if not ranked:
             result.notes.append(f"{name}: no selected candidate passed the target's cascade")
             return None
+        place = min(rank, len(ranked) - 1)
+        chosen = ranked[place]
         emitted = selection.emitted[chosen.id]
         twin = emitted.text if gpu else selection.twins[chosen.id]
         names = set(re.findall(r"^def\s+(\w+)", emitted.text, re.M))
@@ -544,7 +554,8 @@ def forge_raised(path: Path, problem: Path, device: Device,
         check_texts.append(header + without_docstring(twin).rstrip() + "\n")
         cast = (f", result{'s' if len(results) > 1 else ''} in {', '.join(results)}"
                 if any(d != own for d in results) else "")
-        line = (f"{name}: {chosen.tiling} ({chosen.launch()}) selected at "
+        ordinal = f" (passed candidate {place + 1} of {len(ranked)})" if rank else ""
+        line = (f"{name}: {chosen.tiling} ({chosen.launch()}) selected{ordinal} at "
                 + ", ".join(f"{s}={v}" for s, v in priced.items())
                 + f" in {own}" + (" (inputs widened)" if widen else "") + cast)
         return _Picked(emitted.name, chosen, widen, scalar_dtype, results, line)
@@ -704,6 +715,16 @@ def forge_raised(path: Path, problem: Path, device: Device,
                             f"replaced failed the cascade at {outcome.step}: {outcome.reason}")
         result.replaced = []
     return result
+
+
+def ranked_passed(selection: Selection) -> list[Candidate]:
+    """The candidates of `selection` that passed the cascade: the chosen one first, then the
+    others in the selection's order (measured, else modeled)."""
+    passed = selection.passed()
+    first = selection.chosen
+    if first is None:
+        return passed
+    return [first, *(c for c in passed if c.id != first.id)]
 
 
 def _flipped(fused: FusedHost, record: LaunchRecord, by_name: Mapping[str, KernelRaise]

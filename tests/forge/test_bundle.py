@@ -20,11 +20,11 @@ from axon.tools.version import axon_version
 NAME = "24_scale_tanh_residual"
 
 
-def _bundle(root: Path, paths: tuple[str, ...]) -> harness.ForgeBundle:
+def _bundle(root: Path, paths: tuple[str, ...], keep: int = 1) -> harness.ForgeBundle:
     report = BundleReport()
     executor = make_executor("local")
     try:
-        forge_case(NAME, "h200", executor, keep=1, max_candidates=2, report=report,
+        forge_case(NAME, "h200", executor, keep=keep, max_candidates=2, report=report,
                    log=lambda line: None, paths=paths)
     finally:
         executor.close()
@@ -66,12 +66,20 @@ def test_both_paths_make_one_case_and_bundles_merge(tmp_path: Path) -> None:
 
 def test_the_raised_path_is_a_candidate(tmp_path: Path) -> None:
     """24's three kernels raise to ax with proof and fuse into one of Axon's kernels: the raised
-    path's module is a candidate, checked against the original on the CPU."""
-    (case,) = _bundle(tmp_path, ("raised",)).cases
-    (raised,) = case.candidates
-    assert raised.id == "raised" and "raised to ax with proof" in raised.note
+    path's module is a candidate, checked against the original on the CPU; its twin takes the
+    selection's next passed launch, so that the GPU picks between them."""
+    (case,) = _bundle(tmp_path, ("raised",), keep=2).cases
+    raised, twin = case.candidates
+    assert (raised.id, twin.id) == ("raised", "raised_1")
+    assert "raised to ax with proof" in raised.note and "selected at" in raised.note
+    assert "selected (passed candidate 2 of " in twin.note
     text = (tmp_path / raised.module).read_text()
     assert "class ModelNew" in text and text != PROBLEMS[NAME].kernel_path.read_text()
+    twin_text = (tmp_path / twin.module).read_text()
+    assert "class ModelNew" in twin_text and twin_text != text
+    # the same fused function at another launch
+    assert "forward_fused: rows (BM=" in raised.note and "forward_fused: rows (BM=" in twin.note
+    assert raised.note.split("selected")[0] != twin.note.split("selected")[0]
 
 
 def test_command_mistakes_are_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]
