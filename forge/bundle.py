@@ -169,7 +169,7 @@ def _raised_candidates(name: str, profile: str, executor: Executor, keep: int,
     original on the CPU (with the kernels' float32 twins); the candidate is the module with
     the kernels themselves (`device_source`), as the torch path writes its kernels and checks
     their twins. Up to `keep` modules: `raised` with each selection's chosen kernel, then
-    `raised_<r>` with its candidate of rank r among those that passed (the GPU picks the
+    `raised_<r>` with its launch of rank r among those that passed (the GPU picks the
     launch, as among the torch path's `axon_<n>`); a module the same as an earlier one ends
     the list (no selection has a candidate of that rank)."""
     problem = PROBLEMS[name]
@@ -288,7 +288,8 @@ def _parser() -> ArgumentParser:
                    help="merge these bundles into -o instead of forging")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
                    help="the bundle directory (must not hold a bundle)")
-    p.add_argument("--keep", type=int, default=KEEP, help="candidates per problem")
+    p.add_argument("--keep", type=int, default=KEEP, help="modules per problem and path: the torch path's best candidates, "
+                        "the raised path's chosen launches and their next passed ones")
     p.add_argument("--max-candidates", type=int, default=8,
                    help="candidates checked per problem by the selection's cascade")
     p.add_argument("--executor", choices=EXECUTORS, default="local")

@@ -469,11 +469,11 @@ def forge_raised(path: Path, problem: Path, device: Device,
     raise, or whose selection or replacement fails, keep their launches, and the result says
     why.
 
-    `rank` picks, for each selection, its candidate of that place among those that passed the
+    `rank` picks, for each selection, its launch of that place among those that passed the
     target's cascade (0: the one it chose; 1: the next in its order, measured where it timed
-    them, else modeled; a selection with fewer gives its last): the bundle writes these
-    modules as twins of the chosen one, so that the GPU, not the cost model, picks the
-    launch (`bundle._raised_candidates`). Each twin goes through the same cascade."""
+    them, else modeled; a selection with fewer gives its last, `ranked_passed`): the bundle
+    writes these modules as twins of the chosen one, so that the GPU, not the cost model,
+    picks the launch (`bundle._raised_candidates`). Each twin goes through the same cascade."""
     file = KernelFile.read(path)
     kernels = raise_file(file)
     result = RaisedResult(kernels, file.source, [], device_source=file.source)
@@ -554,7 +554,7 @@ def forge_raised(path: Path, problem: Path, device: Device,
         check_texts.append(header + without_docstring(twin).rstrip() + "\n")
         cast = (f", result{'s' if len(results) > 1 else ''} in {', '.join(results)}"
                 if any(d != own for d in results) else "")
-        ordinal = f" (passed candidate {place + 1} of {len(ranked)})" if rank else ""
+        ordinal = f" (passed launch {place + 1} of {len(ranked)})" if rank else ""
         line = (f"{name}: {chosen.tiling} ({chosen.launch()}) selected{ordinal} at "
                 + ", ".join(f"{s}={v}" for s, v in priced.items())
                 + f" in {own}" + (" (inputs widened)" if widen else "") + cast)
@@ -719,12 +719,16 @@ def forge_raised(path: Path, problem: Path, device: Device,
 
 def ranked_passed(selection: Selection) -> list[Candidate]:
     """The candidates of `selection` that passed the cascade: the chosen one first, then the
-    others in the selection's order (measured, else modeled)."""
+    others in the selection's order (measured, else modeled), one per tiling and launch (the
+    nu-graph's variants of a program at the same launch differ by a rewrite the GPU cannot
+    tell apart: 14's `x * 1.0`)."""
     passed = selection.passed()
     first = selection.chosen
-    if first is None:
-        return passed
-    return [first, *(c for c in passed if c.id != first.id)]
+    ordered = passed if first is None else [first, *(c for c in passed if c.id != first.id)]
+    distinct: dict[tuple[str, str], Candidate] = {}
+    for c in ordered:
+        distinct.setdefault((c.tiling, c.launch()), c)
+    return list(distinct.values())
 
 
 def _flipped(fused: FusedHost, record: LaunchRecord, by_name: Mapping[str, KernelRaise]

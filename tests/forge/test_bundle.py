@@ -72,7 +72,7 @@ def test_the_raised_path_is_a_candidate(tmp_path: Path) -> None:
     raised, twin = case.candidates
     assert (raised.id, twin.id) == ("raised", "raised_1")
     assert "raised to ax with proof" in raised.note and "selected at" in raised.note
-    assert "selected (passed candidate 2 of " in twin.note
+    assert "selected (passed launch 2 of " in twin.note
     text = (tmp_path / raised.module).read_text()
     assert "class ModelNew" in text and text != PROBLEMS[NAME].kernel_path.read_text()
     twin_text = (tmp_path / twin.module).read_text()
