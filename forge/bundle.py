@@ -288,7 +288,8 @@ def _parser() -> ArgumentParser:
                    help="merge these bundles into -o instead of forging")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
                    help="the bundle directory (must not hold a bundle)")
-    p.add_argument("--keep", type=int, default=KEEP, help="modules per problem and path: the torch path's best candidates, "
+    p.add_argument("--keep", type=int, default=KEEP,
+                   help="modules per problem and path: the torch path's best candidates, "
                         "the raised path's chosen launches and their next passed ones")
     p.add_argument("--max-candidates", type=int, default=8,
                    help="candidates checked per problem by the selection's cascade")
