@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fnmatch
 import sys
 import tempfile
 import time
@@ -243,10 +244,14 @@ def _torch_candidates(name: str, profile: str, executor: Executor, keep: int,
     return candidates
 
 
-def merge_bundles(sources: Sequence[Path], target: Path) -> Path:
+def merge_bundles(sources: Sequence[Path], target: Path, *, drop: Sequence[str] = (),
+                  replace: bool = False) -> Path:
     """One bundle under `target` of the cases of `sources` (a torch-path and a triton-path
     bundle of the same problems): a case in several keeps its first problem and input kernel
-    and gets every source's candidates (ids must differ). UsageError for a clash."""
+    and gets every source's candidates. Candidates whose id matches a glob of `drop` are left
+    out (a case left with none too; none left at all is a UsageError). Ids must differ
+    (UsageError for a clash), unless `replace`: then a later source's candidate takes the
+    place of an earlier one of its id (a path rebuilt after a change)."""
     read = [harness.read_forge_bundle(s) for s in sources]
     if not read:
         raise UsageError("--merge: no bundle given")
@@ -257,24 +262,33 @@ def merge_bundles(sources: Sequence[Path], target: Path) -> Path:
             raise UsageError(f"{bundle.root}: profile {bundle.profile}, but {read[0].root} "
                              f"has {read[0].profile}")
         for case in bundle.cases:
-            for c in case.candidates:
+            kept = tuple(c for c in case.candidates
+                         if not any(fnmatch.fnmatchcase(c.id, g) for g in drop))
+            for c in kept:
                 files[c.module] = bundle.path(c.module).read_text()
             first = cases.get(case.case)
             if first is None:
-                cases[case.case] = case
+                cases[case.case] = dataclasses.replace(case, candidates=kept)
                 for relative in (case.problem, case.input_kernel):
                     if relative is not None:
                         files[relative] = bundle.path(relative).read_text()
                 continue
-            clash = {c.id for c in first.candidates} & {c.id for c in case.candidates}
-            if clash:
+            clash = {c.id for c in first.candidates} & {c.id for c in kept}
+            if clash and not replace:
                 raise UsageError(f"{bundle.root}: case {case.case} repeats candidate(s) "
-                                 f"{', '.join(sorted(clash))}")
-            cases[case.case] = dataclasses.replace(
-                first, candidates=first.candidates + case.candidates)
-    merged = harness.ForgeBundle(target, read[0].profile, read[0].seed, axon_version(),
-                                 tuple(cases[name] for name in sorted(cases)))
-    return harness.write_forge_bundle(merged, files)
+                                 f"{', '.join(sorted(clash))} (--replace takes the later)")
+            later = {c.id: c for c in kept}
+            merged = [later.pop(c.id, c) for c in first.candidates]
+            cases[case.case] = dataclasses.replace(first, candidates=(*merged, *later.values()))
+    cases = {name: case for name, case in cases.items() if case.candidates}
+    if not cases:
+        raise UsageError("--merge: no candidate is left (--drop matched them all)")
+    written = {c.module for case in cases.values() for c in case.candidates} | {
+        r for case in cases.values() for r in (case.problem, case.input_kernel) if r}
+    merged_bundle = harness.ForgeBundle(target, read[0].profile, read[0].seed, axon_version(),
+                                        tuple(cases[name] for name in sorted(cases)))
+    return harness.write_forge_bundle(merged_bundle,
+                                      {k: v for k, v in files.items() if k in written})
 
 
 def _parser() -> ArgumentParser:
@@ -286,6 +300,12 @@ def _parser() -> ArgumentParser:
     p.add_argument("--profile", default="h200", help="the KB device (default h200)")
     p.add_argument("--merge", type=Path, nargs="+", metavar="BUNDLE",
                    help="merge these bundles into -o instead of forging")
+    p.add_argument("--drop", default="", metavar="GLOBS",
+                   help="with --merge: leave out the candidates whose id matches one of these "
+                        "comma-separated globs (e.g. 'no_persistent,exp_*')")
+    p.add_argument("--replace", action="store_true",
+                   help="with --merge: a later bundle's candidate replaces an earlier one of "
+                        "the same id (else a repeated id is an error)")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="DIR",
                    help="the bundle directory (must not hold a bundle)")
     p.add_argument("--keep", type=int, default=KEEP,
@@ -333,8 +353,12 @@ def _run(args: argparse.Namespace) -> None:
         raise UsageError(f"--paths '{args.paths}': expected some of torch, triton, raised")
     if (args.output / harness.MANIFEST).exists():
         raise UsageError(f"{args.output}: holds a bundle already")
+    if (args.drop or args.replace) and not args.merge:
+        raise UsageError("--drop and --replace go with --merge")
     if args.merge:
-        path = merge_bundles(args.merge, args.output)
+        path = merge_bundles(args.merge, args.output,
+                             drop=[g for g in args.drop.split(",") if g],
+                             replace=args.replace)
         print(f"forge-bundle: wrote {path}", file=sys.stderr)
         return
     start = time.perf_counter()

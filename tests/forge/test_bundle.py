@@ -62,6 +62,16 @@ def test_both_paths_make_one_case_and_bundles_merge(tmp_path: Path) -> None:
                                                           *[c.id for c in rest]]
     with pytest.raises(UsageError, match="repeats candidate"):
         merge_bundles([tmp_path / "torch", tmp_path / "torch"], tmp_path / "twice")
+    # a rebuilt path replaces its candidates; globs leave candidates out
+    again = harness.read_forge_bundle(merge_bundles(
+        [tmp_path / "merged", tmp_path / "torch"], tmp_path / "again", drop=["no_*"],
+        replace=True).parent)
+    assert [c.id for c in again.cases[0].candidates] == ["axon_0", "stages",
+                                                         *[p.id for p in prefixes]]
+    assert sorted(p.name for p in (tmp_path / "again" / NAME).iterdir()) == sorted(
+        [Path(c.module).name for c in again.cases[0].candidates] + ["input.py", "problem.py"])
+    with pytest.raises(UsageError, match="no candidate is left"):
+        merge_bundles([tmp_path / "torch", tmp_path / "triton"], tmp_path / "none", drop=["*"])
 
 
 def test_the_raised_path_is_a_candidate(tmp_path: Path) -> None:
@@ -85,6 +95,8 @@ def test_the_raised_path_is_a_candidate(tmp_path: Path) -> None:
 def test_command_mistakes_are_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                           ) -> None:
     for argv, message in ((["--problems", "99_nope", "-o", str(tmp_path)], "unknown 99_nope"),
+                          (["--drop", "exp_*", "-o", str(tmp_path)],
+                           "--drop and --replace go with --merge"),
                           (["--paths", "cuda", "-o", str(tmp_path)],
                            "expected some of torch, triton, raised")):
         with pytest.raises(SystemExit) as exit_:
