@@ -121,8 +121,12 @@ class KernelRaise:
             return f"kernel {self.name}: not raised to ax: {self.reason}"
         assume = f" (assuming {', '.join(self.raised.assumptions)})" \
             if self.raised.assumptions else ""
+        direct = ("the xt kernel itself proved equal too" if self.raised.xt_proved else
+                  "the xt kernel not proved directly ("
+                  f"{getattr(self.raised.xt_verdict, 'reason', self.raised.xt_verdict)}): the "
+                  "raise's steps stand")
         return (f"kernel {self.name}: raised to tile and ax, proved equal{assume} in "
-                f"{self.raised.seconds:.2f} s")
+                f"{self.raised.seconds:.2f} s; {direct}")
 
 
 @dataclass

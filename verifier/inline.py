@@ -551,7 +551,7 @@ def _scalar(e: ScalarExpr, read: Callable[[Read], Value], env: dict[str, IntExpr
     if isinstance(e, Const):
         if isinstance(e.value, bool):
             return T.bconst(e.value)
-        return T.const(Fraction(e.value))
+        return T.const(e.value if isinstance(e.value, float) else Fraction(e.value))
     if isinstance(e, Read):
         return read(e)
     if isinstance(e, Index):

@@ -2,12 +2,14 @@
 
 A kernel whose store of result r writes, in each dim d, the tile of program `p` at offset
 `p*B` with a tile extent of `B` over a grid extent of `ceildiv(D, B)` (or the whole dim at
-offset 0) writes every element `o < D` exactly once: by the program `o floordiv B`, from its
-tile's place `o mod B`. That pattern is checked here, structurally, for every dim; a program id
-that no dim splits must have a grid extent of 1 (else every program would write the same
-elements). The element of the result at `o` is then the stored tile's element at `o mod B` with
-each program id replaced by `o floordiv B` (`StoreRead`); the inliner reads on from there, and
-a load at `p*B + t` reads the global tensor at `o` again (`indices.recombine`).
+offset 0: a tile extent of `D`, or of `B` where the kernel assumes `B >= D`, its lanes past
+the result not written) writes every element `o < D` exactly once: by the program
+`o floordiv B`, from its tile's place `o mod B`. That pattern is checked here, structurally,
+for every dim; a program id that no dim splits must have a grid extent of 1 (else every
+program would write the same elements). The element of the result at `o` is then the stored
+tile's element at `o mod B` with each program id replaced by `o floordiv B` (`StoreRead`); the
+inliner reads on from there, and a load at `p*B + t` reads the global tensor at `o` again
+(`indices.recombine`).
 
 A parallel loop over sub-tiles is one more split of the same kind: a store inside
 `tile.for {iv = "s", extent = "ceildiv(B, S)", kind = "parallel"}` at `p*B + s*S` with a tile
@@ -109,13 +111,14 @@ def store_read(kernel: KernelOp, result: int, index: Sequence[IntExpr]) -> Store
     if loop is not None:
         extents[loop.iv.data] = loop.extent_expr()
     divides = _divisibility(kernel)
+    covers = _coverings(kernel)
     env: dict[str, IntExpr] = {}
     tile_index: list[IntExpr] = []
     for d, (off, extent, dim, o) in enumerate(zip(store.offset_exprs(), tile.shape, out.shape,
                                                   index, strict=True)):
         where = f"tile.store of result #{result}, dim {d}"
-        if off == IntExpr.const(0) and extent == dim:
-            tile_index.append(o)
+        if off == IntExpr.const(0) and (extent == dim or (extent, dim) in covers):
+            tile_index.append(o)  # lane o; the lanes past the result are not written
             continue
         split = _split_of(off, extent, extents)
         if split is None or any(name in env for name, _ in split):
@@ -255,6 +258,19 @@ def _factors(offset: IntExpr, name: str) -> list[IntExpr]:
             atoms.remove(next(a for a in atoms if a.kind == "sym" and a.name == name))
             found.append(IntExpr(((tuple(atoms), coeff),)))
     return found
+
+
+def _coverings(kernel: KernelOp) -> set[tuple[IntExpr, IntExpr]]:
+    """The pairs (B, D) the kernel assumes `B >= D` of: a tile of B lanes at offset 0 holds a
+    dim of D whole (a Triton block of `next_power_of_2(D)` lanes)."""
+    pairs = set()
+    for text in kernel.assumptions():
+        lhs, op, rhs = parse_assumption(text)
+        if op == ">=":
+            pairs.add((lhs, rhs))
+        elif op == "<=":
+            pairs.add((rhs, lhs))
+    return pairs
 
 
 def _divisibility(kernel: KernelOp) -> set[tuple[IntExpr, IntExpr]]:

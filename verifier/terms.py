@@ -23,6 +23,7 @@ so the two namespaces are disjoint by construction and a size can never capture 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -32,6 +33,7 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.verifier.budget import (
     MAX_MONOMIALS,
     MAX_TERM_CHARS,
+    Unsupported,
     check_coefficient,
     check_size,
     tick,
@@ -400,6 +402,8 @@ def mono_mul(m1: Monomial, m2: Monomial) -> Monomial:
 
 
 def const(value: Fraction | float | int) -> Poly:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise Unsupported(f"a constant {value}: the verifier reasons over the reals")
     v = Fraction(value)
     return Poly((((), v),)) if v else Poly(())
 

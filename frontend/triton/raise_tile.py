@@ -26,7 +26,12 @@ operands that do not span the dim hold and every lane n with S <= n < B; an infi
 carried where IEEE arithmetic settles it, `_PadTerm`), else the kernel is not raised, with
 the reason. The verifier then proves the `tile.kernel` equal to the `ax` function for every
 size and every block size the assumptions admit (`prove_equivalent`, the call the tiling
-search makes); Refuted or Unknown is `NotRaised` with the verdict's reason.
+search makes); Refuted or Unknown is `NotRaised` with the verdict's reason. Then the `xt`
+kernel itself is put to the verifier against the same `ax` function, its structure in `tile`
+and its ops as they are (`embed_xt.py`, `prove_xt`): Proved where it reasons over reals (every
+kernel of the Forge problems but those that read -inf), which leaves none of the raise's
+steps to trust; Refuted is `NotRaised` (the raise misread the kernel); Unknown is recorded
+(`RaisedKernel.xt_verdict`) and the raise's own proof stands.
 
 Loops carry a dot's accumulator, a sum of blocks (`acc += block`, then `tl.sum(acc)`), or a
 running max (min) of blocks: `running = tl.maximum(running, x)` from -inf over blocks of a
@@ -61,13 +66,15 @@ from axon.dialects.form.generic_form import GenericForm, LoopDim
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr, expand, map_reads
 from axon.dialects.form.syntax import parse_form
+from axon.frontend.triton.embed_xt import NotEmbedded, embed_xt
 from axon.tools.embed import parse_mlir
-from axon.verifier import ProofBudget, Proved, Verdict, prove_equivalent
+from axon.verifier import ProofBudget, Proved, Refuted, Unknown, Verdict, prove_equivalent
 from axon.verifier import terms as T
 from axon.verifier.budget import SEARCH_BUDGET, OutOfBudget, spending
 from axon.verifier.constant import NOT_PROVED, IntegerFacts, scalar_term
 
-__all__ = ["NotRaised", "RaisedKernel", "prove_raised", "raise_to_ax", "raise_to_tile"]
+__all__ = ["NotRaised", "RaisedKernel", "prove_raised", "prove_xt", "raise_to_ax",
+           "raise_to_tile"]
 
 ONE = IntExpr.const(1)
 ZERO = IntExpr.const(0)
@@ -152,6 +159,14 @@ class RaisedKernel:
     verdict: Verdict
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    xt_verdict: Verdict | None = None
+    """The `xt` kernel itself against the `ax` function (`embed_xt`): Proved where the
+    verifier reads it with none of the raise's steps; else why not (an infinity, an op the
+    embedding lacks), and the raise's own proof stands."""
+
+    @property
+    def xt_proved(self) -> bool:
+        return isinstance(self.xt_verdict, Proved)
 
 
 def _ty(shape: Sequence[IntExpr], dtype: str = "f32") -> str:
@@ -1132,8 +1147,27 @@ def prove_raised(func: FuncOp, tile_text: str, ax_text: str, assumptions: list[s
     if not isinstance(verdict, Proved):
         raise NotRaised(f"the verifier did not prove the tile kernel equal to the ax function: "
                         f"{type(verdict).__name__}: {verdict}")
+    direct = prove_xt(func, ax, assumptions, budget)
     return RaisedKernel(func.sym_name.data, func, tile, ax, tile_text, ax_text,
-                        list(assumptions), verdict, verdict.seconds)
+                        list(assumptions), verdict, verdict.seconds + direct.seconds,
+                        xt_verdict=direct)
+
+
+def prove_xt(func: FuncOp, ax: FuncOp, assumptions: Sequence[str],
+             budget: ProofBudget | None = None) -> Verdict:
+    """The `xt` kernel of `func` itself proved equal to `ax` (`embed_xt`: its structure in
+    `tile`, its ops as they are), or Unknown with why not. Refuted is NotRaised: the `tile`
+    kernel the raise built was proved equal to `ax`, so the raise misread the kernel."""
+    try:
+        embedded = embed_xt(func, assumptions)
+    except NotEmbedded as err:
+        return Unknown(f"not embedded: {err}", 0.0)
+    verdict = prove_equivalent(embedded, ax, budget=budget or SEARCH_BUDGET)
+    if isinstance(verdict, Refuted):
+        raise NotRaised(f"the xt kernel itself is refuted against the ax function its tile "
+                        f"kernel was proved equal to (a bug in the raise): "
+                        f"{verdict.counterexample}")
+    return verdict
 
 
 def _parse(text: str, what: str) -> FuncOp:
