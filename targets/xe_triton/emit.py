@@ -117,11 +117,14 @@ def launch_block_io(kernel: xt.KernelOp, device: Device, tile_sizes: Mapping[str
     if not shape.block_io:
         return None
     defaults = {p: int(tile_sizes[p]) for p in kernel.param_names() if p in tile_sizes}
-    return _default_block_io(settings_for(device, shape.facts(kernel, defaults, sizes)))
+    return _default_block_io(settings_for(device, shape.facts(kernel, defaults, sizes)), shape)
 
 
-def _default_block_io(settings: Settings) -> str:
-    return settings.block_io or "pointer"
+def _default_block_io(settings: Settings, shape: _KernelShape) -> str:
+    chosen = settings.block_io or "pointer"
+    if shape.descriptor_hazard and chosen in ("tensor_descriptor", "host_descriptor"):
+        return "block_ptr"
+    return chosen
 
 
 def emit_module(func: FuncOp, device: str = "h200",
@@ -157,7 +160,7 @@ def emit_module(func: FuncOp, device: str = "h200",
         options["GROUP_SIZE_M"] = int(chosen.get("GROUP_M", 0) or (
             settings.group_size_m[0] if settings.group_size_m else 1))
     if shape.block_io:
-        options["block_io"] = block_io or _default_block_io(settings)
+        options["block_io"] = block_io or _default_block_io(settings, shape)
     if shape.prologue:
         options["prologue"] = prologue or "split"
     configs = tuple(kb_launches(kernel, dev, defaults, sizes or {}, shape=shape))
@@ -268,10 +271,36 @@ class _KernelShape:
     tiles: list[_Tile] = field(default_factory=list)
     access: dict[Operation, _Tile] = field(default_factory=dict)
     prologue: _Prologue | None = None
+    descriptor_hazard: str | None = None
+    """Why the kernel's tiles must not move by tensor descriptor (`transformed_loop_load`)."""
 
     @property
     def block_io(self) -> bool:
         return bool(self.access)
+
+    def transformed_loop_load(self) -> str | None:
+        """A tile loaded by block I/O inside a loop that arithmetic reads before a dot (14's
+        `x * w` of the rmsnorm folded into the GEMM's K loop), or None. Triton 3.6 on an H100
+        computes such a kernel wrong when the tile comes by tensor descriptor and the loop is
+        pipelined (`num_stages` 2 or more: max error 0.65 against 0.01, and garbage by a
+        descriptor made on the device; right by block pointer, by pointers, or at one stage;
+        measured at stop 40). Such a kernel's default is a block pointer."""
+        for op in self.access:
+            if not isinstance(op, xt.LoadOp) or not isinstance(op.parent_op(), xt.ForOp):
+                continue
+            if self.prologue is not None and op is self.prologue.load:
+                continue  # its maps run in the loop only with prologue="fused" (the host's)
+            readers = [u.operation for u in op.results[0].uses]
+            while readers:
+                user = readers.pop()
+                if isinstance(user, xt.ReshapeOp):
+                    readers += [u.operation for u in user.results[0].uses]
+                elif isinstance(user, xt.MapOp) and not isinstance(
+                        parse_form(user.form.data, len(user.inputs)).body, Read):
+                    offsets = ", ".join(str(o) for o in op.attrs()["offsets"])
+                    return (f"the tile loaded at [{offsets}] inside a loop is computed on "
+                            "before its dot")
+        return None
 
     @classmethod
     def of(cls, kernel: xt.KernelOp) -> _KernelShape:
@@ -320,6 +349,7 @@ class _KernelShape:
         if shape.has_dot:
             shape.find_tiles(kernel, ops)
             shape.prologue = _Prologue.of(kernel, ops)
+            shape.descriptor_hazard = shape.transformed_loop_load()
         return shape
 
     def find_tiles(self, kernel: xt.KernelOp, ops: list[Operation]) -> None:
@@ -1184,6 +1214,9 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
              + (" `block_io`:\n    how the 2D tiles move (tensor descriptors fall back to block "
                 "pointers where\n    the tensors do not meet the device's rules)."
                 if shape.block_io else "")
+             + (f" Block pointers by default:\n    {shape.descriptor_hazard}, which "
+                "Triton 3.6 computes wrong by tensor\n    descriptor in a pipelined loop."
+                if shape.descriptor_hazard else "")
              + (" `prologue`:\n    \"split\" computes the dot operand's elementwise maps "
                 "once in a kernel before the\n    GEMM, \"fused\" in the GEMM for each block."
                 if shape.prologue else "")
@@ -1232,6 +1265,13 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
     if shape.block_io:
         tiles = ", ".join(f"({t.ptr.removesuffix('_ptr')}, {_tuple(_ints(t.block))})"
                           for t in shape.tiles)
+        if shape.prologue:
+            # the fused prologue's maps read the operand's tile in the K loop: see
+            # `_KernelShape.transformed_loop_load`
+            lines += ['    if prologue == "fused" and block_io in ("tensor_descriptor", '
+                      '"host_descriptor"):',
+                      '        block_io = "block_ptr"  # arithmetic on a descriptor\'s tile in '
+                      'a pipelined loop: wrong in Triton 3.6']
         lines.append(f"    block_io = _block_io(block_io, [{tiles}])")
         lines.append('    made = block_io == "host_descriptor"')
         for tile in shape.tiles:

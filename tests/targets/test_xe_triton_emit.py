@@ -252,6 +252,30 @@ def test_descriptors_are_used_where_the_tensors_allow_them() -> None:
         emit_triton(tiled(func, "blocks_k"), block_io="tma")
 
 
+def test_a_tile_computed_on_in_the_k_loop_moves_by_block_pointer_by_default() -> None:
+    """rmsnorm_matmul's operand `x * g * r` is computed on the loaded tile inside the K loop:
+    Triton 3.6 on an H100 computed the Forge problem 14's kernel of that shape wrong by tensor
+    descriptor with a pipelined loop (max error 0.65 against 0.01 by block pointer, stop 40),
+    so such a kernel's default is a block pointer, and says why; a plain GEMM keeps the KB's
+    descriptors, and a split prologue's GEMM too (the maps run in the loop only when fused,
+    where the host takes a block pointer)."""
+    fused = emit_triton(tiled(program("rmsnorm_matmul"), "blocks_k"), tile_sizes=WIDE)
+    assert fused.options["block_io"] == "block_ptr"
+    assert "Block pointers by default:" in fused.text
+    assert "inside a loop is computed on before its dot" in fused.text
+    plain = emit_triton(tiled(program("matmul"), "blocks_k"), tile_sizes=WIDE)
+    assert plain.options["block_io"] == "host_descriptor"
+    assert "Block pointers by default" not in plain.text
+    split = emit_triton(tiled(program("silu_matmul"), "blocks_k"), tile_sizes=WIDE)
+    assert split.options["block_io"] == "host_descriptor"
+    assert ('    if prologue == "fused" and block_io in ("tensor_descriptor", '
+            '"host_descriptor"):\n        block_io = "block_ptr"') in split.text
+    # the caller's choice stands
+    mine = emit_triton(tiled(program("rmsnorm_matmul"), "blocks_k"), tile_sizes=WIDE,
+                       block_io="tensor_descriptor")
+    assert mine.options["block_io"] == "tensor_descriptor"
+
+
 @pytest.mark.parametrize("group", [1, 2, 4])
 def test_the_grouped_program_order_covers_every_tile_once(group: int) -> None:
     # 11 rows of BM=2 are 6 row tiles: groups of 4 leave a short last group
