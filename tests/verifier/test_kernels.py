@@ -137,6 +137,38 @@ def test_a_store_pattern_the_verifier_does_not_read_is_unknown_with_its_reason(
     assert reason in verdict.reason
 
 
+ROW_HELD = f"""
+func.func @f(%x: {T2}) -> {T2} {{
+  %y = ax.add %x, %x : ({T2}, {T2}) -> {T2}
+  func.return %y : {T2}
+}}
+func.func @g(%x: {T2}) -> {T2} {{
+  %c = tile.kernel %x {{program_ids = ["i"], grid = ["M"], params = ["B"], assume = [ASSUME]}}
+      : ({T2}) -> {T2} {{
+  ^bb0(%xg: {T2}):
+    %t = tile.load %xg {{offsets = ["i", "0"], shape = ["1", "B"], pad = 0.0 : f64,
+                        space = "registers"}} : ({T2}) -> !ax.tensor<[1, B], f32>
+    %u = ax.add %t, %t : (!ax.tensor<[1, B], f32>, !ax.tensor<[1, B], f32>)
+        -> !ax.tensor<[1, B], f32>
+    tile.store %u {{result = 0, offsets = ["i", "0"]}} : !ax.tensor<[1, B], f32>
+    tile.yield
+  }}
+  func.return %c : {T2}
+}}
+"""
+
+
+def test_a_row_held_whole_by_a_wider_block_is_read_where_the_block_covers_it() -> None:
+    """A Triton row kernel's block of `B = next_power_of_2(N)` lanes at offset 0: its store
+    writes lane o for every o < N where `B >= N` (the lanes past the row are not written), so
+    the verifier reads it under that assumption, and only under it."""
+    for assume in ('"B >= N"', '"N <= B"'):
+        assert isinstance(prove_equivalent(*pair(ROW_HELD, ASSUME=assume)), Proved)
+    for assume in ('"B >= 1"', '"B <= N"'):
+        verdict = prove_equivalent(*pair(ROW_HELD, ASSUME=assume))
+        assert isinstance(verdict, Unknown) and "tile extent of B" in verdict.reason
+
+
 def test_a_sequential_loop_that_does_not_accumulate_is_unknown() -> None:
     text = ADD.replace(
         "    tile.store %u",
