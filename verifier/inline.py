@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
@@ -551,7 +550,7 @@ def _scalar(e: ScalarExpr, read: Callable[[Read], Value], env: dict[str, IntExpr
     if isinstance(e, Const):
         if isinstance(e.value, bool):
             return T.bconst(e.value)
-        return T.const(e.value if isinstance(e.value, float) else Fraction(e.value))
+        return T.const(e.value)  # an infinity is Unsupported there
     if isinstance(e, Read):
         return read(e)
     if isinstance(e, Index):

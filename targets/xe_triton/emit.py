@@ -122,7 +122,7 @@ def launch_block_io(kernel: xt.KernelOp, device: Device, tile_sizes: Mapping[str
 
 def _default_block_io(settings: Settings, shape: _KernelShape) -> str:
     chosen = settings.block_io or "pointer"
-    if shape.descriptor_hazard and chosen in ("tensor_descriptor", "host_descriptor"):
+    if shape.descriptor_hazard and chosen in DESCRIPTOR_MODES:
         return "block_ptr"
     return chosen
 
@@ -215,6 +215,8 @@ TILE_RANK_MAX = 5
 #: how the GEMM family's 2D tiles are loaded and stored, and the kernel's `BLOCK_IO` for each
 #: (`host_descriptor`: a `TensorDescriptor` the host makes and passes, none made on the device)
 BLOCK_IO_MODES = {"pointer": 0, "block_ptr": 1, "tensor_descriptor": 2, "host_descriptor": 3}
+#: the modes that move tiles by tensor descriptor (the device's or the host's)
+DESCRIPTOR_MODES = ("tensor_descriptor", "host_descriptor")
 #: a size the emitter does not know (the KB grid's block sizes are then not clamped by it)
 UNKNOWN_SIZE = 1 << 16
 #: the KB's name of each dtype
@@ -1268,8 +1270,7 @@ def _host(kernel: xt.KernelOp, name: str, defaults: dict[str, int], num_warps: i
         if shape.prologue:
             # the fused prologue's maps read the operand's tile in the K loop: see
             # `_KernelShape.transformed_loop_load`
-            lines += ['    if prologue == "fused" and block_io in ("tensor_descriptor", '
-                      '"host_descriptor"):',
+            lines += [f'    if prologue == "fused" and block_io in {DESCRIPTOR_MODES!r}:',
                       '        block_io = "block_ptr"  # arithmetic on a descriptor\'s tile in '
                       'a pipelined loop: wrong in Triton 3.6']
         lines.append(f"    block_io = _block_io(block_io, [{tiles}])")
@@ -1396,7 +1397,7 @@ def _host_helpers(dev: Device) -> list[str]:
         f"    {dev.name}'s descriptor rules: {' or '.join(rules)}.\"\"\"",
         "    if block_io not in _BLOCK_IO:",
         '        raise ValueError(f"block_io={block_io!r} is not one of " + ", ".join(_BLOCK_IO))',
-        '    if block_io not in ("tensor_descriptor", "host_descriptor"):',
+        f"    if block_io not in {DESCRIPTOR_MODES!r}:",
         "        return block_io",
         *(["    for t, block in tiles:",
            "        size = t.element_size()",
