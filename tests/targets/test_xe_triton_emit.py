@@ -274,7 +274,12 @@ def test_a_tile_computed_on_in_the_k_loop_moves_by_block_pointer_by_default() ->
         module, host = loaded(func, "blocks_k", WIDE, scratch)
         asked: list[str] = []
         choose = module._block_io
-        module._block_io = lambda mode, tiles: (asked.append(mode), choose(mode, tiles))[1]
+
+        def spy(mode: str, tiles: object) -> str:
+            asked.append(mode)
+            return str(choose(mode, tiles))
+
+        setattr(module, "_block_io", spy)  # noqa: B010 (a module's global, replaced)
         for prologue in ("fused", "split"):
             checks = compare(func, module, host, aligned(func)[:1],
                              options={"prologue": prologue, "block_io": "tensor_descriptor"})
