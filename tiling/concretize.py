@@ -33,8 +33,8 @@ longest list is thinned (every other value dropped, its smallest and largest kep
 product fits; 3 or 4 parameters of 8-13 values each stay within a second or two. Each
 combination is kept only if every assumption of the kernel holds at it (`parse_assumption`,
 evaluated with the sizes) and the cost model says it fits; the kept ones are ranked by modeled
-seconds (within 5% a tie), then fewer programs, then HBM bytes, then the values themselves (so
-the order is deterministic).
+seconds (within 5% a tie), then fewer programs, then (on a NeuronCore) fewer loop trips, then
+HBM bytes, then the values themselves (so the order is deterministic).
 """
 
 from __future__ import annotations
@@ -158,14 +158,20 @@ def describe(candidate: Candidate) -> str:
             f"({cost.hbm_bytes / max(cost.compulsory_bytes, 1):.2f}x compulsory)")
 
 
-def _rank(c: Candidate, profile: DeviceProfile) -> tuple[int, int, bool, float, tuple[int, ...]]:
+def _rank(c: Candidate, profile: DeviceProfile
+          ) -> tuple[int, int, int, bool, float, tuple[int, ...]]:
     """Modeled times within 5% of each other tie (the model's resolution); then fewer programs
     win (each has an overhead the model does not count: a one-element program is never
-    better than a full tile), then the profile's default warp count (Triton's, whose other
-    effects the model does not know), then less traffic, then the values themselves."""
+    better than a full tile), then, on a NeuronCore, fewer loop trips (each issues its
+    instructions and DMAs again, with their fixed costs, which the model does not count
+    either: a matrix-vector product's K loop at BK = 2 ties with BK = 128 on traffic alone),
+    then the profile's default warp count (Triton's, whose other effects the model does not
+    know), then less traffic, then the values themselves."""
     band = math.floor(math.log(max(c.cost.seconds, 1e-15)) / math.log(TIME_BAND))
+    trips = c.cost.iterations if partition_count(profile) else 0
     other_warps = c.cost.warps is not None and c.cost.warps != default_warps(profile)
-    return (band, c.cost.programs, other_warps, c.cost.hbm_bytes, tuple(c.params.values()))
+    return (band, c.cost.programs, trips, other_warps, c.cost.hbm_bytes,
+            tuple(c.params.values()))
 
 
 def parameter_values(plan: KernelPlan, name: str, sizes: Mapping[str, int],

@@ -72,7 +72,8 @@ bytes an element), on a GPU per program. A candidate over a capacity does not fi
 False, `why_not` names the space, what it needs and what it has): spills are rejected, never
 priced. A NeuronCore tile's first dim is also at most the partition count, and an `ax.matmul`
 of tiles `[a, b] x [b, c]` has `a` at most the stationary free limit, `b` at most the partition
-count and `c` at most the moving free limit.
+count and `c` at most the moving free limit (a matrix-vector product `[a, b] x [b]` moves one
+column, `c` = 1).
 
 **Flops** per execution of a compute op come from its generic form (`nugraph.cost`: the
 tensor level's count), times its executions; a contraction runs at the matrix peak, the rest at
@@ -432,10 +433,11 @@ class KernelPlan:
         if limits is None or not partitions:
             return None
         for lhs, rhs in self.matmuls:
-            if lhs.rank != 2 or rhs.rank != 2:
+            if lhs.rank != 2 or rhs.rank not in (1, 2):
                 continue
             a, b = (d.evaluate(env) for d in lhs.shape)
-            c = rhs.shape[1].evaluate(env)
+            # a matrix-vector product `[M, K] @ [K]` moves the vector as one column
+            c = rhs.shape[1].evaluate(env) if rhs.rank == 2 else 1
             for what, need, limit in [
                     ("stationary free size", a, limits.matmul_stationary_free_max),
                     ("contraction (partition) size", b, None),

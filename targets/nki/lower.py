@@ -20,7 +20,12 @@ of the tile's region) and replaces every tile-level compute op by NeuronCore ins
 - `ax.matmul` of `[P, K]` by `[K, N]` -> `nc_transpose` of the left tile (the stationary
   operand is `[K, P]`), its copy out of PSUM into SBUF, `nc_matmul` into PSUM; a loop's
   `acc + a @ b` is `tensor_tensor` add of the PSUM accumulator (`tile.full` in PSUM, fp32) and
-  the product, which the emitter prints as `nc_matmul` accumulating into `acc`.
+  the product, which the emitter prints as `nc_matmul` accumulating into `acc`;
+- `ax.matmul` of `[P, K]` by a vector `[K]` (one value per row, a `[P, 1]` column) ->
+  `nc_transpose` of the tile (the stationary `[K, P]`) and `nc_matmul` by the vector as the
+  moving column `[K, 1]` (a row reduction of another tile is one already; a loaded row is
+  read into one by its DMA, one element a partition), accumulated in PSUM over a K loop like
+  any matmul.
 
 Every instruction computes in fp32 (its dst is fp32) except the copy into the result's dtype
 before a store (a DMA does not convert, nor read PSUM). The lowering is only kept when the
@@ -428,6 +433,16 @@ def _row_reduction(op: Operation) -> bool:
     return isinstance(op, GenericOp)
 
 
+def _matvec(op: Operation) -> bool:
+    """`op` is `ax.matmul` of a `[P, K]` tile by a vector `[K]`: one value per row of the
+    tile, a rank-1 `[P]` result (gemm_sum_scale's `x @ sum(w, axis=1)`)."""
+    if not isinstance(op, MatmulOp):
+        return False
+    a, v = (_type(x) for x in op.operands)
+    result = _type(op.results[0])
+    return a.rank == 2 and v.rank == 1 and result.rank == 1 and result.shape[0] == a.shape[0]
+
+
 def _read_per_row(op: Operation, operand: int) -> bool:
     """`op` is a generic form of a rank-2 result reading its rank-1 operand `operand` only
     at the result's first (partition) dim: one value per row of the result (qknorm_gqa's
@@ -462,7 +477,7 @@ def _per_row_values(kernel: KernelOp) -> set[SSAValue]:
     while changed:
         before = len(found)
         for op in ops:
-            if _row_reduction(op) or elementwise(op):
+            if _row_reduction(op) or _matvec(op) or elementwise(op):
                 found.add(op.results[0])
             if elementwise(op):
                 found.update(v for v in op.operands if _type(v).rank == 1)
@@ -995,6 +1010,8 @@ class _Lowering(KernelRebuild):
             return self.lower_reduce(op, _REDUCE[type(op)], target)
         if isinstance(op, GenericOp):
             return self.lower_generic(op, target)
+        if isinstance(op, MatmulOp):
+            return self.lower_matvec(op, target)
         partitions = _type(op.results[0]).shape[0]
         if type(op) in _ACTIVATION:
             return self.add(target, nki.ActivationOp.make(
@@ -1016,11 +1033,43 @@ class _Lowering(KernelRebuild):
                 return self.by_size_scalar(self.per_row_column(tile, partitions, target),
                                            self.scalars[other], alu, reverse, target)
         x, y = (self.per_row_column(v, partitions, target) for v in (a, b))
-        if _buffer(x) == _buffer(y) == "psum":
+        both = _buffer(x) == _buffer(y) == "psum"
+        # a PSUM accumulator plus a matrix-vector product stays there (as `lower_binary`'s
+        # matmul accumulation: the emitter folds the add into the matmul)
+        accumulating = both and isinstance(op, AddOp) and any(
+            self.is_accumulator(v) for v in (a, b))
+        if both and not accumulating:
             y = self.add(target, nki.TensorCopyOp.make([y], buffer="sbuf",
                                                        dtype=COMPUTE_DTYPE))
         return self.add(target, nki.TensorTensorOp.make(
-            [x, y], op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
+            [x, y], op=alu, buffer="psum" if accumulating else "sbuf", dtype=COMPUTE_DTYPE))
+
+    def lower_matvec(self, op: MatmulOp, target: Block) -> SSAValue:
+        """`ax.matmul` of a `[P, K]` tile by a vector `[K]` on TensorE: the tile transposed
+        (`nc_transpose`, the stationary `[K, P]`) times the vector as a column `[K, 1]` (the
+        moving operand: a per-row value of another tile is one already, a loaded row `[K]` is
+        read into one by its DMA, another row transposed by `row_column`), one value per row
+        `[P, 1]` in PSUM."""
+        x, v = op.operands
+        a = self.tile(x)
+        if v in self.per_row:
+            column = self.values[v]
+        elif isinstance(v.owner, LoadOp):  # a loaded row: one element a partition, by the DMA
+            column = self.add(target, nki.DmaCopyOp.make(
+                [self.values[v]], buffer="sbuf", shape=[_type(v).shape[0], IntExpr.const(1)]))
+        else:
+            column = self.row_column(v, target)
+        dtype = _type(a).dtype if _type(a).dtype != COMPUTE_DTYPE else _type(column).dtype
+        # TensorE reads bf16/f16 with bf16/f16, or fp32 with fp32: one dtype for both
+        if _type(column).dtype != dtype or _buffer(column) != "sbuf":
+            column = self.add(target, nki.TensorCopyOp.make([column], buffer="sbuf",
+                                                            dtype=dtype))
+        if _buffer(a) != "sbuf":
+            a = self.add(target, nki.TensorCopyOp.make([a], buffer="sbuf", dtype=dtype))
+        transposed = self.add(target, nki.NcTransposeOp.make([a], buffer="psum"))
+        stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf",
+                                                            dtype=dtype))
+        return self.add(target, nki.NcMatmulOp.make([stationary, column], buffer="psum"))
 
     def per_row_column(self, value: SSAValue, partitions: IntExpr, target: Block
                        ) -> SSAValue:

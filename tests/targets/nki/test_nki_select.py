@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from xdsl.dialects.func import FuncOp
 
-from axon.benchmarks.suite import PROGRAMS
+from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.interpreter import run_function
 from axon.targets.nki.command import NkiTargetError, emit_kernel
 from axon.targets.nki.select import (
@@ -81,7 +81,7 @@ def test_the_cheapest_right_candidate_wins_over_both_chains(tmp_path: Path) -> N
         (expected,) = run_function(func, inputs, sizes)
         assert latency == c.latency_s
         assert check_close(out, expected, default_tolerance(func)) == ""
-    assert re.fullmatch(r"nki: @linear_attention: selection: space 26, pruned 18 by the bound "
+    assert re.fullmatch(r"nki: @linear_attention: selection: space 27, pruned 19 by the bound "
                         r"\(--max-candidates 8\), checked 8 \(and the best printed 1 other "
                         r"way\), rejected 0; chosen blocks_k BM=128 BN=128 BK=128, predicted "
                         r"7\.\d us; \d+\.\d s", said[-1]), said[-1]
@@ -159,6 +159,44 @@ def test_the_split_chain_fuses_every_op_but_the_last() -> None:
     # a program of two ops: no split (its unfused chain is that)
     two = program("matmul_transpose")
     assert split_functions(two) is None
+
+
+def test_a_matrix_vector_product_lowers_on_tensor_e(tmp_path: Path) -> None:
+    # `x @ v` of a [M, K] matrix by a [K] vector: TensorE's stationary x.T, the vector as the
+    # moving column, accumulated over K blocks in PSUM; K = 300 is past the 128 partitions a
+    # whole row would put on them, so the K-looped tiling is the one that lowers, at the
+    # fewest trips (BK = 128, not the BK = 2 that ties with it on traffic)
+    (func,) = (op for op in parse_source(
+        "def mv(x: bf16[M, K], v: bf16[K]):\n    return x @ v\n", "mv.py").ops
+        if isinstance(op, FuncOp))
+    sizes = {"M": 200, "K": 300}
+    first = first_kernel(func, "trn2", sizes, lambda line: None)
+    assert first.kind == "rows_k" and first.params == {"BM": 128, "BK": 128}
+    assert "nisa.nc_transpose(" in first.text and "nisa.nc_matmul(" in first.text
+    inputs = random_inputs(func, sizes)
+    out, latency = KernelRunner("trn2", tmp_path).run(first.text, inputs)
+    (expected,) = run_function(func, inputs, sizes)
+    assert out.shape == (200,) and latency > 0
+    assert check_close(out, expected, default_tolerance(func)) == ""
+
+
+def test_a_variants_unfused_chain_reads_the_weight_once() -> None:
+    # gemm_sum_scale's nu-graph variant `x @ sum(w, axis=1)`: unfused, w is read once by its
+    # own kernel of row sums (every fused tiling reads it once per row block), and that
+    # chain wins; it is checked against the program itself, like every candidate
+    p = PROGRAMS["gemm_sum_scale"]
+    sizes = {"M": 256, "K": 1024, "N": 1024}
+    chosen = choose_kernel(program("gemm_sum_scale"), "trn2", sizes, lambda line: None,
+                           programs=4, inputs=make_inputs(p, sizes),
+                           tolerance=p.tolerance_at(sizes))
+    assert chosen.kind == "chain" and chosen.chosen.startswith(
+        "unfused (of the nu-graph variant gemm_sum_scale_")
+    own = [c.latency_s for c in chosen.candidates
+           if c.program is None and c.latency_s is not None]
+    assert own and chosen.latency_s < min(own)
+    assert "\ndef gemm_sum_scale(in0, in1, in2):" in chosen.module_text
+    variant_chains = [c for c in chosen.candidates if c.program is not None]
+    assert len(variant_chains) == 3 and all(c.kind == "chain" for c in variant_chains)
 
 
 def test_rope_holds_a_block_of_heads_a_program(tmp_path: Path) -> None:
