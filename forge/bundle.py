@@ -49,6 +49,7 @@ from axon.selection.executor import EXECUTORS, Executor, make_executor
 from axon.targets.xe_triton.harness import forge_bundle as harness
 from axon.targets.xe_triton.harness.forge_run import check_against_original
 from axon.targets.xe_triton.kb import load_device
+from axon.targets.xe_triton.select import Selection
 from axon.tools.user_errors import ArgumentParser, UsageError, exit_on_user_error
 from axon.tools.version import axon_version
 
@@ -176,13 +177,15 @@ def _raised_candidates(name: str, profile: str, executor: Executor, keep: int,
     problem = PROBLEMS[name]
     candidates: list[harness.ForgeCandidate] = []
     written: set[str] = set()
+    selections: dict[str, Selection] = {}  # each function selected once for every rank
     for rank in range(max(keep, 1)):
         cid = "raised" if rank == 0 else f"raised_{rank}"
         with tempfile.TemporaryDirectory(prefix="axon-forge-") as scratch:
             result = forge_raised(problem.kernel_path, problem.problem_path,
                                   load_device(profile), [problem.small_sizes], executor,
                                   gpu=False, scratch=Path(scratch),
-                                  atol_scale=problem.atol_scale, rank=rank)
+                                  atol_scale=problem.atol_scale, rank=rank,
+                                  selections=selections)
         passed = result.outcome is not None and result.outcome.passed
         log(f"{name}: {cid}: {', '.join(result.replaced) or 'nothing'} replaced"
             + ("" if result.outcome is None else f", cascade: {result.outcome.step}"))

@@ -48,7 +48,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -461,7 +461,8 @@ def forge_raised(path: Path, problem: Path, device: Device,
                  sizes: Sequence[Mapping[str, int]], executor: Executor, *, gpu: bool,
                  scratch: Path, atol_scale: float = 1.0, max_candidates: int = 4,
                  fuse: bool = True, say: Say = lambda line: None,
-                 problem_sizes: Mapping[str, int] | None = None, rank: int = 0
+                 problem_sizes: Mapping[str, int] | None = None, rank: int = 0,
+                 selections: MutableMapping[str, Selection] | None = None
                  ) -> RaisedResult:
     """The raised path on the kernel file `path` (module docstring): each raised kernel's
     launches replaced by Axon's selected kernel, the module checked by the Forge cascade
@@ -477,7 +478,10 @@ def forge_raised(path: Path, problem: Path, device: Device,
     target's cascade (0: the one it chose; 1: the next in its order, measured where it timed
     them, else modeled; a selection with fewer gives its last, `ranked_passed`): the bundle
     writes these modules as twins of the chosen one, so that the GPU, not the cost model,
-    picks the launch (`bundle._raised_candidates`). Each twin goes through the same cascade."""
+    picks the launch (`bundle._raised_candidates`). Each twin goes through the same cascade.
+    `selections`: the selections made so far, by function and options, shared across the
+    ranks' calls so that each function is selected once (a selection does not depend on the
+    rank: only which of its passed launches is taken does)."""
     file = KernelFile.read(path)
     kernels = raise_file(file)
     result = RaisedResult(kernels, file.source, [], device_source=file.source)
@@ -530,12 +534,19 @@ def forge_raised(path: Path, problem: Path, device: Device,
         widen = dtype is None and any(d != "f32" for d in input_dtypes)
         options = SelectOptions(profile=device.name, sizes=priced,
                                 max_candidates=max_candidates, time_on_gpu=gpu)
-        try:
-            selection = select_kernel(func, options, executor, program=name,
-                                      report=lambda line: say(f"{name}: {line}"))
-        except SelectionError as err:
-            result.notes.append(f"{name}: the selection found no kernel: {err}")
-            return None
+        key = f"{options!r}\n{func}"
+        selection = None if selections is None else selections.get(key)
+        if selection is not None:
+            say(f"{name}: the selection made for an earlier rank")
+        else:
+            try:
+                selection = select_kernel(func, options, executor, program=name,
+                                          report=lambda line: say(f"{name}: {line}"))
+            except SelectionError as err:
+                result.notes.append(f"{name}: the selection found no kernel: {err}")
+                return None
+            if selections is not None:
+                selections[key] = selection
         ranked = ranked_passed(selection)
         if not ranked:
             result.notes.append(f"{name}: no selected candidate passed the target's cascade")

@@ -5,15 +5,19 @@ the user's kernel); bundles merge by case; mistakes are user errors."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.forge.problem_set import PROBLEMS
 from axon.forge import bundle as bundle_module
+from axon.forge import raised_path
 from axon.forge.bundle import BundleReport, forge_case, main, merge_bundles, twin_sizes
 from axon.forge.torch_path import TorchForgeOptions
 from axon.selection.executor import make_executor
 from axon.targets.xe_triton.harness import forge_bundle as harness
+from axon.targets.xe_triton.select import Selection, select_kernel
 from axon.tools.user_errors import UsageError
 from axon.tools.version import axon_version
 
@@ -74,11 +78,21 @@ def test_both_paths_make_one_case_and_bundles_merge(tmp_path: Path) -> None:
         merge_bundles([tmp_path / "torch", tmp_path / "triton"], tmp_path / "none", drop=["*"])
 
 
-def test_the_raised_path_is_a_candidate(tmp_path: Path) -> None:
+def test_the_raised_path_is_a_candidate(tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """24's three kernels raise to ax with proof and fuse into one of Axon's kernels: the raised
     path's module is a candidate, checked against the original on the CPU; its twin takes the
-    selection's next passed launch, so that the GPU picks between them."""
+    selection's next passed launch, so that the GPU picks between them (from the same
+    selection: the fused function is selected once for both)."""
+    selected: list[str] = []
+
+    def counted(func: FuncOp, *args: Any, **kwargs: Any) -> Selection:
+        selected.append(kwargs["program"])
+        return select_kernel(func, *args, **kwargs)
+
+    monkeypatch.setattr(raised_path, "select_kernel", counted)
     (case,) = _bundle(tmp_path, ("raised",), keep=2).cases
+    assert selected == ["forward_fused"]
     raised, twin = case.candidates
     assert (raised.id, twin.id) == ("raised", "raised_1")
     assert "raised to ax with proof" in raised.note and "selected at" in raised.note
