@@ -6,7 +6,8 @@
     cache.put(key, winner); cache.save()      # written atomically
 
 The key is a hash of the program's text, its sizes, its dtypes, the device profile and Axon's
-version, so a winner never outlives a change of any of them. The file is versioned JSON
+build (`axon_build`: its version and a digest of its code), so a winner never outlives a change
+of any of them, a change of the compiler between releases included. The file is versioned JSON
 (`{"format": "axon-winners", "version": 1, "winners": {key: {...}}}`), written to a temporary
 file beside it and moved into place (`os.replace`), so a reader never sees half a file. A file
 that cannot be read as that format (corrupt, another version) is ignored with a warning and
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from axon.tools.version import axon_version
+from axon.tools.version import axon_build, axon_version
 
 FORMAT = "axon-winners"
 VERSION = 1
@@ -55,9 +56,10 @@ class Winner:
 
 def winner_key(program_text: str, sizes: Mapping[str, int], dtypes: Sequence[str],
                profile: str, version: str | None = None) -> str:
-    """The cache key: a hash of the program text, sizes, dtypes, profile and Axon version."""
+    """The cache key: a hash of the program text, sizes, dtypes, profile and Axon's build
+    (`version`, else `axon_build()`)."""
     record = [program_text, sorted(sizes.items()), list(dtypes), profile,
-              version or axon_version()]
+              version or axon_build()]
     return hashlib.sha256(json.dumps(record).encode()).hexdigest()[:32]
 
 

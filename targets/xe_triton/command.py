@@ -3,7 +3,7 @@
     axon matmul --target xe_triton --profile h200 --sizes M=4096,K=4096 -o kernel.py
 
 The driver (`tools/axon_main.py`) parses the command line and calls `emit_kernel`. A winner of
-an earlier GPU run for the same program text, sizes, dtypes, profile and Axon version
+an earlier GPU run for the same program text, sizes, dtypes, profile and Axon build
 (`selection.cache`) is used as it is; otherwise the candidates are selected (`select.py`) on the
 executor asked for, every one through the cascade (`cascade.py`): without a GPU the chosen one
 is the cheapest by the cost model among those that pass steps 1-3, and the summary says that

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from axon.selection.cache import CACHE_ENV, Winner, WinnerCache, default_cache_path, winner_key
+from axon.tools.version import axon_build, axon_version, source_digest
 
 WINNER = Winner(program="matmul", sizes={"M": 64}, dtype="bf16", profile="h200",
                 candidate="matmul.blocks_k.BM64.w4", kwargs={"BM": 64, "num_warps": 4},
@@ -38,6 +39,31 @@ def test_the_key_changes_with_each_of_its_parts() -> None:
             winner_key(*base[:4], "0.2.0")}
     assert len(keys) == 6
     assert winner_key(base[0], {"N": 8, "M": 4}, *base[2:]) == winner_key(*base)
+
+
+def test_the_build_changes_with_the_code_and_only_with_it(tmp_path: Path) -> None:
+    # a winner cached by one build of the compiler is not served by another of the same
+    # version (a checkout between releases): the key's default is the build
+    root = tmp_path / "pkg"
+    for relative, text in (("tiling/cost.py", "A = 1\n"), ("targets/kb/h200.yaml", "x: 1\n"),
+                           ("tests/test_a.py", "pass\n"), (".venv/lib/m.py", "pass\n"),
+                           ("tiling/__pycache__/cost.pyc", "\0")):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(text)
+    first = source_digest(root)
+    for relative in ("tests/test_a.py", ".venv/lib/m.py", "tiling/__pycache__/cost.pyc",
+                     "docs/notes.md"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text("changed\n")
+    assert source_digest(root) == first  # tests, environments, caches and documents do not count
+    (root / "targets/kb/h200.yaml").write_text("x: 2\n")
+    second = source_digest(root)
+    assert second != first
+    (root / "tiling/cost.py").rename(root / "tiling/cost2.py")
+    assert source_digest(root) != second  # a file's name is part of the code
+    assert axon_build().startswith(axon_version() + "+")
+    assert winner_key("func.func @f", {"M": 4}, ["bf16"], "h200") == \
+        winner_key("func.func @f", {"M": 4}, ["bf16"], "h200", axon_build())
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"format": "axon-winners", "version": 99, '
