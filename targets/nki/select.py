@@ -611,10 +611,13 @@ class ChosenKernel:
 
     @property
     def chosen(self) -> str:
-        """The tile sizes as `BM=128 BN=128` (the chain: `unfused`; the split chain: `last op
-        apart`), then how it is printed where that is not the lowering's way."""
+        """The tile sizes as `BM=128 BN=128` (the chain: `unfused`, and the nu-graph variant it
+        runs where not the program; the split chain: `last op apart`), then how it is printed
+        where that is not the lowering's way."""
         if self.kind == "chain-split":
             return "last op apart"
+        if self.kind == "chain":  # `unfused`, and which variant's where not the program's
+            return f"unfused, {self.ways}" if self.ways else "unfused"
         sizes = " ".join(f"{k}={v}" for k, v in self.params.items()) or "unfused"
         return f"{sizes} ({self.ways})" if self.ways else sizes
 

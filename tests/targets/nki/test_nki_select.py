@@ -193,7 +193,7 @@ def test_a_variants_unfused_chain_reads_the_weight_once() -> None:
                            programs=4, inputs=make_inputs(p, sizes),
                            tolerance=p.tolerance_at(sizes))
     assert chosen.kind == "chain" and chosen.chosen.startswith(
-        "unfused (of the nu-graph variant gemm_sum_scale_")
+        "unfused, of the nu-graph variant gemm_sum_scale_")
     own = [c.latency_s for c in chosen.candidates
            if c.program is None and c.latency_s is not None]
     assert own and chosen.latency_s < min(own)
