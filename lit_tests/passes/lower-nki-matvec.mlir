@@ -12,7 +12,7 @@
 // CHECK: tile.full {value = 0.000000e+00 : f64, shape = ["BM", "1"], dtype = f32, space = "psum"} : !ax.tensor<[BM, 1], f32>
 // CHECK: %[[V:.*]] = nki.dma_copy %{{.*}} {buffer = "sbuf", shape = ["BK", "1"]} : (!ax.tensor<[BK], bf16>) -> !ax.tensor<[BK, 1], bf16>
 // CHECK: %[[T:.*]] = nki.nc_transpose %{{.*}} {buffer = "psum"} : (!ax.tensor<[BM, BK], bf16>) -> !ax.tensor<[BK, BM], bf16>
-// CHECK: %[[S:.*]] = nki.tensor_copy %[[T]] {buffer = "sbuf", dtype = bf16}
+// CHECK: %[[S:.*]] = nki.tensor_copy %[[T]] {buffer = "sbuf"} : (!ax.tensor<[BK, BM], bf16>) -> !ax.tensor<[BK, BM], bf16>
 // CHECK: %[[P:.*]] = nki.nc_matmul %[[S]], %[[V]] {buffer = "psum"} : (!ax.tensor<[BK, BM], bf16>, !ax.tensor<[BK, 1], bf16>) -> !ax.tensor<[BM, 1], f32>
 // CHECK: nki.tensor_tensor %{{.*}}, %[[P]] {op = "add", buffer = "psum", dtype = f32}
 // CHECK: nki.dma_copy %{{.*}} {buffer = "hbm", shape = ["BM"]} : (!ax.tensor<[BM, 1], bf16>) -> !ax.tensor<[BM], bf16>

@@ -1049,9 +1049,8 @@ class _Lowering(KernelRebuild):
         (`nc_transpose`, the stationary `[K, P]`) times the vector as a column `[K, 1]` (the
         moving operand: a per-row value of another tile is one already, a loaded row `[K]` is
         read into one by its DMA, another row transposed by `row_column`), one value per row
-        `[P, 1]` in PSUM."""
-        x, v = op.operands
-        a = self.tile(x)
+        `[P, 1]` in PSUM: `lower_matmul` with the column as its moving operand."""
+        v = op.operands[1]
         if v in self.per_row:
             column = self.values[v]
         elif isinstance(v.owner, LoadOp):  # a loaded row: one element a partition, by the DMA
@@ -1059,17 +1058,7 @@ class _Lowering(KernelRebuild):
                 [self.values[v]], buffer="sbuf", shape=[_type(v).shape[0], IntExpr.const(1)]))
         else:
             column = self.row_column(v, target)
-        dtype = _type(a).dtype if _type(a).dtype != COMPUTE_DTYPE else _type(column).dtype
-        # TensorE reads bf16/f16 with bf16/f16, or fp32 with fp32: one dtype for both
-        if _type(column).dtype != dtype or _buffer(column) != "sbuf":
-            column = self.add(target, nki.TensorCopyOp.make([column], buffer="sbuf",
-                                                            dtype=dtype))
-        if _buffer(a) != "sbuf":
-            a = self.add(target, nki.TensorCopyOp.make([a], buffer="sbuf", dtype=dtype))
-        transposed = self.add(target, nki.NcTransposeOp.make([a], buffer="psum"))
-        stationary = self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf",
-                                                            dtype=dtype))
-        return self.add(target, nki.NcMatmulOp.make([stationary, column], buffer="psum"))
+        return self.lower_matmul(op, target, moving=column)
 
     def per_row_column(self, value: SSAValue, partitions: IntExpr, target: Block
                        ) -> SSAValue:
@@ -1656,9 +1645,13 @@ class _Lowering(KernelRebuild):
         return self.add(target, nki.TensorCopyOp.make([transposed], buffer="sbuf",
                                                       dtype=COMPUTE_DTYPE))
 
-    def lower_matmul(self, op: MatmulOp, target: Block) -> SSAValue:
+    def lower_matmul(self, op: MatmulOp, target: Block, moving: SSAValue | None = None
+                     ) -> SSAValue:
+        """`nc_matmul` of the left tile transposed (the stationary `[K, P]`) by the right one,
+        or by `moving` where given (a matrix-vector product's column `[K, 1]`)."""
         left = op.operands[0]
-        a, b = (self.tile(v) for v in op.operands)
+        a = self.tile(left)
+        b = self.tile(op.operands[1]) if moving is None else moving
         ta, tb = _type(a), _type(b)
         dtype = tb.dtype if tb.dtype != COMPUTE_DTYPE else ta.dtype
         # TensorE reads bf16/f16 with bf16/f16, or fp32 with fp32: one dtype for both

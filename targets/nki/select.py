@@ -650,8 +650,7 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     # a variant's unfused chain: its ops one kernel each, where it has more than one (an
     # algebraic rewrite pays off unfused: gemm_sum_scale's `x @ sum(w, axis=1)` reads w once
     # in its own kernel, where every fused tiling reads it once per row block)
-    variant_chains = [Candidate(f"{v.sym_name.data} unfused chain", "chain",
-                                program=_named(v, name))
+    variant_chains = [Candidate(f"{v.sym_name.data} unfused chain", "chain", program=v)
                       for v in funcs[1:] if len(op_functions(v)) > 1]
     space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0) + \
         (1 if split is not None else 0) + len(variant_chains)
@@ -756,10 +755,8 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
 
 
 def _variant_of(c: Candidate) -> str:
-    """For a nu-graph variant's chain, which variant (its label's program)."""
-    if c.program is None:
-        return ""
-    return f"of the nu-graph variant {c.label.split(' ', 1)[0]}"
+    """For a nu-graph variant's chain, which variant."""
+    return "" if c.program is None else f"of the nu-graph variant {c.program.sym_name.data}"
 
 
 def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, int],
@@ -889,8 +886,7 @@ def tiled_programs(func: FuncOp, profile: str, sizes: Mapping[str, int], count: 
 
 
 def _named(variant: FuncOp, name: str) -> FuncOp:
-    """A copy of `variant` named `name` (its chain's host function is called as the
-    program is)."""
+    """A copy of `variant` named `name`."""
     named = variant.clone()
     named.sym_name = StringAttr(name)
     return named
@@ -906,7 +902,9 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
     if c.module is not None:
         return
     if c.tiling < 0:
-        chained = func if c.program is None else c.program
+        # a variant's chain is named as the program (its host function is called as the
+        # program is)
+        chained = func if c.program is None else _named(c.program, func.sym_name.data)
         try:
             c.module = chain_module(chained, profile, sizes,
                                     split_functions(chained) if c.tiling == -2 else None)
