@@ -9,7 +9,8 @@ of the tile's region) and replaces every tile-level compute op by NeuronCore ins
 
 - elementwise ops of two tiles -> `tensor_tensor`; of a tile and a per-row `[P, 1]` column
   or a constant -> `tensor_scalar` (`reverse0` when the tile is the right operand); unary
-  functions -> `activation`, `ax.neg` -> `tensor_scalar` multiply by -1;
+  functions -> `activation`, `ax.neg` -> `tensor_scalar` multiply by -1; a float cast that
+  widens -> its operand's tile, one that narrows -> `tensor_copy` into its dtype (`cast`);
 - a rank-0 value of sizes and constants (attention's `sqrt(cast(idx(D)))`) -> nothing until
   an elementwise op reads it with a tile; there a `[P, 1]` fp32 column made at the start of the
   body (`size_column`: the size as a count, then its functions), read by `tensor_scalar`;
@@ -49,6 +50,7 @@ from axon.dialects.ax import (
     AbsOp,
     AddOp,
     BroadcastToOp,
+    CastOp,
     ConcatOp,
     ConstantOp,
     CumsumOp,
@@ -82,6 +84,7 @@ from axon.dialects.ax import (
     TransposeOp,
 )
 from axon.dialects.ax.shapes import ShapeError
+from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.form.scalar import Call, Const, Index, Read, ScalarExpr
@@ -443,6 +446,32 @@ def _matvec(op: Operation) -> bool:
     return a.rank == 2 and v.rank == 1 and result.rank == 1 and result.shape[0] == a.shape[0]
 
 
+def _float_cast(op: Operation) -> bool:
+    """`op` is `ax.cast` of a float to a float (`astype(x, f32)`); a cast from or to an integer
+    has no NKI lowering."""
+    if not isinstance(op, CastOp):
+        return False
+    source, result = _type(op.operands[0]).dtype, _type(op.results[0]).dtype
+    return DTYPES[source].is_float and DTYPES[result].is_float
+
+
+def _widening(op: Operation) -> bool:
+    """`op` is a float cast to a dtype that holds every value of its operand's (bf16 or f16
+    to f32, or to its own dtype): no rounding, so the lowering reads the operand's tile."""
+    if not _float_cast(op):
+        return False
+    source, result = _type(op.operands[0]).dtype, _type(op.results[0]).dtype
+    return source == result or result == "f32"
+
+
+def _loaded_scalar(value: SSAValue) -> SSAValue | None:
+    """The loaded rank-0 tile `value` is, through widening casts (`astype(s, f32)` reads `s`);
+    None where it is not one."""
+    while isinstance(value.owner, Operation) and _widening(value.owner):
+        value = value.owner.operands[0]
+    return value if _type(value).rank == 0 and isinstance(value.owner, LoadOp) else None
+
+
 def _read_per_row(op: Operation, operand: int) -> bool:
     """`op` is a generic form of a rank-2 result reading its rank-1 operand `operand` only
     at the result's first (partition) dim: one value per row of the result (qknorm_gqa's
@@ -467,7 +496,8 @@ def _per_row_values(kernel: KernelOp) -> set[SSAValue]:
     found: set[SSAValue] = set()
 
     def elementwise(op: Operation) -> bool:
-        return (type(op) in _ALU or type(op) in _ACTIVATION or isinstance(op, NegOp)) \
+        return (type(op) in _ALU or type(op) in _ACTIVATION or isinstance(op, NegOp)
+                or _float_cast(op)) \
             and len(op.results) == 1 and _type(op.results[0]).rank == 1 \
             and not any(_type(u.operation.results[0]).rank == 2
                         and not _read_per_row(u.operation, u.index)
@@ -670,6 +700,10 @@ class _Lowering(KernelRebuild):
             target.add_op(StoreOp(value, op.result.value.data, op.offset_exprs()))
         elif isinstance(op, ConstantOp) and _type(op.results[0]).rank == 0:
             self.constants[op.results[0]] = op.value.value.data
+        elif len(op.results) == 1 and _type(op.results[0]).rank == 0 \
+                and op.operands and op.operands[0] in self.values and _widening(op):
+            # a loaded scalar widened (`astype(s, f32)`): the scalar itself, as `cast` does
+            self.values[op.results[0]] = self.values[op.operands[0]]
         elif len(op.results) == 1 and _type(op.results[0]).rank == 0:
             self.scalars[op.results[0]] = self.size_scalar(op)
         else:
@@ -800,7 +834,8 @@ class _Lowering(KernelRebuild):
         if isinstance(op, (SliceOp, ReshapeOp, ConcatOp)) or (
                 isinstance(op, BroadcastToOp) and result.rank > 2):
             return self.lower_access(op, target)
-        elementwise = type(op) in _ACTIVATION or type(op) in _ALU or isinstance(op, NegOp)
+        elementwise = type(op) in _ACTIVATION or type(op) in _ALU or isinstance(op, NegOp) \
+            or _float_cast(op)
         if result.rank != 2 and not (elementwise and result.rank > 2):
             raise Refused(f"'{op.name}' gives a rank-{result.rank} tile {result} (NKI tiles "
                           "here are [partitions, free])")
@@ -812,6 +847,11 @@ class _Lowering(KernelRebuild):
             return self.add(target, nki.TensorScalarOp.make(
                 [self.tile(op.operands[0])], op0="multiply", scalar0=-1.0,
                 buffer="sbuf", dtype=COMPUTE_DTYPE))
+        if _float_cast(op):
+            return self.cast(op, self.tile(op.operands[0]), target)
+        if isinstance(op, CastOp):
+            raise Refused(f"'ax.cast' from {_type(op.operands[0]).dtype} to {result.dtype} "
+                          "has no NKI lowering (float to float casts only)")
         if type(op) in _ALU:
             return self.lower_binary(op, _ALU[type(op)], target)
         if type(op) in _REDUCE:
@@ -827,6 +867,16 @@ class _Lowering(KernelRebuild):
         if isinstance(op, BroadcastToOp):
             return self.lower_broadcast(op, target)
         raise Refused(f"'{op.name}' has no NKI lowering yet")
+
+    def cast(self, op: Operation, lowered: SSAValue, target: Block) -> SSAValue:
+        """A float cast of the lowered `lowered`: the value itself where the cast widens (every
+        instruction reads its operands' dtype and computes in fp32; a store copies into the
+        result's dtype), else `tensor_copy` into the cast's dtype, which rounds as the cast
+        does. Over the reals, where the verifier proves, both are the identity."""
+        if _widening(op):
+            return lowered
+        return self.add(target, nki.TensorCopyOp.make(
+            [lowered], buffer="sbuf", dtype=_type(op.results[0]).dtype))
 
     def squeeze_dma(self, op: ReshapeOp, target: Block) -> SSAValue | None:
         """The reshapes `squeeze.py` puts next to a batched kernel's loads and stores: a
@@ -929,7 +979,7 @@ class _Lowering(KernelRebuild):
                 return self.add(target, nki.TensorTensorOp.make(
                     operands, op=alu, buffer="sbuf", dtype=COMPUTE_DTYPE))
         for tile, other, reverse in ((a, b, False), (b, a, True)):
-            if _type(other).rank == 0 and isinstance(other.owner, LoadOp) \
+            if _loaded_scalar(other) is not None \
                     and _type(tile).rank == 2 and _type(tile).shape == result.shape:
                 # a scalar the kernel takes (a value of sizes the caller computed), on each
                 # partition
@@ -1013,6 +1063,8 @@ class _Lowering(KernelRebuild):
         if isinstance(op, MatmulOp):
             return self.lower_matvec(op, target)
         partitions = _type(op.results[0]).shape[0]
+        if _float_cast(op):
+            return self.cast(op, self.per_row_column(op.operands[0], partitions, target), target)
         if type(op) in _ACTIVATION:
             return self.add(target, nki.ActivationOp.make(
                 [self.per_row_column(op.operands[0], partitions, target)],
@@ -1064,7 +1116,7 @@ class _Lowering(KernelRebuild):
                        ) -> SSAValue:
         """The `[P, 1]` column of a per-row value, or of a loaded scalar (`scalar_column`)."""
         t = _type(value)
-        if t.rank == 0 and isinstance(value.owner, LoadOp):
+        if _loaded_scalar(value) is not None:
             return self.scalar_column(value, partitions, target)
         if value not in self.per_row:
             raise Refused(f"a {t} tile read as one value per row (a [P, 1] column)")
@@ -1074,6 +1126,7 @@ class _Lowering(KernelRebuild):
         """A loaded scalar on each of `partitions` partitions, fp32 in SBUF: the scalar as one
         partition `[1, 1]`, `nc_matmul` of a ones column `[1, P]` by it (as `broadcast_row`),
         copied out of PSUM; made once per scalar and P."""
+        value = _loaded_scalar(value) or value  # through widening casts
         key = (value, partitions)
         if key not in self.scalar_columns:
             lowered = self.values[value]
@@ -1111,6 +1164,9 @@ class _Lowering(KernelRebuild):
             why = found
         elif any(a is None for a in args):
             why = "it reads a value that is not made of sizes and constants"
+        elif _float_cast(op):  # the chain is fp32 throughout, rounded once when stored
+            (arg,) = (a for a in args if a is not None)
+            return arg
         elif type(op) in _ACTIVATION:
             (arg,) = (a for a in args if a is not None)
             return _Scalar("func", _ACTIVATION[type(op)], args=(arg,))
@@ -1653,8 +1709,10 @@ class _Lowering(KernelRebuild):
         a = self.tile(left)
         b = self.tile(op.operands[1]) if moving is None else moving
         ta, tb = _type(a), _type(b)
-        dtype = tb.dtype if tb.dtype != COMPUTE_DTYPE else ta.dtype
-        # TensorE reads bf16/f16 with bf16/f16, or fp32 with fp32: one dtype for both
+        # TensorE reads bf16/f16 with bf16/f16, or fp32 with fp32: one dtype for both; fp32
+        # where the program multiplies fp32 operands (a widened bf16 tile is copied, exactly)
+        dtype = COMPUTE_DTYPE if all(_type(v).dtype == COMPUTE_DTYPE for v in op.operands) \
+            else tb.dtype if tb.dtype != COMPUTE_DTYPE else ta.dtype
         if ta.dtype != dtype or _buffer(a) != "sbuf":
             a = self.add(target, nki.TensorCopyOp.make([a], buffer="sbuf", dtype=dtype))
         if tb.dtype != dtype or _buffer(b) != "sbuf":
