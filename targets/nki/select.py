@@ -91,6 +91,7 @@ from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, si
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.nki.synthesized import Choice, alternatives
+from axon.targets.nki.widen import widened_chain, widened_parts
 from axon.targets.profiles import load_profile
 from axon.tiling.search import Proposal, tile_program
 from axon.tiling.specialize import specialized
@@ -584,6 +585,10 @@ class Candidate:
     ways: str = ""  # how it is printed other than the lowering's way (`EMISSIONS`)
     #: a chain's program where it is a nu-graph variant's (None: the program's own chain)
     program: FuncOp | None = None
+    #: a variant's chain with its intermediates in fp32 (`widen.py`), and the proof that
+    #: the chain so composed equals the variant
+    widened: bool = False
+    widening_proof: str = ""
 
 
 @dataclass(frozen=True)
@@ -652,6 +657,12 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     # in its own kernel, where every fused tiling reads it once per row block)
     variant_chains = [Candidate(f"{v.sym_name.data} unfused chain", "chain", program=v)
                       for v in funcs[1:] if len(op_functions(v)) > 1]
+    # each again with its intermediates in fp32, where it has 16-bit ones: the variant's own
+    # roundings, which the program does not have, cannot make it wrong then (`widen.py`)
+    variant_chains += [Candidate(f"{c.label}, fp32 intermediates", "chain", program=c.program,
+                                 widened=True) for c in variant_chains
+                       if c.program is not None
+                       and widened_parts(c.program, op_functions(c.program)) is not None]
     space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0) + \
         (1 if split is not None else 0) + len(variant_chains)
     chains = " and the unfused chain" if ops > 1 else ""
@@ -756,7 +767,10 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
 
 def _variant_of(c: Candidate) -> str:
     """For a nu-graph variant's chain, which variant."""
-    return "" if c.program is None else f"of the nu-graph variant {c.program.sym_name.data}"
+    if c.program is None:
+        return ""
+    wide = f", intermediates in fp32 (proof {c.widening_proof})" if c.widened else ""
+    return f"of the nu-graph variant {c.program.sym_name.data}{wide}"
 
 
 def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, int],
@@ -905,9 +919,15 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
         # a variant's chain is named as the program (its host function is called as the
         # program is)
         chained = func if c.program is None else _named(c.program, func.sym_name.data)
+        parts = split_functions(chained) if c.tiling == -2 else None
+        if c.widened:
+            widened = widened_chain(chained, op_functions(chained))
+            if widened is None:
+                c.rejected = "does not lower: its chain in fp32 is not proved equal to it"
+                return
+            parts, c.widening_proof = widened
         try:
-            c.module = chain_module(chained, profile, sizes,
-                                    split_functions(chained) if c.tiling == -2 else None)
+            c.module = chain_module(chained, profile, sizes, parts)
         except (NoKernel, ValueError) as err:
             c.rejected = f"does not lower: {err}"
         return
