@@ -71,6 +71,7 @@ from axon.dialects.ax import (
     CumsumOp,
     MatmulOp,
     MeanOp,
+    ReshapeOp,
     SumOp,
     TensorType,
     TransposeOp,
@@ -91,7 +92,7 @@ from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, si
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.nki.synthesized import Choice, alternatives
-from axon.targets.nki.widen import widened_chain, widened_parts
+from axon.targets.nki.widen import chain_proof, widened_chain, widened_parts
 from axon.targets.profiles import load_profile
 from axon.tiling.search import Proposal, tile_program
 from axon.tiling.specialize import specialized
@@ -400,6 +401,68 @@ def split_functions(func: FuncOp) -> list[OpKernel] | None:
     return [OpKernel(before.op, first, tuple(args)), last]
 
 
+#: ops a matmul's operand may pass through and still be the value they read (views)
+_VIEWS = (ReshapeOp, BroadcastToOp, TransposeOp)
+
+
+def prologue_functions(func: FuncOp) -> list[OpKernel] | None:
+    """`func` as two functions where a matmul's right operand is, through views, a value
+    computed from the inputs without a contraction (qknorm_gqa's `rmsnorm(k, g_k)` before
+    `q @ k.T`): that value alone first (the prologue), then the rest, the value a new last
+    parameter. A fused kernel's grid runs over the left operand's rows, so each of its
+    programs computes the right operand again (every key row normalized once per query
+    block and query head); apart, it is computed once. None where no matmul's right operand
+    is such a value, or where a value of the prologue other than its result (constants
+    aside) is read outside it."""
+    body = [op for op in func.body.block.ops if not isinstance(op, ReturnOp)]
+    (ret,) = (op for op in func.body.block.ops if isinstance(op, ReturnOp))
+    if len(ret.arguments) != 1 or not isinstance(ret.arguments[0].owner, Operation):
+        return None
+    last = ret.arguments[0].owner
+    for matmul in (op for op in body if isinstance(op, MatmulOp)):
+        value = matmul.operands[1]
+        while isinstance(value.owner, _VIEWS):
+            value = value.owner.operands[0]
+        if not isinstance(value.owner, Operation) or value.owner is last:
+            continue
+        group: list[Operation] = []
+        work = [value.owner]
+        while work:
+            op = work.pop()
+            if op in group or isinstance(op, ConstantOp):
+                continue
+            group.append(op)
+            work.extend(v.owner for v in op.operands if isinstance(v.owner, Operation))
+        if any(isinstance(op, (MatmulOp, ReturnOp)) for op in group) or any(
+                use.operation not in group for op in group for r in op.results
+                if r is not value for use in r.uses):
+            continue
+        rest = [op for op in body if op not in group and not (
+            isinstance(op, ConstantOp) and all(u.operation in group for u in op.results[0].uses))]
+        parts = []
+        for ops, result, extra in (([op for op in body if op in group or (
+                isinstance(op, ConstantOp) and any(u.operation in group
+                                                   for u in op.results[0].uses))],
+                                    value, []), (rest, ret.arguments[0], [value])):
+            args = [a for a in func.body.block.args
+                    if any(use.operation in ops for use in a.uses)]
+            params = [*args, *extra]
+            name = f"{func.sym_name.data}_{'prologue' if extra == [] else 'rest'}"
+            part = FuncOp(name, ([a.type for a in params], [result.type]))
+            mapping: dict[SSAValue, SSAValue] = dict(zip(params, part.body.block.args,
+                                                         strict=True))
+            for op in ops:
+                copy = op.clone(value_mapper=mapping)
+                part.body.block.add_op(copy)
+                mapping.update(zip(op.results, copy.results, strict=True))
+            part.body.block.add_op(ReturnOp(mapping[result]))
+            owner = result.owner
+            assert isinstance(owner, Operation)
+            parts.append(OpKernel(owner, part, tuple(params)))
+        return parts
+    return None
+
+
 def symbols(func: FuncOp) -> set[str]:
     """The size symbols of `func`'s parameter and result types."""
     types = [*func.function_type.inputs.data, *func.function_type.outputs.data]
@@ -585,16 +648,18 @@ class Candidate:
     ways: str = ""  # how it is printed other than the lowering's way (`EMISSIONS`)
     #: a chain's program where it is a nu-graph variant's (None: the program's own chain)
     program: FuncOp | None = None
-    #: a variant's chain with its intermediates in fp32 (`widen.py`), and the proof that
-    #: the chain so composed equals the variant
+    #: a variant's chain with its intermediates in fp32 (`widen.py`)
     widened: bool = False
-    widening_proof: str = ""
+    #: a chain of other parts than one per op (split, prologue, widened): the proof that
+    #: its parts, composed, equal its program (`widen.chain_proof`)
+    chain_proof: str = ""
 
 
 @dataclass(frozen=True)
 class ChosenKernel:
     """The kernel `--target nki` prints: the winning candidate's kind (`chain` for the unfused
-    chain, `chain-split` for the split one), its tile sizes, the printed module, both proofs'
+    chain, `chain-split` for the split one, `chain-prologue` for a matmul's operand apart),
+    its tile sizes, the printed module, both proofs'
     ids (the chain's: none), its
     predicted latency and output on the selection's inputs, every candidate considered, the
     space's size, and the seconds spent tiling and proving (`symbolic_s`: the `tile` search,
@@ -619,8 +684,10 @@ class ChosenKernel:
         """The tile sizes as `BM=128 BN=128` (the chain: `unfused`, and the nu-graph variant it
         runs where not the program; the split chain: `last op apart`), then how it is printed
         where that is not the lowering's way."""
-        if self.kind == "chain-split":
-            return "last op apart"
+        if self.kind in ("chain-split", "chain-prologue"):
+            how = "last op apart" if self.kind == "chain-split" else \
+                "a matmul's right operand computed apart, first"
+            return f"{how}, {self.ways}" if self.ways else how
         if self.kind == "chain":  # `unfused`, and which variant's where not the program's
             return f"unfused, {self.ways}" if self.ways else "unfused"
         sizes = " ".join(f"{k}={v}" for k, v in self.params.items()) or "unfused"
@@ -652,6 +719,7 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     ops = len(op_functions(func))
     # the split chain's first part is searched again: only where the whole is small
     split = split_functions(func) if 1 < ops <= SPLIT_MAX_OPS else None
+    prologue = ops > 1 and prologue_functions(func) is not None
     # a variant's unfused chain: its ops one kernel each, where it has more than one (an
     # algebraic rewrite pays off unfused: gemm_sum_scale's `x @ sum(w, axis=1)` reads w once
     # in its own kernel, where every fused tiling reads it once per row block)
@@ -664,10 +732,12 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                        if c.program is not None
                        and widened_parts(c.program, op_functions(c.program)) is not None]
     space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0) + \
-        (1 if split is not None else 0) + len(variant_chains)
+        (1 if split is not None else 0) + (1 if prologue else 0) + len(variant_chains)
     chains = " and the unfused chain" if ops > 1 else ""
     if split is not None:
         chains = ", the unfused chain and the split one (the last op apart)"
+    if prologue:
+        chains += " and the prologue chain (a matmul's right operand apart)"
     if variant_chains:
         chains += f" ({len(variant_chains)} variant chain(s))"
     say(f"nki: @{name}: {len(funcs)} program(s) ({len(funcs) - 1} nu-graph variant(s)), "
@@ -686,6 +756,8 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     chain = [Candidate("unfused chain", "chain")] if ops > 1 else []
     if split is not None:  # the last op apart, the others fused
         chain.append(Candidate("split chain", "chain-split", tiling=-2))
+    if prologue:  # a matmul's right operand computed once, before the rest
+        chain.append(Candidate("prologue chain", "chain-prologue", tiling=-3))
     # the program's own tilings first, then the chains, then the variants' (the bound keeps
     # what the program alone would have; a program that does not tile gets its variants')
     own = [c for c in firsts if proved[c.tiling].variant == name]
@@ -762,15 +834,17 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     return ChosenKernel(best.kind, best.params, best.module.text, best.tiling_proof,
                         best.lowering_proof, symbolic, seconds - symbolic, best.latency_s,
                         best.output, tuple(candidates), space,
-                        best.ways or _variant_of(best))
+                        best.ways or _chain_of(best))
 
 
-def _variant_of(c: Candidate) -> str:
-    """For a nu-graph variant's chain, which variant."""
-    if c.program is None:
-        return ""
-    wide = f", intermediates in fp32 (proof {c.widening_proof})" if c.widened else ""
-    return f"of the nu-graph variant {c.program.sym_name.data}{wide}"
+def _chain_of(c: Candidate) -> str:
+    """For a chain: which nu-graph variant it runs (where not the program), its
+    intermediates in fp32 where widened, and the proof that its parts compose to it."""
+    variant = "" if c.program is None else f"of the nu-graph variant {c.program.sym_name.data}"
+    if c.widened:
+        return f"{variant}, intermediates in fp32 (proof {c.chain_proof})"
+    proof = f"proof {c.chain_proof}" if c.chain_proof else ""
+    return ", ".join(text for text in (variant, proof) if text)
 
 
 def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, int],
@@ -919,13 +993,20 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
         # a variant's chain is named as the program (its host function is called as the
         # program is)
         chained = func if c.program is None else _named(c.program, func.sym_name.data)
-        parts = split_functions(chained) if c.tiling == -2 else None
+        parts = split_functions(chained) if c.tiling == -2 else \
+            prologue_functions(chained) if c.tiling == -3 else None
         if c.widened:
             widened = widened_chain(chained, op_functions(chained))
             if widened is None:
                 c.rejected = "does not lower: its chain in fp32 is not proved equal to it"
                 return
-            parts, c.widening_proof = widened
+            parts, c.chain_proof = widened
+        elif parts is not None:
+            proof = chain_proof(chained, parts)
+            if proof is None:
+                c.rejected = "does not lower: its parts are not proved equal to the program"
+                return
+            c.chain_proof = proof
         try:
             c.module = chain_module(chained, profile, sizes, parts)
         except (NoKernel, ValueError) as err:

@@ -1,4 +1,5 @@
-"""An unfused chain with its intermediates in fp32, proved equal to the program.
+"""An unfused chain with its intermediates in fp32, proved equal to the program; the proof
+that any chain's parts, composed, equal its program (`chain_proof`).
 
 The unfused chain (`select.chain_module`) writes each op's result to HBM in the program's
 dtype, as the reference interpreter rounds it. A nu-graph variant's chain rounds *its own*
@@ -151,6 +152,14 @@ def composed(func: FuncOp, parts: Sequence[OpKernel]) -> FuncOp:
     return whole
 
 
+def chain_proof(func: FuncOp, parts: Sequence[OpKernel],
+                budget: ProofBudget = DEFAULT_BUDGET) -> str | None:
+    """The id of the proof that the chain of `parts`, composed, equals `func`; None where the
+    verifier says anything but Proved."""
+    verdict = prove_equivalent(func, composed(func, parts), budget=budget)
+    return verdict.proof_id if isinstance(verdict, Proved) else None
+
+
 def widened_chain(func: FuncOp, kernels: Sequence[OpKernel],
                   budget: ProofBudget = DEFAULT_BUDGET) -> tuple[list[OpKernel], str] | None:
     """`widened_parts` of `func` and the id of the proof that their chain, composed, equals
@@ -158,7 +167,5 @@ def widened_chain(func: FuncOp, kernels: Sequence[OpKernel],
     parts = widened_parts(func, kernels)
     if parts is None:
         return None
-    verdict = prove_equivalent(func, composed(func, parts), budget=budget)
-    if not isinstance(verdict, Proved):
-        return None
-    return parts, verdict.proof_id
+    proof = chain_proof(func, parts, budget)
+    return None if proof is None else (parts, proof)

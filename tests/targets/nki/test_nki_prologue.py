@@ -1,0 +1,91 @@
+"""The prologue chain (`select.prologue_functions`): a matmul's right operand computed from the
+inputs without a contraction (qknorm_gqa's `rmsnorm(k, g_k)` under `q @ k.T`) in a kernel of its
+own, once, then the rest fused with it as a parameter; a fused kernel recomputes it in every
+program of its grid. The parts, composed, are proved equal to the program (a planted wrong
+part is refuted), and the chain runs on the simulator like the reference interpreter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import BlockArgument
+
+from axon.benchmarks.suite import PROGRAMS
+from axon.dialects.ax import MatmulOp
+from axon.interpreter import run_function
+from axon.targets.nki.select import (
+    KernelRunner,
+    OpKernel,
+    chain_module,
+    check_close,
+    default_tolerance,
+    prologue_functions,
+    random_inputs,
+)
+from axon.targets.nki.widen import chain_proof
+from axon.tools.embed import parse_source
+
+
+def program(name: str) -> FuncOp:
+    (func,) = (op for op in parse_source(PROGRAMS[name].source, f"{name}.py").ops
+               if isinstance(op, FuncOp))
+    return func
+
+
+def test_the_keys_norm_is_computed_apart_and_the_rest_reads_it() -> None:
+    func = program("qknorm_gqa")
+    parts = prologue_functions(func)
+    assert parts is not None
+    prologue, rest = parts
+    # the prologue reads k and g_k and returns the normalized keys
+    assert [a.name_hint for a in prologue.operands] == ["k", "g_k"]
+    (out,) = prologue.func.function_type.outputs.data
+    assert str(out) == "bf16[B, HKV, L, D]"
+    # the rest reads q, v, g_q and the normalized keys, which its first matmul reads (through
+    # the kv heads' views) where the program read its own norm
+    assert [getattr(a, "name_hint", None) for a in rest.operands[:3]] == ["q", "v", "g_q"]
+    assert rest.operands[3] is prologue.op.results[0]
+    kn = rest.func.body.block.args[3]
+    first = next(op for op in rest.func.body.block.ops if isinstance(op, MatmulOp))
+    value = first.operands[1]
+    while not isinstance(value, BlockArgument):
+        value = value.owner.operands[0]  # type: ignore[union-attr]
+    assert value is kn
+    assert chain_proof(func, parts) is not None
+
+
+def test_no_prologue_where_the_right_operands_are_inputs() -> None:
+    # gqa's keys and values, rmsnorm_matmul's and mlp's weights are read as given
+    for name in ("gqa", "rmsnorm_matmul", "matmul", "mlp", "softmax_matmul"):
+        assert prologue_functions(program(name)) is None, name
+
+
+def test_a_planted_wrong_prologue_is_refuted() -> None:
+    # the keys normalized with the queries' gain g_q in place of g_k
+    func = program("qknorm_gqa")
+    parts = prologue_functions(func)
+    assert parts is not None
+    prologue, rest = parts
+    g_q = next(a for a in func.body.block.args if a.name_hint == "g_q")
+    planted = [OpKernel(prologue.op, prologue.func, (prologue.operands[0], g_q)), rest]
+    assert chain_proof(func, planted) is None
+
+
+def test_the_prologue_chain_runs_like_the_interpreter(tmp_path: Path) -> None:
+    func = program("qknorm_gqa")
+    parts = prologue_functions(func)
+    assert parts is not None
+    # (the rest, attention with the queries' norm, lowers fused where the whole program's
+    # fused tilings do: key blocks that divide L)
+    for number, sizes in enumerate([{"B": 1, "HKV": 1, "G": 2, "S": 256, "L": 256, "D": 128},
+                                    {"B": 1, "HKV": 2, "G": 2, "S": 256, "L": 256, "D": 128}]):
+        module = chain_module(func, "trn2", sizes, parts)
+        assert module.text.count("@nki.jit") == 2 and len(module.steps) == 2
+        inputs = random_inputs(func, sizes, seed=number)
+        out, latency = KernelRunner("trn2", tmp_path).run_module(module, inputs)
+        assert latency > 0
+        # right as the selection judges: near the interpreter's rounded run or its exact one
+        offs = [check_close(out, run_function(func, inputs, sizes, exact=exact)[0],
+                            default_tolerance(func)) for exact in (False, True)]
+        assert "" in offs, (sizes, offs)
