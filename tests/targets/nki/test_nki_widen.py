@@ -104,13 +104,16 @@ def test_the_widened_chain_is_right_where_the_bf16_chain_is_not(tmp_path: Path) 
 
 
 def test_the_selection_takes_the_widened_chain_on_standard_normal_inputs() -> None:
-    # the selection's default inputs (standard normal) reject the variant's bf16 chain and
-    # keep the widened one, cheaper than every fused candidate of the program
+    # the selection's default inputs (standard normal) reject the variant's bf16 chain; its
+    # widened twin (tried past the bound, as only a wrong chain gets one) is right and
+    # cheaper than every fused candidate of the program
     chosen = choose_kernel(program(), "trn2", SIZES, lambda line: None, programs=4)
     assert chosen.kind == "chain" and "intermediates in fp32 (proof " in chosen.chosen
     bf16 = [c for c in chosen.candidates if c.program is not None and not c.widened
             and c.module is not None]
     assert bf16 and all(c.rejected.startswith("wrong result") for c in bf16)
+    widened = [c for c in chosen.candidates if c.widened]
+    assert [c.program for c in widened] == [c.program for c in bf16]
     fused = [c.latency_s for c in chosen.candidates
              if c.program is None and c.latency_s is not None]
     assert fused and chosen.latency_s < min(fused)
