@@ -516,14 +516,16 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
 
 
 def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
-                 parts: Sequence[OpKernel] | None = None) -> KernelModule:
+                 parts: Sequence[OpKernel] | None = None,
+                 chosen: Mapping[int, KernelModule] | None = None) -> KernelModule:
     """The unfused chain of `func` as one module: each op's `first_kernel` (one kernel per
     distinct one-op function), and a host function `<name>` calling them in order through
     HBM. A value of sizes an op takes as a parameter (`op_functions`: attention's `sqrt(D)`)
     is computed at `sizes` (`sizes_value`) and printed in the host as that constant, the
     module specialized at it. `NoKernel` naming the op that does not lower; `ValueError` when
     `func` is not a chain of one-result ops ending in the last one's result. `parts`: other
-    functions to chain instead of one per op (`split_functions`)."""
+    functions to chain instead of one per op (`split_functions`); `chosen`: a part's kernel
+    selected elsewhere (a module of one step) in place of its `first_kernel`, by its index."""
     kernels = op_functions(func) if parts is None else list(parts)
     (ret,) = (op for op in func.body.block.ops if isinstance(op, ReturnOp))
     if not kernels or any(len(k.op.results) != 1 for k in kernels) or \
@@ -545,6 +547,12 @@ def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
     steps = []
     for number, k in enumerate(kernels):
         key = str(k.func).replace(f"@{k.func.sym_name.data}(", "@op(", 1)
+        if chosen is not None and number in chosen:
+            (step,) = chosen[number].steps
+            key = step.kernel
+            if key not in emitted:
+                emitted[key] = step.kernel
+                bodies.append(chosen[number].text.split(_IMPORTS, 1)[1].strip("\n"))
         if key not in emitted:
             own = {s: v for s, v in sizes.items() if s in symbols(k.func)}
             try:
@@ -653,6 +661,8 @@ class Candidate:
     #: a chain of other parts than one per op (split, prologue, widened): the proof that
     #: its parts, composed, equal its program (`widen.chain_proof`)
     chain_proof: str = ""
+    #: the prologue chain's rest where it was selected as a program of its own: its winner
+    rest: str = ""
 
 
 @dataclass(frozen=True)
@@ -678,6 +688,7 @@ class ChosenKernel:
     candidates: tuple[Candidate, ...]
     space: int
     ways: str = ""
+    module: KernelModule | None = None
 
     @property
     def chosen(self) -> str:
@@ -829,7 +840,29 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     return ChosenKernel(best.kind, best.params, best.module.text, best.tiling_proof,
                         best.lowering_proof, symbolic, seconds - symbolic, best.latency_s,
                         best.output, tuple(candidates), space,
-                        best.ways or _chain_of(best))
+                        best.ways or _chain_of(best), best.module)
+
+
+def _rest_selected(c: Candidate, parts: Sequence[OpKernel] | None, profile: str,
+                   sizes: Mapping[str, int]) -> dict[int, KernelModule] | None:
+    """The prologue chain's rest (the heavy part: qknorm_gqa's attention) selected as a
+    program of its own (`choose_kernel`: every tiling and way it is printed, checked on its
+    own inputs), where the winner is one kernel; None leaves it to `first_kernel`. Said in
+    the candidate's label."""
+    if not parts:
+        return None
+    rest = parts[-1].func
+    try:  # as many nu-graph programs as `first_kernel` tries (gqa's kv heads tile in one)
+        picked = choose_kernel(rest, profile, {s: v for s, v in sizes.items()
+                                               if s in symbols(rest)}, lambda line: None,
+                               programs=FIRST_VARIANTS + 1)
+    except NoKernel:
+        return None
+    if picked.module is None or len(picked.module.steps) != 1 or picked.module.constants:
+        return None
+    c.rest = f"{picked.kind} {picked.chosen}"
+    c.label += f" (the rest: {c.rest})"
+    return {len(parts) - 1: picked.module}
 
 
 def _widened_twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, int],
@@ -858,8 +891,9 @@ def _chain_of(c: Candidate) -> str:
     variant = "" if c.program is None else f"of the nu-graph variant {c.program.sym_name.data}"
     if c.widened:
         return f"{variant}, intermediates in fp32 (proof {c.chain_proof})"
+    rest = f"the rest {c.rest}" if c.rest else ""
     proof = f"proof {c.chain_proof}" if c.chain_proof else ""
-    return ", ".join(text for text in (variant, proof) if text)
+    return ", ".join(text for text in (variant, rest, proof) if text)
 
 
 def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, int],
@@ -1022,8 +1056,9 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
                 c.rejected = "does not lower: its parts are not proved equal to the program"
                 return
             c.chain_proof = proof
+        chosen = _rest_selected(c, parts, profile, sizes) if c.tiling == -3 else None
         try:
-            c.module = chain_module(chained, profile, sizes, parts)
+            c.module = chain_module(chained, profile, sizes, parts, chosen)
         except (NoKernel, ValueError) as err:
             c.rejected = f"does not lower: {err}"
         return

@@ -15,8 +15,10 @@ from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.ax import MatmulOp
 from axon.interpreter import run_function
 from axon.targets.nki.select import (
+    Candidate,
     KernelRunner,
     OpKernel,
+    _rest_selected,
     chain_module,
     check_close,
     default_tolerance,
@@ -89,3 +91,24 @@ def test_the_prologue_chain_runs_like_the_interpreter(tmp_path: Path) -> None:
         offs = [check_close(out, run_function(func, inputs, sizes, exact=exact)[0],
                             default_tolerance(func)) for exact in (False, True)]
         assert "" in offs, (sizes, offs)
+
+
+def test_the_rest_is_selected_as_a_program_of_its_own(tmp_path: Path) -> None:
+    # the rest (attention with the queries' norm) through the whole selection, every way it
+    # is printed: one kernel, cheaper than its `first_kernel`, and the chain still right
+    func = program("qknorm_gqa")
+    parts = prologue_functions(func)
+    assert parts is not None
+    sizes = {"B": 1, "HKV": 1, "G": 2, "S": 256, "L": 256, "D": 128}
+    c = Candidate("prologue chain", "chain-prologue", tiling=-3)
+    chosen = _rest_selected(c, parts, "trn2", sizes)
+    assert chosen is not None and list(chosen) == [1] and len(chosen[1].steps) == 1
+    assert c.rest.startswith("batched_rows_k ") and c.label.endswith(f"(the rest: {c.rest})")
+    inputs = random_inputs(func, sizes)
+    runner = KernelRunner("trn2", tmp_path)
+    first, first_s = runner.run_module(chain_module(func, "trn2", sizes, parts), inputs)
+    out, out_s = runner.run_module(chain_module(func, "trn2", sizes, parts, chosen), inputs)
+    assert out_s < first_s
+    offs = [check_close(out, run_function(func, inputs, sizes, exact=exact)[0],
+                        default_tolerance(func)) for exact in (False, True)]
+    assert "" in offs, offs
