@@ -390,15 +390,27 @@ def split_functions(func: FuncOp) -> list[OpKernel] | None:
         return None
     body = list(func.body.block.ops)
     ops = [op for op in body[:body.index(last.op)] if not isinstance(op, ReturnOp)]
-    args = [a for a in func.body.block.args
-            if any(use.operation in ops for use in a.uses)]
     (value,) = read
-    first = FuncOp(f"{func.sym_name.data}_head", ([a.type for a in args], [value.type]))
-    mapping: dict[SSAValue, SSAValue] = dict(zip(args, first.body.block.args, strict=True))
+    return [_part(func, "head", ops, value), last]
+
+
+def _part(func: FuncOp, suffix: str, ops: Sequence[Operation], result: SSAValue,
+          extra: Sequence[SSAValue] = ()) -> OpKernel:
+    """`ops` of `func` (in its order) as a function `<name>_<suffix>` returning `result`: its
+    parameters the inputs of `func` they read, then `extra` (values of `func` made outside
+    `ops`)."""
+    args = [a for a in func.body.block.args if any(use.operation in ops for use in a.uses)]
+    params = [*args, *extra]
+    part = FuncOp(f"{func.sym_name.data}_{suffix}", ([a.type for a in params], [result.type]))
+    mapping: dict[SSAValue, SSAValue] = dict(zip(params, part.body.block.args, strict=True))
     for op in ops:
-        first.body.block.add_op(op.clone(value_mapper=mapping))
-    first.body.block.add_op(ReturnOp(mapping[value]))
-    return [OpKernel(before.op, first, tuple(args)), last]
+        copy = op.clone(value_mapper=mapping)
+        part.body.block.add_op(copy)
+        mapping.update(zip(op.results, copy.results, strict=True))
+    part.body.block.add_op(ReturnOp(mapping[result]))
+    owner = result.owner
+    assert isinstance(owner, Operation)
+    return OpKernel(owner, part, tuple(params))
 
 
 #: ops a matmul's operand may pass through and still be the value they read (views)
@@ -425,41 +437,28 @@ def prologue_functions(func: FuncOp) -> list[OpKernel] | None:
             value = value.owner.operands[0]
         if not isinstance(value.owner, Operation) or value.owner is last:
             continue
-        group: list[Operation] = []
+        group: set[Operation] = set()  # what `value` is made of, constants aside
         work = [value.owner]
         while work:
             op = work.pop()
-            if op in group or isinstance(op, ConstantOp):
-                continue
-            group.append(op)
-            work.extend(v.owner for v in op.operands if isinstance(v.owner, Operation))
-        if any(isinstance(op, (MatmulOp, ReturnOp)) for op in group) or any(
+            if op not in group and not isinstance(op, ConstantOp):
+                group.add(op)
+                work.extend(v.owner for v in op.operands if isinstance(v.owner, Operation))
+        if any(isinstance(op, MatmulOp) for op in group) or any(
                 use.operation not in group for op in group for r in op.results
                 if r is not value for use in r.uses):
             continue
+
+        def reads(op: Operation, ops: set[Operation]) -> bool:
+            return any(u.operation in ops for u in op.results[0].uses)
+
+        # each part takes the constants it reads
+        first = [op for op in body if op in group
+                 or (isinstance(op, ConstantOp) and reads(op, group))]
         rest = [op for op in body if op not in group and not (
-            isinstance(op, ConstantOp) and all(u.operation in group for u in op.results[0].uses))]
-        parts = []
-        for ops, result, extra in (([op for op in body if op in group or (
-                isinstance(op, ConstantOp) and any(u.operation in group
-                                                   for u in op.results[0].uses))],
-                                    value, []), (rest, ret.arguments[0], [value])):
-            args = [a for a in func.body.block.args
-                    if any(use.operation in ops for use in a.uses)]
-            params = [*args, *extra]
-            name = f"{func.sym_name.data}_{'prologue' if extra == [] else 'rest'}"
-            part = FuncOp(name, ([a.type for a in params], [result.type]))
-            mapping: dict[SSAValue, SSAValue] = dict(zip(params, part.body.block.args,
-                                                         strict=True))
-            for op in ops:
-                copy = op.clone(value_mapper=mapping)
-                part.body.block.add_op(copy)
-                mapping.update(zip(op.results, copy.results, strict=True))
-            part.body.block.add_op(ReturnOp(mapping[result]))
-            owner = result.owner
-            assert isinstance(owner, Operation)
-            parts.append(OpKernel(owner, part, tuple(params)))
-        return parts
+            isinstance(op, ConstantOp) and not reads(op, set(body) - group))]
+        return [_part(func, "prologue", first, value),
+                _part(func, "rest", rest, ret.arguments[0], [value])]
     return None
 
 
@@ -669,9 +668,8 @@ class Candidate:
 class ChosenKernel:
     """The kernel `--target nki` prints: the winning candidate's kind (`chain` for the unfused
     chain, `chain-split` for the split one, `chain-prologue` for a matmul's operand apart),
-    its tile sizes, the printed module, both proofs'
-    ids (the chain's: none), its
-    predicted latency and output on the selection's inputs, every candidate considered, the
+    its tile sizes, the printed module, both proofs' ids (a chain's: none), its predicted
+    latency and output on the selection's inputs, every candidate considered, the
     space's size, and the seconds spent tiling and proving (`symbolic_s`: the `tile` search,
     the lowerings and their proofs) and selecting (`emit_s`: emission, simulation, checks and
     pricing)."""
@@ -693,7 +691,8 @@ class ChosenKernel:
     @property
     def chosen(self) -> str:
         """The tile sizes as `BM=128 BN=128` (the chain: `unfused`, and the nu-graph variant it
-        runs where not the program; the split chain: `last op apart`), then how it is printed
+        runs where not the program; the split chain: `last op apart`; the prologue chain: so;
+        a chain of other parts with the proof of their composition), then how it is printed
         where that is not the lowering's way."""
         if self.kind in ("chain-split", "chain-prologue"):
             how = "last op apart" if self.kind == "chain-split" else \
