@@ -784,7 +784,8 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                 lowered[c.tiling] = f"does not lower: {err}"
             else:
                 say(f"nki: @{name}: {proved[c.tiling].tiling.kind}: fusion: {fused.summary()}")
-        if c.program is not None:  # a variant's chain that does not lower takes no place
+        if c.program is not None or c.tiling == -3:
+            # a variant's chain or the prologue chain that does not lower takes no place
             _emit(c, func, profile, sizes, proved, lowered)
         taken.append(c)
         if (c.tiling < 0 and not c.rejected) or (
