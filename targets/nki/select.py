@@ -711,14 +711,16 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                   tolerance: tuple[float, float] | None = None,
                   extra: Sequence[Candidate] = (),
                   programs: int = DEFAULT_PROGRAMS,
-                  executor: Executor | None = None) -> ChosenKernel:
+                  executor: Executor | None = None,
+                  prologue: bool = True) -> ChosenKernel:
     """The cheapest right candidate of `func` at `sizes` (every size bound; see the module
     docstring). `inputs` default to `random_inputs`, `tolerance` to the result dtype's;
     `extra` candidates (with their modules) join the list after the bound is applied (a
     test's planted ones); `programs`: how many of `func` and its nu-graph variants are tiled
     (`tiled_programs`); `executor`: where the candidates are simulated and checked (a local
-    process pool, Ray), here one after the other without one. `NoKernel` when no candidate
-    is left."""
+    process pool, Ray), here one after the other without one; `prologue`: whether the
+    prologue chain is a candidate (its rest's own selection has none, so selections nest one
+    deep at most). `NoKernel` when no candidate is left."""
     if max_candidates < 1:
         raise ValueError(f"max_candidates must be at least 1, not {max_candidates}")
     name = func.sym_name.data
@@ -729,7 +731,7 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     ops = len(op_functions(func))
     # the split chain's first part is searched again: only where the whole is small
     split = split_functions(func) if 1 < ops <= SPLIT_MAX_OPS else None
-    prologue = ops > 1 and prologue_functions(func) is not None
+    prologue = prologue and ops > 1 and prologue_functions(func) is not None
     # a variant's unfused chain: its ops one kernel each, where it has more than one (an
     # algebraic rewrite pays off unfused: gemm_sum_scale's `x @ sum(w, axis=1)` reads w once
     # in its own kernel, where every fused tiling reads it once per row block)
@@ -855,7 +857,7 @@ def _rest_selected(c: Candidate, parts: Sequence[OpKernel] | None, profile: str,
     try:  # as many nu-graph programs as `first_kernel` tries (gqa's kv heads tile in one)
         picked = choose_kernel(rest, profile, {s: v for s, v in sizes.items()
                                                if s in symbols(rest)}, lambda line: None,
-                               programs=FIRST_VARIANTS + 1)
+                               programs=FIRST_VARIANTS + 1, prologue=False)
     except NoKernel:
         return None
     if picked.module is None or len(picked.module.steps) != 1 or picked.module.constants:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import BlockArgument
 
@@ -112,3 +113,23 @@ def test_the_rest_is_selected_as_a_program_of_its_own(tmp_path: Path) -> None:
     offs = [check_close(out, run_function(func, inputs, sizes, exact=exact)[0],
                         default_tolerance(func)) for exact in (False, True)]
     assert "" in offs, offs
+
+
+def test_the_rests_selection_offers_no_prologue_of_its_own(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    # selections nest one deep at most: the rest is selected without a prologue chain
+    from axon.targets.nki import select
+
+    asked: list[dict[str, object]] = []
+
+    def recorded(*args: object, **kwargs: object) -> None:
+        asked.append(kwargs)
+        raise select.NoKernel("recorded")
+
+    monkeypatch.setattr(select, "choose_kernel", recorded)
+    func = program("qknorm_gqa")
+    parts = prologue_functions(func)
+    c = Candidate("prologue chain", "chain-prologue", tiling=-3)
+    sizes = {"B": 1, "HKV": 1, "G": 2, "S": 256, "L": 256, "D": 128}
+    assert _rest_selected(c, parts, "trn2", sizes) is None and c.rest == ""
+    assert [a["prologue"] for a in asked] == [False]
