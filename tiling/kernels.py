@@ -73,6 +73,7 @@ from axon.dialects.form.interface import form_op, generic_form, has_form
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 from axon.dialects.form.ranges import simplify_form, simplify_index
 from axon.dialects.form.scalar import (
+    Call,
     Const,
     Index,
     Read,
@@ -294,6 +295,26 @@ def row_size(func: FuncOp, lead: int = 0) -> str:
                           f"{'first dim' if not lead else f'dim #{lead}'} that is a size "
                           "(the rows)")
     return first[0]
+
+
+def accumulates_products(op: Operation) -> bool:
+    """Is `op` a sum of products of two operands, which a matmul unit accumulates where its
+    profile keeps accumulators (a NeuronCore's PSUM): an `ax.matmul`, or an `ax.generic`
+    contraction `add over r of in0[...] * in1[...]`, masked or not (a propagated variant's
+    batched `p @ v`, gqa's `in1[d0, d1 floordiv G, r0, d3]`)?"""
+    if isinstance(op, MatmulOp):
+        return True
+    if not isinstance(op, GenericOp) or len(op.operands) != 2:
+        return False
+    form = generic_form(op)
+    if form.reduction != "add" or form.finalize is not None or len(form.reduced) != 1:
+        return False
+    body = form.body
+    if isinstance(body, Call) and body.fn == "select" and isinstance(body.args[2], Const) \
+            and body.args[2].value == 0:
+        body = body.args[1]
+    return isinstance(body, Call) and body.fn == "mul" and len(body.args) == 2 \
+        and all(isinstance(a, Read) for a in body.args)
 
 
 def tile_function(func: FuncOp, tiling: Tiling, space: str, accumulator_space: str) -> FuncOp:
@@ -831,7 +852,7 @@ class _Builder:
             loop_body.add_op(partial)
             tile = partial.results[0].type
             assert isinstance(tile, TensorType)
-            space = self.accumulator_space if isinstance(op, MatmulOp) else self.space
+            space = self.accumulator_space if accumulates_products(op) else self.space
             zero = FullOp.make([], value=0.0, shape=tile.shape, dtype=tile.dtype, space=space)
             block.add_op(zero)
             inits.append(zero.results[0])
@@ -868,7 +889,7 @@ class _Builder:
             kind = generic_form(op).reduction or "add"
             start: Operation
             if kind == "add":
-                space = self.accumulator_space if isinstance(op, MatmulOp) else self.space
+                space = self.accumulator_space if accumulates_products(op) else self.space
                 start = FullOp.make([], value=0.0, shape=tile.shape, dtype=tile.dtype,
                                     space=space)
             else:  # a max or min starts at the first block's (no infinities: no real is one)
@@ -1046,7 +1067,7 @@ class _Online:
             loop_body.add_op(part)
             tile = part.results[0].type
             assert isinstance(tile, TensorType)
-            space = b.accumulator_space if isinstance(op, MatmulOp) else b.space
+            space = b.accumulator_space if accumulates_products(op) else b.space
             zero = FullOp.make([], value=0.0, shape=tile.shape, dtype=tile.dtype, space=space)
             body.add_op(zero)
             inits.append(zero.results[0])

@@ -250,6 +250,23 @@ def test_attention_is_split_over_batch_and_heads_and_reads_its_kv_head_one_wide(
     assert isinstance(prove_equivalent(func, tiled, budget=ProofBudget.nominal(20.0)), Proved)
 
 
+def test_a_contraction_accumulates_where_a_matmul_does() -> None:
+    # the weighted values `e @ v` are an ax.generic contraction (propagation's kv-head read):
+    # on a NeuronCore their accumulator starts in PSUM, as an ax.matmul's does, so TensorE
+    # adds each block's product onto it; the row sum beside it stays in SBUF
+    func = function(ATTENTION)
+    scores, weighted = [op for op in func.walk() if isinstance(op, GenericOp)]
+    assert kernels.accumulates_products(weighted) and kernels.accumulates_products(scores)
+    (row_sum,) = [op for op in func.walk() if op.name == "ax.sum"]
+    assert not kernels.accumulates_products(row_sum)
+    tiled = tile_function(func, Tiling("S", lead=2, red="L"), "sbuf", "psum")
+    (loop,) = [op for op in tiled.walk() if isinstance(op, ForOp) and len(op.results) == 2]
+    starts = [init.owner for init in loop.inits]
+    assert [op.space.data for op in starts if isinstance(op, FullOp)] == ["psum", "sbuf"]
+    run_both(func, tiled, ATTENTION_SHAPES)
+    assert isinstance(prove_equivalent(func, tiled, budget=ProofBudget.nominal(20.0)), Proved)
+
+
 def test_a_kv_head_read_at_the_wrong_offset_is_refuted() -> None:
     func = function(ATTENTION)
     tiled = tile_function(func, Tiling("S", lead=2), "registers", "registers")
