@@ -43,10 +43,12 @@ instruction and the instruction that makes its operand, so finding them is one w
   brought in for it alone -> `dma_transpose` of the tile, which the emitter prints as one DMA
   transposing on its way from HBM. Every NeuronCore profile has the 2-D DMA transpose
   (docs/nki.md); the dialect admits 2-byte dtypes only, and the rule asks the same;
-- `divide-reciprocal`: a `[P, F]` tile divided by a `[P, 1]` column -> the tile times the
-  column's reciprocal (one `[P, 1]` `tensor_scalar`, 1 / c): the same pass, now one that
-  ScalarE runs too (its `tensor_scalar` multiplies and adds, it does not divide), so the
-  emitter's engine balance can move it off VectorE (softmax's `exp / sum`);
+- `divide-reciprocal`: a `[P, F]` tile divided by a `[P, 1]` column (then, maybe, a second
+  op: attention's `s / c - m`) -> the tile times the column's reciprocal (one `[P, 1]`
+  `tensor_scalar`, 1 / c): the same pass, now one that ScalarE runs too (its
+  `tensor_scalar` multiplies and adds, it does not divide), so the emitter's engine balance
+  can move it off VectorE (softmax's `exp / sum`), and one an activation absorbs as its
+  `scale` (`activation-scale-bias`);
 - `column-scale-bias`: an activation without scale or bias of a `[P, 1]` column made by
   `tensor_scalar`s of constants (`+ eps`, in its fp32 pieces) after, optionally, a
   `tensor_tensor` dividing or multiplying it by a column of constants (a mean's count) ->
@@ -298,7 +300,8 @@ def _find_activation_scale_bias(op: Operation) -> tuple[Operation, ...] | None:
     if float(op.attrs().get("scale") or 1.0) != 1.0:
         return None
     ts = _maker(op.operands[0], nki.TensorScalarOp, op, sole=False)
-    if ts is not None and not _sole_or_chained(ts, op):
+    partner = None if ts is None else _partner(ts, op)
+    if ts is not None and partner is None and not _sole_or_chained(ts, op):
         return None
     affine = None if ts is None else _affine(_steps(ts))
     if affine is None:
@@ -310,7 +313,30 @@ def _find_activation_scale_bias(op: Operation) -> tuple[Operation, ...] | None:
         or (isinstance(scale, SSAValue) and bias is None)
     if extra and _type(ts.operands[0]).shape[1] == IntExpr.const(1):
         return None
-    return op, ts
+    if partner is None:
+        return op, ts
+    block = op.parent_block()
+    assert block is not None
+    first, second = sorted((op, partner), key=block.get_operation_index)
+    return first, ts, second  # the new columns go before the first of the two
+
+
+def _partner(ts: Operation, act: Operation) -> Operation | None:
+    """The other reader of `ts` where it is `act`'s twin: an activation and the
+    `activation_reduce` of the same function and operands beside it (`activation-reduce`
+    made the pair, which the emitter prints as one instruction); the two absorb `ts`
+    together."""
+    readers = [use.operation for use in ts.results[0].uses]
+    if len(readers) != 2:
+        return None
+    (other,) = [r for r in readers if r is not act] or [None]
+    if not isinstance(other, (nki.ActivationOp, nki.ActivationReduceOp)) \
+            or type(other) is type(act) or other.parent_block() is not act.parent_block() \
+            or list(other.operands) != list(act.operands) \
+            or other.attrs().get("func") != act.attrs().get("func") \
+            or float(other.attrs().get("scale") or 1.0) != 1.0:
+        return None
+    return other
 
 
 def _sole_or_chained(ts: Operation, act: Operation) -> bool:
@@ -328,7 +354,7 @@ def _sole_or_chained(ts: Operation, act: Operation) -> bool:
 
 
 def _rewrite_activation_scale_bias(ops: tuple[Operation, ...]) -> None:
-    act, ts = ops
+    act, ts, *partner = ops
     affine = _affine(_steps(ts))
     assert affine is not None
     scale, bias, negated = affine
@@ -352,8 +378,9 @@ def _rewrite_activation_scale_bias(ops: tuple[Operation, ...]) -> None:
     else:
         constant_scale = scale
         operands += [bias_vector] if bias_vector is not None else []
-    assert isinstance(act, (nki.ActivationOp, nki.ActivationReduceOp))
-    _replace(act, type(act).make(operands, **_attrs(act, scale=constant_scale)))
+    for reader in (act, *partner):
+        assert isinstance(reader, (nki.ActivationOp, nki.ActivationReduceOp))
+        _replace(reader, type(reader).make(operands, **_attrs(reader, scale=constant_scale)))
     if not ts.results[0].uses:
         _erase(ts)
 
@@ -493,12 +520,12 @@ def _rewrite_dma_transpose(ops: tuple[Operation, ...]) -> None:
 
 # ---- divide-reciprocal -------------------------------------------------------------------------
 def _find_divide_reciprocal(op: Operation) -> tuple[Operation, ...] | None:
-    """A `[P, F]` tile divided by a `[P, 1]` column (one-op `tensor_scalar`, not reversed)."""
+    """A `[P, F]` tile divided by a `[P, 1]` column (a `tensor_scalar` whose first op divides,
+    not reversed; a second op may follow: attention's `s / sqrt(D) - max`)."""
     if not isinstance(op, nki.TensorScalarOp) or op.attrs().get("engine") not in (None, "vector"):
         return None
     steps = _steps(op)
-    if len(steps) != 1 or steps[0][0] != "divide" or steps[0][2] \
-            or not isinstance(steps[0][1], SSAValue):
+    if steps[0][0] != "divide" or steps[0][2] or not isinstance(steps[0][1], SSAValue):
         return None
     if _type(op.operands[0]).shape[1] == IntExpr.const(1):
         return None  # a column by a column: nothing to gain
@@ -507,10 +534,10 @@ def _find_divide_reciprocal(op: Operation) -> tuple[Operation, ...] | None:
 
 def _rewrite_divide_reciprocal(ops: tuple[Operation, ...]) -> None:
     (divide,) = ops
-    data, column = divide.operands
+    data, column, *rest = divide.operands
     reciprocal = _insert_before(divide, nki.TensorScalarOp.make(
         [column], op0="divide", scalar0=1.0, reverse0=True, buffer="sbuf", dtype="f32"))
-    _replace(divide, nki.TensorScalarOp.make([data, reciprocal], **_attrs(
+    _replace(divide, nki.TensorScalarOp.make([data, reciprocal, *rest], **_attrs(
         divide, op0="multiply")))
 
 
@@ -642,7 +669,8 @@ RULES: tuple[Rule, ...] = (
 
 
 def lower_and_fuse(func: FuncOp, budget: ProofBudget | None = None,
-                   choices: Mapping[str, Choice] | None = None
+                   choices: Mapping[str, Choice] | None = None,
+                   rules: Sequence[Rule] | None = None
                    ) -> tuple[LoweredKernel, FusedKernel]:
     """`lower.lower_and_prove` of a tiled function (with `choices`: synthesized lowerings of
     its tile ops, `synthesized.py`), then `fuse_kernel` of the lowering and
@@ -652,9 +680,10 @@ def lower_and_fuse(func: FuncOp, budget: ProofBudget | None = None,
     takes the constant columns fusion makes (`divide-reciprocal`'s `1 / c`) out of the loops
     too, and the tile it shares keeps its other uses through fusion, so gqa's query tile
     stays on TensorE's transpose (534 us at B=1, HKV=2, G=4, S=L=512 on trn2) rather than a
-    DMA transpose at each program's start (688 us, hoisting first)."""
+    DMA transpose at each program's start (688 us, hoisting first). `rules`: the fusions to
+    try (default `RULES`; none for the naive lowering, which fuses no instructions)."""
     lowered = lower_and_prove(func, budget, choices)
-    fused = fuse_kernel(lowered.func, budget)
+    fused = fuse_kernel(lowered.func, budget, rules)
     moved = hoist_kernel(fused.func, budget)
     if moved.verdict != "unchanged":
         fused = dataclasses.replace(fused, func=moved.func, seconds=fused.seconds + moved.seconds,

@@ -402,3 +402,27 @@ def test_a_square_and_its_row_sum_both_used_are_one_instruction(tmp_path: Path) 
     text = emit_nki(fused.func, TILES).text
     assert text.count("nisa.activation_reduce(") == 2 and "nisa.activation(" not in text
     check_runs(func, fused.func, tmp_path)
+
+
+def test_a_quotient_then_a_difference_reaches_the_activation_pair_as_scale_and_bias(
+        tmp_path: Path) -> None:
+    # attention's exp(s / c - m) with its row sum: the two steps chain into one tensor_scalar,
+    # exp and its row sum become one pair of readers, the quotient a product by 1 / c; the
+    # pair then absorbs it together (scale 1 / c, bias -m) and reads s itself (c kept away
+    # from 0 so that the random inputs' exponentials are finite)
+    func = source("def f(x: bf16[M, N], c: bf16[M, 1], m: bf16[M, 1]):\n"
+                  "    e = exp(x / (c * c + 1.0) - m)\n"
+                  "    return e / sum(e, axis=-1, keepdims=True)\n")
+    fused = fuse_kernel(lowered(func, "rows"))
+    assert ("activation-scale-bias", "proved") in verdicts(fused)
+    assert not [a for a in fused.attempts if a.verdict != "proved"]
+    pair = [op for op in fused.func.walk()
+            if isinstance(op, (nki.ActivationOp, nki.ActivationReduceOp))]
+    assert len(pair) == 2 and list(pair[0].operands) == list(pair[1].operands)
+    data, bias, scale = pair[0].operands
+    assert not isinstance(data.owner, nki.TensorScalarOp)  # x itself, not x / c - m
+    steps = scale.owner.attrs()  # 1 / (c * c + 1), its last step chained onto the sum's
+    assert (steps.get("op1"), steps.get("reverse1")) == ("divide", True)
+    text = emit_nki(fused.func, TILES).text
+    assert "nisa.activation(" not in text and "op0=nl.divide, operand0=t" not in text
+    check_runs(func, fused.func, tmp_path)
