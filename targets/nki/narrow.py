@@ -22,7 +22,9 @@ Only storage changes: each instruction computes in fp32 and rounds when it write
 dialect's rule), so the copy has the generic forms of the function it was made from, op for
 op, over the reals the verifier reasons in; the lowering's proof covers it as it covers the
 fp32 kernel, and what the rounding does to the values is the selection's check against the
-interpreter's rounded and exact runs, as for every candidate.
+interpreter's rounded and exact runs, as for every candidate. A `tensor_copy` that cast a
+narrowed tile to 16 bits (a matmul's operand) then copies a tile into its own dtype: it is
+dropped, its readers reading the tile (gqa's probabilities on their way to the transpose).
 """
 
 from __future__ import annotations
@@ -73,6 +75,19 @@ def _narrowable(op: Operation) -> bool:
     return True
 
 
+def _idle_copy(op: Operation) -> bool:
+    """A `tensor_copy` of an SBUF tile into SBUF in the dtype it has already (the lowering's
+    cast of a matmul's operand to 16 bits, once that operand is narrowed): it reads what it
+    writes, so its readers read its operand; neither tile is written in place."""
+    if not isinstance(op, nki.TensorCopyOp) or op.buffer_name() != "sbuf":
+        return False
+    (source,), (result,) = op.operands, op.results
+    maker = source.owner
+    return isinstance(maker, ELEMENTWISE) and maker.buffer_name() == "sbuf" \
+        and source.type == result.type and not written_in_place(source) \
+        and not written_in_place(result)
+
+
 def _retyped(op: Operation, dtype: str) -> Operation:
     assert isinstance(op, nki.NkiOp)
     return type(op).make(list(op.operands), **{**op.attrs(), "dtype": dtype})
@@ -97,6 +112,11 @@ def narrowed(func: FuncOp, budget: ProofBudget = DEFAULT_BUDGET) -> tuple[FuncOp
         assert block is not None
         block.insert_op_before(new, op)
         old_result.replace_all_uses_with(new_result)
+        block.erase_op(op)
+    for op in [op for op in copy.walk() if _idle_copy(op)]:
+        op.results[0].replace_all_uses_with(op.operands[0])
+        block = op.parent_block()
+        assert block is not None
         block.erase_op(op)
     copy.verify()
     if not isinstance(prove_equivalent(func, copy, budget=budget), Proved):

@@ -17,19 +17,22 @@ from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.dialects import nki
 from axon.dialects.ax import TensorType
 from axon.dialects.tile import ForOp
+from axon.interpreter import run_function
 from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki, written_in_place
 from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import kernel_of
 from axon.targets.nki.narrow import narrowed, narrowing_dtype
 from axon.targets.nki.schedule import scheduled
-from axon.targets.nki.select import KernelRunner, choose_kernel
+from axon.targets.nki.select import KernelRunner, choose_kernel, random_inputs
 from axon.targets.nki.simulator.errors import KernelError
 from axon.targets.profiles import load_profile
 from axon.tiling.kernels import tile_function, tilings
 from axon.tiling.profiles import kernel_constraints, tile_spaces
 from axon.tiling.specialize import specialized
 
+from .test_nki_fuse import TILES, source, tiled
+from .test_nki_fuse import run as run_fused
 from .test_nki_schedule import close, kernel, program, run
 
 ROPE = {"BM": 128, "BN": 8}
@@ -234,3 +237,27 @@ def test_the_selection_prices_the_kernel_without_masks() -> None:
     plain = min(c.latency_s for c in chosen.candidates if c.latency_s is not None
                 and not c.ways)
     assert chosen.latency_s < 0.95 * plain
+
+
+def test_a_cast_to_the_narrowed_dtype_is_dropped(tmp_path: Path) -> None:
+    # exp(x) @ w: the lowering casts the fp32 exponentials to bf16 for TensorE (a tensor_copy);
+    # narrowed, the activation writes bf16 already, and the copy would copy a tile into its
+    # own dtype: the transpose reads the activation's tile instead
+    func = source("def f(x: bf16[M, K], w: bf16[K, N]):\n    return exp(x) @ w\n")
+    lowered = lower_and_fuse(tiled(func, "blocks_k"))[0].func
+    (act,) = [op for op in instructions(lowered) if isinstance(op, nki.ActivationOp)]
+    assert [type(u.operation) for u in act.results[0].uses] == [nki.TensorCopyOp]
+    result = narrowed(lowered)
+    assert result is not None
+    narrow, _ = result
+    (act,) = [op for op in instructions(narrow) if isinstance(op, nki.ActivationOp)]
+    assert dtype(act) == "bf16"
+    assert [type(u.operation) for u in act.results[0].uses] == [nki.NcTransposeOp]
+    assert not [op for op in instructions(narrow) if isinstance(op, nki.TensorCopyOp)
+                and op.operands[0].type == op.results[0].type
+                and isinstance(op.operands[0].owner, nki.ActivationOp)]
+    for sizes in ({"M": 130, "K": 200, "N": 77}, {"M": 1, "K": 1, "N": 1}):
+        inputs = random_inputs(func, sizes)
+        out = run_fused(narrow, tmp_path, inputs).astype(np.float64)
+        want = run_function(func, inputs, sizes)[0].astype(np.float64)
+        assert np.allclose(out, want, rtol=2e-2, atol=2e-2), (sizes, TILES)
