@@ -53,6 +53,7 @@ squares (48.4 -> 47.9 us), while attention's online loop is shorter balanced on 
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 import warnings
@@ -85,8 +86,9 @@ from axon.selection.variants import program_variants, unnamed
 from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki, engines_differ
 from axon.targets.nki.fuse import lower_and_fuse
-from axon.targets.nki.lower import LoweredKernel, NotTaken, Refused
+from axon.targets.nki.lower import LoweredKernel, NotTaken, Refused, kernel_of
 from axon.targets.nki.narrow import narrowed
+from axon.targets.nki.pair import PAIRED, paired_text
 from axon.targets.nki.schedule import scheduled
 from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, simulate
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
@@ -485,13 +487,14 @@ FIRST_VARIANTS = 4
 
 
 def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
-                 say: Callable[[str], None]) -> FirstKernel:
+                 say: Callable[[str], None], fuse: bool = True) -> FirstKernel:
     """The proved tilings of `func` cheapest first by the tiled cost model; the first whose
     lowering is proved, printed with its best tile sizes (no simulation) and specialized at
     `sizes` where no input gives a size (`emit_nki`). Where none of `func`'s own lowers, the
     same of the nu-graph's programs equal to it (`tiled_programs`, up to `FIRST_VARIANTS`):
     gqa's one-op `reshape(broadcast_to(k))` tiles only as the read `k[b, h floordiv G, ...]`
-    propagation gives. `NoKernel` when none lowers."""
+    propagation gives. `fuse=False`: no instruction fusion (`fuse.RULES`), as the naive
+    lowering has none. `NoKernel` when none lowers."""
     refusals: list[str] = []
     for own in (True, False):
         funcs = [func] if own else tiled_programs(func, profile, sizes, FIRST_VARIANTS)[1:]
@@ -502,7 +505,7 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
             assert proposal.kernel is not None
             params = dict(proposal.candidates[0].params)
             try:
-                lowered, _ = lower_and_fuse(proposal.kernel)
+                lowered, _ = lower_and_fuse(proposal.kernel, rules=None if fuse else ())
                 emitted = emit_nki(lowered.func, params, sizes)
             except Refused as err:  # the lowering, or the emitter
                 say(f"{proposal.tiling.kind}: {err}")
@@ -815,6 +818,11 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
         twins += _widened_twins(candidates, func, sizes, profile)
         _check(twins, name, profile, checks, executor, say, None, first=len(candidates) + 1)
         candidates += twins
+        pair = _paired_twin(candidates, proved)
+        if pair is not None:
+            _check([pair], name, profile, checks, executor, say, None,
+                   first=len(candidates) + 1)
+            candidates.append(pair)
     right = [c for c in candidates if c.latency_s is not None]
     rejected = [c for c in candidates if c.latency_s is None]
     seconds = time.perf_counter() - start
@@ -843,6 +851,32 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                         best.lowering_proof, symbolic, seconds - symbolic, best.latency_s,
                         best.output, tuple(candidates), space,
                         best.ways or _chain_of(best), best.module)
+
+
+def _paired_twin(candidates: Sequence[Candidate], proved: Sequence[Proposal]
+                 ) -> Candidate | None:
+    """The fastest right fused candidate printed two programs of its grid's innermost id at a
+    time (`pair.py`: their instructions interleaved, so one program's run while the other's
+    wait on another engine); not yet run. None where its grid does not pair."""
+    right = sorted((c for c in candidates if c.latency_s is not None and c.tiling >= 0
+                    and c.module is not None and len(c.module.steps) == 1),
+                   key=lambda c: c.latency_s or 0.0)
+    if not right:
+        return None
+    best = right[0]
+    assert best.module is not None
+    kernel = proved[best.tiling].kernel
+    try:
+        pid = None if kernel is None else kernel_of(kernel).program_names()[-1]
+    except Refused:
+        pid = None
+    text = None if pid is None else paired_text(best.module.text, pid)
+    if text is None:
+        return None
+    ways = ", ".join(w for w in (best.ways, PAIRED) if w)
+    return dataclasses.replace(best, label=f"{best.label}, {PAIRED}", ways=ways,
+                               module=dataclasses.replace(best.module, text=text),
+                               latency_s=None, output=None, rejected="")
 
 
 def _rest_selected(c: Candidate, parts: Sequence[OpKernel] | None, profile: str,
