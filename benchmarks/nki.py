@@ -14,7 +14,8 @@ simulator and are priced by the NeuronCore cost model (`targets/nki/cost/`):
 - **naive**: one kernel per `ax` op of the program, no fusion of ops (a constant goes into the
   kernel of the op that reads it), each op's kernel `select.py`'s `first_kernel` of the op
   alone (the first proved tiling that lowers, at its best tile sizes by the tiled cost model,
-  its instructions fused as axon's are; where none of the op's own tilings lowers, the first
+  its lowering's own instructions: no instruction fusion, the issue's "no fusion, first
+  proved sketch"; where none of the op's own tilings lowers, the first
   of the nu-graph's programs equal to it: gqa's `reshape(broadcast_to(k))` as the read
   `k[b, h floordiv G, ...]`). A size no tensor of the op gives (that broadcast's `G`) is
   printed into its kernel at the benchmark's value; a value of sizes its tensors lack
@@ -31,9 +32,9 @@ one-op function and the naive chain's result against the interpreter of the whol
 priced; a program that does not lower is listed with the reason. The compile time of axon's
 kernel is split into the symbolic phase (the `tile` search: tilings, their proofs and the
 tiled cost model; then the lowerings and their proofs; `--target nki` runs no propagation) and
-selection (emission, simulation, checks and pricing of every candidate). Every lowering,
-axon's and the naive kernels', is fused by `targets/nki/fuse.py` (each fusion proved) before it
-is emitted. Progress goes to stderr (with a line per tiling saying what its fusion did); the
+selection (emission, simulation, checks and pricing of every candidate). Axon's lowerings are
+fused by `targets/nki/fuse.py` (each fusion proved) before they are emitted; the naive
+kernels' are not. Progress goes to stderr (with a line per tiling saying what its fusion did); the
 table, the geomeans and a summary line to stdout.
 """
 
@@ -170,7 +171,7 @@ def run_axon(func: FuncOp, program: Program, sizes: Mapping[str, int],
 
 def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
               inputs: Sequence[np.ndarray], runner: KernelRunner, profile: str,
-              say: Callable[[str], None]) -> Priced:
+              say: Callable[[str], None], fuse: bool = False) -> Priced:
     """The naive lowering: each op's kernel chosen, run on the previous kernels' outputs,
     checked against the interpreter and priced; the latencies summed. Its result, every
     intermediate rounded to its dtype in HBM as the interpreter rounds it, is checked against
@@ -188,7 +189,8 @@ def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
         key = str(k.func).replace(f"@{k.func.sym_name.data}(", "@op(", 1)
         if key not in chosen:
             try:
-                chosen[key] = first_kernel(k.func, profile, own, lambda line: None).text
+                chosen[key] = first_kernel(k.func, profile, own, lambda line: None,
+                                           fuse=fuse).text
             except NoKernel as err:
                 return Priced(why=f"{what} does not lower: {err}", kernels=len(kernels))
         args = [values[v] if v in values else sizes_value(v, sizes) for v in k.operands]

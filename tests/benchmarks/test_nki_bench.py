@@ -17,6 +17,7 @@ from axon.benchmarks import nki as bench
 from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.ax.creation import ConstantOp
 from axon.frontend.numpy_subset import parse_source
+from axon.targets.nki.select import first_kernel
 
 
 def row(name: str, sizes: dict[str, int], tmp_path: Path,
@@ -171,3 +172,17 @@ def test_a_kernel_the_simulator_refuses_is_reported_with_its_diagnostic(tmp_path
     assert "the simulator stops: KernelError: layernorm_" in r.naive.why
     assert "SBUF overflow" in r.naive.why
     assert str(tmp_path) not in bench.table([r], "trn2")
+
+
+def test_the_naive_kernels_fuse_no_instructions() -> None:
+    # a tile divided by a column: fused, the reciprocal of the column times the tile (a pass
+    # ScalarE runs too, `fuse.py`'s divide-reciprocal); the naive lowering keeps the lowering's
+    # own divide (the issue's "no fusion, first proved sketch")
+    (func,) = parse_source("def f(x: bf16[M, N], c: bf16[M, 1]):\n    return x / c\n",
+                           "f.py").ops
+    assert isinstance(func, FuncOp)
+    sizes = {"M": 256, "N": 512}
+    fused = first_kernel(func, "trn2", sizes, lambda line: None).text
+    naive = first_kernel(func, "trn2", sizes, lambda line: None, fuse=False).text
+    assert "op0=nl.multiply" in fused and "op0=nl.divide, operand0=t" not in fused
+    assert "op0=nl.divide, operand0=t" in naive
