@@ -333,7 +333,7 @@ def _partner(ts: Operation, act: Operation) -> Operation | None:
     if not isinstance(other, (nki.ActivationOp, nki.ActivationReduceOp)) \
             or type(other) is type(act) or other.parent_block() is not act.parent_block() \
             or list(other.operands) != list(act.operands) \
-            or other.attrs().get("func") != act.attrs().get("func") \
+            or other.attrs().get("func") != _props(act).get("func") \
             or float(other.attrs().get("scale") or 1.0) != 1.0:
         return None
     return other

@@ -421,7 +421,9 @@ def test_a_quotient_then_a_difference_reaches_the_activation_pair_as_scale_and_b
     assert len(pair) == 2 and list(pair[0].operands) == list(pair[1].operands)
     data, bias, scale = pair[0].operands
     assert not isinstance(data.owner, nki.TensorScalarOp)  # x itself, not x / c - m
-    steps = scale.owner.attrs()  # 1 / (c * c + 1), its last step chained onto the sum's
+    maker = scale.owner
+    assert isinstance(maker, nki.TensorScalarOp)
+    steps = maker.attrs()  # 1 / (c * c + 1), its last step chained onto the sum's
     assert (steps.get("op1"), steps.get("reverse1")) == ("divide", True)
     text = emit_nki(fused.func, TILES).text
     assert "nisa.activation(" not in text and "op0=nl.divide, operand0=t" not in text
