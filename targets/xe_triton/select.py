@@ -186,7 +186,9 @@ def cost_profile(device: Device) -> DeviceProfile:
 
 
 def kernel_facts(kernel: xt.KernelOp, sizes: Mapping[str, int]) -> KernelFacts:
-    """What the KB asks of a lowered kernel at `sizes`."""
+    """What the KB asks of a lowered kernel at `sizes`: its `dots` counted as the emitter counts
+    them for the KB's grid (`emit.kb_launches`), so the launch rules that hold each dot's fp32
+    accumulator and B tiles (`kb.config_error`) see every one of a gated MLP's two."""
     dots = [op for op in kernel.walk() if isinstance(op, xt.DotOp)]
     out = kernel.output_types()[0]
     ones = dict.fromkeys(kernel.param_names(), 1)
@@ -202,7 +204,7 @@ def kernel_facts(kernel: xt.KernelOp, sizes: Mapping[str, int]) -> KernelFacts:
              else a.shape[-1].evaluate({**sizes, **ones}))
         return KernelFacts("matmul", _KB_DTYPES.get(a.dtype, "fp32"),  # type: ignore[arg-type]
                            has_dot=True, m=dims[0] if len(dims) > 1 else 1, n=dims[-1], k=k,
-                           grid_dims=len(kernel.grid_exprs()))
+                           grid_dims=len(kernel.grid_exprs()), dots=len(dots))
     kind = "reduction" if any(isinstance(op, xt.ReduceOp) for op in kernel.walk()) \
         else "elementwise"
     return KernelFacts(kind, _KB_DTYPES.get(out.dtype, "fp32"),  # type: ignore[arg-type]

@@ -348,6 +348,35 @@ def test_the_h200_small_and_skinny_gemms_start_from_the_measured_launches() -> N
     assert "cuda_skinny_gemm_grid" not in ids("max1550", big_bf16_matmul(m=16, programs=8))
 
 
+def test_h200_gemm_of_two_accumulators_starts_from_half_the_columns_at_4_warps() -> None:
+    """Measured on an H100 (problem 05, silu(x @ wg.T) * (x @ wu.T)): 128x64x64 at 4 warps and
+    3 stages was the fastest launch of the two-accumulator kernel, the one-accumulator grid's
+    first (128x128 or wider at 8 warps) 14% slower; one accumulator keeps its grid."""
+    h200 = load_device("h200")
+    one = KernelFacts("matmul", "bf16", has_dot=True, m=2048, n=5632, k=2048, grid_dims=2)
+    two = KernelFacts("matmul", "bf16", has_dot=True, m=2048, n=5632, k=2048, grid_dims=2,
+                      dots=2)
+    assert "cuda_multi_accumulator_gemm_grid" in ids("h200", two)
+    assert "cuda_multi_accumulator_gemm_grid" not in ids("h200", one)
+    grid = autotune_grid(h200, two)
+    assert [launch(c) for c in grid[:3]] == [(128, 64, 64, 4, 3), (128, 64, 64, 4, 4),
+                                             (128, 64, 64, 8, 3)]
+    assert grid[0].group_size_m == 8
+    # the measured launches are all in it, and two 128x128 accumulators never at 4 warps
+    measured = {(128, 64, 64, 4, 3), (128, 64, 64, 8, 3), (128, 64, 64, 4, 4),
+                (64, 128, 64, 4, 4), (128, 128, 64, 8, 4), (128, 128, 64, 8, 3)}
+    assert measured <= {launch(c) for c in grid}
+    assert all(c.block_m * c.block_n * 2 <= 128 * c.num_warps * 32 for c in grid
+               if c.block_m and c.block_n and c.num_warps)
+    assert launch(autotune_grid(h200, one)[0]) == (128, 256, 64, 8, 3)
+    # a small gated GEMM keeps the small-GEMM grid (higher priority), Intel its own
+    small = KernelFacts("matmul", "bf16", has_dot=True, m=1024, n=1024, k=1024, grid_dims=2,
+                        dots=2)
+    assert ids("h200", small).index("cuda_small_gemm_grid") < ids("h200", small).index(
+        "cuda_multi_accumulator_gemm_grid")
+    assert "cuda_multi_accumulator_gemm_grid" not in ids("max1550", big_bf16_matmul(dots=2))
+
+
 def test_h200_attention_tiles_follow_the_head_dim() -> None:
     """64 query rows at 4 warps first where the head dim is 64 or less (measured on problem
     20); 128 rows at 8 warps at 128 and where the head dim is not known."""

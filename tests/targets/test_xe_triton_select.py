@@ -18,6 +18,7 @@ import torch
 from xdsl.dialects.func import FuncOp
 
 from axon.benchmarks.suite import PROGRAMS
+from axon.dialects import xt
 from axon.nugraph.stored import functions_from_texts
 from axon.selection.cache import WinnerCache
 from axon.selection.executor import LocalExecutor
@@ -33,6 +34,7 @@ from axon.targets.xe_triton.bundle import (
 )
 from axon.targets.xe_triton.harness.bundle import BundleError, read_bundle
 from axon.targets.xe_triton.kb import load_device
+from axon.targets.xe_triton.lower import lower_function
 from axon.targets.xe_triton.select import (
     ONE_BLOCK,
     Candidate,
@@ -40,6 +42,7 @@ from axon.targets.xe_triton.select import (
     SelectOptions,
     cost_profile,
     enumerate_candidates,
+    kernel_facts,
     one_block_a_stretch,
     program_variants,
     select_kernel,
@@ -105,6 +108,49 @@ def test_a_launch_the_device_refuses_is_pruned_before_the_cascade() -> None:
     assert any(c.kwargs.get("BM") == 8 for c in found)
     assert all(c.modeled_ms == float("inf") for c in found if c.kwargs.get("BM", 16) < 16)
     assert any(c.modeled_ms < float("inf") for c in found)
+
+
+def _offered(name: str, sizes: dict[str, int]) -> tuple[list[Candidate], int]:
+    """The blocks_k candidates of suite program `name` at `sizes` in rank order (the launchable
+    ones), and the dots its lowered kernel runs as the KB sees them."""
+    func = program(name)
+    device = load_device("h200")
+    profile = cost_profile(device)
+    bound = all_sizes(func, sizes)
+    result = tile_program([func], profile, bound, top_k=3)
+    found = enumerate_candidates(result.proved, device, profile, bound, SelectOptions(), [])
+    ranked = ranked_bounded([c for c in found if c.tiling == "blocks_k"], lambda c: c.modeled_ms,
+                            lambda c: (c.variant, c.tiling), len(found)).chosen
+    proposal = next(p for p in result.proved if p.tiling.kind == "blocks_k")
+    assert proposal.kernel is not None
+    lowered = lower_function(proposal.kernel)
+    (kernel,) = [op for op in lowered.body.block.ops if isinstance(op, xt.KernelOp)]
+    return ranked, kernel_facts(kernel, bound).dots
+
+
+def _launch(c: Candidate) -> tuple[int, ...]:
+    return tuple(c.kwargs.get(k, 0) for k in ("BM", "BN", "BK", "num_warps", "num_stages"))
+
+
+def test_a_gemm_of_two_accumulators_is_offered_half_the_columns_first() -> None:
+    # gated_mlp at problem 05's shape: two BMxBN fp32 accumulators in one K loop; measured on
+    # an H100, 128x64x64 w4 s3 (0.1661 ms) beat the one-accumulator grid's 128x128x64 w8 s3
+    # (0.1893), so the KB's grid for two dots (cuda_multi_accumulator_gemm_grid) leads with it
+    # and the cost model, which prices it below 128x128, ranks it first
+    gated, dots = _offered("gated_mlp", {"M": 2048, "K": 2048, "N": 5632})
+    assert dots == 2
+    assert _launch(gated[0]) == (128, 64, 64, 4, 3) and gated[0].origin == "autotune"
+    assert gated[0].kwargs["GROUP_M"] == 8
+    assert {(128, 64, 64, 4, 4), (128, 64, 64, 8, 3)} <= {_launch(c) for c in gated}
+    # every launch offered holds the two accumulators in at most 128 values a thread
+    assert all(2 * c.kwargs["BM"] * c.kwargs["BN"] <= 128 * 32 * c.kwargs["num_warps"]
+               for c in gated)
+    # one accumulator (matmul at problem 14's GEMM shape) keeps the wide tiles at 8 warps
+    one, dots = _offered("matmul", {"M": 2048, "K": 4096, "N": 4096})
+    assert dots == 1
+    assert _launch(one[0]) == (128, 256, 64, 8, 3)
+    assert all(c.kwargs["BN"] >= 128 for c in one)
+    assert (128, 64, 64, 4, 3) not in {_launch(c) for c in one}
 
 
 def test_a_selection_checks_every_kept_candidate_and_its_pick_runs(
