@@ -1,4 +1,4 @@
-"""Two programs of a grid at a time: a printing choice of the NKI emitter.
+"""Two (or four) programs of a grid at a time: a printing choice of the NKI emitter.
 
 NeuronCore engines run their instructions in order, one queue each (reference/nki.md 6.2).
 In a program whose sequential loop passes each block from engine to engine (attention's
@@ -26,10 +26,18 @@ it guards, a `del`) is printed for the first program, then for the second. Each 
 statements keep their order, and the programs of an `affine_range` grid are independent (they
 read what was computed before the grid and write disjoint blocks of the outputs), so the
 paired grid computes what the grid computes; the engines' queues then hold two programs'
-instructions, and one program's run while the other's wait. It is an emission, not a rewrite
-of the lowering: the kernel printed this way is checked on the simulator against the
-reference like every candidate, and priced by the cost model. Where the grid's extent is odd
-when the kernel is traced, the kernel runs the grid as it was.
+instructions, and one program's run while the other's wait. A tile of the second program
+written only by statements that, its names read as the first's, are the first's own (a block
+of k or v, which names neither program) is the first's tile: those statements are printed
+once, and the block is loaded once for both (`_shared`; a statement writes through `dst=`
+and `reduce_res=`, and one calling an instruction not listed is taken to write every name it
+mentions). `paired(lines, pid, 4)` prints four programs a step the same way (`i_b`, `i_c`,
+`i_d`).
+
+It is an emission, not a rewrite of the lowering: the kernel printed this way is checked on
+the simulator against the reference like every candidate, and priced by the cost model.
+Where the grid's extent is not a multiple of the count when the kernel is traced, the kernel
+runs the grid as it was.
 
 None where there is nothing to pair: no such loop, a body without a sequential loop (its
 programs wait on nothing but their own loads), or bodies whose statements do not line up.
@@ -40,10 +48,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["PAIRED", "paired", "paired_text"]
+__all__ = ["COUNTS", "paired", "paired_text", "way"]
 
-#: how the selection names the way (`select.py`)
-PAIRED = "two programs at a time"
+#: the programs at a time the selection prints the best candidate with (`select.py`)
+COUNTS = (2, 4)
+
+
+def way(count: int) -> str:
+    """How the selection names the way: `two programs at a time`."""
+    return f"{ {2: 'two', 3: 'three', 4: 'four'}[count]} programs at a time"
 
 _INDENT = "    "
 _BOUND = re.compile(r"^\s*([A-Za-z_]\w*) = ")
@@ -56,8 +69,8 @@ _KNOWN = frozenset({"activation", "activation_reduce", "affine_select", "dma_cop
                     "tensor_reduce", "tensor_scalar", "tensor_tensor", "tensor_tensor_scan"})
 _CALL = re.compile(r"\bnisa\.(\w+)\(")
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
-#: the second program's names: the first's with this suffix
-_SUFFIX = "_b"
+#: the second, third and fourth programs' names: the first's with these suffixes
+_SUFFIXES = ("_b", "_c", "_d")
 
 
 @dataclass
@@ -90,50 +103,51 @@ def _statements(lines: list[str]) -> list[_Statement]:
     return out
 
 
-def _renamed(lines: list[str], names: set[str]) -> list[str]:
+def _renamed(lines: list[str], names: set[str], suffix: str) -> list[str]:
     if not names:
         return list(lines)
     pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
-    return [pattern.sub(lambda m: f"{m.group(1)}{_SUFFIX}", line) for line in lines]
+    return [pattern.sub(lambda m: f"{m.group(1)}{suffix}", line) for line in lines]
 
 
 @dataclass
-class _Pair:
-    """A statement of each program at one place of the body, or (`inner` given) a loop both
-    open, with its body's pairs."""
+class _Group:
+    """A statement of each program at one place of the body, or (`inner` given) a loop all
+    open, with its body's groups."""
 
-    first: _Statement
-    second: _Statement
-    inner: list[_Pair] | None = None
+    statements: tuple[_Statement, ...]
+    inner: list[_Group] | None = None
 
 
-def _aligned(a: list[_Statement], b: list[_Statement]) -> list[_Pair] | None:
-    """The two programs' statements side by side; None where they do not line up."""
-    if len(a) != len(b):
+def _aligned(programs: list[list[_Statement]]) -> list[_Group] | None:
+    """The programs' statements side by side; None where they do not line up."""
+    if len({len(p) for p in programs}) != 1:
         return None
-    out: list[_Pair] = []
-    for x, y in zip(a, b, strict=True):
-        if x.line.lstrip().startswith("for ") and x.line == y.line:
-            inner = _aligned(x.body, y.body)
+    out: list[_Group] = []
+    for statements in zip(*programs, strict=True):
+        first = statements[0]
+        if first.line.lstrip().startswith("for ") \
+                and all(s.line == first.line for s in statements):
+            inner = _aligned([s.body for s in statements])
             if inner is None:
                 return None
-            out.append(_Pair(x, y, inner))
+            out.append(_Group(statements, inner))
         else:
-            out.append(_Pair(x, y))
+            out.append(_Group(statements))
     return out
 
 
-def _leaves(pairs: list[_Pair]) -> list[_Pair]:
-    out: list[_Pair] = []
-    stack = [iter(pairs)]
+def _leaves(groups: list[_Group]) -> list[_Group]:
+    out: list[_Group] = []
+    stack = [iter(groups)]
     while stack:
-        pair = next(stack[-1], None)
-        if pair is None:
+        group = next(stack[-1], None)
+        if group is None:
             stack.pop()
-        elif pair.inner is not None:
-            stack.append(iter(pair.inner))
+        elif group.inner is not None:
+            stack.append(iter(group.inner))
         else:
-            out.append(pair)
+            out.append(group)
     return out
 
 
@@ -157,42 +171,50 @@ def _mapped(text: str, mapping: dict[str, str]) -> str:
     return pattern.sub(lambda m: mapping[m.group(1)], text)
 
 
-def _shared(pairs: list[_Pair], second_names: set[str]) -> dict[str, str]:
-    """The second program's names that hold what the first's do (each written only by
-    statements that, read through this mapping, are the first's own: a block of k or v that
-    names no program of the pair), mapped to the first's: the largest such set, by removing
-    the names a differing statement writes until none does."""
-    leaves = _leaves(pairs)
-    same = set(second_names)
+def _shared(groups: list[_Group], copy: int, names: set[str], suffix: str) -> dict[str, str]:
+    """Program `copy`'s names (`names`, the first's with `suffix`) that hold what the first
+    program's do (each written only by statements that, read through this mapping, are the
+    first's own: a block of k or v that names no program of the group), mapped to the
+    first's: the largest such set, by removing the names a differing statement writes until
+    none does."""
+    leaves = _leaves(groups)
+    same = set(names)
     while True:
-        mapping = {name: name.removesuffix(_SUFFIX) for name in same}
+        mapping = {name: name.removesuffix(suffix) for name in same}
         differing: set[str] = set()
-        for pair in leaves:
-            if _mapped("\n".join(pair.second.lines()), mapping) != "\n".join(pair.first.lines()):
-                differing |= _written(pair.second) & same
+        for group in leaves:
+            mine, first = group.statements[copy], group.statements[0]
+            if _mapped("\n".join(mine.lines()), mapping) != "\n".join(first.lines()):
+                differing |= _written(mine) & same
         if not differing:
             return mapping
         same -= differing
 
 
-def _printed(pairs: list[_Pair], mapping: dict[str, str]) -> list[str]:
-    """Each pair's first statement, then its second read through `mapping` unless that is the
-    first's (the tile it makes is the first's); a loop both open, opened once."""
+def _printed(groups: list[_Group], mappings: list[dict[str, str]]) -> list[str]:
+    """Each group's first statement, then each other program's read through its mapping
+    unless that is the first's (the tile it makes is the first's); a loop all open, opened
+    once."""
     out: list[str] = []
-    for pair in pairs:
-        if pair.inner is not None:
-            out += [pair.first.line, *_printed(pair.inner, mapping)]
+    for group in groups:
+        if group.inner is not None:
+            out += [group.statements[0].line, *_printed(group.inner, mappings)]
             continue
-        first = pair.first.lines()
-        second = _mapped("\n".join(pair.second.lines()), mapping).split("\n")
-        out += first if second == first else [*first, *second]
+        first = group.statements[0].lines()
+        out += first
+        for statement, mapping in zip(group.statements[1:], mappings, strict=True):
+            mine = _mapped("\n".join(statement.lines()), mapping).split("\n")
+            if mine != first:
+                out += mine
     return out
 
 
-def paired(lines: list[str], pid: str) -> list[str] | None:
+def paired(lines: list[str], pid: str, count: int = 2) -> list[str] | None:
     """`lines` (an emitted kernel) with each loop `for <pid> in nl.affine_range(E):` printed
-    two programs at a time where its body holds a sequential loop (module docstring); None
-    where no loop is."""
+    `count` programs at a time (2 to 4) where its body holds a sequential loop (module
+    docstring); None where no loop is."""
+    if not 2 <= count <= len(_SUFFIXES) + 1:
+        raise ValueError(f"paired: {count} programs at a time; 2 to {len(_SUFFIXES) + 1}")
     header = re.compile(rf"^(\s*)for {re.escape(pid)} in nl\.affine_range\((.*)\):$")
     out: list[str] = []
     changed = False
@@ -208,7 +230,7 @@ def paired(lines: list[str], pid: str) -> list[str] | None:
         while end < len(lines) and (not lines[end].strip() or _depth(lines[end]) > depth):
             end += 1
         body = lines[k + 1:end]
-        pair = _paired_loop(lines[k], body, pid, match.group(1), match.group(2))
+        pair = _paired_loop(lines[k], body, pid, match.group(1), match.group(2), count)
         if pair is None:
             out += lines[k:end]
         else:
@@ -218,29 +240,34 @@ def paired(lines: list[str], pid: str) -> list[str] | None:
     return out if changed else None
 
 
-def _paired_loop(header: str, body: list[str], pid: str, indent: str, extent: str
-                 ) -> list[str] | None:
+def _paired_loop(header: str, body: list[str], pid: str, indent: str, extent: str,
+                 count: int) -> list[str] | None:
     if not body or not any("nl.sequential_range(" in line for line in body):
         return None
     bound = {m.group(1) for line in body if (m := _BOUND.match(line))}
-    pairs = _aligned(_statements(body), _statements(_renamed(body, bound | {pid})))
-    if pairs is None:
+    suffixes = _SUFFIXES[:count - 1]
+    groups = _aligned([_statements(body), *(_statements(_renamed(body, bound | {pid}, suffix))
+                                            for suffix in suffixes)])
+    if groups is None:
         return None
-    merged = _printed(pairs, _shared(pairs, {name + _SUFFIX for name in bound}))
+    mappings = [_shared(groups, copy, {name + suffix for name in bound}, suffix)
+                for copy, suffix in enumerate(suffixes, 1)]
+    merged = _printed(groups, mappings)
     inner = indent + _INDENT
     pair = f"{pid}_pair"
-    return [f"{indent}if ({extent}) % 2 == 0:",
-            f"{inner}for {pair} in nl.affine_range(({extent}) // 2):",
-            f"{inner}{_INDENT}{pid} = 2 * {pair}",
-            f"{inner}{_INDENT}{pid}_b = 2 * {pair} + 1",
+    return [f"{indent}if ({extent}) % {count} == 0:",
+            f"{inner}for {pair} in nl.affine_range(({extent}) // {count}):",
+            f"{inner}{_INDENT}{pid} = {count} * {pair}",
+            *(f"{inner}{_INDENT}{pid}{suffix} = {count} * {pair} + {k}"
+              for k, suffix in enumerate(suffixes, 1)),
             *(_INDENT + line for line in merged),
             f"{indent}else:",
             _INDENT + header,
             *(_INDENT + line for line in body)]
 
 
-def paired_text(text: str, pid: str) -> str | None:
-    """An emitted module's text printed two programs at a time (`paired`); None where
+def paired_text(text: str, pid: str, count: int = 2) -> str | None:
+    """An emitted module's text printed `count` programs at a time (`paired`); None where
     nothing pairs."""
-    lines = paired(text.split("\n"), pid)
+    lines = paired(text.split("\n"), pid, count)
     return None if lines is None else "\n".join(lines)

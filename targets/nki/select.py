@@ -88,7 +88,8 @@ from axon.targets.nki.emit import emit_nki, engines_differ
 from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import LoweredKernel, NotTaken, Refused, kernel_of
 from axon.targets.nki.narrow import narrowed
-from axon.targets.nki.pair import PAIRED, paired_text
+from axon.targets.nki.pair import COUNTS, paired_text
+from axon.targets.nki.pair import way as paired_way
 from axon.targets.nki.schedule import scheduled
 from axon.targets.nki.simulator import SimulationWarning, Trace, load_kernel, simulate
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
@@ -818,11 +819,9 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
         twins += _widened_twins(candidates, func, sizes, profile)
         _check(twins, name, profile, checks, executor, say, None, first=len(candidates) + 1)
         candidates += twins
-        pair = _paired_twin(candidates, proved)
-        if pair is not None:
-            _check([pair], name, profile, checks, executor, say, None,
-                   first=len(candidates) + 1)
-            candidates.append(pair)
+        pairs = _paired_twins(candidates, proved)
+        _check(pairs, name, profile, checks, executor, say, None, first=len(candidates) + 1)
+        candidates += pairs
     right = [c for c in candidates if c.latency_s is not None]
     rejected = [c for c in candidates if c.latency_s is None]
     seconds = time.perf_counter() - start
@@ -853,16 +852,17 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                         best.ways or _chain_of(best), best.module)
 
 
-def _paired_twin(candidates: Sequence[Candidate], proved: Sequence[Proposal]
-                 ) -> Candidate | None:
-    """The fastest right fused candidate printed two programs of its grid's innermost id at a
-    time (`pair.py`: their instructions interleaved, so one program's run while the other's
-    wait on another engine); not yet run. None where its grid does not pair."""
+def _paired_twins(candidates: Sequence[Candidate], proved: Sequence[Proposal]
+                  ) -> list[Candidate]:
+    """The fastest right fused candidate printed two (and four) programs of its grid's
+    innermost id at a time (`pair.py`: their instructions interleaved, so one program's run
+    while another's wait on another engine, and blocks that name none of them loaded once);
+    not yet run; none where its grid does not pair."""
     right = sorted((c for c in candidates if c.latency_s is not None and c.tiling >= 0
                     and c.module is not None and len(c.module.steps) == 1),
                    key=lambda c: c.latency_s or 0.0)
     if not right:
-        return None
+        return []
     best = right[0]
     assert best.module is not None
     kernel = proved[best.tiling].kernel
@@ -870,13 +870,18 @@ def _paired_twin(candidates: Sequence[Candidate], proved: Sequence[Proposal]
         pid = None if kernel is None else kernel_of(kernel).program_names()[-1]
     except Refused:
         pid = None
-    text = None if pid is None else paired_text(best.module.text, pid)
-    if text is None:
-        return None
-    ways = ", ".join(w for w in (best.ways, PAIRED) if w)
-    return dataclasses.replace(best, label=f"{best.label}, {PAIRED}", ways=ways,
-                               module=dataclasses.replace(best.module, text=text),
-                               latency_s=None, output=None, rejected="")
+    twins = []
+    for count in COUNTS if pid is not None else ():
+        assert pid is not None
+        text = paired_text(best.module.text, pid, count)
+        if text is None:
+            break
+        ways = ", ".join(w for w in (best.ways, paired_way(count)) if w)
+        twins.append(dataclasses.replace(
+            best, label=f"{best.label}, {paired_way(count)}", ways=ways,
+            module=dataclasses.replace(best.module, text=text), latency_s=None, output=None,
+            rejected=""))
+    return twins
 
 
 def _rest_selected(c: Candidate, parts: Sequence[OpKernel] | None, profile: str,

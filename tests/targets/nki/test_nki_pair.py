@@ -130,3 +130,22 @@ def test_a_grid_body_without_a_sequential_loop_is_not_paired() -> None:
     flat = [line for line in TOY.split("\n") if "sequential_range" not in line]
     assert paired(flat, "j") is None
     assert paired(TOY.split("\n"), "other") is None
+
+
+def test_four_programs_at_a_time_compute_the_program_and_load_kv_once(
+        gqa_text: str, tmp_path: Path) -> None:
+    text = paired_text(gqa_text, "i", 4)
+    assert text is not None
+    assert "i_d = 4 * i_pair + 3" in text and "% 4 == 0:" in text
+    pair, plain = _branches(text)
+    assert pair.count("src=in0[") == 4 * plain.count("src=in0[")
+    assert pair.count("src=in2[") == plain.count("src=in2[")
+    func = source(GQA)
+    for queries in (512, 300):  # four query blocks (four at a time), three (the plain grid)
+        sizes = {**SIZES, "S": queries, "L": 70}
+        inputs = random_inputs(func, sizes)
+        out, _ = KernelRunner("trn2", tmp_path).run(text, inputs, "gqa")
+        (want,) = run_function(func, inputs, sizes, exact=True)
+        np.testing.assert_allclose(out.astype(np.float64), want, rtol=3e-2, atol=3e-2)
+    with pytest.raises(ValueError, match="5 programs at a time"):
+        paired_text(gqa_text, "i", 5)
