@@ -40,7 +40,9 @@ Where the grid's extent is not a multiple of the count when the kernel is traced
 runs the grid as it was.
 
 None where there is nothing to pair: no such loop, a body without a sequential loop (its
-programs wait on nothing but their own loads), or bodies whose statements do not line up.
+programs wait on nothing but their own loads), a body writing a tile it does not make (a
+buffer filled before the grid: then its programs are not independent), or bodies whose
+statements do not line up.
 """
 
 from __future__ import annotations
@@ -69,6 +71,8 @@ _KNOWN = frozenset({"activation", "activation_reduce", "affine_select", "dma_cop
                     "tensor_reduce", "tensor_scalar", "tensor_tensor", "tensor_tensor_scan"})
 _CALL = re.compile(r"\bnisa\.(\w+)\(")
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+#: the kernel's outputs, which its programs write at disjoint blocks
+_OUTPUT = re.compile(r"out\d+")
 #: the second, third and fourth programs' names: the first's with these suffixes
 _SUFFIXES = ("_b", "_c", "_d")
 
@@ -148,6 +152,19 @@ def _leaves(groups: list[_Group]) -> list[_Group]:
             stack.append(iter(group.inner))
         else:
             out.append(group)
+    return out
+
+
+def _leaves_of(statements: list[_Statement]) -> list[_Statement]:
+    """The statements other than loops, at every depth (a loop's header binds no tile)."""
+    out: list[_Statement] = []
+    stack = list(reversed(statements))
+    while stack:
+        statement = stack.pop()
+        if statement.line.lstrip().startswith("for "):
+            stack.extend(reversed(statement.body))
+        else:
+            out.append(statement)
     return out
 
 
@@ -245,6 +262,9 @@ def _paired_loop(header: str, body: list[str], pid: str, indent: str, extent: st
     if not body or not any("nl.sequential_range(" in line for line in body):
         return None
     bound = {m.group(1) for line in body if (m := _BOUND.match(line))}
+    outside = set().union(*(_written(s) for s in _leaves_of(_statements(body)))) - bound
+    if any(not _OUTPUT.fullmatch(name) for name in outside):
+        return None  # a tile made before the grid written by its programs: not independent
     suffixes = _SUFFIXES[:count - 1]
     groups = _aligned([_statements(body), *(_statements(_renamed(body, bound | {pid}, suffix))
                                             for suffix in suffixes)])

@@ -110,8 +110,8 @@ TOY = """\
                 t5 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
                 nisa.activation_reduce(dst=t4, op=nl.exp, data=t3, reduce_op=nl.add, reduce_res=t5)
                 nisa.tensor_tensor(dst=t2, data1=t2, data2=t5, op=nl.add)
-            nisa.dma_copy(dst=out[b, j, 0:128, 0:1], src=t2)
-    return out"""
+            nisa.dma_copy(dst=out0[b, j, 0:128, 0:1], src=t2)
+    return out0"""
 
 
 def test_a_tile_naming_no_program_is_shared_and_one_written_by_a_reduction_is_not() -> None:
@@ -149,3 +149,14 @@ def test_four_programs_at_a_time_compute_the_program_and_load_kv_once(
         np.testing.assert_allclose(out.astype(np.float64), want, rtol=3e-2, atol=3e-2)
     with pytest.raises(ValueError, match="5 programs at a time"):
         paired_text(gqa_text, "i", 5)
+
+
+def test_a_grid_writing_a_tile_made_before_it_is_not_paired() -> None:
+    # a buffer allocated before the grid and filled by each program: two programs at a time
+    # would both fill it before either read it
+    lines = TOY.split("\n")
+    lines.insert(0, "    s9 = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)")
+    body = lines.index("            nisa.dma_copy(dst=t1, src=x[b, 0:128, 0:64])")
+    lines.insert(body + 1, "            nisa.dma_copy(dst=s9, src=y[b, j, 0, 0:128, 0:64])")
+    assert paired(lines, "j") is None
+    assert paired(TOY.split("\n"), "j") is not None
