@@ -171,7 +171,7 @@ def run_axon(func: FuncOp, program: Program, sizes: Mapping[str, int],
 
 def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
               inputs: Sequence[np.ndarray], runner: KernelRunner, profile: str,
-              say: Callable[[str], None], fuse: bool = False) -> Priced:
+              say: Callable[[str], None]) -> Priced:
     """The naive lowering: each op's kernel chosen, run on the previous kernels' outputs,
     checked against the interpreter and priced; the latencies summed. Its result, every
     intermediate rounded to its dtype in HBM as the interpreter rounds it, is checked against
@@ -190,7 +190,7 @@ def run_naive(func: FuncOp, program: Program, sizes: Mapping[str, int],
         if key not in chosen:
             try:
                 chosen[key] = first_kernel(k.func, profile, own, lambda line: None,
-                                           fuse=fuse).text
+                                           fuse=False).text
             except NoKernel as err:
                 return Priced(why=f"{what} does not lower: {err}", kernels=len(kernels))
         args = [values[v] if v in values else sizes_value(v, sizes) for v in k.operands]

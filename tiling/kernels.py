@@ -73,7 +73,6 @@ from axon.dialects.form.interface import form_op, generic_form, has_form
 from axon.dialects.form.intexpr import IntExpr, parse_int_expr
 from axon.dialects.form.ranges import simplify_form, simplify_index
 from axon.dialects.form.scalar import (
-    Call,
     Const,
     Index,
     Read,
@@ -86,6 +85,7 @@ from axon.dialects.form.scalar import (
 )
 from axon.dialects.form.syntax import parse_form
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp
+from axon.nugraph.cost import is_contraction
 from axon.tiling.split_loop import NotSplit, split_kernels
 
 #: the names a kernel introduces, per tiled symbol: (block parameter, program id or iteration)
@@ -298,23 +298,16 @@ def row_size(func: FuncOp, lead: int = 0) -> str:
 
 
 def accumulates_products(op: Operation) -> bool:
-    """Is `op` a sum of products of two operands, which a matmul unit accumulates where its
-    profile keeps accumulators (a NeuronCore's PSUM): an `ax.matmul`, or an `ax.generic`
-    contraction `add over r of in0[...] * in1[...]`, masked or not (a propagated variant's
-    batched `p @ v`, gqa's `in1[d0, d1 floordiv G, r0, d3]`)?"""
+    """Is `op` a sum of products, which a matmul unit accumulates where its profile keeps
+    accumulators (a NeuronCore's PSUM): an `ax.matmul`, or an `ax.generic` contraction
+    (`nugraph.cost.is_contraction`: masked or not; a propagated variant's batched `p @ v`,
+    gqa's `in1[d0, d1 floordiv G, r0, d3]`)?"""
     if isinstance(op, MatmulOp):
         return True
-    if not isinstance(op, GenericOp) or len(op.operands) != 2:
+    if not isinstance(op, GenericOp):
         return False
     form = generic_form(op)
-    if form.reduction != "add" or form.finalize is not None or len(form.reduced) != 1:
-        return False
-    body = form.body
-    if isinstance(body, Call) and body.fn == "select" and isinstance(body.args[2], Const) \
-            and body.args[2].value == 0:
-        body = body.args[1]
-    return isinstance(body, Call) and body.fn == "mul" and len(body.args) == 2 \
-        and all(isinstance(a, Read) for a in body.args)
+    return form.finalize is None and is_contraction(form)
 
 
 def tile_function(func: FuncOp, tiling: Tiling, space: str, accumulator_space: str) -> FuncOp:

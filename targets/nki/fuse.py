@@ -333,8 +333,8 @@ def _partner(ts: Operation, act: Operation) -> Operation | None:
     if not isinstance(other, (nki.ActivationOp, nki.ActivationReduceOp)) \
             or type(other) is type(act) or other.parent_block() is not act.parent_block() \
             or list(other.operands) != list(act.operands) \
-            or other.attrs().get("func") != _props(act).get("func") \
-            or float(other.attrs().get("scale") or 1.0) != 1.0:
+            or _props(other).get("func") != _props(act).get("func") \
+            or float(_props(other).get("scale") or 1.0) != 1.0:
         return None
     return other
 

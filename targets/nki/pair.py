@@ -155,19 +155,6 @@ def _leaves(groups: list[_Group]) -> list[_Group]:
     return out
 
 
-def _leaves_of(statements: list[_Statement]) -> list[_Statement]:
-    """The statements other than loops, at every depth (a loop's header binds no tile)."""
-    out: list[_Statement] = []
-    stack = list(reversed(statements))
-    while stack:
-        statement = stack.pop()
-        if statement.line.lstrip().startswith("for "):
-            stack.extend(reversed(statement.body))
-        else:
-            out.append(statement)
-    return out
-
-
 def _written(statement: _Statement) -> set[str]:
     """The names a statement binds or writes into (`dst=`, `reduce_res=`; every name it
     mentions where it calls an instruction `_KNOWN` does not list)."""
@@ -262,14 +249,14 @@ def _paired_loop(header: str, body: list[str], pid: str, indent: str, extent: st
     if not body or not any("nl.sequential_range(" in line for line in body):
         return None
     bound = {m.group(1) for line in body if (m := _BOUND.match(line))}
-    outside = set().union(*(_written(s) for s in _leaves_of(_statements(body)))) - bound
-    if any(not _OUTPUT.fullmatch(name) for name in outside):
-        return None  # a tile made before the grid written by its programs: not independent
     suffixes = _SUFFIXES[:count - 1]
     groups = _aligned([_statements(body), *(_statements(_renamed(body, bound | {pid}, suffix))
                                             for suffix in suffixes)])
     if groups is None:
         return None
+    outside = set().union(*(_written(g.statements[0]) for g in _leaves(groups))) - bound
+    if any(not _OUTPUT.fullmatch(name) for name in outside):
+        return None  # a tile made before the grid written by its programs: not independent
     mappings = [_shared(groups, copy, {name + suffix for name in bound}, suffix)
                 for copy, suffix in enumerate(suffixes, 1)]
     merged = _printed(groups, mappings)

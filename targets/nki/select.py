@@ -117,13 +117,14 @@ DIVIDED = "sizes divide the tiles"
 #: the emitter's engine balance over the whole kernel at the selection's sizes rather than
 #: block by block (`emit._balance_engines`): an emitter choice, no rewrite of the lowering
 KERNEL_ENGINES = "engines over the kernel"
-#: the other ways the best candidate is printed, at most: each base (the lowering's, and
-#: `DIVIDED`'s where the sizes divide its tiles, also printed its own way) with every
-#: `EMISSIONS` way and `KERNEL_ENGINES`
 #: the best candidate lowered with one synthesized lowering of a tile op in place of the
 #: lowering's own (`synthesized.py`), at most this many (in synthesis order, kind by kind)
 MAX_SYNTHESIZED = 4
-MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1 + MAX_SYNTHESIZED
+#: the other ways the best candidate is printed, at most: each base (the lowering's, and
+#: `DIVIDED`'s where the sizes divide its tiles, also printed its own way) with every
+#: `EMISSIONS` way and `KERNEL_ENGINES`, the synthesized lowerings, the widened chain, and the
+#: best of all printed `pair.COUNTS` programs at a time
+MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1 + MAX_SYNTHESIZED + len(COUNTS)
 #: each way's rewrite of a lowered function: the copy and how much changed, or None
 TRANSFORMS: dict[str, Callable[[FuncOp], tuple[FuncOp, int] | None]] = {
     "16-bit intermediates": narrowed, "dependence order": scheduled}
@@ -867,12 +868,13 @@ def _paired_twins(candidates: Sequence[Candidate], proved: Sequence[Proposal]
     assert best.module is not None
     kernel = proved[best.tiling].kernel
     try:
-        pid = None if kernel is None else kernel_of(kernel).program_names()[-1]
+        pid = kernel_of(kernel).program_names()[-1] if kernel is not None else None
     except Refused:
         pid = None
+    if pid is None:
+        return []
     twins = []
-    for count in COUNTS if pid is not None else ():
-        assert pid is not None
+    for count in COUNTS:
         text = paired_text(best.module.text, pid, count)
         if text is None:
             break
