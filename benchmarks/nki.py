@@ -24,6 +24,12 @@ simulator and are priced by the NeuronCore cost model (`targets/nki/cost/`):
   result there, and the latency is the sum of theirs (no launch cost is added);
 - **hand**: the kernel of `benchmarks/nki_baselines/<program>.py` where there is one.
 
+Beside them, each program's **DMA floor** (`dma_floor_s`): its inputs read and its results
+written once each, in their own dtypes, at the DMA engines' best rate under the same cost model,
+with no engine work, no fixed DMA latency and no dependency. No kernel that moves every tensor
+in its dtype is faster, so `naive/floor` bounds what `naive/axon` can reach for that program,
+and its geomean bounds the table's.
+
 Every kernel's output is checked against the reference before it is priced: axon's and hand's
 against the suite's numpy reference, each naive kernel against the reference interpreter of its
 one-op function and the naive chain's result against the interpreter of the whole program
@@ -54,8 +60,11 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
 
 from axon.benchmarks.suite import PROGRAMS, Program, make_inputs
+from axon.dialects.ax import TensorType
 from axon.interpreter import run_function
+from axon.nugraph.cost import RooflineCost
 from axon.targets.nki.command import NKI_PROFILES
+from axon.targets.nki.cost import load_constants
 from axon.targets.nki.select import (
     DEFAULT_MAX_CANDIDATES,
     KernelRunner,
@@ -112,6 +121,8 @@ class Row:
     hand: Priced | None
     symbolic_s: float = 0.0
     selection_s: float = 0.0
+    floor_s: float | None = None
+    """The program's DMA floor (`dma_floor_s`)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -127,6 +138,19 @@ def sizes_for(program: Program) -> tuple[dict[str, int], str]:
     if program.name in SHAPES:
         return SHAPES[program.name]
     return dict(program.default_sizes[0]), ""
+
+
+def dma_floor_s(func: FuncOp, sizes: Mapping[str, int], profile: str) -> float:
+    """Seconds the DMA engines need at least to read every input of `func` and write every
+    result once at `sizes`, each in its own dtype, at the profile's bandwidth times its best
+    transfer efficiency (rows of `dma_efficient_row_bytes` or more). Every kernel moves each
+    byte of its inputs and results by DMA, and the cost model holds the engines for a transfer's
+    bytes over that rate at best, so it bounds any such kernel's latency from below."""
+    c = load_constants(profile)
+    counter = RooflineCost(sizes=sizes)
+    types = (*func.function_type.inputs.data, *func.function_type.outputs.data)
+    nbytes = sum(counter.tensor_bytes(t) for t in types if isinstance(t, TensorType))
+    return nbytes / (c.dma_bytes_per_s * max(c.dma_efficiency, c.dma_small_row_efficiency))
 
 
 def _failure(err: Exception, tmp: Path) -> str:
@@ -246,7 +270,8 @@ def bench_program(program: Program, profile: str, runner: KernelRunner,
     func = parse_program(program)
     inputs = make_inputs(program, chosen_sizes)
     want = np.asarray(program.reference(*inputs))
-    row = Row(program.name, program.tier, chosen_sizes, note, Priced(), Priced(), None)
+    row = Row(program.name, program.tier, chosen_sizes, note, Priced(), Priced(), None,
+              floor_s=dma_floor_s(func, chosen_sizes, profile))
     say(f"nki-bench: {program.name} at "
         f"{', '.join(f'{k}={v}' for k, v in chosen_sizes.items())}")
     run_axon(func, program, chosen_sizes, inputs, want, runner, profile, row, say,
@@ -264,10 +289,11 @@ def _latency(p: Priced | None) -> str:
     return f"{p.latency_s * 1e6:.1f}"
 
 
-def _ratio(num: Priced | None, den: Priced) -> float | None:
-    if num is None or num.latency_s is None or den.latency_s is None:
+def _ratio(num: Priced | None, den: Priced | float | None) -> float | None:
+    below = den.latency_s if isinstance(den, Priced) else den
+    if num is None or num.latency_s is None or below is None:
         return None
-    return num.latency_s / den.latency_s
+    return num.latency_s / below
 
 
 def geomean(values: Sequence[float]) -> float:
@@ -280,14 +306,20 @@ def table(rows: Sequence[Row], profile: str) -> str:
     lines = [f"NKI kernels on {profile}: cost-model latency in us (simulator trace); "
              "naive = one kernel per op; hand = benchmarks/nki_baselines",
              f"{'program':<22}{'T':>2}  {'sizes':<34}{'axon':>9}{'naive':>10}{'hand':>9}"
-             f"{'naive/axon':>11}{'hand/axon':>10}{'symb s':>8}{'sel s':>7}  axon kernel"]
+             f"{'floor':>8}{'naive/axon':>11}{'hand/axon':>10}{'naive/floor':>12}"
+             f"{'axon/floor':>11}{'symb s':>8}{'sel s':>7}  axon kernel"]
     for r in rows:
         sizes = ",".join(f"{k}={v}" for k, v in r.sizes.items()) + ("*" if r.shape_note else "")
         chain = _latency(r.naive) + (f"/{r.naive.kernels}" if r.naive.latency_s else "")
         nr, hr = _ratio(r.naive, r.axon), _ratio(r.hand, r.axon)
+        nf, af = _ratio(r.naive, r.floor_s), _ratio(r.axon, r.floor_s)
+        floor = "-" if r.floor_s is None else f"{r.floor_s * 1e6:.1f}"
         lines.append(f"{r.program:<22}{r.tier:>2}  {sizes:<34}{_latency(r.axon):>9}{chain:>10}"
-                     f"{_latency(r.hand):>9}{_fmt(nr):>11}{_fmt(hr):>10}"
+                     f"{_latency(r.hand):>9}{floor:>8}{_fmt(nr):>11}{_fmt(hr):>10}"
+                     f"{_fmt(nf):>12}{_fmt(af):>11}"
                      f"{r.symbolic_s:>8.1f}{r.selection_s:>7.1f}  {r.axon.detail}")
+    lines.append("floor: the DMA floor (inputs and results moved once at the best DMA rate, no "
+                 "engine work): no kernel is faster, so naive/floor bounds naive/axon")
     lines.append("naive's '/n': its n kernels; *: a shape smaller than the suite's default:")
     lines.extend(f"  {r.program}: {r.shape_note}" for r in rows if r.shape_note)
     failures = [(r.program, who, p.why) for r in rows
@@ -304,6 +336,13 @@ def table(rows: Sequence[Row], profile: str) -> str:
                  f"({_fmt(geomean(fused), 3)} over the {len(fused)} of more than one op); "
                  f"geomean hand/axon {_fmt(geomean(hand), 3)} over {len(hand)} programs "
                  "(> 1: axon's kernel is faster)")
+    # over the programs both kernels were priced for, so the bound compares with naive/axon
+    both = [r for r in rows if _ratio(r.naive, r.axon) is not None and r.floor_s]
+    naive_floor = geomean([x for r in both if (x := _ratio(r.naive, r.floor_s))])
+    axon_floor = geomean([x for r in both if (x := _ratio(r.axon, r.floor_s))])
+    lines.append(f"geomean naive/floor {_fmt(naive_floor, 3)} over the same {len(both)} programs "
+                 "(what naive/axon would be with every kernel at its DMA floor); geomean "
+                 f"axon/floor {_fmt(axon_floor, 3)}")
     return "\n".join(lines)
 
 

@@ -81,6 +81,10 @@ class RooflineCost:
             n *= self.size(d)
         return n
 
+    def tensor_bytes(self, t: TensorType) -> int:
+        """The bytes `t` holds at these sizes, in its dtype's storage."""
+        return self.elements(t) * DTYPES[t.dtype].storage.itemsize
+
     def flops_and_bytes(self, form: GenericForm, operand_types: list[TensorType],
                         result_type: TensorType) -> tuple[float, float]:
         outer = 1
@@ -99,8 +103,7 @@ class RooflineCost:
         else:
             ops_final = 0
         flops = float(outer * inner * max(ops, 1) + outer * ops_final)
-        nbytes = sum(self.elements(t) * DTYPES[t.dtype].storage.itemsize for t in operand_types)
-        nbytes += self.elements(result_type) * DTYPES[result_type.dtype].storage.itemsize
+        nbytes = sum(self.tensor_bytes(t) for t in (*operand_types, result_type))
         return flops, float(nbytes)
 
 

@@ -151,14 +151,7 @@ def flops_and_bytes(func: FuncOp, sizes: Mapping[str, int]) -> tuple[int, int]:
             flops += counter.flops_and_bytes(meaning.form, types, result)[0]  # type: ignore[arg-type]
     tensors = [t for t in (*func.function_type.inputs.data, *func.function_type.outputs.data)
                if isinstance(t, TensorType)]
-    nbytes = sum(counter.elements(t) * _itemsize(t) for t in tensors)
-    return int(flops), int(nbytes)
-
-
-def _itemsize(t: TensorType) -> int:
-    from axon.dialects.form.dtypes import DTYPES
-
-    return DTYPES[t.dtype].storage.itemsize
+    return int(flops), sum(counter.tensor_bytes(t) for t in tensors)
 
 
 def program_function(program: Program) -> FuncOp:

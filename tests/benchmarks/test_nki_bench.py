@@ -17,6 +17,7 @@ from axon.benchmarks import nki as bench
 from axon.benchmarks.suite import PROGRAMS
 from axon.dialects.ax.creation import ConstantOp
 from axon.frontend.numpy_subset import parse_source
+from axon.targets.nki.cost import load_constants
 from axon.targets.nki.select import first_kernel
 
 
@@ -186,3 +187,20 @@ def test_the_naive_kernels_fuse_no_instructions() -> None:
     naive = first_kernel(func, "trn2", sizes, lambda line: None, fuse=False).text
     assert "op0=nl.multiply" in fused and "op0=nl.divide, operand0=t" not in fused
     assert "op0=nl.divide, operand0=t" in naive
+
+
+def test_the_dma_floor_bounds_every_kernel_and_the_table_states_it(tmp_path: Path) -> None:
+    r = row("rmsnorm", {"M": 256, "N": 1024}, tmp_path)
+    c = load_constants("trn2")
+    # x [256, 1024] and the result in bf16, g [1024] in bf16: each moved once at the best rate
+    nbytes = 2 * (256 * 1024 * 2) + 1024 * 2
+    assert r.floor_s == pytest.approx(
+        nbytes / (c.dma_bytes_per_s * max(c.dma_efficiency, c.dma_small_row_efficiency)))
+    assert r.floor_s and r.axon.latency_s and r.naive.latency_s and r.hand and r.hand.latency_s
+    assert min(r.axon.latency_s, r.naive.latency_s, r.hand.latency_s) >= r.floor_s
+    text = bench.table([r], "trn2")
+    (line,) = (ln for ln in text.splitlines() if ln.startswith("rmsnorm"))
+    assert f"{r.floor_s * 1e6:.1f}" in line
+    assert f"{r.naive.latency_s / r.floor_s:.2f}" in line
+    bound = re.search(r"geomean naive/floor (\d+\.\d{3}) over the same 1 programs", text)
+    assert bound and float(bound.group(1)) >= r.naive.latency_s / r.axon.latency_s - 1e-3
