@@ -1278,18 +1278,27 @@ class _Printer:
         product of 1 and a value of that dtype: the same values as the DMA of partition stride
         0 it replaces, which would move the row once per partition through the DMA engines
         that the grid's loads and stores need; TensorE and one copy of the row, once, are
-        otherwise idle before the first tile arrives)."""
+        otherwise idle before the first tile arrives). The first half of the banks is copied
+        by VectorE, the rest by ScalarE (both read PSUM at one element a cycle, nki.md 6.1):
+        the copies take half the time on the engine the grid's first instructions wait for
+        (a layernorm of one row tile, whose tile arrives before a row of 8192 is copied)."""
         fmax = "nl.tile_size.gemm_moving_fmax"
-        block, width, bank = self.fresh("c"), self.fresh("n"), self.fresh()
-        self.line(depth, f"for {block} in nl.affine_range(({free} + {fmax} - 1) // {fmax}):")
-        start = f"{block} * {fmax}"
-        self.line(depth + 1, f"{width} = min({fmax}, {free} - {start})")
-        self.line(depth + 1, f"{bank} = nl.ndarray(({partitions}, {fmax}), dtype=nl.float32, "
-                             "buffer=nl.psum)")
-        self.line(depth + 1, f"nisa.nc_matmul(dst={bank}[0:{partitions}, 0:{width}], "
-                             f"stationary={ones}, moving={row}[0:1, {start}:{start} + {width}])")
-        self.line(depth + 1, f"nisa.tensor_copy(dst={name}[0:{partitions}, {start}:{start} + "
-                             f"{width}], src={bank}[0:{partitions}, 0:{width}])")
+        banks = self.fresh("b")
+        self.line(depth, f"{banks} = ({free} + {fmax} - 1) // {fmax}")
+        for first, count, engine in (("0", f"{banks} // 2", ""),
+                                     (f"{banks} // 2", f"{banks} - {banks} // 2", "scalar")):
+            block, width, bank = self.fresh("c"), self.fresh("n"), self.fresh()
+            self.line(depth, f"for {block} in nl.affine_range({count}):")
+            start = f"({first} + {block}) * {fmax}" if first != "0" else f"{block} * {fmax}"
+            self.line(depth + 1, f"{width} = min({fmax}, {free} - {start})")
+            self.line(depth + 1, f"{bank} = nl.ndarray(({partitions}, {fmax}), "
+                                 "dtype=nl.float32, buffer=nl.psum)")
+            self.line(depth + 1, f"nisa.nc_matmul(dst={bank}[0:{partitions}, 0:{width}], "
+                                 f"stationary={ones}, moving={row}[0:1, {start}:{start} + "
+                                 f"{width}])")
+            tail = f", engine=nisa.engine.{engine}" if engine else ""
+            self.line(depth + 1, f"nisa.tensor_copy(dst={name}[0:{partitions}, {start}:{start} + "
+                                 f"{width}], src={bank}[0:{partitions}, 0:{width}]{tail})")
 
     def accumulate(self, op: nki.NcMatmulOp, operands: list[str], depth: int) -> None:
         """`nc_matmul(st, mv, acc)` outside a loop's accumulation: the matmul adds into the
@@ -1625,7 +1634,7 @@ def _balance_engines(kernel: KernelOp, hoisted: set[Operation],
     moved: dict[Operation, str] = {}
     for group in groups:
         ops = [(op, w) for block, w in group for op in block.ops if op not in hoisted]
-        vector = sum(_vector_weight(op) * w for op, w in ops)
+        vector: float = sum(_vector_weight(op) * w for op, w in ops)
         scalar = sum(_scalar_weight(op) * w for op, w in ops)
         for op, w in ops:
             if not (isinstance(op, nki.TensorScalarOp) and _vector_weight(op) == 1):
@@ -1637,7 +1646,7 @@ def _balance_engines(kernel: KernelOp, hoisted: set[Operation],
                 continue
             moved[op] = "scalar"
             vector, scalar = vector - w, scalar + w
-        gpsimd = 0
+        gpsimd: float = 0
         for op, w in ops:
             weight = _vector_weight(op)
             if not (isinstance(op, nki.TensorTensorOp) and weight
@@ -1647,7 +1656,23 @@ def _balance_engines(kernel: KernelOp, hoisted: set[Operation],
                 continue
             moved[op] = "gpsimd"  # GpSimd reads both inputs: two passes, no perf mode
             vector, gpsimd = vector - weight * w, gpsimd + 2 * w
+        # `[P, 1]` columns combined (attention's running max and sum): MIN_II cycles on either
+        # engine, about half a pass over a 128-wide tile; moved while GpSimd stays the less busy
+        for op, w in ops:
+            if not (_column_combine(op) and all(_made_in_sbuf(v) for v in op.operands)):
+                continue
+            if gpsimd + w / 2 >= vector:  # the move would not shorten the busier engine
+                continue
+            moved[op] = "gpsimd"
+            vector, gpsimd = vector - w / 2, gpsimd + w / 2
     return moved
+
+
+def _column_combine(op: Operation) -> bool:
+    """A VectorE `tensor_tensor` of `[P, 1]` columns (no pass over a tile: `_vector_weight`
+    counts it 0)."""
+    return (isinstance(op, nki.TensorTensorOp) and op.attrs().get("engine") in (None, "vector")
+            and _type(op.results[0]).shape[-1] == IntExpr.const(1))
 
 
 def _trips(loop: ForOp, sizes: Mapping[str, int]) -> int | None:
@@ -1666,7 +1691,14 @@ def _trips(loop: ForOp, sizes: Mapping[str, int]) -> int | None:
 
 def _made_in_sbuf(value: SSAValue) -> bool:
     """Is `value` a tile an instruction, load or constant makes in SBUF (GpSimd reads no PSUM)?
-    A loop's result is not: a matmul accumulating across the loop keeps it in PSUM."""
+    A loop's result is not: a matmul accumulating across the loop keeps it in PSUM. A value a
+    loop carries is its init's tile, which the loop's instructions write in place (a running
+    max started from the first block's)."""
+    while isinstance(value, BlockArgument):
+        loop = value.block.parent_op()
+        if not isinstance(loop, ForOp) or value.index >= len(loop.inits):
+            return False
+        value = loop.inits[value.index]
     owner = value.owner
     if isinstance(owner, (LoadOp, FullOp)):
         return owner.space.data == "sbuf"

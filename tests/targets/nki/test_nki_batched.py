@@ -251,8 +251,12 @@ def test_the_query_transpose_leaves_the_key_loops(gqa_tiled: tuple[FuncOp, dict[
         == transposes - 2
     assert _in_loops(moved.func, nki.NcTransposeOp) == _in_loops(fused, nki.NcTransposeOp) - 2
     # the kernel computes the program, at the remainders of other sizes
-    text = emit_nki(moved.func, params).text
-    other = {"B": 2, "HKV": 1, "G": 2, "S": 5, "L": 3, "D": 7}
+    computes_gqa(emit_nki(moved.func, params).text, tmp_path, L=3)
+
+
+def computes_gqa(text: str, tmp_path: Path, L: int) -> None:
+    """The kernel `text` computes GQA at small sizes with `L` keys (remainders of the tiles)."""
+    other = {"B": 2, "HKV": 1, "G": 2, "S": 5, "L": L, "D": 7}
     func = source(GQA)
     inputs = random_inputs(func, other)
     out, _ = KernelRunner("trn2", tmp_path).run(text, inputs, "gqa")
@@ -310,3 +314,19 @@ def test_an_accumulator_start_is_neither_moved_nor_shared() -> None:
     moved = hoist_kernel(fused)
     assert (moved.verdict, moved.hoisted, moved.shared) == ("unchanged", 0, 0)
     assert moved.func is fused
+
+
+def test_the_running_sum_is_combined_on_gpsimd_where_it_is_idle(
+        gqa_tiled: tuple[FuncOp, dict[str, int]], tmp_path: Path) -> None:
+    tiled, params = gqa_tiled
+    moved = hoist_kernel(fuse_kernel(lower_and_prove(tiled).func).func)
+    text = emit_nki(moved.func, params).text
+    # each k loop folds its block's row max (row sum) into the column the loop carries, in
+    # place: [P, 1] columns in SBUF, which GpSimd takes off VectorE where it stays the less
+    # busy: the sum pass's; not the max pass's, where GpSimd already adds the mask of the
+    # last key block (two passes over the scores, to VectorE's one row max)
+    combines = {op: tail for dst, data1, op, tail in re.findall(
+        r"nisa\.tensor_tensor\(dst=(t\d+), data1=(t\d+), data2=t\d+, op=nl\.(maximum|add)(.*)\)",
+        text) if dst == data1}
+    assert combines == {"add": ", engine=nisa.engine.gpsimd", "maximum": ""}
+    computes_gqa(text, tmp_path, L=300)  # three key blocks: the combines run

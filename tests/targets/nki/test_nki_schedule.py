@@ -262,8 +262,12 @@ def test_rmsnorm_broadcasts_its_weight_once_and_writes_its_row_length(
     assert "    if N <= nl.tile_size.gemm_moving_fmax:\n" in before
     assert "nisa.nc_matmul(" in before and "nc_matmul" not in grid
     banks = before.index("        if 2 * BM > nl.tile_size.pmax:\n")
-    copy = before.index("nisa.tensor_copy(dst=t6[0:BM, c7 * nl.tile_size.gemm_moving_fmax:")
+    copy = before.index("nisa.tensor_copy(dst=t6[0:BM, c8 * nl.tile_size.gemm_moving_fmax:")
     assert banks < copy < before.index("src=in1.ap(pattern=[[0, BM], [1, N]], offset=0)")
+    # the first half of the banks copied by VectorE, the rest by ScalarE
+    copies = [ln for ln in before.splitlines() if "nisa.tensor_copy(" in ln]
+    assert len(copies) == 2 and "engine=" not in copies[0]
+    assert copies[1].endswith(", engine=nisa.engine.scalar)")
     # the row length written, not summed from a ones tile; `x * rstd` on ScalarE beside VectorE's
     # `x * g` (ScalarE has only the squares)
     assert "nisa.memset(dst=t1, value=float(N))" in before and "nisa.tensor_reduce(" not in text
@@ -278,15 +282,20 @@ def test_rmsnorm_broadcasts_its_weight_once_and_writes_its_row_length(
     assert loads_of(trace, "dma_copy") == 1 + 2 * tiles
     assert loads_of(trace, "nc_matmul") == (1 if by_matmul else -(-sizes["N"] // 512))
     assert loads_of(trace, "tensor_copy") == (0 if by_matmul else -(-sizes["N"] // 512))
+    if not by_matmul and sizes["N"] > 1024:
+        engines = [i.engine for i in trace.instructions if i.name == "tensor_copy"]
+        assert engines.count("ACT") == len(engines) - len(engines) // 2 >= 1
+        assert engines.count("DVE") == len(engines) // 2 >= 1
     assert loads_of(trace, "tensor_reduce") == 0
 
 
 def test_a_wrong_broadcast_by_banks_repeats_the_first_bank(tmp_path: Path) -> None:
     # planted: every bank's block broadcast from the row's first columns; wrong past them
     text = emit_nki(kernel("rmsnorm", "rows"), {"BM": 128}).text
-    pattern = (r"moving=(t\d+)\[0:1, (c\d+) \* nl.tile_size.gemm_moving_fmax:"
-               r"\2 \* nl.tile_size.gemm_moving_fmax \+ (n\d+)\]")
-    assert re.search(pattern, text) is not None
+    # (both loops of banks: VectorE's, and ScalarE's from the middle bank on)
+    pattern = (r"moving=(t\d+)\[0:1, ([^:\]]*c\d+\)? \* nl.tile_size.gemm_moving_fmax):"
+               r"\2 \+ (n\d+)\]")
+    assert len(re.findall(pattern, text)) == 2
     wrong = re.sub(pattern, r"moving=\1[0:1, 0:\3]", text)
     sizes = {"M": 130, "N": 1100}
     inputs = make_inputs(PROGRAMS["rmsnorm"], sizes)
@@ -358,7 +367,9 @@ def test_engines_balanced_over_the_kernel_at_known_sizes() -> None:
     def moved(sizes: dict[str, int] | None) -> tuple[bool, bool]:
         engines = emit._balance_engines(body, emit._grid_invariant(body),
                                         None if sizes is None else {**tiles, **sizes})
-        assert set(engines.values()) <= {"scalar"}
+        # (and the K loop's running sum of squares, a column, to GpSimd where VectorE is busier)
+        assert all(e == "scalar" or e == "gpsimd" and emit._column_combine(op)
+                   for op, e in engines.items())
         return by_g in engines, by_rstd in engines
 
     assert moved(None) == (True, True)  # block by block (the default)
