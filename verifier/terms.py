@@ -505,8 +505,9 @@ def exp(p: Poly) -> Poly:
 def known_positive(a: Term) -> bool:
     """Atoms that are > 0 wherever they are evaluated: exp, size symbols (>= 1), a sum of a
     monomial of such atoms (with its positive coefficient) over a range evidently nonempty, and
-    the reciprocal of such a monomial (checked with a worklist: such atoms nest as deep as the
-    program is long)."""
+    the reciprocal, square root and reciprocal square root of such a monomial (`1 / sqrt(D)`,
+    attention's score scale; checked with a worklist: such atoms nest as deep as the program
+    is long)."""
     pending, seen = [a], set()
     while pending:
         t = pending.pop()
@@ -515,7 +516,7 @@ def known_positive(a: Term) -> bool:
         seen.add(t)
         if isinstance(t, Sum) and nonneg(t.hi - t.lo - 1):
             factors = _positive_factors(t.body)
-        elif isinstance(t, Fn) and t.fn == "inv":  # 1/p > 0 for p > 0
+        elif isinstance(t, Fn) and t.fn in ("inv", "sqrt", "rsqrt"):  # each > 0 for p > 0
             factors = _positive_factors(t.args[0])
         else:
             return False

@@ -122,6 +122,22 @@ def test_max_scale_of_unknown_sign_does_not_leave() -> None:
     assert refutes(XC, "max(x * c, axis=1, keepdims=True)", "max(x, axis=1, keepdims=True) * c")
 
 
+def test_max_scale_by_a_root_of_a_size_leaves() -> None:
+    # attention's 1 / sqrt(D) and its like are > 0 for every size: the scale leaves the max
+    assert proves(XM, "max(x / sqrt(N), axis=1)", "max(x, axis=1) / sqrt(N)")
+    assert proves(XM, "max(x * rsqrt(2.0 * N), axis=1)", "max(x, axis=1) * rsqrt(2.0 * N)")
+    assert proves(XM, "min(x * sqrt(N), axis=1)", "min(x, axis=1) * sqrt(N)")
+
+
+def test_max_scale_by_a_root_of_unknown_sign_does_not_leave() -> None:
+    # sqrt(N - 2) is no real number at N = 1 and its sign is not known: nothing is proved
+    for params, a, b in [
+            (XM, "max(x * sqrt(N - 2.0), axis=1)", "max(x, axis=1) * sqrt(N - 2.0)"),
+            (XC, "max(x * sqrt(c), axis=1, keepdims=True)",
+             "max(x, axis=1, keepdims=True) * sqrt(c)")]:
+        assert not isinstance(_verdict(params, a, b), Proved)
+
+
 def test_max_is_negated_min() -> None:
     assert proves(XM, "max(x, axis=1)", "-min(-x, axis=1)")
 
