@@ -1659,7 +1659,8 @@ def _balance_engines(kernel: KernelOp, hoisted: set[Operation],
         # `[P, 1]` columns combined (attention's running max and sum): MIN_II cycles on either
         # engine, about half a pass over a 128-wide tile; moved while GpSimd stays the less busy
         for op, w in ops:
-            if not (_column_combine(op) and all(_made_in_sbuf(v) for v in op.operands)):
+            if not (_column_combine(op) and all(_made_in_sbuf(v) for v in
+                                                (*op.operands, op.results[0]))):
                 continue
             if gpsimd + w / 2 >= vector:  # the move would not shorten the busier engine
                 continue
