@@ -24,7 +24,7 @@ simulator and are priced by the NeuronCore cost model (`targets/nki/cost/`):
   result there, and the latency is the sum of theirs (no launch cost is added);
 - **hand**: the kernel of `benchmarks/nki_baselines/<program>.py` where there is one.
 
-Beside them, each program's **DMA floor** (`dma_floor_s`): its inputs read and its results
+Beside them, each program's **DMA floor** (`select.dma_floor_s`): its inputs read and its results
 written once each, in their own dtypes, at the DMA engines' best rate under the same cost model,
 with no engine work, no fixed DMA latency and no dependency. No kernel that moves every tensor
 in its dtype is faster, so `naive/floor` bounds what `naive/axon` can reach for that program,
@@ -60,11 +60,8 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
 
 from axon.benchmarks.suite import PROGRAMS, Program, make_inputs
-from axon.dialects.ax import TensorType
 from axon.interpreter import run_function
-from axon.nugraph.cost import RooflineCost
 from axon.targets.nki.command import NKI_PROFILES
-from axon.targets.nki.cost import load_constants
 from axon.targets.nki.select import (
     DEFAULT_MAX_CANDIDATES,
     KernelRunner,
@@ -72,6 +69,7 @@ from axon.targets.nki.select import (
     OpKernel,
     check_close,
     choose_kernel,
+    dma_floor_s,
     failure,
     first_kernel,
     op_functions,
@@ -82,7 +80,7 @@ from axon.targets.nki.simulator import SimulationWarning
 from axon.targets.nki.simulator.errors import KernelError, SimulationError
 from axon.tools.embed import parse_source
 
-__all__ = ["KernelRunner", "OpKernel", "op_functions"]
+__all__ = ["KernelRunner", "OpKernel", "dma_floor_s", "op_functions"]
 
 BASELINES = Path(__file__).resolve().parent / "nki_baselines"
 
@@ -138,19 +136,6 @@ def sizes_for(program: Program) -> tuple[dict[str, int], str]:
     if program.name in SHAPES:
         return SHAPES[program.name]
     return dict(program.default_sizes[0]), ""
-
-
-def dma_floor_s(func: FuncOp, sizes: Mapping[str, int], profile: str) -> float:
-    """Seconds the DMA engines need at least to read every input of `func` and write every
-    result once at `sizes`, each in its own dtype, at the profile's bandwidth times its best
-    transfer efficiency (rows of `dma_efficient_row_bytes` or more). Every kernel moves each
-    byte of its inputs and results by DMA, and the cost model holds the engines for a transfer's
-    bytes over that rate at best, so it bounds any such kernel's latency from below."""
-    c = load_constants(profile)
-    counter = RooflineCost(sizes=sizes)
-    types = (*func.function_type.inputs.data, *func.function_type.outputs.data)
-    nbytes = sum(counter.tensor_bytes(t) for t in types if isinstance(t, TensorType))
-    return nbytes / (c.dma_bytes_per_s * max(c.dma_efficiency, c.dma_small_row_efficiency))
 
 
 def _failure(err: Exception, tmp: Path) -> str:

@@ -18,7 +18,7 @@ def relu_matmul(x: bf16[M, K], w: bf16[K, N]):
 # CHECK: axon: nki: @relu_matmul: candidate 2/2 unfused chain: {{[0-9.]+}} us
 # the best is then printed the other ways that change it (relu's result kept in bf16), priced
 # CHECK: axon: nki: @relu_matmul: candidate 3 rows BM=128 16-bit intermediates (1): {{[0-9.]+}} us
-# CHECK: axon: nki: @relu_matmul: selection: space 13, pruned 11 by the bound (--max-candidates 2), checked 2 (and the best printed 1 other way), rejected 0; chosen rows BM=128 16-bit intermediates (1), predicted {{[0-9.]+}} us; {{[0-9.]+}} s
+# CHECK: axon: nki: @relu_matmul: selection: space 13, pruned 11 by the bound (--max-candidates 2), checked 2 (and the best printed 1 other way), rejected 0; chosen rows BM=128 16-bit intermediates (1), predicted {{[0-9.]+}} us ({{[0-9.]+}}x the DMA floor, {{[0-9.]+}} us); {{[0-9.]+}} s
 # CHECK: axon: nki: @relu_matmul: rows (BM=128 (16-bit intermediates)), tiling proof
 # MODULE: @nki.jit
 # MODULE: def relu_matmul_rows(in0, in1):

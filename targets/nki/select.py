@@ -81,6 +81,7 @@ from axon.dialects.ax.creation import ConstantOp
 from axon.dialects.form.dtypes import DTYPES, numpy_dtype
 from axon.dialects.form.interface import generic_form, has_form
 from axon.interpreter import run_function
+from axon.nugraph.cost import RooflineCost
 from axon.selection.executor import Executor
 from axon.selection.variants import program_variants, unnamed
 from axon.targets.nki.cost import estimate, load_constants
@@ -709,6 +710,19 @@ class ChosenKernel:
         return f"{sizes} ({self.ways})" if self.ways else sizes
 
 
+def dma_floor_s(func: FuncOp, sizes: Mapping[str, int], profile: str) -> float:
+    """Seconds the DMA engines need at least to read every input of `func` and write every
+    result once at `sizes`, each in its own dtype, at the profile's bandwidth times its best
+    transfer efficiency (rows of `dma_efficient_row_bytes` or more). Every kernel moves each
+    byte of its inputs and results by DMA, and the cost model holds the engines for a transfer's
+    bytes over that rate at best, so it bounds any such kernel's latency from below."""
+    c = load_constants(profile)
+    counter = RooflineCost(sizes=sizes)
+    types = (*func.function_type.inputs.data, *func.function_type.outputs.data)
+    nbytes = sum(counter.tensor_bytes(t) for t in types if isinstance(t, TensorType))
+    return nbytes / (c.dma_bytes_per_s * max(c.dma_efficiency, c.dma_small_row_efficiency))
+
+
 def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                   say: Callable[[str], None], *,
                   max_candidates: int = DEFAULT_MAX_CANDIDATES,
@@ -843,10 +857,12 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     printed = sum(1 for c in candidates if c.ways)
     printings = (f" (and the best printed {printed} other way{'' if printed == 1 else 's'})"
                  if printed else "")
+    floor = dma_floor_s(func, sizes, profile)
     say(f"nki: @{name}: selection: space {space}, pruned {pruned} by the bound "
         f"(--max-candidates {max_candidates}), checked {len(candidates) - printed}{printings}, "
         f"rejected {len(rejected)}{f' ({why})' if rejected else ''}; chosen {best.label}, "
-        f"predicted {best.latency_s * 1e6:.1f} us; {seconds:.1f} s")
+        f"predicted {best.latency_s * 1e6:.1f} us ({best.latency_s / floor:.2f}x the DMA floor, "
+        f"{floor * 1e6:.1f} us); {seconds:.1f} s")
     return ChosenKernel(best.kind, best.params, best.module.text, best.tiling_proof,
                         best.lowering_proof, symbolic, seconds - symbolic, best.latency_s,
                         best.output, tuple(candidates), space,

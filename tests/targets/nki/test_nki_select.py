@@ -21,6 +21,7 @@ from axon.targets.nki.select import (
     check_close,
     choose_kernel,
     default_tolerance,
+    dma_floor_s,
     first_kernel,
     random_inputs,
     single_module,
@@ -84,10 +85,16 @@ def test_the_cheapest_right_candidate_wins_over_both_chains(tmp_path: Path) -> N
         (expected,) = run_function(func, inputs, sizes)
         assert latency == c.latency_s
         assert check_close(out, expected, default_tolerance(func)) == ""
-    assert re.fullmatch(r"nki: @linear_attention: selection: space 27, pruned 19 by the bound "
+    line = re.fullmatch(r"nki: @linear_attention: selection: space 27, pruned 19 by the bound "
                         r"\(--max-candidates 8\), checked 8 \(and the best printed 3 other "
                         r"ways\), rejected 0; chosen blocks_k BM=128 BN=128 BK=128, predicted "
-                        r"7\.\d us; \d+\.\d s", said[-1]), said[-1]
+                        r"7\.\d us \((\d+\.\d\d)x the DMA floor, (\d+\.\d) us\); \d+\.\d s",
+                        said[-1])
+    assert line, said[-1]
+    # the floor: q, k, v and the result moved once each; the kernel no faster than it
+    floor = dma_floor_s(func, sizes, "trn2")
+    assert line.group(2) == f"{floor * 1e6:.1f}" and float(line.group(1)) >= 1.0
+    assert line.group(1) == f"{chosen.latency_s / floor:.2f}"
     assert sum(1 for line in said if re.search(r" candidate \d+/8 ", line)) == 8
 
 
