@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from xdsl.dialects.builtin import FunctionType
+
 from axon.dialects.ax.tensor_type import TensorType
 from axon.dialects.form.dtypes import DTYPES
 from axon.dialects.form.generic_form import GenericForm
@@ -84,6 +86,13 @@ class RooflineCost:
     def tensor_bytes(self, t: TensorType) -> int:
         """The bytes `t` holds at these sizes, in its dtype's storage."""
         return self.elements(t) * DTYPES[t.dtype].storage.itemsize
+
+    def signature_bytes(self, signature: FunctionType) -> int:
+        """The bytes of a function's tensor inputs and results at these sizes: what a kernel
+        of it reads and writes at least."""
+        return sum(self.tensor_bytes(t) for t in (*signature.inputs.data,
+                                                   *signature.outputs.data)
+                   if isinstance(t, TensorType))
 
     def flops_and_bytes(self, form: GenericForm, operand_types: list[TensorType],
                         result_type: TensorType) -> tuple[float, float]:

@@ -1285,11 +1285,11 @@ class _Printer:
         fmax = "nl.tile_size.gemm_moving_fmax"
         banks = self.fresh("b")
         self.line(depth, f"{banks} = ({free} + {fmax} - 1) // {fmax}")
-        for first, count, engine in (("0", f"{banks} // 2", ""),
-                                     (f"{banks} // 2", f"{banks} - {banks} // 2", "scalar")):
+        half = f"{banks} // 2"
+        for first, count, engine in ((None, half, ""), (half, f"{banks} - {half}", "scalar")):
             block, width, bank = self.fresh("c"), self.fresh("n"), self.fresh()
             self.line(depth, f"for {block} in nl.affine_range({count}):")
-            start = f"({first} + {block}) * {fmax}" if first != "0" else f"{block} * {fmax}"
+            start = f"{block} * {fmax}" if first is None else f"({first} + {block}) * {fmax}"
             self.line(depth + 1, f"{width} = min({fmax}, {free} - {start})")
             self.line(depth + 1, f"{bank} = nl.ndarray(({partitions}, {fmax}), "
                                  "dtype=nl.float32, buffer=nl.psum)")

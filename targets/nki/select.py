@@ -717,9 +717,7 @@ def dma_floor_s(func: FuncOp, sizes: Mapping[str, int], profile: str) -> float:
     byte of its inputs and results by DMA, and the cost model holds the engines for a transfer's
     bytes over that rate at best, so it bounds any such kernel's latency from below."""
     c = load_constants(profile)
-    counter = RooflineCost(sizes=sizes)
-    types = (*func.function_type.inputs.data, *func.function_type.outputs.data)
-    nbytes = sum(counter.tensor_bytes(t) for t in types if isinstance(t, TensorType))
+    nbytes = RooflineCost(sizes=sizes).signature_bytes(func.function_type)
     return nbytes / (c.dma_bytes_per_s * max(c.dma_efficiency, c.dma_small_row_efficiency))
 
 

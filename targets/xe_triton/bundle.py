@@ -149,9 +149,7 @@ def flops_and_bytes(func: FuncOp, sizes: Mapping[str, int]) -> tuple[int, int]:
             assert isinstance(result, TensorType)
             types = [v.type for v in op.operands]
             flops += counter.flops_and_bytes(meaning.form, types, result)[0]  # type: ignore[arg-type]
-    tensors = [t for t in (*func.function_type.inputs.data, *func.function_type.outputs.data)
-               if isinstance(t, TensorType)]
-    return int(flops), sum(counter.tensor_bytes(t) for t in tensors)
+    return int(flops), counter.signature_bytes(func.function_type)
 
 
 def program_function(program: Program) -> FuncOp:
