@@ -97,6 +97,8 @@ from axon.targets.nki.squeeze import unit_lead
 
 #: Axon dtypes -> `nki.language` dtypes
 _DTYPES = {"f32": "nl.float32", "bf16": "nl.bfloat16", "f16": "nl.float16"}
+#: the buffers whose tiles the emitter releases after their last read (`_Printer.releases`)
+_ON_CHIP = ("psum", "sbuf")
 #: the Python comparison of each assumption operator
 _COMPARE = {"<=": "<=", ">=": ">=", "<": "<", ">": ">", "==": "=="}
 
@@ -762,29 +764,31 @@ class _Printer:
                   into=(buf, index, f"{buf}[0:{rows}, {index}, 0:{cols}]"))
 
     def block(self, block: Block, depth: int) -> None:
-        releases = self.psum_releases(block)
+        releases = self.releases(block)
         for op in block.ops:
             self.op(op, depth)
             for value in releases.get(op, ()):
                 name = self.names.get(value)
-                if name is None or self.buffers.get(name) != "psum":
+                if name is None or self.buffers.get(name) not in _ON_CHIP:
                     continue
                 # no other value is printed through the name (an alias, a view `t7[...]`)
                 named = re.compile(rf"\b{re.escape(name)}\b")
                 if sum(bool(named.search(n)) for n in self.names.values()) == 1:
                     self.line(depth, f"del {name}")
 
-    def psum_releases(self, block: Block) -> dict[Operation, list[SSAValue]]:
-        """The PSUM tiles made by an instruction of `block`, each by the op of `block` (or
-        holding, in a loop, the op) that reads it last: its name is deleted there, so the
-        simulator (which frees a tile when no name holds it, as the compiler's allocator
-        would after its last read) does not count it live through later loops (attention's
-        transposes and products, eight banks in all)."""
+    def releases(self, block: Block) -> dict[Operation, list[SSAValue]]:
+        """The PSUM and SBUF tiles made by an instruction of `block`, each by the op of
+        `block` (or holding, in a loop, the op) that reads it last: its name is deleted
+        there, so the simulator (which frees a tile when no name holds it, as the compiler's
+        allocator would after its last read) does not count it live through later loops
+        (attention's transposes and products, eight PSUM banks in all) or later instructions
+        (a row kernel's chain of `[BM, N]` fp32 tiles: six of 32 KB a partition at N = 8192
+        fill SBUF where two are live at a time)."""
         order = {op: k for k, op in enumerate(block.ops)}
         skipped = self.hoisted | self.per_block | self.streamed | self.folded | self.in_place
         releases: dict[Operation, list[SSAValue]] = {}
         for op in block.ops:
-            if not (isinstance(op, nki.NkiOp) and op.buffer_name() == "psum") \
+            if not (isinstance(op, nki.NkiOp) and op.buffer_name() in _ON_CHIP) \
                     or op in skipped or not op.results[0].uses:
                 continue
             last = None

@@ -29,6 +29,7 @@ from axon.targets.nki import emit
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.fuse import fuse_kernel
 from axon.targets.nki.lower import kernel_of, lower_and_prove
+from axon.targets.nki.select import KernelRunner, first_kernel
 from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator.trace import Trace
 from axon.targets.nki.simulator_limits import load_limits
@@ -530,3 +531,20 @@ def test_a_row_blocks_buffers_filled_for_the_first_row_block_only_are_wrong(
     assert close("rmsnorm_matmul", sizes, out, inputs)
     out, _ = run("\n".join(wrong) + "\n", tmp_path, inputs)
     assert not close("rmsnorm_matmul", sizes, out, inputs)
+
+
+def test_a_tile_is_released_after_its_last_read(tmp_path: Path) -> None:
+    # a row kernel's chain of [BM, N] fp32 tiles at N = 8192 (32 KB a partition each): the
+    # simulator frees a tile no name holds, as the compiler's allocator frees it after its last
+    # read; held to the end of the program, seven of them overflow SBUF (208 KB a partition)
+    (func,) = (op for op in parse_source(
+        "def f(x: f32[M, N]):\n"
+        "    return exp(x) * tanh(x) + sigmoid(x) * (x * x) - relu(x) * x\n", "f.py").ops
+        if isinstance(op, FuncOp))
+    sizes = {"M": 4, "N": 8192}
+    chosen = first_kernel(func, "trn2", sizes, lambda line: None)
+    assert re.search(r"\n +del t\d+\n", chosen.text)
+    x = np.random.default_rng(0).standard_normal((4, 8192)).astype(np.float32)
+    out, _ = KernelRunner("trn2", tmp_path).run(chosen.text, [x], chosen.name)
+    (want,) = run_function(func, [x], sizes)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
