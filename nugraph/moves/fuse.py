@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from axon.dialects.form.generic_form import GenericForm
 from axon.dialects.form.scalar import Read
 from axon.nugraph.candidates import Candidate
 from axon.nugraph.eclass import ENode
@@ -31,12 +32,25 @@ def _fusion_absorbs(g: EGraph, consumer: ENode, producers: Mapping[int, ENode]) 
     """Fusion is proposed where it removes work rather than only merging kernels (that is the
     later fuse stage's job, and proposing every elementwise merge would flood the graph): a
     producer that only moves data (its body a single read: transpose, broadcast, reshape, slice),
-    or a reduction feeding a reduction of the same kind (merged reductions)."""
+    a transpose of a reduction's result (`(x @ w).T`: the contraction writes the transposed
+    result itself; a broadcast would recompute the reduction per copy), or a reduction
+    feeding a reduction of the same kind (merged reductions)."""
     consumer_form = node_semantics(consumer, [g.type_of(c) for c in consumer.children]).form
     for p in producers.values():
         form = node_semantics(p, [g.type_of(c) for c in p.children]).form
         if form.reduction is None and isinstance(form.body, Read):
             return True
-        if form.reduction is not None and form.reduction == consumer_form.reduction:
+        if form.reduction is not None and (_permutes(consumer_form)
+                                           or form.reduction == consumer_form.reduction):
             return True
     return False
+
+
+def _permutes(form: GenericForm) -> bool:
+    """The form only permutes its operand's dims: `out[d0, d1] = in0[d1, d0]`."""
+    body = form.body
+    if form.reduction is not None or not isinstance(body, Read):
+        return False
+    names = [i.as_symbol for i in body.index]
+    return len(names) == len(form.parallel) and \
+        sorted(n or "" for n in names) == sorted(d.name for d in form.parallel)

@@ -1365,7 +1365,9 @@ class _Lowering(KernelRebuild):
         """`out[d0 < P, d1 < N] = add over r0 in [0, K) of in0[.] * in1[.]`, `in0` read at
         `[d0, r0]` or `[r0, d0]`, `in1` at `[r0, d1]` or `[d1, r0]`, each a whole tile ->
         `nc_matmul` of the stationary `[K, P]` by the moving `[K, N]`, a tile read the other
-        way round transposed on TensorE first (as `lower_matmul`'s left operand). Masked by a
+        way round transposed on TensorE first (as `lower_matmul`'s left operand). The two
+        the other way round (`in0` by `d1`, `in1` by `d0`: `(x @ w).T` composed) swap roles,
+        the product commuting: `w` as loaded is the stationary `[K, N]`. Masked by a
         bound on the indices, `select(<bound>, in0[.] * in1[.], 0.0)`, the same where one
         operand is zero past the tensor's end (a zero-padded load: attention's values past
         L); the proof checks the mask against the load's bound."""
@@ -1386,11 +1388,17 @@ class _Lowering(KernelRebuild):
         p, n, k = (IntExpr.sym(d.name) for d in (d0, d1, r0))
         ways: dict[tuple[int, tuple[IntExpr, ...]], bool] = {
             (0, (p, k)): False, (0, (k, p)): True, (1, (k, n)): False, (1, (n, k)): True}
+        a_src, b_src = op.operands
+        if tuple(reads[0].index) in ((n, k), (k, n)) and tuple(reads[1].index) in ((p, k), (k, p)):
+            # the operands the other way round (`(x @ w).T`: `in0[d1, r0] * in1[r0, d0]`):
+            # the product commutes, so `in1` is the left operand; the stationary operand is
+            # then the tile `w` as loaded, `[K, P]`, and the result comes out transposed
+            a_src, b_src = b_src, a_src
+            reads = {0: reads[1], 1: reads[0]}
         transposed = [ways.get((i, tuple(reads[i].index))) for i in (0, 1)]
         if None in transposed:
             return "a contraction reading an operand other than [d0, r0] / [r0, d0] and " \
                 "[r0, d1] / [d1, r0]"
-        a_src, b_src = op.operands
         want = [(d0.upper, r0.upper), (r0.upper, d1.upper)]
         for src, flip, shape in zip((a_src, b_src), transposed, want, strict=True):
             held = tuple(reversed(shape)) if flip else shape

@@ -15,12 +15,14 @@ from xdsl.dialects.func import FuncOp
 from xdsl.parser import Parser
 
 from axon.benchmarks.suite import PROGRAMS
+from axon.dialects.form.syntax import parse_form
 from axon.frontend.numpy_subset import parse_source
 from axon.nugraph.convert import find_function
 from axon.nugraph.eclass import ENode
 from axon.nugraph.egraph import CONGRUENCE, INPUT_PROOF
 from axon.nugraph.explain import explain
 from axon.nugraph.merge import free_axis
+from axon.nugraph.moves.fuse import _permutes
 from axon.nugraph.nu_ir import read_graph
 from axon.nugraph.prover import Prover
 from axon.nugraph.runner import ITERATION_LIMIT, NODE_LIMIT, SATURATED, TIME_LIMIT, Budget
@@ -138,6 +140,19 @@ def test_a_row_sum_of_a_biased_linear_layer_becomes_a_matrix_vector_product() ->
                       "    return x @ sum(w, axis=0) + sum(b)\n")
     chain = s.explain(function(source), matvec)
     assert "distribute" in "\n".join(step.describe(s.graph) for step in chain)
+
+
+def test_a_transposed_product_is_one_contraction_writing_the_transpose() -> None:
+    """`(x @ w).T`: the transpose is absorbed into the contraction (`fuse`), which writes the
+    transposed result itself; a broadcast of a reduction is not (it would recompute it)."""
+    source = "def f(x: f32[M, K], w: f32[K, N]):\n    return transpose(x @ w, (1, 0))\n"
+    s = session(source, sizes={"M": 1024, "N": 1024, "K": 1024})
+    text = str(s.export(s.best()))
+    assert "ax.transpose" not in text and "ax.matmul" not in text
+    assert "in0[d1, r0] * in1[r0, d0]" in text
+    assert _permutes(parse_form("out[d0 < N, d1 < M] = in0[d1, d0]", 1))
+    assert not _permutes(parse_form("out[d0 < M, d1 < K] = in0[d0, 0]", 1))  # a broadcast
+    assert not _permutes(parse_form("out[d0 < M] = in0[d0, 0]", 1))  # a slice
 
 
 def test_explanations_chain_proofs() -> None:

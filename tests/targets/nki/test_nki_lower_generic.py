@@ -19,11 +19,12 @@ from axon.benchmarks.suite import PROGRAMS, make_inputs
 from axon.dialects import nki
 from axon.dialects.ax import GenericOp
 from axon.dialects.form.generic_form import GenericForm
-from axon.dialects.tile import ForOp
+from axon.dialects.tile import ForOp, LoadOp
 from axon.interpreter import run_function
 from axon.targets.nki import lower
 from axon.targets.nki.emit import emit_nki
-from axon.targets.nki.lower import Refused, lower_and_prove, lower_function
+from axon.targets.nki.lower import Refused, kernel_of, lower_and_prove, lower_function
+from axon.targets.nki.select import tiled_programs
 from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.profiles import load_profile
@@ -172,3 +173,36 @@ def test_a_row_factor_applied_wrongly_after_the_loop_is_refuted(
     monkeypatch.setattr(lower, "_row_factors", wrong)
     with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
         lower_and_prove(kernel)
+
+
+def test_a_contraction_writing_its_transpose_swaps_the_operands(tmp_path: Path) -> None:
+    # `(x @ w).T` as the nu-graph composes it, `out[d0 < N, d1 < M] = add over r0 of
+    # in0[d1, r0] * in1[r0, d0]`: w's tile as loaded is the stationary operand and x's the
+    # moving one transposed, so the product comes out of PSUM as the result's tile, with no
+    # transpose of it (the program as written: the product, then a TensorE transpose of it)
+    func = program("matmul_transpose")
+    (variant,) = tiled_programs(func, "trn2", SHAPES[0], 2)[1:]
+    assert "in0[d1, r0] * in1[r0, d0]" in "".join(
+        str(op.generic_form()) for op in variant.walk() if isinstance(op, GenericOp))
+    (tiling,) = [t for t in tilings(variant) if t.kind == "blocks_k"]
+    kernel = profiled_kernel(variant, tiling, load_profile("trn2"))
+    lowered = lower_and_prove(kernel)
+    (matmul,) = [op for op in lowered.func.walk() if isinstance(op, nki.NcMatmulOp)]
+    (transpose,) = [op for op in lowered.func.walk() if isinstance(op, nki.NcTransposeOp)]
+    stationary, moving = (v.owner for v in matmul.operands)
+    w_tile, x_tile = kernel_of(lowered.func).body.block.args[1], \
+        kernel_of(lowered.func).body.block.args[0]
+    assert isinstance(stationary, LoadOp) and stationary.source is w_tile
+    assert isinstance(moving, nki.TensorCopyOp) and moving.operands[0].owner is transpose
+    x_load = transpose.operands[0].owner
+    assert isinstance(x_load, LoadOp) and x_load.source is x_tile
+    module = emit_nki(lowered.func, {"BM": 128, "BN": 128, "BK": 64})
+    for shape in SHAPES:
+        sizes = {s: shape[s] for s in PROGRAMS["matmul_transpose"].symbols}
+        inputs = make_inputs(PROGRAMS["matmul_transpose"], sizes)
+        out = run(module.text, module.name, tmp_path, inputs)
+        (expected,) = run_function(func, inputs, sizes)
+        assert out.shape == expected.shape == (sizes["N"], sizes["M"])
+        rtol, atol = PROGRAMS["matmul_transpose"].tolerance_at(sizes)
+        np.testing.assert_allclose(out.astype(np.float64), expected.astype(np.float64),
+                                   rtol=rtol, atol=atol, err_msg=f"{sizes}")
