@@ -47,10 +47,11 @@ def _fusion_absorbs(g: EGraph, consumer: ENode, producers: Mapping[int, ENode]) 
 
 
 def _permutes(form: GenericForm) -> bool:
-    """The form only permutes its operand's dims: `out[d0, d1] = in0[d1, d0]`."""
+    """The form is a transpose: it reads its operand at a permutation of its own dims, not in
+    their order (`out[d0, d1] = in0[d1, d0]`; an identity read is a slice or a copy)."""
     body = form.body
     if form.reduction is not None or not isinstance(body, Read):
         return False
-    names = [i.as_symbol for i in body.index]
-    return len(names) == len(form.parallel) and \
-        sorted(n or "" for n in names) == sorted(d.name for d in form.parallel)
+    names = [i.as_symbol or "" for i in body.index]
+    own = [d.name for d in form.parallel]
+    return len(names) == len(own) and sorted(names) == sorted(own) and names != own

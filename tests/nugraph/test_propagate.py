@@ -153,6 +153,7 @@ def test_a_transposed_product_is_one_contraction_writing_the_transpose() -> None
     assert _permutes(parse_form("out[d0 < N, d1 < M] = in0[d1, d0]", 1))
     assert not _permutes(parse_form("out[d0 < M, d1 < K] = in0[d0, 0]", 1))  # a broadcast
     assert not _permutes(parse_form("out[d0 < M] = in0[d0, 0]", 1))  # a slice
+    assert not _permutes(parse_form("out[d0 < M, d1 < N] = in0[d0, d1]", 1))  # nor this one
 
 
 def test_explanations_chain_proofs() -> None:
