@@ -782,8 +782,8 @@ class _Printer:
         there, so the simulator (which frees a tile when no name holds it, as the compiler's
         allocator would after its last read) does not count it live through later loops
         (attention's transposes and products, eight PSUM banks in all) or later instructions
-        (a row kernel's chain of `[BM, N]` fp32 tiles: six of 32 KB a partition at N = 8192
-        fill SBUF where two are live at a time)."""
+        (a row kernel's chain of `[BM, N]` fp32 tiles, 32 KB a partition each at N = 8192:
+        seven held to the end of the program overflow SBUF, a few live at a time fit)."""
         order = {op: k for k, op in enumerate(block.ops)}
         skipped = self.hoisted | self.per_block | self.streamed | self.folded | self.in_place
         releases: dict[Operation, list[SSAValue]] = {}

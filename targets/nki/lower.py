@@ -1391,8 +1391,8 @@ class _Lowering(KernelRebuild):
         a_src, b_src = op.operands
         if tuple(reads[0].index) in ((n, k), (k, n)) and tuple(reads[1].index) in ((p, k), (k, p)):
             # the operands the other way round (`(x @ w).T`: `in0[d1, r0] * in1[r0, d0]`):
-            # the product commutes, so `in1` is the left operand; the stationary operand is
-            # then the tile `w` as loaded, `[K, P]`, and the result comes out transposed
+            # the product commutes, so `in1` is the left operand: the stationary operand is
+            # `w`'s tile as loaded, `[K, P]`, and the product is the result's tile itself
             a_src, b_src = b_src, a_src
             reads = {0: reads[1], 1: reads[0]}
         transposed = [ways.get((i, tuple(reads[i].index))) for i in (0, 1)]
