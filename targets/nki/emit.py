@@ -91,14 +91,13 @@ from axon.dialects import nki
 from axon.dialects.ax import TensorType
 from axon.dialects.form.dtypes import DTYPES, round_to
 from axon.dialects.form.intexpr import Atom, IntExpr
+from axon.dialects.nki.base import ON_CHIP
 from axon.dialects.tile import ForOp, FullOp, KernelOp, LoadOp, StoreOp, YieldOp, parse_assumption
 from axon.targets.nki.lower import Refused, kernel_of
 from axon.targets.nki.squeeze import unit_lead
 
 #: Axon dtypes -> `nki.language` dtypes
 _DTYPES = {"f32": "nl.float32", "bf16": "nl.bfloat16", "f16": "nl.float16"}
-#: the buffers whose tiles the emitter releases after their last read (`_Printer.releases`)
-_ON_CHIP = ("psum", "sbuf")
 #: the Python comparison of each assumption operator
 _COMPARE = {"<=": "<=", ">=": ">=", "<": "<", ">": ">", "==": "=="}
 
@@ -769,7 +768,7 @@ class _Printer:
             self.op(op, depth)
             for value in releases.get(op, ()):
                 name = self.names.get(value)
-                if name is None or self.buffers.get(name) not in _ON_CHIP:
+                if name is None or self.buffers.get(name) not in ON_CHIP:
                     continue
                 # no other value is printed through the name (an alias, a view `t7[...]`)
                 named = re.compile(rf"\b{re.escape(name)}\b")
@@ -788,7 +787,7 @@ class _Printer:
         skipped = self.hoisted | self.per_block | self.streamed | self.folded | self.in_place
         releases: dict[Operation, list[SSAValue]] = {}
         for op in block.ops:
-            if not (isinstance(op, nki.NkiOp) and op.buffer_name() in _ON_CHIP) \
+            if not (isinstance(op, nki.NkiOp) and op.buffer_name() in ON_CHIP) \
                     or op in skipped or not op.results[0].uses:
                 continue
             last = None
