@@ -316,9 +316,23 @@ class _Printer:
             count = _count_of_ones(inst)
             if count is not None and count.results[0].has_one_use():
                 self.folded.add(count)  # the count is written directly
+        self.prelude()
         for inst in body.ops:  # computed once, before the grid: the same in every program
             if inst in self.hoisted:
                 self.op(inst, 1, hoisting=True)
+        self.grids(body, tile_sizes)
+        outs = [f"out{k}" for k in range(len(self.kernel.output_types()))]
+        self.line(1, f"return {', '.join(outs)}")
+        header = ['"""' + f"{self.name}: an NKI kernel emitted by Axon from a proved lowering of "
+                  "its tiled kernel." + '"""', "", "import nki", "import nki.isa as nisa",
+                  "import nki.language as nl", "", ""]
+        return "\n".join([*header, *self.lines]) + "\n"
+
+    def prelude(self) -> None:
+        """What a printing choice binds before the kernel's hoisted ops (`fold.py`'s fold)."""
+
+    def grids(self, body: Block, tile_sizes: Mapping[str, int]) -> None:
+        """The grid of programs, printed the first way that fits (below)."""
         plans = _stream_loads(self.kernel, self.hoisted, tile_sizes)
         once: _Hoist | None = _hoist_for(self.kernel, self.hoisted, None)
         if once is not None and _hoist_work(once) == 0:
@@ -357,12 +371,6 @@ class _Printer:
             self.grid_loading_ahead(ahead, body)
         else:
             self.grid(list(self.kernel.program_names()), body, 1)
-        outs = [f"out{k}" for k in range(len(self.kernel.output_types()))]
-        self.line(1, f"return {', '.join(outs)}")
-        header = ['"""' + f"{self.name}: an NKI kernel emitted by Axon from a proved lowering of "
-                  "its tiled kernel." + '"""', "", "import nki", "import nki.isa as nisa",
-                  "import nki.language as nl", "", ""]
-        return "\n".join([*header, *self.lines]) + "\n"
 
     # ---- structure --------------------------------------------------------------------------
     def grid(self, order: list[str], body: Block, depth: int) -> None:
@@ -1318,11 +1326,14 @@ class _Printer:
     def activation_reduce(self, op: nki.ActivationReduceOp, dst: str, operands: list[str],
                           depth: int) -> str:
         """The reduction of `nisa.activation_reduce` into `dst`; its elementwise result goes
-        to a scratch tile of its own (the op keeps only the reduction)."""
+        to a scratch tile of its own (the op keeps only the reduction), in bf16: nothing reads
+        it, and ScalarE sums the fp32 values before it rounds them to the dst (nki.md 3), so
+        the scratch takes half an fp32 tile's SBUF (layernorm's `[128, 8192]` rows fit beside
+        the rest)."""
         attrs = op.attrs()
         scratch = self.fresh()
         data = _type(op.operands[0])
-        self.allocate_as(scratch, TensorType(list(data.shape), "f32"), depth, "sbuf")
+        self.allocate_as(scratch, TensorType(list(data.shape), "bf16"), depth, "sbuf")
         extra = "".join(f", {role}={v}" for role, v in zip(("bias", "scale"), operands[1:],
                                                             strict=False))
         if attrs.get("scale") is not None:

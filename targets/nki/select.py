@@ -86,9 +86,10 @@ from axon.selection.executor import Executor
 from axon.selection.variants import program_variants, unnamed
 from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki, engines_differ
+from axon.targets.nki.fold import FOLD, emit_folded, fold_factor
 from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import LoweredKernel, NotTaken, Refused, kernel_of
-from axon.targets.nki.narrow import narrowed
+from axon.targets.nki.narrow import narrowed, narrowed_past_statistics
 from axon.targets.nki.pair import COUNTS, paired_text
 from axon.targets.nki.pair import way as paired_way
 from axon.targets.nki.schedule import scheduled
@@ -110,9 +111,12 @@ DEFAULT_MAX_CANDIDATES = 8
 DEFAULT_PROGRAMS = 2
 #: the other ways the fastest right fused candidate is printed, each run as a candidate of its
 #: own: intermediates in the program's 16-bit dtype (`narrow.py`), each block in dependence
-#: order (`schedule.py`), both
+#: order (`schedule.py`), both; and only the intermediates from which no statistic is
+#: computed in 16 bits, where that is fewer (`narrow.narrowed_past_statistics`)
+PAST_STATISTICS = "16-bit past the statistics"
 EMISSIONS: tuple[tuple[str, ...], ...] = (("16-bit intermediates",), ("dependence order",),
-                                          ("16-bit intermediates", "dependence order"))
+                                          ("16-bit intermediates", "dependence order"),
+                                          (PAST_STATISTICS,))
 #: the tiled kernel specialized to sizes that are multiples of its tiles (`tiling/specialize.py`)
 DIVIDED = "sizes divide the tiles"
 #: the emitter's engine balance over the whole kernel at the selection's sizes rather than
@@ -123,12 +127,14 @@ KERNEL_ENGINES = "engines over the kernel"
 MAX_SYNTHESIZED = 4
 #: the other ways the best candidate is printed, at most: each base (the lowering's, and
 #: `DIVIDED`'s where the sizes divide its tiles, also printed its own way) with every
-#: `EMISSIONS` way and `KERNEL_ENGINES`, the synthesized lowerings, the widened chain, and the
-#: best of all printed `pair.COUNTS` programs at a time
-MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1 + MAX_SYNTHESIZED + len(COUNTS)
+#: `EMISSIONS` way and `KERNEL_ENGINES`, the synthesized lowerings, the widened chain, the
+#: best of all printed `pair.COUNTS` programs at a time, and the lowering's own kernel and its
+#: `EMISSIONS` ways with rows folded over partitions (`fold.py`)
+MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1 + MAX_SYNTHESIZED + len(COUNTS) + len(EMISSIONS) + 1
 #: each way's rewrite of a lowered function: the copy and how much changed, or None
 TRANSFORMS: dict[str, Callable[[FuncOp], tuple[FuncOp, int] | None]] = {
-    "16-bit intermediates": narrowed, "dependence order": scheduled}
+    "16-bit intermediates": narrowed, "dependence order": scheduled,
+    PAST_STATISTICS: narrowed_past_statistics}
 
 #: the split chain (all ops but the last in one kernel) is a candidate only of a function of at
 #: most this many ops: its first part's tiling search costs about as much again as the whole's
@@ -958,10 +964,12 @@ def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, in
            programs: Sequence[FuncOp], say: Callable[[str], None], profile: str
            ) -> list[Candidate]:
     """The fastest right fused candidate printed the other ways (`EMISSIONS`: intermediates
-    in the program's 16-bit dtype, `narrow.py`; each block in dependence order,
-    `schedule.py`), and, where the sizes are multiples of its tiles, its tiled kernel without
-    the remainder masks (`tiling/specialize.py`, proved), lowered, printed its own way and the
-    others; emitted, not yet run. A way that changes nothing is left out."""
+    in the program's 16-bit dtype, `narrow.py`, all of them or those past the statistics;
+    each block in dependence order, `schedule.py`), and, where the sizes are multiples of its
+    tiles, its tiled kernel without the remainder masks (`tiling/specialize.py`, proved),
+    lowered, printed its own way and the others; the lowering's own kernel and its ways also
+    with rows folded over partitions where they fold at `sizes` (`fold.py`); emitted, not yet
+    run. A way that changes nothing is left out."""
     right = sorted((c for c in candidates if c.latency_s is not None and c.tiling >= 0),
                    key=lambda c: c.latency_s or 0.0)
     low = lowered.get(right[0].tiling) if right else None
@@ -979,8 +987,9 @@ def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, in
             except Refused as err:
                 say(f"nki: @{func.sym_name.data}: {DIVIDED}: does not lower: {err}")
     twins = []
+    partitions = load_limits(profile).partitions
     for base, kernel_func in bases:
-        for ways in ((), *EMISSIONS) if base else EMISSIONS:
+        for ways in ((), *EMISSIONS):
             kernel, notes = kernel_func, [base] if base else []
             for way in ways:
                 changed = TRANSFORMS[way](kernel)
@@ -989,7 +998,13 @@ def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, in
                 kernel, count = changed
                 notes.append(f"{way} ({count})")
             else:
-                twins.append(_twin(best, notes, (base, *ways), kernel, func, sizes))
+                if base or ways:
+                    twins.append(_twin(best, notes, (base, *ways), kernel, func, sizes))
+                # the lowering's own kernel and its ways with each row over several
+                # partitions, where its rows fold at these sizes (`fold.py`)
+                if not base and fold_factor(kernel, best.params, sizes, partitions):
+                    twins.append(_twin(best, [*notes, FOLD], (*ways, FOLD), kernel, func,
+                                       sizes, fold=True))
         if engines_differ(kernel_func, best.params, sizes):
             twins.append(_twin(best, [*([base] if base else []), KERNEL_ENGINES],
                                (base, KERNEL_ENGINES), kernel_func, func, sizes,
@@ -1041,15 +1056,17 @@ def synthesized_choices(kernel: FuncOp, params: Mapping[str, int], profile: str
 
 
 def _twin(best: Candidate, notes: Sequence[str], ways: Sequence[str], kernel: FuncOp,
-          func: FuncOp, sizes: Mapping[str, int], engines_over_kernel: bool = False
-          ) -> Candidate:
+          func: FuncOp, sizes: Mapping[str, int], engines_over_kernel: bool = False,
+          fold: bool = False) -> Candidate:
     """`best` printed from `kernel` (its lowering rewritten `ways`; `engines_over_kernel`:
-    with the engines balanced over the whole kernel), emitted."""
+    with the engines balanced over the whole kernel; `fold`: its rows folded over partitions,
+    `fold.py`), emitted."""
     twin = Candidate(f"{best.label} {', '.join(notes)}", best.kind, dict(best.params),
                      best.tiling, tiling_proof=best.tiling_proof,
                      lowering_proof=best.lowering_proof, ways=", ".join(w for w in ways if w))
     try:
-        emitted = emit_nki(kernel, best.params, sizes, engines_over_kernel=engines_over_kernel)
+        emitted = emit_folded(kernel, best.params, sizes) if fold else \
+            emit_nki(kernel, best.params, sizes, engines_over_kernel=engines_over_kernel)
     except Refused as err:
         twin.rejected = f"does not emit: {err}"
     else:

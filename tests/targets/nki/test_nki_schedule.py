@@ -50,9 +50,14 @@ def program(name: str) -> FuncOp:
 def kernel(name: str, kind: str) -> FuncOp:
     """The `kind` tiling of suite program `name` for Trn2, lowered, proved and fused (what
     selection emits)."""
-    (tiling,) = [t for t in tilings(program(name)) if t.kind == kind]
+    return kernel_of_function(program(name), kind)
+
+
+def kernel_of_function(func: FuncOp, kind: str) -> FuncOp:
+    """The `kind` tiling of `func` for Trn2, lowered, proved and fused."""
+    (tiling,) = [t for t in tilings(func) if t.kind == kind]
     profile = load_profile("trn2")
-    tiled = tile_function(program(name), tiling, *tile_spaces(profile))
+    tiled = tile_function(func, tiling, *tile_spaces(profile))
     op = kernel_of(tiled)
     op.assume_also(kernel_constraints(profile, op))
     return fuse_kernel(lower_and_prove(tiled).func).func

@@ -22,9 +22,15 @@ from axon.targets.nki.cost import estimate, load_constants
 from axon.targets.nki.emit import emit_nki, written_in_place
 from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import kernel_of
-from axon.targets.nki.narrow import narrowed, narrowing_dtype
+from axon.targets.nki.narrow import narrowed, narrowed_past_statistics, narrowing_dtype
 from axon.targets.nki.schedule import scheduled
-from axon.targets.nki.select import KernelRunner, choose_kernel, random_inputs
+from axon.targets.nki.select import (
+    KernelRunner,
+    check_close,
+    choose_kernel,
+    random_inputs,
+    tiled_programs,
+)
 from axon.targets.nki.simulator.errors import KernelError
 from axon.targets.profiles import load_profile
 from axon.tiling.kernels import tile_function, tilings
@@ -33,7 +39,7 @@ from axon.tiling.specialize import specialized
 
 from .test_nki_fuse import TILES, source, tiled
 from .test_nki_fuse import run as run_fused
-from .test_nki_schedule import close, kernel, program, run
+from .test_nki_schedule import close, kernel, kernel_of_function, program, run
 
 ROPE = {"BM": 128, "BN": 8}
 
@@ -101,6 +107,49 @@ def test_a_column_operand_and_an_accumulator_stay_fp32() -> None:
         if written_in_place(op.results[0]):
             assert dtype(op) == "f32", op
     assert any(isinstance(op, ForOp) for op in narrow.walk())
+
+
+def feeds_a_statistic(op: Operation) -> bool:
+    """Does a reduction read `op`'s value directly?"""
+    return any(isinstance(use.operation, (nki.ActivationReduceOp, nki.TensorReduceOp))
+               for use in op.results[0].uses)
+
+
+def test_layernorm_narrows_past_its_statistics_only(tmp_path: Path) -> None:
+    # all three narrowable intermediates: the centred rows (whose squares are summed), their
+    # product by the gain and its scaling by rstd; past the statistics, only the last two
+    sizes = {"M": 128, "N": 8192}
+    # the nu-graph's variant selection takes: `x - mean` times the gain before the variance
+    variant = tiled_programs(program("layernorm"), "trn2", sizes, 2)[1]
+    func = kernel_of_function(variant, "rows")
+    every, past = narrowed(func), narrowed_past_statistics(func)
+    assert every is not None and past is not None
+    assert (every[1], past[1]) == (3, 2)
+    centred = [op for op in instructions(past[0]) if feeds_a_statistic(op)
+               and isinstance(op, nki.TensorScalarOp)]
+    assert [dtype(op) for op in centred] == ["f32"]
+    assert [dtype(op) for op in instructions(every[0]) if feeds_a_statistic(op)
+            and isinstance(op, nki.TensorScalarOp)] == ["bf16"]
+    # checked as selection checks: the program's tolerance, against the interpreter's rounded
+    # or exact run; remainder shapes and the benchmark's, where the two products at 16 bits
+    # take VectorE's perf mode
+    latencies = []
+    for shape in ({"M": 130, "N": 200}, {"M": 3, "N": 1000}, sizes):
+        inputs = make_inputs(PROGRAMS["layernorm"], shape)
+        tolerance = PROGRAMS["layernorm"].tolerance_at(shape)
+        expected = [run_function(program("layernorm"), inputs, shape, exact=exact)[0]
+                    for exact in (False, True)]
+        for f in (func, past[0]):
+            out, trace = run(emit_nki(f, {"BM": 128}).text, tmp_path, inputs)
+            assert any(check_close(out, want, tolerance) == "" for want in expected), shape
+            latencies.append(estimate(trace, load_constants("trn2")).total_s)
+    assert latencies[-1] < 0.9 * latencies[-2], latencies
+
+
+def test_a_kernel_with_nothing_before_a_statistic_has_no_way_past_the_statistics() -> None:
+    # rope has no statistic: every narrowable intermediate is past one, the same kernel
+    assert narrowed(kernel("rope", "blocks")) is not None
+    assert narrowed_past_statistics(kernel("rope", "blocks")) is None
 
 
 def test_a_program_in_fp32_is_not_narrowed() -> None:
