@@ -59,7 +59,7 @@ from axon.targets.nki.emit import (
 )
 from axon.targets.nki.lower import Refused, kernel_of
 
-__all__ = ["FOLD", "emit_folded", "fold_factor", "fold_refusal"]
+__all__ = ["FOLD", "RowPlan", "emit_folded", "fold_factor", "fold_refusal", "row_plan"]
 
 #: the way's name in a candidate's label
 FOLD = "rows over partitions"
@@ -70,7 +70,7 @@ _AS_THEY_ARE = (nki.TensorTensorOp, nki.TensorScalarOp, nki.ActivationOp, nki.Te
 
 
 @dataclass(frozen=True)
-class _Rows:
+class RowPlan:
     """What a foldable kernel's row tiles are: `rows` (the partition tile size, BM) by
     `cols` (the row's length, N), in blocks over the program id `pid`."""
 
@@ -79,7 +79,7 @@ class _Rows:
     pid: str
 
 
-def _plan(kernel: KernelOp) -> _Rows | str:
+def row_plan(kernel: KernelOp) -> RowPlan | str:
     """The kernel's rows where it folds (module docstring), else why it does not."""
     if len(kernel.program_names()) != 1:
         return "a grid of more than one program id"
@@ -129,12 +129,12 @@ def _plan(kernel: KernelOp) -> _Rows | str:
         (offset,) = (IntExpr.lift(o.data) for o in load.offsets.data)
         if offset != IntExpr.const(0) or list(_type(load.source).shape) != [cols]:
             return "a broadcast row that is not a whole input row"
-    return _Rows(rows, cols, pid)
+    return RowPlan(rows, cols, pid)
 
 
 def fold_refusal(func: FuncOp) -> str:
     """Why `func`'s lowered kernel does not fold ('' where it does)."""
-    plan = _plan(kernel_of(func))
+    plan = row_plan(kernel_of(func))
     return plan if isinstance(plan, str) else ""
 
 
@@ -142,7 +142,7 @@ def fold_factor(func: FuncOp, tile_sizes: Mapping[str, int], sizes: Mapping[str,
                 partitions: int) -> int:
     """S, the partitions each row takes, where `func` folds at these sizes (S >= 2 and S
     divides the row's length); else 0."""
-    plan = _plan(kernel_of(func))
+    plan = row_plan(kernel_of(func))
     if isinstance(plan, str):
         return 0
     env = {**sizes, **tile_sizes}
@@ -155,7 +155,7 @@ def fold_factor(func: FuncOp, tile_sizes: Mapping[str, int], sizes: Mapping[str,
 class _FoldedPrinter(_Printer):
     """The emitter's printer with row tiles held folded (module docstring)."""
 
-    plan: _Rows = field(default_factory=lambda: _Rows(IntExpr.const(1), IntExpr.const(1), ""))
+    plan: RowPlan = field(default_factory=lambda: RowPlan(IntExpr.const(1), IntExpr.const(1), ""))
 
     def prelude(self) -> None:
         rows, cols = python(self.plan.rows), python(self.plan.cols)
@@ -271,7 +271,7 @@ def emit_folded(func: FuncOp, tile_sizes: Mapping[str, int],
     """The module of a lowered row kernel with its rows folded over partitions (module
     docstring); Refused where it does not fold."""
     kernel = kernel_of(func)
-    plan = _plan(kernel)
+    plan = row_plan(kernel)
     if isinstance(plan, str):
         raise Refused(f"@{func.sym_name.data}: rows do not fold over partitions: {plan}")
     printer = _FoldedPrinter(kernel, func.sym_name.data, fixed=dict(sizes or {}), plan=plan)

@@ -84,8 +84,9 @@ from axon.interpreter import run_function
 from axon.nugraph.cost import RooflineCost
 from axon.selection.executor import Executor
 from axon.selection.variants import program_variants, unnamed
+from axon.targets.nki.chunk import COLUMN_CHUNKS, chunk_count, emit_chunked
 from axon.targets.nki.cost import estimate, load_constants
-from axon.targets.nki.emit import emit_nki, engines_differ
+from axon.targets.nki.emit import EmittedKernel, emit_nki, engines_differ
 from axon.targets.nki.fold import FOLD, emit_folded, fold_factor
 from axon.targets.nki.fuse import lower_and_fuse
 from axon.targets.nki.lower import LoweredKernel, NotTaken, Refused, kernel_of
@@ -129,8 +130,13 @@ MAX_SYNTHESIZED = 4
 #: `DIVIDED`'s where the sizes divide its tiles, also printed its own way) with every
 #: `EMISSIONS` way and `KERNEL_ENGINES`, the synthesized lowerings, the widened chain, the
 #: best of all printed `pair.COUNTS` programs at a time, and the lowering's own kernel and its
-#: `EMISSIONS` ways with rows folded over partitions (`fold.py`)
-MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1 + MAX_SYNTHESIZED + len(COUNTS) + len(EMISSIONS) + 1
+#: `EMISSIONS` ways printed each of the two `PRINTINGS` ways
+MAX_TWINS = 2 * (len(EMISSIONS) + 1) + 1 + MAX_SYNTHESIZED + len(COUNTS) \
+    + 2 * (len(EMISSIONS) + 1)
+#: the emitter's printing choices for a row kernel, each a twin of its own where it applies:
+#: rows folded over partitions (`fold.py`), a block's columns in chunks (`chunk.py`)
+PRINTINGS: dict[str, Callable[[FuncOp, Mapping[str, int], Mapping[str, int]], EmittedKernel]] = {
+    FOLD: emit_folded, COLUMN_CHUNKS: emit_chunked}
 #: each way's rewrite of a lowered function: the copy and how much changed, or None
 TRANSFORMS: dict[str, Callable[[FuncOp], tuple[FuncOp, int] | None]] = {
     "16-bit intermediates": narrowed, "dependence order": scheduled,
@@ -968,8 +974,9 @@ def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, in
     each block in dependence order, `schedule.py`), and, where the sizes are multiples of its
     tiles, its tiled kernel without the remainder masks (`tiling/specialize.py`, proved),
     lowered, printed its own way and the others; the lowering's own kernel and its ways also
-    with rows folded over partitions where they fold at `sizes` (`fold.py`); emitted, not yet
-    run. A way that changes nothing is left out."""
+    with rows folded over partitions where they fold at `sizes` (`fold.py`) and with the
+    columns of its one block in chunks (`chunk.py`); emitted, not yet run. A way that changes
+    nothing is left out."""
     right = sorted((c for c in candidates if c.latency_s is not None and c.tiling >= 0),
                    key=lambda c: c.latency_s or 0.0)
     low = lowered.get(right[0].tiling) if right else None
@@ -1001,10 +1008,14 @@ def _twins(candidates: Sequence[Candidate], func: FuncOp, sizes: Mapping[str, in
                 if base or ways:
                     twins.append(_twin(best, notes, (base, *ways), kernel, func, sizes))
                 # the lowering's own kernel and its ways with each row over several
-                # partitions, where its rows fold at these sizes (`fold.py`)
+                # partitions, where its rows fold at these sizes (`fold.py`), and with a
+                # block's columns in chunks, where it has one block (`chunk.py`)
                 if not base and fold_factor(kernel, best.params, sizes, partitions):
                     twins.append(_twin(best, [*notes, FOLD], (*ways, FOLD), kernel, func,
-                                       sizes, fold=True))
+                                       sizes, printing=FOLD))
+                if not base and chunk_count(kernel, best.params, sizes):
+                    twins.append(_twin(best, [*notes, COLUMN_CHUNKS], (*ways, COLUMN_CHUNKS),
+                                       kernel, func, sizes, printing=COLUMN_CHUNKS))
         if engines_differ(kernel_func, best.params, sizes):
             twins.append(_twin(best, [*([base] if base else []), KERNEL_ENGINES],
                                (base, KERNEL_ENGINES), kernel_func, func, sizes,
@@ -1057,15 +1068,15 @@ def synthesized_choices(kernel: FuncOp, params: Mapping[str, int], profile: str
 
 def _twin(best: Candidate, notes: Sequence[str], ways: Sequence[str], kernel: FuncOp,
           func: FuncOp, sizes: Mapping[str, int], engines_over_kernel: bool = False,
-          fold: bool = False) -> Candidate:
+          printing: str = "") -> Candidate:
     """`best` printed from `kernel` (its lowering rewritten `ways`; `engines_over_kernel`:
-    with the engines balanced over the whole kernel; `fold`: its rows folded over partitions,
-    `fold.py`), emitted."""
+    with the engines balanced over the whole kernel; `printing`: by one of `PRINTINGS`),
+    emitted."""
     twin = Candidate(f"{best.label} {', '.join(notes)}", best.kind, dict(best.params),
                      best.tiling, tiling_proof=best.tiling_proof,
                      lowering_proof=best.lowering_proof, ways=", ".join(w for w in ways if w))
     try:
-        emitted = emit_folded(kernel, best.params, sizes) if fold else \
+        emitted = PRINTINGS[printing](kernel, best.params, sizes) if printing else \
             emit_nki(kernel, best.params, sizes, engines_over_kernel=engines_over_kernel)
     except Refused as err:
         twin.rejected = f"does not emit: {err}"
