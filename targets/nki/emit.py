@@ -1255,12 +1255,16 @@ class _Printer:
         self.names[op.results[0]] = name
         self.buffers[name] = "psum"  # as the lowering has it (at most one PSUM operand)
         ones, row = (self.names[v] for v in op.operands)
-        self.line(depth, f"if {free} <= nl.tile_size.gemm_moving_fmax:")
-        self.line(depth + 1, f"{name} = nl.ndarray(({partitions}, {free}), dtype=nl.float32, "
-                             "buffer=nl.psum)")
-        self.line(depth + 1, f"nisa.nc_matmul(dst={name}, stationary={ones}, moving={row})")
-        self.line(depth, "else:")
-        depth += 1
+        # GpSimd reads no PSUM: a row a GpSimd instruction reads is broadcast into SBUF always
+        on_gpsimd = any(self.engines.get(use.operation) == "gpsimd"
+                        for use in op.results[0].uses)
+        if not on_gpsimd:
+            self.line(depth, f"if {free} <= nl.tile_size.gemm_moving_fmax:")
+            self.line(depth + 1, f"{name} = nl.ndarray(({partitions}, {free}), "
+                                 "dtype=nl.float32, buffer=nl.psum)")
+            self.line(depth + 1, f"nisa.nc_matmul(dst={name}, stationary={ones}, moving={row})")
+            self.line(depth, "else:")
+            depth += 1
         self.line(depth, f"{name} = nl.ndarray(({partitions}, {free}), dtype={_dtype(t.dtype)}, "
                          f"buffer=nl.sbuf)")
         if op.parent_op() is self.kernel and op in self.hoisted:
@@ -1663,8 +1667,11 @@ def _balance_engines(kernel: KernelOp, hoisted: set[Operation],
         gpsimd: float = 0
         for op, w in ops:
             weight = _vector_weight(op)
+            # a broadcast row is read in SBUF where a GpSimd instruction reads it
+            # (`_Printer.broadcast`)
             if not (isinstance(op, nki.TensorTensorOp) and weight
-                    and all(_made_in_sbuf(v) for v in op.operands)):
+                    and all(_made_in_sbuf(v) or _broadcast_row(v.owner) is not None
+                            for v in op.operands)):
                 continue
             if gpsimd + 2 * w >= vector:  # the move would not shorten the busier engine
                 continue

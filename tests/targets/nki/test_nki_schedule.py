@@ -29,7 +29,7 @@ from axon.targets.nki import emit
 from axon.targets.nki.emit import emit_nki
 from axon.targets.nki.fuse import fuse_kernel
 from axon.targets.nki.lower import kernel_of, lower_and_prove
-from axon.targets.nki.select import KernelRunner, first_kernel
+from axon.targets.nki.select import KernelRunner, check_close, first_kernel, tiled_programs
 from axon.targets.nki.simulator import SimulationWarning, load_kernel, simulate
 from axon.targets.nki.simulator.trace import Trace
 from axon.targets.nki.simulator_limits import load_limits
@@ -355,6 +355,31 @@ def test_a_lone_product_stays_on_vector_engine() -> None:
     text = emit_nki(kernel("mul", "rows"), {"BM": 128}).text
     assert "nisa.tensor_tensor(" in text and "engine=" not in text
 
+
+
+def test_a_product_by_a_broadcast_weight_moves_to_gpsimd_and_reads_it_in_sbuf(
+        tmp_path: Path) -> None:
+    # layernorm's variant: VectorE has the row sum, the centring, the product by the gain and
+    # the sum with the bias; the product (its operands the centred rows and the gain's
+    # broadcast) moves to GpSimd, which reads no PSUM, so the gain is broadcast into SBUF at
+    # every row length (no `nc_matmul` into PSUM branch for it), the bias's as before
+    variant = tiled_programs(program("layernorm"), "trn2", {"M": 128, "N": 8192}, 2)[1]
+    func = kernel_of_function(variant, "rows")
+    body = kernel_of(func)
+    engines = emit._balance_engines(body, emit._grid_invariant(body))
+    (product,) = (op for op, e in engines.items() if e == "gpsimd"
+                  and isinstance(op, nki.TensorTensorOp) and not emit._column_combine(op))
+    assert any(emit._broadcast_row(v.owner) is not None for v in product.operands)
+    text = emit_nki(func, {"BM": 128}).text
+    assert text.count("if N <= nl.tile_size.gemm_moving_fmax:") == 1
+    # right where the row fits one PSUM bank (the branch GpSimd could not read) and past it
+    for sizes in ({"M": 100, "N": 200}, {"M": 130, "N": 1000}):
+        inputs = make_inputs(PROGRAMS["layernorm"], sizes)
+        out, _ = run(text, tmp_path, inputs)
+        tolerance = PROGRAMS["layernorm"].tolerance_at(sizes)  # selection's check
+        assert any(check_close(out, run_function(program("layernorm"), inputs, sizes,
+                                                 exact=exact)[0], tolerance) == ""
+                   for exact in (False, True)), sizes
 
 
 def test_engines_balanced_over_the_kernel_at_known_sizes() -> None:
