@@ -78,6 +78,7 @@ Where each instruction runs is the emitter's choice, the dataflow the proved one
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -432,7 +433,7 @@ class _Printer:
         for k, streams in enumerate(choices):
             saved = (dict(self.names), set(self.folded), set(self.in_place), dict(self.buffers))
             need = " + ".join(self.stream_bytes(x, steps, extents, x is whole)
-                              for x in streams)
+                              for x in (*streams, *plan.siblings))
             # a buffer pays where its blocks are read more than once: w's where there is more
             # than one row block, x's where there is more than one column block
             reused = [" * ".join(_group(python(extents[p])) for p in names) + " > 1"
@@ -456,10 +457,12 @@ class _Printer:
                 if pid in plan.uses:
                     self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
                     depth += 1
-            buf = self.stream_buffer(plan, _group(steps), depth)
+            bufs = [(x, self.stream_buffer(x, _group(steps), depth))
+                    for x in (plan, *plan.siblings)]
             self.line(depth, f"for {iv} in nl.affine_range({steps}):")
-            self.stream_into(plan, buf, iv, depth + 1)
-            self.streamed = {x.load for x in streams}
+            for x, buf in bufs:
+                self.stream_into(x, buf, iv, depth + 1)
+            self.streamed = {x.load for x in (*streams, *plan.siblings)}
             self.grid([p for p in self.kernel.program_names() if p not in plan.uses], body,
                       depth)
             self.streamed = set()
@@ -509,8 +512,8 @@ class _Printer:
                                     python(self.loop_of(first).extent_expr()), extents, False)
                   for first in dict.fromkeys(hoist.shared.values())]
         if stream is not None:
-            fixed.append(self.stream_bytes(stream, python(stream.loop.extent_expr()), extents,
-                                           False))
+            fixed += [self.stream_bytes(x, python(stream.loop.extent_expr()), extents, False)
+                      for x in (stream, *stream.siblings)]
         reused = [] if hoist.shared or stream is not None else \
             [" * ".join(_group(python(extents[p])) for p in others) + " > 1"]
         count = f"{values} * " if stream is not None else ""
@@ -537,10 +540,12 @@ class _Printer:
             depth += 1
         if stream is not None:
             steps = python(stream.loop.extent_expr())
-            buf = self.stream_buffer(stream, _group(steps), depth)
+            bufs = [(x, self.stream_buffer(x, _group(steps), depth))
+                    for x in (stream, *stream.siblings)]
             self.line(depth, f"for {stream.loop.iv.data} in nl.affine_range({steps}):")
-            self.stream_into(stream, buf, stream.loop.iv.data, depth + 1)
-            self.streamed = {stream.load}
+            for x, buf in bufs:
+                self.stream_into(x, buf, stream.loop.iv.data, depth + 1)
+            self.streamed = {x.load for x in (stream, *stream.siblings)}
             self.line(depth, f"for {pid} in nl.affine_range({python(extents[pid])}):")
             depth += 1
         self.per_block = {*hoist.top, *(x for ops in hoist.partial.values() for x in ops)}
@@ -1511,7 +1516,8 @@ def _column_store(value: SSAValue) -> bool:
     return source.rank == 2 and bool(unit_lead(t, source))
 
 
-def _broadcast_row(op: Operation) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Operation] | None:
+def _broadcast_row(op: Operation | Block
+                   ) -> tuple[nki.NcMatmulOp, LoadOp, Operation, Operation] | None:
     """`nc_matmul(ones [1, P], row [1, F])` (`lower.py`'s row broadcast) of a row loaded from
     an input `[F]`, its result written by nothing else: the matmul, the load, the row's
     reshape and the ones tile; else None."""
@@ -1798,6 +1804,9 @@ class _Stream:
     load: LoadOp
     transpose: nki.DmaTransposeOp | None
     uses: frozenset[str]
+    #: other loads of the loop naming the same program ids, streamed beside it (a gated
+    #: product's two weights, each read once per column block, not once per row block)
+    siblings: tuple[_Stream, ...] = ()
 
 
 def _stream_candidates(kernel: KernelOp, hoisted: set[Operation],
@@ -1844,7 +1853,10 @@ def _stream_loads(kernel: KernelOp, hoisted: set[Operation], tile_sizes: Mapping
     candidates = _stream_candidates(kernel, hoisted, tile_sizes)
     if not candidates:
         return None
-    plan = candidates[0][1]
+    first = candidates[0][1]
+    plan = dataclasses.replace(first, siblings=tuple(
+        other for _, other in candidates[1:]
+        if other.loop is first.loop and other.uses == first.uses))
     pids = set(kernel.program_names())
     for _, other in candidates[1:]:
         if (other.loop is plan.loop and len(other.uses) == 1

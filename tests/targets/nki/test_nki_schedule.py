@@ -129,6 +129,31 @@ def test_matmul_reads_x_once_and_w_once_per_column_block(
     assert loads_of(trace, "dma_transpose") == x_loads
 
 
+GATE = """
+def gate(x: bf16[M, K], w1: bf16[K, F], w2: bf16[K, F]):
+    return silu(x @ w1) * (x @ w2)
+"""
+
+
+def test_a_gated_product_streams_both_weights_once_per_column_block(tmp_path: Path) -> None:
+    # the K loop reads w1's and w2's blocks of a column block, neither naming the row block:
+    # both are streamed into buffers once per column block (each read once in all), not w2's
+    # read again by every row block (mlp's gate 166.4 -> 86.5 us on trn2 at 1024^3)
+    (func,) = (op for op in parse_source(GATE, "gate.py").ops if isinstance(op, FuncOp))
+    text = emit_nki(kernel_of_function(func, "blocks_k"), {"BM": 128, "BN": 256, "BK": 128}).text
+    sizes = {"M": 300, "K": 300, "F": 600}
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal(shape).astype(DTYPES["bf16"].storage)
+              for shape in ((300, 300), (300, 600), (300, 600))]
+    out, trace = run(text, tmp_path, inputs)
+    (want,) = run_function(func, inputs, sizes, exact=True)
+    rtol, atol = DTYPES["bf16"].tolerance
+    assert np.allclose(out.astype(np.float64), want, rtol=rtol, atol=atol)
+    rows, cols, steps = 3, 3, 3
+    # x's blocks once (each transposed for the two products), w1's and w2's once, the stores
+    assert loads_of(trace, "dma_copy") == rows * steps + 2 * cols * steps + rows * cols
+
+
 @pytest.mark.parametrize("sizes", [{"M": 300, "N": 200, "K": 300}, {"M": 260, "N": 256, "K": 128},
                                    {"M": 129, "N": 129, "K": 1}])
 def test_w_read_over_every_column_block_comes_in_whole_rows(sizes: dict[str, int],
