@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from axon.dialects import nki
 from axon.dialects.ax import TensorType
@@ -92,20 +92,22 @@ def row_plan(kernel: KernelOp) -> RowPlan | str:
     if rows.as_symbol is None or rows.as_symbol not in kernel.param_names():
         return f"the row block's partition dim {rows} is not a tile size"
     broadcasts = [hit for op in kernel.walk() if (hit := _broadcast_row(op)) is not None]
-    parts = {id(x) for hit in broadcasts for x in hit}
-    whole_row = [IntExpr.const(0), cols]
+    parts: set[Operation] = {x for hit in broadcasts for x in hit}
+    outputs = kernel.output_types()
     for op in kernel.walk():
-        if op is kernel or id(op) in parts or isinstance(op, YieldOp) and op.parent_op() \
-                is kernel:
+        if op is kernel or op in parts or isinstance(op, YieldOp) and op.parent_op() is kernel:
             continue
         if isinstance(op, ForOp):
             return "a loop in the kernel's body"
         if isinstance(op, LoadOp | StoreOp):
-            t = _type(op.result if isinstance(op, LoadOp) else op.value)
-            offsets = [IntExpr.lift(o.data) for o in op.offsets.data] \
-                if isinstance(op, LoadOp) else op.offset_exprs()
-            if list(t.shape) != [rows, cols] or offsets[1] != whole_row[0] \
-                    or offsets[0] != rows * IntExpr.sym(pid):
+            if isinstance(op, LoadOp):
+                t, whole = _type(op.result), _type(op.source)
+                offsets = [IntExpr.lift(o.data) for o in op.offsets.data]
+            else:
+                t, whole = _type(op.value), outputs[op.result.value.data]
+                offsets = op.offset_exprs()
+            if list(t.shape) != [rows, cols] or whole.rank != 2 or whole.shape[1] != cols \
+                    or offsets != [rows * IntExpr.sym(pid), IntExpr.const(0)]:
                 return f"'{op.name}' of {t} at {', '.join(map(str, offsets))}: not a block of " \
                        "whole rows"
             continue
@@ -123,7 +125,7 @@ def row_plan(kernel: KernelOp) -> RowPlan | str:
         for value in (*op.operands, *op.results):
             shape = list(_type(value).shape)
             if shape not in ([rows, cols], [rows, IntExpr.const(1)]) \
-                    and id(value.owner) not in parts:
+                    and value.owner not in parts:
                 return f"'{op.name}' has an operand or result of shape {shape}"
     for _, load, _, _ in broadcasts:
         (offset,) = (IntExpr.lift(o.data) for o in load.offsets.data)
