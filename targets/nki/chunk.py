@@ -41,16 +41,13 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import FullOp, LoadOp, StoreOp, YieldOp
 from axon.targets.nki.emit import (
     EmittedKernel,
-    _count_of_ones,
     _dtype,
     _fill,
     _held_shape,
-    _Printer,
-    _reduction_beside,
     _type,
     python,
 )
-from axon.targets.nki.fold import RowPlan, row_plan
+from axon.targets.nki.fold import RowPrinter, row_plan, row_sum
 from axon.targets.nki.lower import Refused, kernel_of
 
 __all__ = ["CHUNKS", "COLUMN_CHUNKS", "chunk_count", "emit_chunked"]
@@ -79,12 +76,7 @@ def chunk_count(func: FuncOp, tile_sizes: Mapping[str, int], sizes: Mapping[str,
     return CHUNKS
 
 
-def _is_row_sum(op: Operation) -> bool:
-    return isinstance(op, nki.ActivationReduceOp) or (
-        isinstance(op, nki.TensorReduceOp) and _count_of_ones(op) is None)
-
-
-def _stages(body: Block, plan: RowPlan) -> dict[Operation, int]:
+def _stages(body: Block) -> dict[Operation, int]:
     """Each op of the body by its stage (module docstring); a walk in the body's order, which
     is its values' dependence order."""
     stage: dict[SSAValue, int] = {}
@@ -93,20 +85,21 @@ def _stages(body: Block, plan: RowPlan) -> dict[Operation, int]:
         ready = max((stage.get(v, 0) for v in op.operands), default=0)
         of[op] = ready
         for result in op.results:
-            stage[result] = ready + 1 if _is_row_sum(op) else ready
-        if isinstance(op, nki.ActivationOp) and (beside := _reduction_beside(op)) is not None:
-            stage[beside.results[0]] = ready + 1
+            stage[result] = ready
+        total = row_sum(op)
+        if total is not None:
+            stage[total] = ready + 1
     return of
 
 
 @dataclass
-class _ChunkedPrinter(_Printer):
+class _ChunkedPrinter(RowPrinter):
     """The emitter's printer with a one-block row kernel's body printed by stages of column
     chunks (module docstring)."""
 
-    plan: RowPlan = field(default_factory=lambda: RowPlan(IntExpr.const(1), IntExpr.const(1),
-                                                          ""))
     chunks: int = CHUNKS
+    #: inside a stage's loop over chunks: a row tile allocated there is a chunk tile
+    chunking: bool = False
     #: row tiles held whole (read by a later stage): their names
     whole: dict[SSAValue, str] = field(default_factory=dict)
     #: the current stage's chunk index
@@ -132,7 +125,7 @@ class _ChunkedPrinter(_Printer):
     def grids(self, body: Block, tile_sizes: Mapping[str, int]) -> None:
         (extent,) = self.kernel.grid_exprs()
         self.line(1, f"for {self.plan.pid} in nl.affine_range({python(extent)}):")
-        stages = _stages(body, self.plan)
+        stages = _stages(body)
         ops = [op for op in body.ops if op not in self.hoisted and op not in self.folded
                and not (isinstance(op, YieldOp) and op.parent_op() is self.kernel)]
         later = {v for op in ops for v in op.operands
@@ -151,7 +144,7 @@ class _ChunkedPrinter(_Printer):
                         self.allocate_as(name, _type(value), 2, "sbuf")
             self.partial = {}
             for op in inside:
-                total = self._total(op)
+                total = row_sum(op)
                 if total is not None and total not in self.partial:
                     name = self.fresh()
                     self.partial[total] = name
@@ -169,8 +162,10 @@ class _ChunkedPrinter(_Printer):
             for total, name in self.partial.items():
                 self.names[total] = f"{name}[0:{python(self.plan.rows)}, {self.index}:" \
                                     f"{self.index} + 1]"
+            self.chunking = True
             for op in inside:
                 self.op(op, 3)
+            self.chunking = False
             for total, name in self.partial.items():  # each row's sum of its chunk sums
                 column = self.fresh()
                 self.allocate_as(column, _type(total), 2, "sbuf")
@@ -187,17 +182,6 @@ class _ChunkedPrinter(_Printer):
             return self._row(op.result)
         return any(self._row(v) for v in (*op.operands, *op.results))
 
-    @staticmethod
-    def _total(op: Operation) -> SSAValue | None:
-        """The row sum `op` gives, if any."""
-        if _is_row_sum(op):
-            return op.results[0]
-        if isinstance(op, nki.ActivationOp):
-            beside = _reduction_beside(op)
-            if beside is not None:
-                return beside.results[0]
-        return None
-
     def _hoisted_rows(self) -> list[SSAValue]:
         """The row tiles made before the grid (a broadcast weight): read a chunk at a time."""
         found = []
@@ -208,17 +192,12 @@ class _ChunkedPrinter(_Printer):
 
     def allocate_as(self, name: str, t: TensorType, depth: int, buffer: str) -> None:
         shape = _held_shape(t)
-        if depth <= 2 or len(shape) != 2 or shape[1] != self.plan.cols:
+        if not self.chunking or len(shape) != 2 or shape[1] != self.plan.cols:
             super().allocate_as(name, t, depth, buffer)
             return
         self.buffers[name] = buffer  # a chunk tile of the loop's own
         self.line(depth, f"{name} = nl.ndarray(({python(shape[0])}, chunk_w), "
                          f"dtype={_dtype(t.dtype)}, buffer=nl.{buffer})")
-
-    def _block_rows(self, offset: IntExpr, whole: IntExpr, depth: int) -> str:
-        rows = self.fresh("n")
-        self.line(depth, f"{rows} = min({python(self.plan.rows)}, {python(whole - offset)})")
-        return rows
 
     def _columns(self) -> str:
         return f"{self.index} * chunk_w:({self.index} + 1) * chunk_w"
@@ -238,7 +217,7 @@ class _ChunkedPrinter(_Printer):
         else:
             where, dst_cols = self._chunk(base), self._columns()
         self.names[op.result] = where
-        rows = self._block_rows(offset, _type(op.source).shape[0], depth)
+        rows = self.block_rows(offset, _type(op.source).shape[0], depth)
         self.line(depth, f"if {rows} < {python(self.plan.rows)}:")
         self.line(depth + 1, f"nisa.memset(dst={where}, value={_fill(op.pad.value.data, t.dtype)})")
         start = python(offset)
@@ -249,7 +228,7 @@ class _ChunkedPrinter(_Printer):
     def store(self, op: StoreOp, depth: int) -> None:
         k = op.result.value.data
         offset = op.offset_exprs()[0]
-        rows = self._block_rows(offset, self.kernel.output_types()[k].shape[0], depth)
+        rows = self.block_rows(offset, self.kernel.output_types()[k].shape[0], depth)
         base = self.whole.get(op.value)
         src = f"{base}[0:{rows}, {self._columns()}]" if base is not None else \
             f"{self.names[op.value]}[0:{rows}, 0:chunk_w]"

@@ -59,7 +59,8 @@ from axon.targets.nki.emit import (
 )
 from axon.targets.nki.lower import Refused, kernel_of
 
-__all__ = ["FOLD", "RowPlan", "emit_folded", "fold_factor", "fold_refusal", "row_plan"]
+__all__ = ["FOLD", "RowPlan", "RowPrinter", "emit_folded", "fold_factor", "fold_refusal",
+           "row_plan", "row_sum"]
 
 #: the way's name in a candidate's label
 FOLD = "rows over partitions"
@@ -153,11 +154,36 @@ def fold_factor(func: FuncOp, tile_sizes: Mapping[str, int], sizes: Mapping[str,
     return folds if folds >= 2 and cols % folds == 0 else 0
 
 
+def row_sum(op: Operation) -> SSAValue | None:
+    """The row sum `op` prints, if any: a `tensor_reduce` (not a count of ones, printed as its
+    count) or an `activation_reduce`'s result, or that of the `activation_reduce` an
+    `activation` is printed with (`emit._reduction_beside`)."""
+    if isinstance(op, nki.ActivationReduceOp) or (
+            isinstance(op, nki.TensorReduceOp) and _count_of_ones(op) is None):
+        return op.results[0]
+    if isinstance(op, nki.ActivationOp):
+        beside = _reduction_beside(op)
+        if beside is not None:
+            return beside.results[0]
+    return None
+
+
 @dataclass
-class _FoldedPrinter(_Printer):
-    """The emitter's printer with row tiles held folded (module docstring)."""
+class RowPrinter(_Printer):
+    """The emitter's printer for a row kernel (`row_plan`), which the row printings extend."""
 
     plan: RowPlan = field(default_factory=lambda: RowPlan(IntExpr.const(1), IntExpr.const(1), ""))
+
+    def block_rows(self, offset: IntExpr, whole: IntExpr, depth: int) -> str:
+        """The name bound to the rows of the block at `offset` inside a dim of `whole`."""
+        rows = self.fresh("n")
+        self.line(depth, f"{rows} = min({python(self.plan.rows)}, {python(whole - offset)})")
+        return rows
+
+
+@dataclass
+class _FoldedPrinter(RowPrinter):
+    """The emitter's printer with row tiles held folded (module docstring)."""
 
     def prelude(self) -> None:
         rows, cols = python(self.plan.rows), python(self.plan.cols)
@@ -207,12 +233,6 @@ class _FoldedPrinter(_Printer):
         self.line(depth, f"{name} = nl.ndarray((fold_p, {free}), dtype={_dtype(t.dtype)}, "
                          f"buffer=nl.{buffer})")
 
-    def _block_rows(self, offset: IntExpr, whole: IntExpr, depth: int) -> str:
-        """The name bound to the rows of the block at `offset` inside a dim of `whole`."""
-        rows = self.fresh("n")
-        self.line(depth, f"{rows} = min({python(self.plan.rows)}, {python(whole - offset)})")
-        return rows
-
     def _folded_view(self, tensor: str, rows: str, offset: IntExpr) -> str:
         return (f"{tensor}.ap(pattern=[[fold_f, {rows} * fold_s], [1, fold_f]], "
                 f"offset=({python(offset)}) * ({python(self.plan.cols)}))")
@@ -222,7 +242,7 @@ class _FoldedPrinter(_Printer):
         t = _type(op.result)
         name = self.allocate(op.result, depth, op.space.data)
         offset = IntExpr.lift(op.offsets.data[0].data)
-        rows = self._block_rows(offset, _type(op.source).shape[0], depth)
+        rows = self.block_rows(offset, _type(op.source).shape[0], depth)
         self.line(depth, f"if {rows} < {python(self.plan.rows)}:")
         self.line(depth + 1, f"nisa.memset(dst={name}, value={_fill(op.pad.value.data, t.dtype)})")
         self.line(depth, f"nisa.dma_copy(dst={name}[0:{rows} * fold_s, 0:fold_f], "
@@ -231,7 +251,7 @@ class _FoldedPrinter(_Printer):
     def store(self, op: StoreOp, depth: int) -> None:
         k = op.result.value.data
         offset = op.offset_exprs()[0]
-        rows = self._block_rows(offset, self.kernel.output_types()[k].shape[0], depth)
+        rows = self.block_rows(offset, self.kernel.output_types()[k].shape[0], depth)
         self.line(depth, f"nisa.dma_copy(dst={self._folded_view(f'out{k}', rows, offset)}, "
                          f"src={self.names[op.value]}[0:{rows} * fold_s, 0:fold_f])")
 
@@ -250,13 +270,9 @@ class _FoldedPrinter(_Printer):
 
     def instruction(self, op: nki.NkiOp, depth: int) -> None:
         super().instruction(op, depth)
-        if isinstance(op, nki.TensorReduceOp) and _count_of_ones(op) is None \
-                or isinstance(op, nki.ActivationReduceOp):
-            self._row_sums(op.results[0], depth)
-        elif isinstance(op, nki.ActivationOp):
-            beside = _reduction_beside(op)
-            if beside is not None and beside in self.folded:
-                self._row_sums(beside.results[0], depth)
+        total = row_sum(op)  # (an activation_reduce printed with its activation is skipped)
+        if total is not None:
+            self._row_sums(total, depth)
 
     def _row_sums(self, column: SSAValue, depth: int) -> None:
         """Each partition's partial sum in `column` replaced by its row's sum."""
