@@ -434,7 +434,35 @@ def _part(func: FuncOp, suffix: str, ops: Sequence[Operation], result: SSAValue,
 _VIEWS = (ReshapeOp, BroadcastToOp, TransposeOp)
 
 
-def prologue_functions(func: FuncOp) -> list[OpKernel] | None:
+def _through_views(value: SSAValue) -> SSAValue:
+    """The value `value` is a view of (itself where it is no view)."""
+    while isinstance(value.owner, _VIEWS):
+        value = value.owner.operands[0]
+    return value
+
+
+def _computed_apart(value: SSAValue, last: Operation) -> set[Operation] | None:
+    """What `value` (through views) is made of, constants aside, where that is computed from
+    the inputs without a contraction and read outside only through `value`; None otherwise
+    (an input, the program's last op, a matmul in it, another of its values read outside)."""
+    value = _through_views(value)
+    if not isinstance(value.owner, Operation) or value.owner is last:
+        return None
+    group: set[Operation] = set()
+    work = [value.owner]
+    while work:
+        op = work.pop()
+        if op not in group and not isinstance(op, ConstantOp):
+            group.add(op)
+            work.extend(v.owner for v in op.operands if isinstance(v.owner, Operation))
+    if any(isinstance(op, MatmulOp) for op in group) or any(
+            use.operation not in group for op in group for r in op.results
+            if r is not value for use in r.uses):
+        return None
+    return group
+
+
+def prologue_functions(func: FuncOp, both: bool = False) -> list[OpKernel] | None:
     """`func` as two functions where a matmul's right operand is, through views, a value
     computed from the inputs without a contraction (qknorm_gqa's `rmsnorm(k, g_k)` before
     `q @ k.T`): that value alone first (the prologue), then the rest, the value a new last
@@ -442,40 +470,43 @@ def prologue_functions(func: FuncOp) -> list[OpKernel] | None:
     programs computes the right operand again (every key row normalized once per query
     block and query head); apart, it is computed once. None where no matmul's right operand
     is such a value, or where a value of the prologue other than its result (constants
-    aside) is read outside it."""
+    aside) is read outside it.
+
+    `both`: the same matmul's left operand apart too, where it is such a value (qknorm_gqa's
+    `rmsnorm(q, g_q)`): three functions, the right operand's, the left one's, the rest with
+    both as its last parameters; None where the left operand is not such a value. Fused, the
+    left operand costs no recomputation (its rows are the grid's), but its instructions sit
+    in every program of the rest (qknorm_gqa: the normalized queries' TensorE transpose is
+    one more PSUM tile a program, so fewer programs print at a time)."""
     body = [op for op in func.body.block.ops if not isinstance(op, ReturnOp)]
     (ret,) = (op for op in func.body.block.ops if isinstance(op, ReturnOp))
     if len(ret.arguments) != 1 or not isinstance(ret.arguments[0].owner, Operation):
         return None
     last = ret.arguments[0].owner
     for matmul in (op for op in body if isinstance(op, MatmulOp)):
-        value = matmul.operands[1]
-        while isinstance(value.owner, _VIEWS):
-            value = value.owner.operands[0]
-        if not isinstance(value.owner, Operation) or value.owner is last:
+        right = _computed_apart(matmul.operands[1], last)
+        if right is None:
             continue
-        group: set[Operation] = set()  # what `value` is made of, constants aside
-        work = [value.owner]
-        while work:
-            op = work.pop()
-            if op not in group and not isinstance(op, ConstantOp):
-                group.add(op)
-                work.extend(v.owner for v in op.operands if isinstance(v.owner, Operation))
-        if any(isinstance(op, MatmulOp) for op in group) or any(
-                use.operation not in group for op in group for r in op.results
-                if r is not value for use in r.uses):
-            continue
+        groups = [right]
+        if both:
+            left = _computed_apart(matmul.operands[0], last)
+            if left is None or left & right:
+                return None
+            groups.append(left)
+        values = [_through_views(matmul.operands[1]), _through_views(matmul.operands[0])]
+        apart: set[Operation] = set().union(*groups)
 
         def reads(op: Operation, ops: set[Operation]) -> bool:
             return any(u.operation in ops for u in op.results[0].uses)
 
         # each part takes the constants it reads
-        first = [op for op in body if op in group
-                 or (isinstance(op, ConstantOp) and reads(op, group))]
-        rest = [op for op in body if op not in group and not (
-            isinstance(op, ConstantOp) and not reads(op, set(body) - group))]
-        return [_part(func, "prologue", first, value),
-                _part(func, "rest", rest, ret.arguments[0], [value])]
+        firsts = [_part(func, "prologue" if n == 0 else f"prologue{n}",
+                        [op for op in body if op in group
+                         or (isinstance(op, ConstantOp) and reads(op, group))], value)
+                  for n, (group, value) in enumerate(zip(groups, values, strict=False))]
+        rest = [op for op in body if op not in apart and not (
+            isinstance(op, ConstantOp) and not reads(op, set(body) - apart))]
+        return [*firsts, _part(func, "rest", rest, ret.arguments[0], values[:len(groups)])]
     return None
 
 
@@ -682,10 +713,20 @@ class Candidate:
     rest: str = ""
 
 
+#: how the chains of other parts than one per op are made, by their kind
+_CHAIN_HOW = {"chain-split": "last op apart",
+              "chain-prologue": "a matmul's right operand computed apart, first",
+              "chain-operands": "a matmul's two operands computed apart, first"}
+
+#: the prologue chains' `tiling` (negative: a chain), with `prologue_functions`'s `both`
+_PROLOGUES = {-3: False, -4: True}
+
+
 @dataclass(frozen=True)
 class ChosenKernel:
     """The kernel `--target nki` prints: the winning candidate's kind (`chain` for the unfused
-    chain, `chain-split` for the split one, `chain-prologue` for a matmul's operand apart),
+    chain, `chain-split` for the split one, `chain-prologue` for a matmul's right operand
+    apart, `chain-operands` for both of its operands apart),
     its tile sizes, the printed module, both proofs' ids (a chain's: none), its predicted
     latency and output on the selection's inputs, every candidate considered, the
     space's size, and the seconds spent tiling and proving (`symbolic_s`: the `tile` search,
@@ -712,9 +753,8 @@ class ChosenKernel:
         runs where not the program; the split chain: `last op apart`; the prologue chain: so;
         a chain of other parts with the proof of their composition), then how it is printed
         where that is not the lowering's way."""
-        if self.kind in ("chain-split", "chain-prologue"):
-            how = "last op apart" if self.kind == "chain-split" else \
-                "a matmul's right operand computed apart, first"
+        if self.kind in _CHAIN_HOW:
+            how = _CHAIN_HOW[self.kind]
             return f"{how}, {self.ways}" if self.ways else how
         if self.kind == "chain":  # `unfused`, and which variant's where not the program's
             return f"unfused, {self.ways}" if self.ways else "unfused"
@@ -761,18 +801,22 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     # the split chain's first part is searched again: only where the whole is small
     split = split_functions(func) if 1 < ops <= SPLIT_MAX_OPS else None
     prologue = prologue and ops > 1 and prologue_functions(func) is not None
+    # both of the matmul's operands apart, where its left one is such a value too
+    operands = prologue and prologue_functions(func, both=True) is not None
     # a variant's unfused chain: its ops one kernel each, where it has more than one (an
     # algebraic rewrite pays off unfused: gemm_sum_scale's `x @ sum(w, axis=1)` reads w once
     # in its own kernel, where every fused tiling reads it once per row block)
     variant_chains = [Candidate(f"{v.sym_name.data} unfused chain", "chain", program=v)
                       for v in funcs[1:] if len(op_functions(v)) > 1]
     space = sum(len(p.candidates) for p in proved) + (1 if ops > 1 else 0) + \
-        (1 if split is not None else 0) + (1 if prologue else 0) + len(variant_chains)
+        (1 if split is not None else 0) + (1 if prologue else 0) + (1 if operands else 0) + \
+        len(variant_chains)
     chains = " and the unfused chain" if ops > 1 else ""
     if split is not None:
         chains = ", the unfused chain and the split one (the last op apart)"
     if prologue:
-        chains += " and the prologue chain (a matmul's right operand apart)"
+        chains += " and the prologue chain (a matmul's right operand apart" + \
+            (", and both operands apart)" if operands else ")")
     if variant_chains:
         chains += f" ({len(variant_chains)} variant chain(s))"
     say(f"nki: @{name}: {len(funcs)} program(s) ({len(funcs) - 1} nu-graph variant(s)), "
@@ -793,6 +837,8 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
         chain.append(Candidate("split chain", "chain-split", tiling=-2))
     if prologue:  # a matmul's right operand computed once, before the rest
         chain.append(Candidate("prologue chain", "chain-prologue", tiling=-3))
+    if operands:  # the same matmul's left operand apart too
+        chain.append(Candidate("prologue chain, both operands", "chain-operands", tiling=-4))
     # the program's own tilings first, then the chains, then the variants' (the bound keeps
     # what the program alone would have; a program that does not tile gets its variants')
     own = [c for c in firsts if proved[c.tiling].variant == name]
@@ -815,7 +861,7 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
                 lowered[c.tiling] = f"does not lower: {err}"
             else:
                 say(f"nki: @{name}: {proved[c.tiling].tiling.kind}: fusion: {fused.summary()}")
-        if c.program is not None or c.tiling == -3:
+        if c.program is not None or c.tiling in _PROLOGUES:
             # a variant's chain or the prologue chain that does not lower takes no place
             _emit(c, func, profile, sizes, proved, lowered)
         taken.append(c)
@@ -1128,7 +1174,8 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
         # program is)
         chained = func if c.program is None else _named(c.program, func.sym_name.data)
         parts = split_functions(chained) if c.tiling == -2 else \
-            prologue_functions(chained) if c.tiling == -3 else None
+            prologue_functions(chained, _PROLOGUES[c.tiling]) if c.tiling in _PROLOGUES \
+            else None
         if c.widened:
             widened = widened_chain(chained, op_functions(chained))
             if widened is None:
@@ -1141,7 +1188,7 @@ def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
                 c.rejected = "does not lower: its parts are not proved equal to the program"
                 return
             c.chain_proof = proof
-        chosen = _rest_selected(c, parts, profile, sizes) if c.tiling == -3 else None
+        chosen = _rest_selected(c, parts, profile, sizes) if c.tiling in _PROLOGUES else None
         try:
             c.module = chain_module(chained, profile, sizes, parts, chosen)
         except (NoKernel, ValueError) as err:

@@ -30,10 +30,13 @@ from axon.targets.nki.widen import chain_proof
 from axon.tools.embed import parse_source
 
 
-def program(name: str) -> FuncOp:
-    (func,) = (op for op in parse_source(PROGRAMS[name].source, f"{name}.py").ops
-               if isinstance(op, FuncOp))
+def source(text: str, name: str = "program.py") -> FuncOp:
+    (func,) = (op for op in parse_source(text, name).ops if isinstance(op, FuncOp))
     return func
+
+
+def program(name: str) -> FuncOp:
+    return source(PROGRAMS[name].source, f"{name}.py")
 
 
 def test_the_keys_norm_is_computed_apart_and_the_rest_reads_it() -> None:
@@ -133,3 +136,77 @@ def test_the_rests_selection_offers_no_prologue_of_its_own(monkeypatch: pytest.M
     sizes = {"B": 1, "HKV": 1, "G": 2, "S": 256, "L": 256, "D": 128}
     assert _rest_selected(c, parts, "trn2", sizes) is None and c.rest == ""
     assert [a["prologue"] for a in asked] == [False]
+
+
+# ---- both operands apart (`prologue_functions(func, both=True)`) ----
+
+
+def test_both_operands_apart_the_rest_reads_the_normalized_queries_and_keys() -> None:
+    # qknorm_gqa's keys' norm first, then the queries', then the rest (gqa on both)
+    func = program("qknorm_gqa")
+    parts = prologue_functions(func, both=True)
+    assert parts is not None
+    keys, queries, rest = parts
+    assert [a.name_hint for a in keys.operands] == ["k", "g_k"]
+    assert [a.name_hint for a in queries.operands] == ["q", "g_q"]
+    (out,) = queries.func.function_type.outputs.data
+    assert str(out) == "bf16[B, G*HKV, S, D]"
+    # the rest reads v and the two normalized values, nothing of the norms
+    assert rest.operands[0].name_hint == "v"  # type: ignore[union-attr]
+    assert rest.operands[1:] == (keys.op.results[0], queries.op.results[0])
+    kn, qn = rest.func.body.block.args[1:]
+    first = next(op for op in rest.func.body.block.ops if isinstance(op, MatmulOp))
+    assert first.operands[0] is qn
+    value = first.operands[1]
+    while not isinstance(value, BlockArgument):
+        value = value.owner.operands[0]  # type: ignore[union-attr]
+    assert value is kn
+    assert not any(op.name == "ax.rsqrt" for op in rest.func.walk())
+    assert chain_proof(func, parts) is not None
+
+
+def test_both_operands_need_a_left_one_computed_apart() -> None:
+    # the keys' norm qualifies, the queries are an input: the right one alone, not both
+    func = source("""def f(q: bf16[S, D], k: bf16[L, D], g_k: bf16[D]):
+    kn = rmsnorm(k, g_k)
+    return q @ transpose(kn, (1, 0))
+""")
+    parts = prologue_functions(func)
+    assert parts is not None and len(parts) == 2
+    assert prologue_functions(func, both=True) is None
+    # and where the right operand is an input, neither
+    assert prologue_functions(program("rmsnorm_matmul"), both=True) is None
+
+
+def test_a_planted_wrong_left_prologue_is_refuted() -> None:
+    # the queries normalized with the keys' gain g_k in place of g_q
+    func = program("qknorm_gqa")
+    parts = prologue_functions(func, both=True)
+    assert parts is not None
+    keys, queries, rest = parts
+    g_k = next(a for a in func.body.block.args if a.name_hint == "g_k")
+    planted = [keys, OpKernel(queries.op, queries.func, (queries.operands[0], g_k)), rest]
+    assert chain_proof(func, planted) is None
+
+
+def test_the_chain_of_both_operands_apart_runs_like_the_interpreter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the selection's candidate (`tiling=-4`): its parts proved, its module the two norms'
+    # kernels and the rest's (here its `first_kernel`: the rest's own selection is
+    # test_the_rest_is_selected_as_a_program_of_its_own's)
+    from axon.targets.nki import select
+
+    monkeypatch.setattr(select, "_rest_selected", lambda *args: None)
+    func = program("qknorm_gqa")
+    sizes = {"B": 1, "HKV": 1, "G": 2, "S": 130, "L": 128, "D": 64}
+    c = Candidate("prologue chain, both operands", "chain-operands", tiling=-4)
+    select._emit(c, func, "trn2", sizes, (), {})
+    assert not c.rejected and c.chain_proof and c.module is not None
+    module = c.module
+    assert len(module.steps) == 3 and module.text.count("@nki.jit") == 3
+    inputs = random_inputs(func, sizes, seed=3)
+    out, latency = KernelRunner("trn2", tmp_path).run_module(module, inputs)
+    assert latency > 0
+    offs = [check_close(out, run_function(func, inputs, sizes, exact=exact)[0],
+                        default_tolerance(func)) for exact in (False, True)]
+    assert "" in offs, offs
