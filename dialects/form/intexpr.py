@@ -227,13 +227,21 @@ class IntExpr:
         return total
 
     def evaluate(self, env: Mapping[str, int]) -> int:
-        """The value under concrete bindings of every symbol; floordiv and mod round to -inf."""
-        def sym(name: str) -> int:
-            if name not in env:
-                raise KeyError(f"no value for size symbol '{name}'")
-            return int(env[name])
-
-        return self.fold(int, sym, _eval_atom)
+        """The value under concrete bindings of every symbol; floordiv and mod round to -inf.
+        (`fold` with ints, written out: the interpreter evaluates indices by the million.)"""
+        total = 0
+        for mono, coeff in self.terms:
+            term = coeff
+            for atom in mono:
+                if atom.kind == "sym":
+                    if atom.name not in env:
+                        raise KeyError(f"no value for size symbol '{atom.name}'")
+                    term *= int(env[atom.name])
+                else:
+                    a, b = atom.args
+                    term *= _eval_atom(atom.kind, a.evaluate(env), b.evaluate(env))
+            total += term
+        return total
 
     def substitute(self, env: Mapping[str, IntLike]) -> IntExpr:
         """Replace symbols by expressions (or ints); unbound symbols stay."""
@@ -243,6 +251,15 @@ class IntExpr:
 
     # ---- printing -----------------------------------------------------------------------------
     def __str__(self) -> str:
+        # the text is the sort key of monomials and min/max arguments, asked for again and
+        # again of the same (immutable) expression: kept beside the fields, outside eq and hash
+        text = self.__dict__.get("_text")
+        if text is None:
+            text = self._text()
+            self.__dict__["_text"] = text
+        return text
+
+    def _text(self) -> str:
         if not self.terms:
             return "0"
         parts: list[str] = []

@@ -57,6 +57,7 @@ import dataclasses
 import tempfile
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -563,6 +564,37 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     raise NoKernel(f"no kernel lowers to nki ({why})")
 
 
+#: `first_kernel`'s answers kept in this process (`_first_kernel_of`), at most this many: a
+#: selection builds several chains of the same one-op functions (the program's, its variants',
+#: the prologue's and the split's: qknorm_gqa's rest asked 28 times for 9 distinct ones)
+FIRST_KERNELS_KEPT = 256
+_first_kernels: OrderedDict[tuple[str, str, tuple[tuple[str, int], ...]],
+                            FirstKernel | NoKernel] = OrderedDict()
+
+
+def _first_kernel_of(func: FuncOp, profile: str, sizes: Mapping[str, int]) -> FirstKernel:
+    """`first_kernel` of a chain's one-op function answered once per process for each text
+    (its name included: the kernel is named after it, and a chain's names are its own
+    functions'), profile and sizes, a refusal too; the least recently asked forgotten past
+    `FIRST_KERNELS_KEPT`. The answer is a function of these alone (the tiling search and the
+    lowering are deterministic; a proof the safety-net clock stops only leaves a tiling out),
+    so a chain built again is the same chain."""
+    key = (str(func), profile, tuple(sorted(sizes.items())))
+    answer = _first_kernels.get(key)
+    if answer is None:
+        try:
+            answer = first_kernel(func, profile, sizes, lambda line: None)
+        except NoKernel as err:
+            answer = err
+        _first_kernels[key] = answer
+        while len(_first_kernels) > FIRST_KERNELS_KEPT:
+            _first_kernels.popitem(last=False)
+    _first_kernels.move_to_end(key)
+    if isinstance(answer, NoKernel):
+        raise NoKernel(str(answer))
+    return answer
+
+
 def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
                  parts: Sequence[OpKernel] | None = None,
                  chosen: Mapping[int, KernelModule] | None = None) -> KernelModule:
@@ -604,7 +636,7 @@ def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
         if key not in emitted:
             own = {s: v for s, v in sizes.items() if s in symbols(k.func)}
             try:
-                first = first_kernel(k.func, profile, own, lambda line: None)
+                first = _first_kernel_of(k.func, profile, own)
             except NoKernel as err:
                 raise NoKernel(f"%{number} '{k.op.name}' does not lower: {err}") from None
             emitted[key] = first.name
