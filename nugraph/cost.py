@@ -96,6 +96,11 @@ class RooflineCost:
 
     def flops_and_bytes(self, form: GenericForm, operand_types: list[TensorType],
                         result_type: TensorType) -> tuple[float, float]:
+        nbytes = sum(self.tensor_bytes(t) for t in (*operand_types, result_type))
+        return self.flops(form), float(nbytes)
+
+    def flops(self, form: GenericForm) -> float:
+        """The form's scalar operations at these sizes (a triangular domain at its mean)."""
         outer = 1
         half: dict[str, int] = {}
         for d in form.parallel:
@@ -111,9 +116,7 @@ class RooflineCost:
             ops_final = count_ops(form.finalize)
         else:
             ops_final = 0
-        flops = float(outer * inner * max(ops, 1) + outer * ops_final)
-        nbytes = sum(self.tensor_bytes(t) for t in (*operand_types, result_type))
-        return flops, float(nbytes)
+        return float(outer * inner * max(ops, 1) + outer * ops_final)
 
 
 def count_ops(expr: ScalarExpr) -> int:

@@ -362,12 +362,7 @@ class KernelPlan:
         matrix = vector = matrix_busy = vector_busy = 0.0
         for c in self.computes:
             meaning = form_op(c.op).meaning()
-            types = [v.type for v in c.op.operands]
-            result = meaning.result_type
-            assert isinstance(result, TensorType)
-            flops, _ = counter.flops_and_bytes(meaning.form, types,  # type: ignore[arg-type]
-                                               result)
-            total = flops * self._executions(c.loops, programs, extents)
+            total = counter.flops(meaning.form) * self._executions(c.loops, programs, extents)
             busy = total * _lane_scale(c.op, env, profile, warps)
             if is_contraction(meaning.form):
                 matrix += total

@@ -614,11 +614,10 @@ def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: 
         if _check(sizing) != z3.sat:
             continue
         found = replay(a, b, _sizes(enc, sizing.model()), None, None, attempts=1)
-        if found is None:
-            return None  # the sizes equal only where distinct ones are not admitted
-        cex = Counterexample(found.sizes, found.output, found.index, found.inputs,
-                             found.value_a, found.value_b, exact=found.exact)
-        return Refuted(cex, time.perf_counter() - start)
+        if found is not None:
+            cex = Counterexample(found.sizes, found.output, found.index, found.inputs,
+                                 found.value_a, found.value_b, exact=found.exact)
+            return Refuted(cex, time.perf_counter() - start)
     return None
 
 

@@ -30,6 +30,12 @@ class Atom:
     def __str__(self) -> str:
         if self.kind == "sym":
             return self.name
+        text = self.__dict__.get("_text")  # kept as IntExpr keeps its own
+        if text is None:
+            text = self.__dict__["_text"] = self._text()
+        return text
+
+    def _text(self) -> str:
         a, b = self.args
         if self.kind in ("min", "max"):
             return f"{self.kind}({a}, {b})"
