@@ -566,7 +566,8 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
 
 #: `first_kernel`'s answers kept in this process (`_first_kernel_of`), at most this many: a
 #: selection builds several chains of the same one-op functions (the program's, its variants',
-#: the prologue's and the split's: qknorm_gqa's rest asked 28 times for 9 distinct ones)
+#: the prologue's and the split's: qknorm_gqa's rest, selected and its chain built twice,
+#: asked 28 times for 20 distinct ones)
 FIRST_KERNELS_KEPT = 256
 _first_kernels: OrderedDict[tuple[str, str, tuple[tuple[str, int], ...]],
                             FirstKernel | NoKernel] = OrderedDict()

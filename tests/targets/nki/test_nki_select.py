@@ -18,6 +18,7 @@ from axon.targets.nki.select import (
     MAX_TWINS,
     Candidate,
     KernelRunner,
+    chain_module,
     check_close,
     choose_kernel,
     default_tolerance,
@@ -237,3 +238,43 @@ def test_rope_holds_a_block_of_heads_a_program(tmp_path: Path) -> None:
     out, _ = KernelRunner("trn2", tmp_path).run(chosen.module_text, inputs, "rope")
     (want,) = run_function(func, inputs, other, exact=True)
     assert abs(out.astype("float64") - want).max() < 3e-2
+
+
+def test_a_chains_one_op_kernels_are_answered_once_per_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a selection builds the same chain's one-op kernels again and again (the program's chain,
+    # a variant's, the prologue's, the split's): each is tiled, lowered and proved once; a
+    # refusal is answered again too, and past the bound the least recently asked is forgotten
+    from collections import OrderedDict
+
+    from axon.targets.nki import select
+
+    asked: list[str] = []
+    real = select.first_kernel
+
+    def counted(func: FuncOp, *args: object, **kwargs: object) -> object:
+        asked.append(func.sym_name.data)
+        if func.sym_name.data.endswith("_exp"):
+            raise select.NoKernel("planted")
+        return real(func, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(select, "first_kernel", counted)
+    monkeypatch.setattr(select, "_first_kernels", OrderedDict())
+    func = parse_source("def f(x: f32[M, N]):\n    return relu(x) * x\n", "f.py").ops.first
+    assert isinstance(func, FuncOp)
+    sizes = {"M": 130, "N": 64}
+    first = chain_module(func, "trn2", sizes)
+    assert chain_module(func, "trn2", sizes).text == first.text
+    assert asked == ["f_0_relu", "f_1_mul"]
+    chain_module(func, "trn2", {"M": 131, "N": 64})  # other sizes: asked again
+    assert len(asked) == 4
+    refused = parse_source("def g(x: f32[M, N]):\n    return exp(x) * x\n", "g.py").ops.first
+    assert isinstance(refused, FuncOp)
+    for _ in range(2):
+        with pytest.raises(select.NoKernel, match="'ax.exp' does not lower: planted"):
+            chain_module(refused, "trn2", sizes)
+    assert asked[4:] == ["g_0_exp"]
+    monkeypatch.setattr(select, "FIRST_KERNELS_KEPT", 1)
+    for _ in range(2):
+        chain_module(func, "trn2", {"M": 132, "N": 64})
+    assert asked[5:] == ["f_0_relu", "f_1_mul"] * 2
