@@ -30,10 +30,7 @@ class Atom:
     def __str__(self) -> str:
         if self.kind == "sym":
             return self.name
-        text = self.__dict__.get("_text")  # kept as IntExpr keeps its own
-        if text is None:
-            text = self.__dict__["_text"] = self._text()
-        return text
+        return _kept_text(self)
 
     def _text(self) -> str:
         a, b = self.args
@@ -257,13 +254,7 @@ class IntExpr:
 
     # ---- printing -----------------------------------------------------------------------------
     def __str__(self) -> str:
-        # the text is the sort key of monomials and min/max arguments, asked for again and
-        # again of the same (immutable) expression: kept beside the fields, outside eq and hash
-        text = self.__dict__.get("_text")
-        if text is None:
-            text = self._text()
-            self.__dict__["_text"] = text
-        return text
+        return _kept_text(self)
 
     def _text(self) -> str:
         if not self.terms:
@@ -297,6 +288,16 @@ class IntExpr:
                            and self.terms[0][0][0].kind in ("floordiv", "mod")):
             return text
         return f"({text})"
+
+
+def _kept_text(expr: Atom | IntExpr) -> str:
+    """`expr._text()`, made once: the text is the sort key of monomials and min/max arguments,
+    asked for again and again of the same (immutable) expression, so it is kept in the
+    instance's `__dict__`, beside the fields and outside eq and hash."""
+    text = expr.__dict__.get("_text")
+    if text is None:
+        text = expr.__dict__["_text"] = expr._text()
+    return text
 
 
 def _constant_term(expr: IntExpr) -> int:

@@ -573,14 +573,15 @@ _first_kernels: OrderedDict[tuple[str, str, tuple[tuple[str, int], ...]],
                             FirstKernel | NoKernel] = OrderedDict()
 
 
-def _first_kernel_of(func: FuncOp, profile: str, sizes: Mapping[str, int]) -> FirstKernel:
+def _first_kernel_of(func: FuncOp, text: str, profile: str, sizes: Mapping[str, int]
+                     ) -> FirstKernel:
     """`first_kernel` of a chain's one-op function answered once per process for each text
-    (its name included: the kernel is named after it, and a chain's names are its own
-    functions'), profile and sizes, a refusal too; the least recently asked forgotten past
+    (`func`'s, its name included: the kernel is named after it, and a chain's names are its
+    own functions'), profile and sizes, a refusal too; the least recently asked forgotten past
     `FIRST_KERNELS_KEPT`. The answer is a function of these alone (the tiling search and the
     lowering are deterministic; a proof the safety-net clock stops only leaves a tiling out),
     so a chain built again is the same chain."""
-    key = (str(func), profile, tuple(sorted(sizes.items())))
+    key = (text, profile, tuple(sorted(sizes.items())))
     answer = _first_kernels.get(key)
     if answer is None:
         try:
@@ -627,7 +628,8 @@ def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
     emitted: dict[str, str] = {}  # a one-op function's text (without its name): kernel name
     steps = []
     for number, k in enumerate(kernels):
-        key = str(k.func).replace(f"@{k.func.sym_name.data}(", "@op(", 1)
+        text = str(k.func)
+        key = text.replace(f"@{k.func.sym_name.data}(", "@op(", 1)
         if chosen is not None and number in chosen:
             (step,) = chosen[number].steps
             key = step.kernel
@@ -637,7 +639,7 @@ def chain_module(func: FuncOp, profile: str, sizes: Mapping[str, int],
         if key not in emitted:
             own = {s: v for s, v in sizes.items() if s in symbols(k.func)}
             try:
-                first = _first_kernel_of(k.func, profile, own)
+                first = _first_kernel_of(k.func, text, profile, own)
             except NoKernel as err:
                 raise NoKernel(f"%{number} '{k.op.name}' does not lower: {err}") from None
             emitted[key] = first.name
