@@ -8,6 +8,10 @@ Triton reads `TRITON_INTERPRET` when `triton.language` is imported (its library 
 decorated then), and torch imports Triton as a side effect of some operations (a division on the
 meta device loads torch._dynamo, which imports Triton): set before any test runs, the emitted
 kernels' checks find the interpreter whatever ran first.
+
+The child processes tests start (the harness's, the command-line tools') may write compiled
+bytecode: where the environment says not to (`PYTHONDONTWRITEBYTECODE`), each child would compile
+Axon's modules from source again, about half a second a child.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import os
 from hypothesis import settings
 
 os.environ["TRITON_INTERPRET"] = "1"
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
