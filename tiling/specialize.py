@@ -36,6 +36,7 @@ from axon.dialects.form.syntax import parse_form
 from axon.dialects.tile import ForOp, KernelOp
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import SEARCH_BUDGET, ProofBudget
+from axon.verifier.cache import process_cache
 
 __all__ = ["Specialized", "specialized"]
 
@@ -122,7 +123,7 @@ def specialized(kernel_func: FuncOp, program: FuncOp, sizes: Mapping[str, int],
                   for fact in (f"{size} mod {block} == 0", f"{block} <= {size}"))
     kernel.assume_also(list(facts))
     copy.verify()
-    verdict = prove_equivalent(copy, program, budget=budget)
+    verdict = prove_equivalent(copy, program, budget=budget, cache=process_cache())
     if not isinstance(verdict, Proved):
         return None
     return Specialized(copy, facts, dropped, verdict.proof_id)

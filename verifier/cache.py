@@ -25,6 +25,12 @@ Axon's own code and data (`code_fingerprint`) and the step's inputs as text. It 
 obligation keys of the proofs it relies on, and is served only while each of them is in
 `entries` as proved (`holds_proofs`); the step decides what else makes a result reusable (it
 stores only results a re-run would compute identically: none a clock shaped).
+
+`process_cache` is this process's own cache, in memory and bounded (`max_entries`: past it the
+oldest records are forgotten): the NKI target proves its lowerings, fusions, tilings and chains
+through it, so a second selection in the same process (a nested one, the next program, an
+embedding compiler's next call) proves each query once. Its keys name the code (`code_fingerprint`)
+and both functions' text, so a changed lowering is a new query, never a stale answer.
 """
 
 from __future__ import annotations
@@ -44,6 +50,9 @@ VERSION = 3
 _READ_VERSIONS = (1, 2, VERSION)
 #: the package's folders whose files do not change what a step computes
 _NOT_CODE = ("tests", "lit_tests", "docs")
+#: the records `process_cache` keeps of each kind (verdicts, step results) before it forgets the
+#: oldest: a verdict is a few hundred bytes, a refutation's small inputs a few kilobytes
+PROCESS_ENTRIES = 20_000
 
 
 def _checksum(entries: dict[str, Any], results: dict[str, Any] | None = None) -> str:
@@ -56,8 +65,10 @@ class ProofCache:
     """Verdict records by obligation key (and Unknowns a budget's count decided, by query key),
     step results by step key; counts verdict hits and misses."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, max_entries: int | None = None) -> None:
         self.path = Path(path) if path is not None else None
+        #: past this many verdicts (or step results), the oldest are forgotten (None: no bound)
+        self.max_entries = max_entries
         if self.path is not None and not self.path.parent.is_dir():
             # said before any proof is done, not when the verdicts are written back
             raise FileNotFoundError(2, "its folder does not exist", str(self.path))
@@ -80,6 +91,7 @@ class ProofCache:
     def put(self, key: str, record: dict[str, Any]) -> None:
         """Store a verdict's record under `key`."""
         self.entries[key] = record
+        self._bound(self.entries)
 
     def limited(self, key: str) -> dict[str, Any] | None:
         """The Unknown a budget's count decided, stored under the query `key` (a hit when
@@ -95,6 +107,7 @@ class ProofCache:
         here as proved or refuted); nothing when that verdict is not here."""
         if self.entries.get(obligation, {}).get("verdict") in ("proved", "refuted"):
             self.entries[query] = {"verdict": "answered", "obligation": obligation}
+            self._bound(self.entries)
 
     def answered(self, query: str) -> tuple[str, dict[str, Any]] | None:
         """The obligation key and its verdict record that the query `query` was decided by,
@@ -125,6 +138,13 @@ class ProofCache:
         keys = sorted(set(proofs))
         if all(keys):
             self.results[key] = {**record, "proofs": keys}
+            self._bound(self.results)
+
+    def _bound(self, records: dict[str, dict[str, Any]]) -> None:
+        """Forget the oldest of `records` past `max_entries` (a result whose proofs are
+        forgotten is no longer served: `result`)."""
+        while self.max_entries is not None and len(records) > self.max_entries:
+            del records[next(iter(records))]
 
     def save(self, path: str | Path | None = None) -> None:
         """Write the versioned, checksummed file (atomically: a temp file, then a rename)."""
@@ -136,6 +156,13 @@ class ProofCache:
         tmp = target.with_suffix(target.suffix + ".tmp")
         tmp.write_text(json.dumps(doc, sort_keys=True))
         os.replace(tmp, target)
+
+
+@functools.cache
+def process_cache() -> ProofCache:
+    """This process's own proof cache: in memory, at most `PROCESS_ENTRIES` records of each
+    kind (the module docstring)."""
+    return ProofCache(max_entries=PROCESS_ENTRIES)
 
 
 @functools.cache

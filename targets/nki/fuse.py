@@ -81,7 +81,8 @@ from axon.targets.nki.lower import LoweredKernel, lower_and_prove
 from axon.targets.nki.squeeze import unit_lead
 from axon.targets.nki.synthesized import Choice
 from axon.verifier import Proved, Refuted, prove_equivalent
-from axon.verifier.budget import ProofBudget
+from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
+from axon.verifier.cache import process_cache
 
 
 @dataclass(frozen=True)
@@ -155,8 +156,9 @@ def fuse_kernel(func: FuncOp, budget: ProofBudget | None = None,
             attempts.append(Attempt(rule.name, matched, "invalid", str(err).splitlines()[0],
                                     time.perf_counter() - began))
             continue
-        verdict = (prove_equivalent(candidate, current) if budget is None
-                   else prove_equivalent(candidate, current, budget=budget))
+        verdict = prove_equivalent(candidate, current,
+                                   budget=DEFAULT_BUDGET if budget is None else budget,
+                                   cache=process_cache())
         seconds = time.perf_counter() - began
         if isinstance(verdict, Proved):
             attempts.append(Attempt(rule.name, matched, "proved", verdict.proof_id, seconds))

@@ -42,7 +42,8 @@ from axon.dialects.form.intexpr import IntExpr
 from axon.dialects.tile import ForOp, FullOp, LoadOp, YieldOp
 from axon.targets.nki.emit import written_in_place
 from axon.verifier import Proved, Refuted, prove_equivalent
-from axon.verifier.budget import ProofBudget
+from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
+from axon.verifier.cache import process_cache
 
 #: the ops that may move or be shared: instructions, loads of inputs, constant tiles
 _MOVABLE = (nki.NkiOp, LoadOp, FullOp)
@@ -81,8 +82,8 @@ def hoist_kernel(func: FuncOp, budget: ProofBudget | None = None) -> Hoisted:
         candidate.verify()
     except (ShapeError, VerifyException) as err:
         return result(func, "invalid", str(err).splitlines()[0])
-    verdict = (prove_equivalent(candidate, func) if budget is None
-               else prove_equivalent(candidate, func, budget=budget))
+    verdict = prove_equivalent(candidate, func, budget=DEFAULT_BUDGET if budget is None else budget,
+                               cache=process_cache())
     if isinstance(verdict, Proved):
         return result(candidate, "proved", verdict.proof_id)
     detail = (str(verdict.counterexample) if isinstance(verdict, Refuted)

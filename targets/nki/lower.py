@@ -95,7 +95,8 @@ from axon.targets.nki.squeeze import squeezed, unit_lead
 from axon.targets.nki.synthesized import Choice
 from axon.tiling.lane_cut import cut_picked_lanes
 from axon.verifier import Proved, prove_equivalent
-from axon.verifier.budget import ProofBudget
+from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
+from axon.verifier.cache import process_cache
 
 #: the dtype every instruction computes and writes in (a DMA or a copy before a store converts)
 COMPUTE_DTYPE = "f32"
@@ -193,8 +194,8 @@ def lower_and_prove(func: FuncOp, budget: ProofBudget | None = None,
     every size and tile size its kernel admits; Refused (with the verdict's reason) unless
     proved: Unknown is not a proof."""
     lowered = lower_function(func, choices)
-    verdict = (prove_equivalent(lowered, func) if budget is None
-               else prove_equivalent(lowered, func, budget=budget))
+    verdict = prove_equivalent(lowered, func, budget=DEFAULT_BUDGET if budget is None else budget,
+                               cache=process_cache())
     if not isinstance(verdict, Proved):
         why = getattr(verdict, "reason", None) or getattr(verdict, "counterexample", None)
         raise Refused(f"@{func.sym_name.data}: the lowering is not proved equal to the tiled "

@@ -47,6 +47,7 @@ from axon.dialects.form.dtypes import DTYPES
 from axon.targets.nki.emit import sixteen_bit, written_in_place
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
+from axon.verifier.cache import process_cache
 
 __all__ = ["narrowed", "narrowed_past_statistics", "narrowing_dtype"]
 
@@ -156,7 +157,7 @@ def narrowed(func: FuncOp, budget: ProofBudget = DEFAULT_BUDGET,
         assert block is not None
         block.erase_op(op)
     copy.verify()
-    if not isinstance(prove_equivalent(func, copy, budget=budget), Proved):
+    if not isinstance(prove_equivalent(func, copy, budget=budget, cache=process_cache()), Proved):
         return None
     return copy, len(targets)
 

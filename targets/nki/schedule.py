@@ -35,6 +35,7 @@ from axon.dialects import nki
 from axon.targets.nki.emit import in_place_writers, written_in_place
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
+from axon.verifier.cache import process_cache
 
 __all__ = ["scheduled"]
 
@@ -49,7 +50,7 @@ def scheduled(func: FuncOp, budget: ProofBudget = DEFAULT_BUDGET) -> tuple[FuncO
     if not changed:
         return None
     copy.verify()
-    if not isinstance(prove_equivalent(func, copy, budget=budget), Proved):
+    if not isinstance(prove_equivalent(func, copy, budget=budget, cache=process_cache()), Proved):
         return None
     return copy, changed
 

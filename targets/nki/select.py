@@ -103,6 +103,7 @@ from axon.targets.nki.widen import chain_proof, widened_chain, widened_parts
 from axon.targets.profiles import load_profile
 from axon.tiling.search import Proposal, tile_program
 from axon.tiling.specialize import specialized
+from axon.verifier.cache import process_cache
 
 #: candidates of the search simulated at most unless told (`--max-candidates`; the best is
 #: then printed the `EMISSIONS` ways too)
@@ -547,7 +548,7 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
         funcs = [func] if own else tiled_programs(func, profile, sizes, FIRST_VARIANTS)[1:]
         if not funcs:
             break
-        result = tile_program(funcs, load_profile(profile), sizes)
+        result = tile_program(funcs, load_profile(profile), sizes, cache=process_cache())
         for proposal in (p for p in result.proved if p.candidates and p.kernel is not None):
             assert proposal.kernel is not None
             params = dict(proposal.candidates[0].params)
@@ -830,7 +831,7 @@ def choose_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
     name = func.sym_name.data
     start = time.perf_counter()
     funcs = tiled_programs(func, profile, sizes, programs)
-    result = tile_program(funcs, load_profile(profile), sizes)
+    result = tile_program(funcs, load_profile(profile), sizes, cache=process_cache())
     proved = [p for p in result.proved if p.candidates and p.kernel is not None]
     ops = len(op_functions(func))
     # the split chain's first part is searched again: only where the whole is small

@@ -35,6 +35,7 @@ from axon.dialects.ax.shapes import ShapeError
 from axon.dialects.form.dtypes import DTYPES
 from axon.verifier import Proved, prove_equivalent
 from axon.verifier.budget import DEFAULT_BUDGET, ProofBudget
+from axon.verifier.cache import process_cache
 
 if TYPE_CHECKING:
     from axon.targets.nki.select import OpKernel
@@ -156,7 +157,8 @@ def chain_proof(func: FuncOp, parts: Sequence[OpKernel],
                 budget: ProofBudget = DEFAULT_BUDGET) -> str | None:
     """The id of the proof that the chain of `parts`, composed, equals `func`; None where the
     verifier says anything but Proved."""
-    verdict = prove_equivalent(func, composed(func, parts), budget=budget)
+    verdict = prove_equivalent(func, composed(func, parts), budget=budget,
+                               cache=process_cache())
     return verdict.proof_id if isinstance(verdict, Proved) else None
 
 

@@ -54,6 +54,29 @@ def test_same_obligation_is_proved_once() -> None:
     assert (cache.hits, cache.misses) == (1, 1)
 
 
+def test_a_bounded_cache_forgets_its_oldest_records() -> None:
+    cache = ProofCache(max_entries=2)
+    for key in ("a", "b", "c"):
+        cache.put(key, {"verdict": "proved", "proof_id": key})
+    assert list(cache.entries) == ["b", "c"]
+    cache.put_result("r1", {"x": 1}, ["b"])
+    cache.put_result("r2", {"x": 2}, ["c"])
+    cache.put_result("r3", {"x": 3}, ["b", "c"])
+    assert list(cache.results) == ["r2", "r3"] and cache.result("r3") is not None
+    cache.put("d", {"verdict": "proved", "proof_id": "d"})  # "b" forgotten: r3 relied on it
+    assert cache.result("r3") is None and cache.result("r2") is not None
+
+
+def test_the_process_cache_is_one_bounded_cache_that_serves_a_second_proof() -> None:
+    shared = cache_module.process_cache()
+    assert shared is cache_module.process_cache()
+    assert shared.path is None and shared.max_entries == cache_module.PROCESS_ENTRIES
+    first = prove_equivalent(*functions(SUMS), cache=shared)
+    again = prove_equivalent(*functions(SUMS), cache=shared)
+    assert isinstance(first, Proved) and isinstance(again, Proved) and again.cached
+    assert again.proof_id == first.proof_id
+
+
 def spent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     """The (steps, rlimit) each later query spends, as the budget counted them."""
     record: list[tuple[int, int]] = []

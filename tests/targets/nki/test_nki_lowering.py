@@ -76,6 +76,24 @@ def test_each_covered_kernel_lowers_to_instructions_and_is_proved(name: str, kin
             assert isinstance(op, (nki.NkiOp, *structure)), op.name
 
 
+def test_a_lowering_proved_once_is_served_to_the_next_call_in_the_process(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the NKI target proves through the process's cache: the same kernel lowered again (a
+    # nested selection, the next test of the same program) is not proved again
+    verdicts: list[object] = []
+    prove = lower.prove_equivalent
+
+    def recorded(*args: object, **kwargs: object) -> object:
+        verdicts.append(prove(*args, **kwargs))  # type: ignore[arg-type]
+        return verdicts[-1]
+
+    monkeypatch.setattr(lower, "prove_equivalent", recorded)
+    first = lower_and_prove(trn2_kernel(program("relu"), "rows"))
+    again = lower_and_prove(trn2_kernel(program("relu"), "rows"))  # built afresh
+    assert again.proof_id == first.proof_id
+    assert isinstance(verdicts[-1], Proved) and verdicts[-1].cached
+
+
 def test_the_instructions_each_op_family_becomes() -> None:
     mul = instructions(lower_function(trn2_kernel(program("mul"), "rows")))
     assert mul == ["nki.tensor_tensor"]  # written in bf16 by the instruction: no copy
