@@ -281,13 +281,22 @@ def load_profile(name: str) -> DeviceProfile:
 
 
 def load_profile_file(path: Path) -> DeviceProfile:
-    """Read and check one profile file; ProfileError at the offending line and column."""
-    reader = SchemaReader(display_path(path), path.read_text())
+    """Read and check one profile file; ProfileError at the offending line and column. The
+    file is read every time and parsed once per process for each text it holds (a selection
+    asks for its profile dozens of times; the profile is immutable)."""
+    return _parsed_profile(display_path(path), path.name, path.read_text())
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_profile(shown: str, filename: str, text: str) -> DeviceProfile:
+    """The checked profile in `text`, the file `filename` shown as `shown` in diagnostics (an
+    error is raised again on every read: lru_cache keeps only results)."""
+    reader = SchemaReader(shown, text)
     profile = reader.read(DeviceProfile, "empty profile; expected a mapping with name, "
                                          "description and roofline")
-    if profile.name != path.stem:
+    if profile.name != Path(filename).stem:
         raise reader.error_at("name", f"name: '{profile.name}' does not match the file "
-                                      f"name '{path.name}'")
+                                      f"name '{filename}'")
     return profile
 
 

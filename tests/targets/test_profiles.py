@@ -116,6 +116,18 @@ def test_a_good_file_loads(tmp_path: Path) -> None:
     assert profile.memory is None and profile.limits is None
 
 
+def test_a_file_is_parsed_once_per_text_and_read_again_each_time(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD)
+    first = load_profile_file(path)
+    assert load_profile_file(path) is first  # the same text: not parsed again
+    path.write_text(GOOD.replace("value: 1e11\n", "value: 2e11\n", 1))
+    assert roofline_numbers(load_profile_file(path))[2] == 2e11  # an edited file: its new text
+    path.write_text(GOOD.replace("name: dev\n", "name: other\n"))
+    for _ in range(2):  # an error is raised on every read, not remembered as a result
+        with pytest.raises(ProfileError, match="does not match the file name"):
+            load_profile_file(path)
+
+
 @pytest.mark.parametrize(("old", "new", "where", "message"), [
     ("value: 1e11\n", "value: fast\n", (9, 12),
      "roofline.bytes_per_s: expected a positive number, got 'fast'"),
