@@ -298,6 +298,7 @@ def _prove_assumed(a: FuncOp, b: FuncOp, sig_a: list[TensorType], assumptions: t
             cache.put(key, _to_cache(proved))
         return proved
     kernel = any(isinstance(op, KernelOp) for f in (a, b) for op in f.walk())
+    probed_premises: tuple[Encoder, z3.Solver] | None = None
     if kernel:
         # the interpreter looks first: a wrong kernel's terms may normalize slowly (blocks
         # that do not partition their dim), and one whose loops the verifier does not read
@@ -308,6 +309,7 @@ def _prove_assumed(a: FuncOp, b: FuncOp, sig_a: list[TensorType], assumptions: t
         probed = _probe_kernel(a, b, *premises, start) or _probe(a, b, *premises, start)
         if probed is not None:
             return probed
+        probed_premises = premises  # the value query's too: the probes add nothing to them
     try:
         def witness(sizes: dict[str, int]) -> Replayed | None:
             return replay(a, b, sizes, None, None, attempts=1)
@@ -337,7 +339,8 @@ def _prove_assumed(a: FuncOp, b: FuncOp, sig_a: list[TensorType], assumptions: t
         hit = cache.get(key)
         if hit is not None:
             return _from_cache(hit, key, time.perf_counter() - start)
-    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, key, start, probe=not kernel)
+    verdict = _decide(a, b, sig_a, out_a, out_b, assumptions, key, start,
+                      premises=probed_premises)
     if cache is not None and isinstance(verdict, (Proved, Refuted)):
         cache.put(key, _to_cache(verdict))
     return verdict
@@ -543,12 +546,16 @@ def _premises(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], assumptions: tupl
 
 def _decide(a: FuncOp, b: FuncOp, sig: Sequence[TensorType], out_a: Sequence[Output],
             out_b: Sequence[Output], assumptions: tuple[str, ...], key: str, start: float,
-            probe: bool = True) -> Verdict:
-    """The value query of the obligation; `probe`: the interpreter looks for a difference
-    first (`_probe`; false where it has looked already)."""
-    premises = _premises(a, b, sig, assumptions, start)
-    if not isinstance(premises, tuple):
-        return premises
+            premises: tuple[Encoder, z3.Solver] | None = None) -> Verdict:
+    """The value query of the obligation. The interpreter looks for a difference first
+    (`_probe`), unless `premises` are given: those the probes of a kernel's query were made
+    under (`_premises`, its solver holding only the sizes' facts), after they found none."""
+    probe = premises is None
+    if premises is None:
+        found = _premises(a, b, sig, assumptions, start)
+        if not isinstance(found, tuple):
+            return found
+        premises = found
     enc, solver = premises
     probed = _probe(a, b, enc, solver, start) if probe else None
     if probed is not None:
