@@ -50,7 +50,7 @@ import dataclasses
 import hashlib
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -180,12 +180,7 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
             if progress is not None:
                 progress(proposal, index + 1, len(served))
         return Result(funcs[0].sym_name.data, served, unproposed, time.perf_counter() - start)
-    plan: list[tuple[FuncOp, Tiling | None, str]] = []
-    for func in funcs:
-        try:
-            plan.extend((func, t, "") for t in tilings(func))
-        except NotTileable as err:
-            plan.append((func, None, str(err)))
+    plan = _plan(funcs)
     proposals: list[Proposal] = []
     gave_up: set[str] = set()  # tilings whose proof ran out of its budget on some variant
     fitting: set[tuple[str, Tiling]] = set()  # (variant, tiling) with a fitting candidate
@@ -233,6 +228,101 @@ def tile_program(funcs: Sequence[FuncOp], profile: DeviceProfile, sizes: Mapping
                                              for i, p in enumerate(proposals)],
                                "unproposed": unproposed}, proofs)
     return Result(funcs[0].sym_name.data, proposals, unproposed, time.perf_counter() - start)
+
+
+def _plan(funcs: Sequence[FuncOp]) -> list[tuple[FuncOp, Tiling | None, str]]:
+    """Every tiling of every function, in order (a function that does not tile: None and
+    why)."""
+    plan: list[tuple[FuncOp, Tiling | None, str]] = []
+    for func in funcs:
+        try:
+            plan.extend((func, t, "") for t in tilings(func))
+        except NotTileable as err:
+            plan.append((func, None, str(err)))
+    return plan
+
+
+def proved_cheapest_first(funcs: Sequence[FuncOp], profile: DeviceProfile,
+                          sizes: Mapping[str, int], *, budget: ProofBudget = SEARCH_BUDGET,
+                          top_k: int = 3, cache: ProofCache | None = None
+                          ) -> Iterator[Proposal]:
+    """The proved proposals of `tile_program(funcs, profile, sizes)` that have a fitting
+    candidate, in `Result.proved`'s order, each proved only when the caller asks for the next:
+    every kernel is built and priced first (pricing relies on no proof), then they are proved
+    cheapest first. `tile_program`'s skips are kept: a proposal whose tiling kind ran out of
+    its proof budget on an earlier proposal, and a nested tiling whose tiling without the
+    nested loop is proved and fits, are decided by deciding those earlier proposals first. A
+    caller that takes the first proposal it can use (`first_kernel`) so proves only those
+    ranked before it. A plan longer than `MAX_PROOFS` is searched whole (`tile_program`: its
+    count, not the ranking, decides where it stops)."""
+    sizes = all_sizes(funcs[0], sizes)
+    plan = _plan(funcs)
+    if len(plan) > MAX_PROOFS:
+        whole = tile_program(funcs, profile, sizes, budget=budget, top_k=top_k, cache=cache)
+        yield from (p for p in whole.proved if p.candidates)
+        return
+    space, accumulator_space = tile_spaces(profile)
+    built: dict[int, Proposal] = {}  # plan index: its proposal, kernel built and priced
+    for index, (func, tiling, _) in enumerate(plan):
+        if tiling is None:
+            continue
+        proposal = Proposal(func.sym_name.data, tiling)
+        try:
+            proposal.kernel = _kernel(func, tiling, profile, space, accumulator_space)
+        except NotTileable:
+            continue
+        proposal.source_ops = len(func.body.block.ops) - 1  # all but the return
+        proposal.candidates = _priced(proposal.kernel, sizes, profile, top_k, cache)
+        built[index] = proposal
+    #: plan index: "proved", "limited" (its budget's counts ran out), "skipped" or "other"
+    outcome: dict[int, str] = {}
+
+    def decide_one(index: int) -> None:
+        """`tile_program`'s step for the proposal at `index`, the earlier ones of its kind
+        decided."""
+        func, tiling, _ = plan[index]
+        proposal = built.get(index)
+        if proposal is None or tiling is None:
+            outcome[index] = "other"
+            return
+        if any(outcome.get(j) == "limited" for j in range(index)
+               if (t := plan[j][1]) is not None and t.kind == tiling.kind):
+            outcome[index] = "skipped"
+            return
+        if tiling.inner is not None:
+            bare = replace(tiling, inner=None)
+            sibling = next((j for j in range(index) if plan[j][0] is func and plan[j][1] == bare),
+                           None)
+            if sibling is not None and decide(sibling) == "proved" and built[sibling].candidates:
+                outcome[index] = "skipped"
+                return
+        assert proposal.kernel is not None
+        verdict = prove_equivalent(proposal.kernel, func, budget=proof_budget(tiling, budget),
+                                   cache=cache)
+        proposal.seconds, proposal.verdict = verdict.seconds, verdict.verdict
+        if isinstance(verdict, Proved):
+            proposal.proof_id = verdict.proof_id
+            outcome[index] = "proved"
+        else:
+            proposal.reason = getattr(verdict, "reason", None) or str(
+                getattr(verdict, "counterexample", verdict.verdict))
+            limited = isinstance(verdict, Unknown) and verdict.limited
+            outcome[index] = "limited" if limited else "other"
+
+    def decide(index: int) -> str:
+        """What `tile_program` makes of the proposal at `index`: the earlier proposals of its
+        kind first, in plan order (one that ran out skips the later ones)."""
+        tiling = plan[index][1]
+        for j in range(index + 1):
+            if j not in outcome and (j == index or (
+                    (t := plan[j][1]) is not None and tiling is not None
+                    and t.kind == tiling.kind)):
+                decide_one(j)
+        return outcome[index]
+
+    for index in sorted(built, key=lambda i: built[i].rank_key()):
+        if built[index].candidates and decide(index) == "proved":
+            yield built[index]
 
 
 def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProfile,

@@ -101,7 +101,7 @@ from axon.targets.nki.simulator_limits import load_limits
 from axon.targets.nki.synthesized import Choice, alternatives
 from axon.targets.nki.widen import chain_proof, widened_chain, widened_parts
 from axon.targets.profiles import load_profile
-from axon.tiling.search import Proposal, tile_program
+from axon.tiling.search import Proposal, proved_cheapest_first, tile_program
 from axon.tiling.specialize import specialized
 from axon.verifier.cache import process_cache
 
@@ -548,8 +548,9 @@ def first_kernel(func: FuncOp, profile: str, sizes: Mapping[str, int],
         funcs = [func] if own else tiled_programs(func, profile, sizes, FIRST_VARIANTS)[1:]
         if not funcs:
             break
-        result = tile_program(funcs, load_profile(profile), sizes, cache=process_cache())
-        for proposal in (p for p in result.proved if p.candidates and p.kernel is not None):
+        # proved cheapest first, each only when the ones before it do not lower
+        for proposal in proved_cheapest_first(funcs, load_profile(profile), sizes,
+                                              cache=process_cache()):
             assert proposal.kernel is not None
             params = dict(proposal.candidates[0].params)
             try:

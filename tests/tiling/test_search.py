@@ -48,6 +48,65 @@ def test_a_tiling_that_ran_out_of_budget_is_skipped_for_the_later_variants(
     assert "ran out of its proof budget" in result.proposals[-1].reason
 
 
+def suite_function(name: str) -> FuncOp:
+    (func,) = (op for op in parse_source(PROGRAMS[name].source, f"{name}.py").ops
+               if isinstance(op, FuncOp))
+    return func
+
+
+def counted_proofs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The kernels `search` proves from now on, by name and tiling kind, in order."""
+    calls: list[str] = []
+    prove = search.prove_equivalent
+
+    def counted(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> Any:
+        calls.append(kernel.sym_name.data)
+        return prove(kernel, func, **kwargs)
+
+    monkeypatch.setattr(search, "prove_equivalent", counted)
+    return calls
+
+
+@pytest.mark.parametrize(("name", "profile", "sizes"), [
+    ("softmax", "trn2", {"M": 512, "N": 4096}),
+    ("matmul", "trn2", {"M": 512, "K": 4096, "N": 512}),  # nested K loops: skipped when bare fits
+    ("rmsnorm_matmul", "h200", {"M": 256, "K": 512, "N": 256}),
+])
+def test_the_lazy_search_ranks_as_the_whole_search_and_proves_only_what_is_taken(
+        name: str, profile: str, sizes: dict[str, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    func, device = suite_function(name), load_profile(profile)
+    whole = [(p.variant, p.tiling, p.proof_id)
+             for p in search.tile_program([func], device, sizes).proved if p.candidates]
+    calls = counted_proofs(monkeypatch)
+    lazy = [(p.variant, p.tiling, p.proof_id)
+            for p in search.proved_cheapest_first([func], device, sizes)]
+    assert lazy == whole and whole
+    calls.clear()
+    first = next(search.proved_cheapest_first([func], device, sizes))
+    assert (first.variant, first.tiling, first.proof_id) == whole[0]
+    assert first.kernel is not None and first.verdict == "proved"
+    assert len(calls) < len(search.tilings(func)), calls  # the rest never proved
+
+
+def test_the_lazy_search_skips_a_kind_that_ran_out_as_the_whole_search_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the rows kernel of the first variant runs out of its budget: the rows kernels of the
+    # later variants are skipped, though they are priced as cheap as any
+    prove = search.prove_equivalent
+    asked: list[str] = []
+
+    def rows_run_out(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> Any:
+        asked.append(kernel.sym_name.data)
+        if kernel.sym_name.data.endswith("_rows") and len(asked) == 1:
+            return Unknown("out of budget: planted", 0.0, limited=True, budget="rlimit")
+        return prove(kernel, func, **kwargs)
+
+    monkeypatch.setattr(search, "prove_equivalent", rows_run_out)
+    lazy = [(p.tiling.kind) for p in search.proved_cheapest_first(
+        program(3), load_profile("h200"), {"M": 64, "N": 64})]
+    assert asked[0] == "f_rows" and lazy == ["blocks"] * 3
+
+
 def test_an_unknown_for_a_reason_is_not_taken_for_a_timeout(
         monkeypatch: pytest.MonkeyPatch) -> None:
     def gave_up(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:  # no limit stopped it
