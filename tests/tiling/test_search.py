@@ -54,19 +54,6 @@ def suite_function(name: str) -> FuncOp:
     return func
 
 
-def counted_proofs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The kernels `search` proves from now on, by name and tiling kind, in order."""
-    calls: list[str] = []
-    prove = search.prove_equivalent
-
-    def counted(kernel: FuncOp, func: FuncOp, **kwargs: Any) -> Any:
-        calls.append(kernel.sym_name.data)
-        return prove(kernel, func, **kwargs)
-
-    monkeypatch.setattr(search, "prove_equivalent", counted)
-    return calls
-
-
 @pytest.mark.parametrize(("name", "profile", "sizes"), [
     ("softmax", "trn2", {"M": 512, "N": 4096}),
     ("matmul", "trn2", {"M": 512, "K": 4096, "N": 512}),  # nested K loops: skipped when bare fits
