@@ -244,8 +244,8 @@ def _plan(funcs: Sequence[FuncOp]) -> list[tuple[FuncOp, Tiling | None, str]]:
 
 def proved_cheapest_first(funcs: Sequence[FuncOp], profile: DeviceProfile,
                           sizes: Mapping[str, int], *, budget: ProofBudget = SEARCH_BUDGET,
-                          top_k: int = 3, cache: ProofCache | None = None
-                          ) -> Iterator[Proposal]:
+                          time_limit_s: float = TIME_LIMIT_S, top_k: int = 3,
+                          cache: ProofCache | None = None) -> Iterator[Proposal]:
     """The proved proposals of `tile_program(funcs, profile, sizes)` that have a fitting
     candidate, in `Result.proved`'s order, each proved only when the caller asks for the next:
     every kernel is built and priced first (pricing relies on no proof), then they are proved
@@ -254,11 +254,14 @@ def proved_cheapest_first(funcs: Sequence[FuncOp], profile: DeviceProfile,
     nested loop is proved and fits, are decided by deciding those earlier proposals first. A
     caller that takes the first proposal it can use (`first_kernel`) so proves only those
     ranked before it. A plan longer than `MAX_PROOFS` is searched whole (`tile_program`: its
-    count, not the ranking, decides where it stops)."""
+    count, not the ranking, decides where it stops). `time_limit_s` is the same safety net
+    over the whole search as `tile_program`'s: past it, no further proposal is proved."""
+    start = time.perf_counter()
     sizes = all_sizes(funcs[0], sizes)
     plan = _plan(funcs)
     if len(plan) > MAX_PROOFS:
-        whole = tile_program(funcs, profile, sizes, budget=budget, top_k=top_k, cache=cache)
+        whole = tile_program(funcs, profile, sizes, budget=budget, time_limit_s=time_limit_s,
+                             top_k=top_k, cache=cache)
         yield from (p for p in whole.proved if p.candidates)
         return
     space, accumulator_space = tile_spaces(profile)
@@ -271,7 +274,6 @@ def proved_cheapest_first(funcs: Sequence[FuncOp], profile: DeviceProfile,
             proposal.kernel = _kernel(func, tiling, profile, space, accumulator_space)
         except NotTileable:
             continue
-        proposal.source_ops = len(func.body.block.ops) - 1  # all but the return
         proposal.candidates = _priced(proposal.kernel, sizes, profile, top_k, cache)
         built[index] = proposal
     #: plan index: "proved", "limited" (its budget's counts ran out), "skipped" or "other"
@@ -296,18 +298,10 @@ def proved_cheapest_first(funcs: Sequence[FuncOp], profile: DeviceProfile,
             if sibling is not None and decide(sibling) == "proved" and built[sibling].candidates:
                 outcome[index] = "skipped"
                 return
-        assert proposal.kernel is not None
-        verdict = prove_equivalent(proposal.kernel, func, budget=proof_budget(tiling, budget),
-                                   cache=cache)
-        proposal.seconds, proposal.verdict = verdict.seconds, verdict.verdict
-        if isinstance(verdict, Proved):
-            proposal.proof_id = verdict.proof_id
-            outcome[index] = "proved"
-        else:
-            proposal.reason = getattr(verdict, "reason", None) or str(
-                getattr(verdict, "counterexample", verdict.verdict))
-            limited = isinstance(verdict, Unknown) and verdict.limited
-            outcome[index] = "limited" if limited else "other"
+        verdict = _proved(proposal, func, budget, cache)
+        outcome[index] = ("proved" if isinstance(verdict, Proved) else
+                          "limited" if isinstance(verdict, Unknown) and verdict.limited
+                          else "other")
 
     def decide(index: int) -> str:
         """What `tile_program` makes of the proposal at `index`: the earlier proposals of its
@@ -321,6 +315,8 @@ def proved_cheapest_first(funcs: Sequence[FuncOp], profile: DeviceProfile,
         return outcome[index]
 
     for index in sorted(built, key=lambda i: built[i].rank_key()):
+        if time.perf_counter() - start > time_limit_s:
+            return
         if built[index].candidates and decide(index) == "proved":
             yield built[index]
 
@@ -335,16 +331,27 @@ def _prove(proposal: Proposal, func: FuncOp, tiling: Tiling, profile: DeviceProf
     except NotTileable as err:
         proposal.reason = str(err)
         return None
-    verdict = prove_equivalent(kernel, func, budget=proof_budget(tiling, budget), cache=cache)
-    proposal.kernel, proposal.seconds = kernel, verdict.seconds
+    proposal.kernel = kernel
+    verdict = _proved(proposal, func, budget, cache)
+    if isinstance(verdict, Proved):
+        proposal.candidates = _priced(kernel, sizes, profile, top_k, cache)
+    return verdict
+
+
+def _proved(proposal: Proposal, func: FuncOp, budget: ProofBudget, cache: ProofCache | None
+            ) -> Verdict:
+    """Prove the proposal's kernel (built) equal to `func` under its tiling's share of
+    `budget` (`proof_budget`), the verdict written into the proposal."""
+    assert proposal.kernel is not None
+    verdict = prove_equivalent(proposal.kernel, func, budget=proof_budget(proposal.tiling, budget),
+                               cache=cache)
+    proposal.seconds, proposal.verdict = verdict.seconds, verdict.verdict
     proposal.source_ops = len(func.body.block.ops) - 1  # all but the return
-    proposal.verdict = verdict.verdict
-    if not isinstance(verdict, Proved):
+    if isinstance(verdict, Proved):
+        proposal.proof_id = verdict.proof_id
+    else:
         proposal.reason = getattr(verdict, "reason", None) or str(
             getattr(verdict, "counterexample", verdict.verdict))
-        return verdict
-    proposal.proof_id = verdict.proof_id
-    proposal.candidates = _priced(kernel, sizes, profile, top_k, cache)
     return verdict
 
 

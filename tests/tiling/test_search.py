@@ -94,6 +94,13 @@ def test_the_lazy_search_skips_a_kind_that_ran_out_as_the_whole_search_does(
     assert asked[0] == "f_rows" and lazy == ["blocks"] * 3
 
 
+def test_the_lazy_search_stops_at_its_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = counted_proofs(monkeypatch)
+    found = list(search.proved_cheapest_first(program(2), load_profile("h200"),
+                                              {"M": 64, "N": 64}, time_limit_s=1e-9))
+    assert found == [] and calls == []
+
+
 def test_an_unknown_for_a_reason_is_not_taken_for_a_timeout(
         monkeypatch: pytest.MonkeyPatch) -> None:
     def gave_up(kernel: FuncOp, func: FuncOp, **_: object) -> Unknown:  # no limit stopped it
