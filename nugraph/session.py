@@ -51,10 +51,18 @@ CHECK_DEPTH = 8
 
 @dataclass(frozen=True)
 class Checked:
-    """An extracted program that passed the float-error check, and its measured error."""
+    """An extracted program that passed the float-error check, and its measured error.
+
+    The input program passes by definition (it is the fallback, and its own error is the bound
+    it is held to), so it is measured only when `float_error` is read (a report prints it): a
+    long program with nothing to propagate is not run six times for nothing."""
 
     extraction: Extraction
-    float_error: FloatError
+    measure: Callable[[], FloatError] = field(repr=False, compare=False)
+
+    @property
+    def float_error(self) -> FloatError:
+        return self.measure()
 
 
 @dataclass
@@ -188,18 +196,25 @@ class Session:
     def _checked(self, ranking: list[Extraction], k: int) -> list[Checked]:
         kept: list[Checked] = []
         out_of_time = self._clock("float check")
+        original = self.input_extraction()
         for i, e in enumerate(ranking):
             if i > 0 and out_of_time():
                 break
-            error = self.float_error(e)
-            if not error.ok:
-                self.float_rejected[e.choice] = error
-            elif len(kept) < k:
-                kept.append(Checked(e, error))
+            if e.choice != original.choice:
+                error = self.float_error(e)
+                if not error.ok:
+                    self.float_rejected[e.choice] = error
+                    continue
+            if len(kept) < k:
+                kept.append(self._kept(e))
         if not kept:
-            fallback = self.input_extraction()
-            kept.append(Checked(fallback, self.float_error(fallback)))
+            kept.append(self._kept(original))
         return kept
+
+    def _kept(self, extraction: Extraction) -> Checked:
+        """`extraction` as a checked program whose error is `float_error`'s (memoized; the
+        input program's is measured only when asked for)."""
+        return Checked(extraction, lambda: self.float_error(extraction))
 
     def export(self, extraction: Extraction, name: str | None = None) -> FuncOp:
         """The extracted program as a new function (named `name`, default the input's)."""

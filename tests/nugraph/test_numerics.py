@@ -171,6 +171,26 @@ def test_the_input_program_is_the_last_resort(monkeypatch: pytest.MonkeyPatch) -
     assert s.input_extraction().cost == pytest.approx(s.input_cost())
 
 
+def test_the_input_program_is_measured_only_when_its_error_is_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing to propagate: the best program is the input, which passes by definition, so the
+    check runs nothing until its error is asked for (a report); then it measures it once."""
+    from axon.nugraph import numerics
+
+    runs: list[str] = []
+    real = numerics.run_function
+    monkeypatch.setattr(numerics, "run_function",
+                        lambda *a, **k: runs.append("run") or real(*a, **k))
+    s = Session.from_function(function(IDENTITY))
+    s.run(Budget(time_limit_s=30))
+    checked = s.checked_best()
+    assert checked.extraction == s.input_extraction() and runs == []
+    assert checked.float_error.ok and checked.float_error.error == 0.0
+    measured = len(runs)
+    assert measured == 2 * len(numerics.DRAWS)  # the exact reference and the dtype run, per draw
+    assert checked.float_error.ok and len(runs) == measured  # measured once
+
+
 # ---- the pass ------------------------------------------------------------------------------------
 SUM_OF_MATMUL = "def f(x: f32[M, K], w: f32[K, N]):\n    return sum(x @ w, axis=1)\n"
 
