@@ -51,7 +51,7 @@ from axon.verifier.cache import ProofCache, code_fingerprint
 from axon.verifier.encode import Encoder
 from axon.verifier.induction import NotInductive
 from axon.verifier.inline import Output, Unsupported, inline_function, signature
-from axon.verifier.replay import Replayed, replay
+from axon.verifier.replay import Replayed, replay, replayable
 from axon.verifier.structure import shared_structure
 
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
@@ -69,6 +69,10 @@ CANDIDATES = 4
 #: `KERNEL_SIZE`: several iterations of each loop, the last one partial (`_probe_kernel`)
 KERNEL_BLOCK = 2
 KERNEL_SIZE = 5
+#: a size only a grid counts (a grid extent that is the size itself: one program per index,
+#: no loop or tile over it) is replayed from this: every program runs the whole body, so
+#: 5 x 6 x 7 batch indices were 210 programs where 2 x 3 x 4 are 24
+GRID_SIZE = 2
 
 
 @dataclass(frozen=True)
@@ -608,24 +612,47 @@ def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: 
     one partial: each tile parameter `KERNEL_BLOCK` and the other sizes `KERNEL_SIZE`,
     `KERNEL_SIZE + 1`, ... (distinct, so a read or a mean over the wrong dim shows), else all
     `KERNEL_SIZE`, where the premises admit them (`_probe`'s smallest sizes often give a loop
-    one iteration)."""
-    params = {p for f in (a, b) for op in f.walk() if isinstance(op, KernelOp)
-              for p in op.param_names()}
+    one iteration). Sizes only a grid counts start from `GRID_SIZE` instead (distinct from
+    each other and from the rest), for kernels whose inputs fit the replay's bound at the
+    sizes above: a large fused kernel fits at the small grid sizes too, and replaying it would
+    cost more than the look saves."""
+    kernels = [op for f in (a, b) for op in f.walk() if isinstance(op, KernelOp)]
+    params = {p for op in kernels for p in op.param_names()}
     others = sorted(n for n in enc.sizes if n not in params)
+    counted = {n for op in kernels for g in op.grid_exprs() if (n := g.as_symbol) is not None}
+    small = [n for n in others if n in counted]
     for distinct in (True, False):
-        sizing = z3.Solver(ctx=enc.ctx)
-        sizing.add(*solver.assertions())
-        sizing.add(*(v == KERNEL_BLOCK for n, v in enc.sizes.items() if n in params))
-        sizing.add(*(enc.sizes[n] == KERNEL_SIZE + (k if distinct else 0)
-                     for k, n in enumerate(others)))
-        if _check(sizing) != z3.sat:
+        sizes = _kernel_sizes(enc, solver, params, {n: KERNEL_SIZE for n in others}, distinct)
+        if sizes is None or not replayable(a, sizes):
             continue
-        found = replay(a, b, _sizes(enc, sizing.model()), None, None, attempts=1)
+        if small:
+            # distinct from each other and from the sizes counted by more than a grid
+            low = {n: GRID_SIZE for n in small}
+            low.update({n: max(KERNEL_SIZE, GRID_SIZE + len(small)) for n in others
+                        if n not in counted})
+            sizes = _kernel_sizes(enc, solver, params, low, distinct) or sizes
+        found = replay(a, b, sizes, None, None, attempts=1)
         if found is not None:
             cex = Counterexample(found.sizes, found.output, found.index, found.inputs,
                                  found.value_a, found.value_b, exact=found.exact)
             return Refuted(cex, time.perf_counter() - start)
     return None
+
+
+def _kernel_sizes(enc: Encoder, solver: z3.Solver, params: set[str], low: dict[str, int],
+                  distinct: bool) -> dict[str, int] | None:
+    """Sizes the premises admit with each tile parameter `KERNEL_BLOCK` and each other size at
+    its `low` value (plus its place among those of the same `low` where `distinct`); None
+    where they admit none."""
+    sizing = z3.Solver(ctx=enc.ctx)
+    sizing.add(*solver.assertions())
+    sizing.add(*(v == KERNEL_BLOCK for n, v in enc.sizes.items() if n in params))
+    place: dict[int, int] = {}
+    for n, value in low.items():
+        k = place.get(value, 0)
+        place[value] = k + 1
+        sizing.add(enc.sizes[n] == value + (k if distinct else 0))
+    return _sizes(enc, sizing.model()) if _check(sizing) == z3.sat else None
 
 
 def _check(solver: z3.Solver, share: float = 1.0) -> z3.CheckSatResult:

@@ -68,6 +68,14 @@ def shapes(func: FuncOp, sizes: Mapping[str, int]) -> list[tuple[int, ...]]:
     return out
 
 
+def replayable(func: FuncOp, sizes: Mapping[str, int]) -> bool:
+    """Whether `func`'s inputs at `sizes` have no negative dim and at most `_MAX_ELEMENTS`
+    elements in all (a replay is a quick look, not a large run)."""
+    shp = shapes(func, sizes)
+    return not any(n < 0 for s in shp for n in s) \
+        and sum(int(np.prod(s)) for s in shp) <= _MAX_ELEMENTS
+
+
 def differs(x: float, y: float, dtype: str) -> bool:
     """Both finite and apart by more than the margin times the dtype's tolerance."""
     if not (np.isfinite(x) and np.isfinite(y)):
@@ -174,9 +182,9 @@ def replay(a: FuncOp, b: FuncOp, sizes: Mapping[str, int],
            ) -> Replayed | None:
     """Search for a confirmed difference at `sizes`: the model's inputs, then random ones (all
     the ranges and seeds, or the first `attempts` of them)."""
-    shp = shapes(a, sizes)
-    if any(n < 0 for s in shp for n in s) or sum(int(np.prod(s)) for s in shp) > _MAX_ELEMENTS:
+    if not replayable(a, sizes):
         return None
+    shp = shapes(a, sizes)
     if model_inputs is not None:
         found = _witness(a, b, model_inputs, sizes, prefer)
         if found is not None:
