@@ -92,7 +92,7 @@ def _atom(kind: str, x: IntExpr, n: IntExpr, ranges: Ranges, depth: int = 0) -> 
     `q + r floordiv n` and `x mod n` is `r mod n` whatever r is (floor division by a positive
     divisor), and `r floordiv n` is 0 (-1) when the ranges put r in [0, n) ([-n, 0)); else r
     may split by a part of n (`_mixed_radix`)."""
-    if kind in ("floordiv", "mod") and _divisor(n):
+    if kind in ("floordiv", "mod") and is_divisor(n):
         q, r = split_monomial(x, n)
         for whole, shift in ((0, IntExpr.const(0)), (-1, n)):
             if _in_range(r + shift, n, ranges, depth):
@@ -130,7 +130,7 @@ def _mixed_radix(kind: str, r: IntExpr, n: IntExpr, ranges: Ranges, depth: int
     return None
 
 
-def _divisor(n: IntExpr) -> bool:
+def is_divisor(n: IntExpr) -> bool:
     """n is one monomial with a positive coefficient and n >= 1 (sizes are >= 1)."""
     return len(n.terms) == 1 and n.terms[0][1] > 0 and nonneg(n - 1)
 
@@ -203,7 +203,7 @@ def _factor_bounds(a: IntAtom, ranges: Ranges, depth: int) -> tuple[IntExpr, Int
         lo, hi = ranges[a.name]
         return lo, hi - 1
     x, n = a.args
-    if a.kind not in ("floordiv", "mod") or not _divisor(n) or depth >= BOUNDS_DEPTH:
+    if a.kind not in ("floordiv", "mod") or not is_divisor(n) or depth >= BOUNDS_DEPTH:
         return None
     if a.kind == "mod":
         return IntExpr.const(0), n - 1
@@ -252,7 +252,7 @@ def facts_of(assumptions: Sequence[str]) -> Facts:
         if op == "==" and rhs == IntExpr.const(0) and len(lhs.terms) == 1:
             (mono, coeff), = lhs.terms
             if coeff == 1 and len(mono) == 1 and mono[0].kind == "mod" \
-                    and _divisor(mono[0].args[1]):
+                    and is_divisor(mono[0].args[1]):
                 divides.add((mono[0].args[0], mono[0].args[1]))
         elif op in ("<=", "<", ">=", ">"):
             low, high = (lhs, rhs) if op in ("<=", "<") else (rhs, lhs)

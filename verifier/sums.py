@@ -228,12 +228,15 @@ class _Substitution:
     def _sub_bool(self, b: Bool) -> Bool:
         return self.bools[b] if self._mentions(b) else b
 
+    def _int(self, e: IntExpr) -> IntExpr:
+        return _sub_int(e, self.env)
+
     def _new_atom(self, a: T.Term) -> Poly:
         env = self.env
         if isinstance(a, Read):
-            return T.atom(Read(a.tensor, tuple(_sub_int(i, env) for i in a.index)))
+            return T.atom(Read(a.tensor, tuple(self._int(i) for i in a.index)))
         if isinstance(a, IdxAtom):
-            return T.idx(_sub_int(a.expr, env))
+            return T.idx(self._int(a.expr))
         if isinstance(a, Fn):
             return T.fn_of(a.fn, tuple(self._rebuild(x) for x in a.args))
         if isinstance(a, Select):
@@ -251,13 +254,12 @@ class _Substitution:
         raise TypeError(f"unknown atom {a!r}")
 
     def _new_bool(self, b: Bool) -> Bool:
-        env = self.env
         if b.op == "cmp":
             op, diff = b.args
             return T.compare(op, self._rebuild(diff), T.ZERO)  # type: ignore[arg-type]
         if b.op == "icmp":
             op, e = b.args
-            return T.icompare(op, _sub_int(e, env))  # type: ignore[arg-type]
+            return T.icompare(op, self._int(e))  # type: ignore[arg-type]
         if b.op == "and":
             return T.band(*(self._sub_bool(x) for x in b.args))  # type: ignore[arg-type]
         if b.op == "or":
@@ -267,8 +269,87 @@ class _Substitution:
         if b.op == "read":
             tensor, index = b.args
             assert isinstance(tensor, str) and isinstance(index, tuple)
-            return T.bread(tensor, tuple(_sub_int(i, env) for i in index))
+            return T.bread(tensor, tuple(self._int(i) for i in index))
         return b
+
+
+class _Unflattening(_Substitution):
+    """`var` replaced by `n*high + low` in a term where it occurs inside no binder, each index
+    then simplified under high in [0, q), low in [0, n) (`indices.simplify`): a reshape's
+    `var floordiv n` is `high`, `var mod n` is `low`, `var floordiv (N*n)` is `high floordiv N`."""
+
+    def __init__(self, var: str, n: IntExpr, high: str, q: IntExpr, low: str) -> None:
+        super().__init__({var: n * IntExpr.sym(high) + IntExpr.sym(low)})
+        self.ranges = {high: (IntExpr.const(0), q), low: (IntExpr.const(0), n)}
+
+    def _int(self, e: IntExpr) -> IntExpr:
+        moved = _sub_int(e, self.env)
+        return moved if moved is e else indices.simplify(moved, self.ranges)
+
+
+def _unflattened(var: str, lo: IntExpr, hi: IntExpr, body: Poly
+                 ) -> tuple[str, IntExpr, str, IntExpr, Poly] | None:
+    """A reduction over a flattened index as two: where `var` runs over [0, n*q) and the body
+    reads it only through `var floordiv m` and `var mod m` (a reshape's reads), each m a
+    multiple of one of them, n, a divisor (a positive monomial of sizes, so n >= 1), and
+    inside no inner binder: the body at var = n*h + l for h in [0, q), l in [0, n) (a
+    bijection onto [0, n*q), and both empty where q <= 0). Returns (h, q, l, n, body there);
+    None where the body does not have that shape (the reduction is then left as it is)."""
+    if lo.terms:
+        return None
+    divisors: set[IntExpr] = set()
+    stack, seen = list(body.atoms()), set()
+    while stack:
+        t = stack.pop()
+        if t in seen or var not in t.free:
+            continue
+        seen.add(t)
+        if isinstance(t, (Sum, Prefix, Reduce)):
+            return None  # inside a binder: left as it is
+        ints = list(T.int_parts(t))
+        while ints:
+            for mono, _ in ints.pop().terms:
+                for atom in mono:
+                    if atom.kind == "sym":
+                        if atom.name == var:
+                            return None  # the flat index itself, not its parts
+                        continue
+                    x, m = atom.args
+                    if atom.kind in ("floordiv", "mod") and x.as_symbol == var \
+                            and var not in m.symbols():
+                        divisors.add(m)
+                    else:
+                        ints.extend(atom.args)
+        stack.extend(T.subterms(t))
+    n = min(divisors, key=str, default=None)
+    for m in sorted(divisors, key=str):
+        if indices.is_divisor(m) and all(_exact_quotient(k, m) is not None for k in divisors):
+            n = m
+            break
+    else:
+        return None
+    assert n is not None
+    quotient = _exact_quotient(hi, n)
+    if quotient is None:
+        return None
+    high, low = fresh(), fresh()
+    return high, quotient, low, n, _Unflattening(var, n, high, quotient, low).poly(body)
+
+
+def _exact_quotient(e: IntExpr, n: IntExpr) -> IntExpr | None:
+    """q with q * n == e, where `n` is one monomial dividing every term of `e`; else None."""
+    ((atoms, coeff),) = n.terms
+    out = IntExpr.const(0)
+    for mono, c in e.terms:
+        rest = list(mono)
+        for atom in atoms:
+            if atom not in rest:
+                return None
+            rest.remove(atom)
+        if c % coeff:
+            return None
+        out = out + IntExpr(((tuple(rest), c // coeff),))
+    return out if out * n == e else None
 
 
 # ---- sums ----------------------------------------------------------------------------------------
@@ -350,6 +431,14 @@ def _make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool) -> 
         outside = T.monomial_poly(indep, c)
         if not dep:
             out = out + outside * count(lo, hi)
+            continue
+        split = _unflattened(var, lo, hi, T.monomial_poly(dep))
+        if split is not None:
+            high, q, low, n, moved = split
+            # the high part innermost: it may be a flattened index again (a reshape of three
+            # dims), split the same way while it reads no inner binder
+            out = out + outside * make_sum(low, lo, n, make_sum(high, lo, q, moved, flatten),
+                                           flatten)
             continue
         lifted = _lift_select(var, T.monomial_poly(dep),
                               lambda b: make_sum(var, lo, hi, b, flatten))
@@ -866,6 +955,12 @@ def _make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> P
     lifted = _lift_select(var, body, lambda b: make_reduce(kind, var, lo, hi, b))
     if lifted is not None:
         return lifted
+    split = _unflattened(var, lo, hi, body)
+    if split is not None:
+        high, q, low, n, moved = split
+        # the rows outer, as `max(max(x, axis=1))` nests them (no exchange rule orders a
+        # max of maxes; a flattened index of three dims stays as it is here)
+        return make_reduce(kind, high, lo, q, make_reduce(kind, low, lo, n, moved))
     if kind in ("max", "min"):
         indep = Poly(tuple((m, c) for m, c in body.terms if var not in _mono_free(m)))
         if indep.terms and len(indep.terms) < len(body.terms):

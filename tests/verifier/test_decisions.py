@@ -307,10 +307,29 @@ def test_reshape_round_trip_is_not_a_transpose() -> None:
                    "transpose(reshape(reshape(x, (M*N*K,)), (M, K, N)), (0, 2, 1))")
 
 
-def test_sum_over_a_flattened_index_stays_unknown() -> None:
-    """Not yet decided (benchmarks/verifier_corpus.py PENDING): a sum over t in [0, M*N) reading
-    x[t floordiv N, t mod N] is not split into a double sum over (t floordiv N, t mod N)."""
-    assert unknown("x: f32[M, N]", "sum(reshape(x, (M*N,)))", "sum(x)", "none replayed")
+def test_a_reduction_over_a_flattened_index_is_the_double_reduction() -> None:
+    """A sum over t in [0, M*N) reading x[t floordiv N, t mod N] (a reshape's reads) is the
+    double sum over (t floordiv N, t mod N); three flattened dims split twice; a max too."""
+    assert proves("x: f32[M, N]", "sum(reshape(x, (M*N,)))", "sum(x)")
+    assert proves("x: f32[M, N, P]", "sum(reshape(x, (M*N*P,)))", "sum(x)")
+    assert proves("x: f32[M, N, P]", "sum(reshape(x, (M, N*P)), axis=1)",
+                  "sum(sum(x, axis=2), axis=1)")
+    assert proves("x: f32[M, N]", "max(reshape(x, (M*N,)))", "max(max(x, axis=1))")
+
+
+def test_a_flattened_reduction_pairs_only_what_the_reshapes_pair() -> None:
+    """Two operands flattened in different orders are not the product of the unflattened ones,
+    a max over part of the flattened index is not the whole max. A flat index read as itself
+    too (a weight by position) keeps the reduction whole: the true identity stays unknown
+    (never proved by a split that does not apply), the wrong one is refuted."""
+    assert refutes("x: f32[M, N], y: f32[N, M]",
+                   "sum(reshape(x, (M*N,)) * reshape(y, (M*N,)))", "sum(x * transpose(y))")
+    assert refutes("x: f32[M, N]", "max(reshape(x, (M*N,)))", "max(reshape(x, (M*N,))[0:N])")
+    weighted = "sum(reshape(x, (M*N,)) * iota((M*N,), 0, f32))"
+    assert unknown("x: f32[M, N]", weighted,
+                   "sum(x * (iota((M, N), 0, f32) * N + iota((M, N), 1, f32)))", "none replayed")
+    assert refutes("x: f32[M, N]", weighted,
+                   "sum(x * (iota((M, N), 1, f32) * M + iota((M, N), 0, f32)))")
 
 
 def test_division_by_sqrt_is_multiplication_by_rsqrt() -> None:
