@@ -108,6 +108,8 @@ def test_the_rest_is_selected_as_a_program_of_its_own(tmp_path: Path) -> None:
     chosen = _rest_selected(c, parts, "trn2", sizes)
     assert chosen is not None and list(chosen) == [1] and len(chosen[1].steps) == 1
     assert c.rest.startswith("batched_rows_k ") and c.label.endswith(f"(the rest: {c.rest})")
+    # its emission and checks are the outer selection's selection time, not its symbolic phase
+    assert c.rest_emit_s > 0
     inputs = random_inputs(func, sizes)
     runner = KernelRunner("trn2", tmp_path)
     first, first_s = runner.run_module(chain_module(func, "trn2", sizes, parts), inputs)
