@@ -116,6 +116,28 @@ def test_a_contraction_reading_k_untransposed_is_refuted(monkeypatch: pytest.Mon
         lower_and_prove(square())
 
 
+def test_the_probe_replays_the_batch_at_small_grid_sizes(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """The planted untransposed k again: the kernel probe replays B and H, which only the
+    grid counts, from `GRID_SIZE` (6 programs, not 5 x 6 = 30) and N past them, each size
+    distinct, and that replay refutes."""
+    from axon.verifier import prove
+
+    replayed: list[dict[str, int]] = []
+    real = prove.replay
+
+    def recorded(a: FuncOp, b: FuncOp, sizes: dict[str, int], *args: object,
+                 **kwargs: object) -> object:
+        replayed.append(dict(sizes))
+        return real(a, b, sizes, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prove, "replay", recorded)
+    monkeypatch.setattr(lower._Lowering, "transposed", lambda self, x, dtype, target: x)
+    with pytest.raises(Refused, match="not proved equal to the tiled kernel .refuted"):
+        lower_and_prove(square())
+    assert prove.GRID_SIZE == 2 and replayed[0] == {"B": 2, "H": 3, "N": 5}
+
+
 def test_gqa_takes_its_kernel_from_a_nu_graph_variant(tmp_path: Path) -> None:
     func = source(GQA)
     sizes = {"B": 1, "HKV": 2, "G": 3, "S": 130, "L": 70, "D": 64}
