@@ -432,9 +432,9 @@ def _make_sum(var: str, lo: IntExpr, hi: IntExpr, body: Poly, flatten: bool) -> 
         if not dep:
             out = out + outside * count(lo, hi)
             continue
-        split = _unflattened(var, lo, hi, T.monomial_poly(dep))
-        if split is not None:
-            high, q, low, n, moved = split
+        flat = _unflattened(var, lo, hi, T.monomial_poly(dep))
+        if flat is not None:
+            high, q, low, n, moved = flat
             # the high part innermost: it may be a flattened index again (a reshape of three
             # dims), split the same way while it reads no inner binder
             out = out + outside * make_sum(low, lo, n, make_sum(high, lo, q, moved, flatten),
@@ -955,9 +955,9 @@ def _make_reduce(kind: str, var: str, lo: IntExpr, hi: IntExpr, body: Poly) -> P
     lifted = _lift_select(var, body, lambda b: make_reduce(kind, var, lo, hi, b))
     if lifted is not None:
         return lifted
-    split = _unflattened(var, lo, hi, body)
-    if split is not None:
-        high, q, low, n, moved = split
+    flat = _unflattened(var, lo, hi, body)
+    if flat is not None:
+        high, q, low, n, moved = flat
         # the rows outer, as `max(max(x, axis=1))` nests them (no exchange rule orders a
         # max of maxes; a flattened index of three dims stays as it is here)
         return make_reduce(kind, high, lo, q, make_reduce(kind, low, lo, n, moved))
