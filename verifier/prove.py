@@ -619,7 +619,7 @@ def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: 
     kernels = [op for f in (a, b) for op in f.walk() if isinstance(op, KernelOp)]
     params = {p for op in kernels for p in op.param_names()}
     others = sorted(n for n in enc.sizes if n not in params)
-    counted = {n for op in kernels for g in op.grid_exprs() if (n := g.as_symbol) is not None}
+    counted = _grid_only(kernels)
     small = [n for n in others if n in counted]
     for distinct in (True, False):
         sizes = _kernel_sizes(enc, solver, params, {n: KERNEL_SIZE for n in others}, distinct)
@@ -637,6 +637,24 @@ def _probe_kernel(a: FuncOp, b: FuncOp, enc: Encoder, solver: z3.Solver, start: 
                                  found.value_a, found.value_b, exact=found.exact)
             return Refuted(cex, time.perf_counter() - start)
     return None
+
+
+def _grid_only(kernels: Sequence[KernelOp]) -> set[str]:
+    """The sizes some grid counts one program per index of (a grid extent that is the size
+    itself) and nothing else counts: no other grid extent and no loop's extent names it."""
+    plain: set[str] = set()
+    elsewhere: set[str] = set()
+    for kernel in kernels:
+        for g in kernel.grid_exprs():
+            name = g.as_symbol
+            if name is not None:
+                plain.add(name)
+            else:
+                elsewhere |= g.symbols()
+        for op in kernel.walk():
+            if isinstance(op, ForOp):
+                elsewhere |= op.extent_expr().symbols()
+    return plain - elsewhere
 
 
 def _kernel_sizes(enc: Encoder, solver: z3.Solver, params: set[str], low: dict[str, int],
