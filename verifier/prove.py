@@ -56,7 +56,7 @@ from axon.verifier.structure import shared_structure
 
 #: bump whenever normalization (terms.py, sums.py, indices.py, inline.py) or the z3 encoding
 #: changes: the obligation key includes it, so a persisted cache never serves an older verdict
-ENCODING_REVISION = 18
+ENCODING_REVISION = 19
 
 #: z3 is asked first for a counterexample with every size at most this (small replays)
 SMALL_DIM = 6

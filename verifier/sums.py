@@ -290,10 +290,11 @@ class _Unflattening(_Substitution):
 def _unflattened(var: str, lo: IntExpr, hi: IntExpr, body: Poly
                  ) -> tuple[str, IntExpr, str, IntExpr, Poly] | None:
     """A reduction over a flattened index as two: where `var` runs over [0, n*q) and the body
-    reads it only through `var floordiv m` and `var mod m` (a reshape's reads), each m a
-    multiple of one of them, n, a divisor (a positive monomial of sizes, so n >= 1), and
-    inside no inner binder: the body at var = n*h + l for h in [0, q), l in [0, n) (a
-    bijection onto [0, n*q), and both empty where q <= 0). Returns (h, q, l, n, body there);
+    reads it through `var floordiv m` and `var mod m` (a reshape's reads; it may also read
+    `var` itself, a weight by position), each m a multiple of one of them, n, a divisor (a
+    positive monomial of sizes, so n >= 1), and inside no inner binder: the body at
+    var = n*h + l for h in [0, q), l in [0, n) (a bijection onto [0, n*q), and both empty
+    where q <= 0), each index simplified under those ranges. Returns (h, q, l, n, body there);
     None where the body does not have that shape (the reduction is then left as it is)."""
     if lo.terms:
         return None
@@ -311,9 +312,7 @@ def _unflattened(var: str, lo: IntExpr, hi: IntExpr, body: Poly
             for mono, _ in ints.pop().terms:
                 for atom in mono:
                     if atom.kind == "sym":
-                        if atom.name == var:
-                            return None  # the flat index itself, not its parts
-                        continue
+                        continue  # the flat index itself reads n*h + l
                     x, m = atom.args
                     if atom.kind in ("floordiv", "mod") and x.as_symbol == var \
                             and var not in m.symbols():
