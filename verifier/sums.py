@@ -48,6 +48,7 @@ import operator
 from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 
+from axon.dialects.ax.shapes import exact_quotient
 from axon.dialects.form.intexpr import IntExpr
 from axon.verifier import indices
 from axon.verifier import terms as T
@@ -320,35 +321,14 @@ def _unflattened(var: str, lo: IntExpr, hi: IntExpr, body: Poly
                     else:
                         ints.extend(atom.args)
         stack.extend(T.subterms(t))
-    n = min(divisors, key=str, default=None)
-    for m in sorted(divisors, key=str):
-        if indices.is_divisor(m) and all(_exact_quotient(k, m) is not None for k in divisors):
-            n = m
-            break
-    else:
-        return None
-    assert n is not None
-    quotient = _exact_quotient(hi, n)
-    if quotient is None:
+    # the divisor every other one is a multiple of
+    n = next((m for m in sorted(divisors, key=str) if indices.is_divisor(m)
+              and all(exact_quotient(k, m) is not None for k in divisors)), None)
+    quotient = None if n is None else exact_quotient(hi, n)
+    if n is None or quotient is None:
         return None
     high, low = fresh(), fresh()
     return high, quotient, low, n, _Unflattening(var, n, high, quotient, low).poly(body)
-
-
-def _exact_quotient(e: IntExpr, n: IntExpr) -> IntExpr | None:
-    """q with q * n == e, where `n` is one monomial dividing every term of `e`; else None."""
-    ((atoms, coeff),) = n.terms
-    out = IntExpr.const(0)
-    for mono, c in e.terms:
-        rest = list(mono)
-        for atom in atoms:
-            if atom not in rest:
-                return None
-            rest.remove(atom)
-        if c % coeff:
-            return None
-        out = out + IntExpr(((tuple(rest), c // coeff),))
-    return out if out * n == e else None
 
 
 # ---- sums ----------------------------------------------------------------------------------------

@@ -1208,8 +1208,10 @@ def _sizes(params: Mapping[str, int]) -> str:
 
 def _emit(c: Candidate, func: FuncOp, profile: str, sizes: Mapping[str, int],
           proved: Sequence[Proposal], lowered: Mapping[int, LoweredKernel | str]) -> None:
-    """Print the candidate's module (a planted one has its own), or say why it has none."""
-    if c.module is not None:
+    """Print the candidate's module (a planted one has its own), or say why it has none (once:
+    a candidate already rejected, a prologue chain whose nested selection ran, is not made
+    again)."""
+    if c.module is not None or c.rejected:
         return
     if c.tiling < 0:
         # a variant's chain is named as the program (its host function is called as the
